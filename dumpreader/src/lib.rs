@@ -1,0 +1,663 @@
+//! dumpreader: the lowest layer of dumpshell.
+//!
+//! Opens a Linux x86-64 ELF core (kernel, gdb `gcore`, .NET `createdump`) or a Windows
+//! minidump and exposes one target: memory ([`Memory`]), threads with full x64 register
+//! contexts, modules with identities, and parsed module images (symbols/exports, unwind table
+//! locations). It knows nothing about the CLR.
+//!
+//! ```no_run
+//! use dumpreader::{Dump, Memory};
+//! let dump = Dump::open(std::path::Path::new("core.dmp")).unwrap();
+//! for t in dump.threads() {
+//!     println!("{} rip={:#x}", t.id, t.context.rip);
+//! }
+//! let word = dump.read_u64(dump.threads()[0].context.rsp).unwrap();
+//! # let _ = word;
+//! ```
+//!
+//! Files are memory-mapped and memory is served zero-copy from the mapping; `.zst` files are
+//! decompressed once into a cache file. No input makes this crate panic: bad structures give an
+//! [`Error`] naming the structure and its file offset, and recoverable problems are listed in
+//! [`DumpInfo::warnings`].
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod bytes;
+mod elf;
+mod error;
+mod image;
+mod mdmp;
+mod memory;
+mod types;
+
+pub use error::{Error, ReadError};
+pub use image::{
+    ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout, PeSection,
+    ProgramHeader, Symbol,
+};
+pub use memory::{Memory, MemoryRange, Perms, SliceMemory, MAX_READ_BYTES};
+pub use types::*;
+
+use memory::{RawSegment, SegmentIndex};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Options for [`Dump::open_with`].
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Where decompressed `.zst` dumps are cached (default: `$TMPDIR/dumpreader-cache`).
+    pub cache_dir: Option<PathBuf>,
+    /// Directories searched (by file name) for module image files when the dump lacks an
+    /// image's pages; the module's own recorded path is tried last.
+    pub image_search_path: Vec<PathBuf>,
+    /// Refuse the dump at the first recoverable problem (segment outside the file, truncated
+    /// note, bad optional stream) instead of recording it in [`DumpInfo::warnings`].
+    pub strict: bool,
+    /// Whether the bytes of an ELF `PT_LOAD` beyond `p_filesz` (up to `p_memsz`) read as
+    /// zeros (true, the ELF rule and what createdump means) or as absent (false: useful for
+    /// kernel cores, which leave out file-backed pages that were not dumped).
+    pub zero_fill: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            cache_dir: None,
+            image_search_path: Vec::new(),
+            strict: false,
+            zero_fill: true,
+        }
+    }
+}
+
+/// A memory region's attributes from the minidump MemoryInfoList stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Region start.
+    pub base: u64,
+    /// Region size.
+    pub size: u64,
+    /// Allocation base.
+    pub allocation_base: u64,
+    /// `MEM_COMMIT` (0x1000), `MEM_RESERVE` (0x2000) or `MEM_FREE` (0x10000).
+    pub state: u32,
+    /// Page protection (`PAGE_*`).
+    pub protect: u32,
+    /// Protection at allocation.
+    pub allocation_protect: u32,
+    /// `MEM_PRIVATE` (0x20000), `MEM_MAPPED` (0x40000) or `MEM_IMAGE` (0x1000000).
+    pub kind: u32,
+}
+
+/// What a format parser hands back.
+pub(crate) struct Parsed {
+    pub info: DumpInfo,
+    pub threads: Vec<ThreadInfo>,
+    pub segments: Vec<RawSegment>,
+    pub mappings: Vec<FileMapping>,
+    /// Modules when the format lists them (minidump); ELF modules are derived lazily.
+    pub modules: Option<Vec<ModuleInfo>>,
+    pub regions: Vec<RegionInfo>,
+}
+
+enum Backing {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Backing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Backing::Map(m) => m,
+            Backing::Owned(v) => v,
+        }
+    }
+}
+
+/// A symbolized address: `module!symbol+offset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbolized {
+    /// Module file name.
+    pub module: String,
+    /// Symbol or export name.
+    pub symbol: String,
+    /// Offset of the address from the symbol.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Symbolized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.offset == 0 {
+            write!(f, "{}!{}", self.module, self.symbol)
+        } else {
+            write!(f, "{}!{}+{:#x}", self.module, self.symbol, self.offset)
+        }
+    }
+}
+
+/// An opened dump: the one target the rest of dumpshell reads.
+pub struct Dump {
+    data: Backing,
+    path: Option<PathBuf>,
+    source_note: Option<String>,
+    opts: OpenOptions,
+    info: DumpInfo,
+    threads: Vec<ThreadInfo>,
+    index: SegmentIndex,
+    mappings: Vec<FileMapping>,
+    modules: OnceLock<Vec<ModuleInfo>>,
+    regions: Vec<RegionInfo>,
+    images: Mutex<HashMap<u64, Arc<Result<ModuleImage, Error>>>>,
+}
+
+impl std::fmt::Debug for Dump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dump")
+            .field("path", &self.path)
+            .field("format", &self.info.format)
+            .field("threads", &self.threads.len())
+            .field("ranges", &self.index.len())
+            .finish()
+    }
+}
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+impl Dump {
+    /// Opens a dump file with default options (format detected by magic; `.zst`
+    /// decompressed once into the cache directory and mapped).
+    pub fn open(path: &Path) -> Result<Dump, Error> {
+        Dump::open_with(path, &OpenOptions::default())
+    }
+
+    /// Opens a dump file with options.
+    pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Dump, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, &e))?;
+        let mut magic = [0u8; 4];
+        {
+            use std::io::Read;
+            let mut r = &file;
+            let mut got = 0;
+            while got < 4 {
+                match r.read(&mut magic[got..]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) => return Err(Error::io(path, &e)),
+                }
+            }
+        }
+        let (file, map_path, note) = if magic == ZSTD_MAGIC {
+            let cached = decompress_cached(path, opts)?;
+            let f = std::fs::File::open(&cached).map_err(|e| Error::io(&cached, &e))?;
+            let note = format!(
+                "decompressed from {} into {}",
+                path.display(),
+                cached.display()
+            );
+            (f, cached, Some(note))
+        } else {
+            (file, path.to_path_buf(), None)
+        };
+        let len = file.metadata().map_err(|e| Error::io(&map_path, &e))?.len();
+        let backing = if len == 0 {
+            Backing::Owned(Vec::new())
+        } else {
+            Backing::Map(map::map(&file).map_err(|e| Error::io(&map_path, &e))?)
+        };
+        let mut d = Dump::from_backing(backing, opts.clone())?;
+        d.path = Some(path.to_path_buf());
+        d.source_note = note;
+        Ok(d)
+    }
+
+    /// Parses a dump held in memory (tests, fuzzing). Default options.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Dump, Error> {
+        Dump::from_bytes_with(bytes, &OpenOptions::default())
+    }
+
+    /// Parses a dump held in memory with options (`.zst` input is decompressed, capped at
+    /// 4 GiB).
+    pub fn from_bytes_with(bytes: Vec<u8>, opts: &OpenOptions) -> Result<Dump, Error> {
+        if bytes.starts_with(&ZSTD_MAGIC) {
+            use std::io::Read;
+            let dec = zstd::stream::read::Decoder::new(bytes.as_slice())
+                .map_err(|e| Error::io(Path::new("<bytes>"), &e))?;
+            let mut out = Vec::new();
+            dec.take(4 << 30)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::io(Path::new("<bytes>"), &e))?;
+            return Dump::from_backing(Backing::Owned(out), opts.clone());
+        }
+        Dump::from_backing(Backing::Owned(bytes), opts.clone())
+    }
+
+    fn from_backing(data: Backing, opts: OpenOptions) -> Result<Dump, Error> {
+        let b = data.bytes();
+        let parsed = if b.starts_with(b"\x7fELF") {
+            elf::parse(b, opts.strict)?
+        } else if b.starts_with(b"MDMP") {
+            mdmp::parse(b, opts.strict)?
+        } else {
+            return Err(Error::BadMagic {
+                found: b.iter().take(8).copied().collect(),
+            });
+        };
+        let Parsed {
+            mut info,
+            mut threads,
+            mut segments,
+            mappings,
+            modules,
+            regions,
+        } = parsed;
+        if !opts.zero_fill {
+            for s in segments.iter_mut() {
+                s.seg.mem_size = s.seg.file_size;
+            }
+        }
+        let index = SegmentIndex::build(segments, &mut info.warnings);
+        if info.format == DumpFormat::ElfCore {
+            for t in threads.iter_mut() {
+                t.stack = index.range_of(t.context.rsp).map(|r| (r.address, r.end()));
+            }
+        }
+        let ml = OnceLock::new();
+        if let Some(m) = modules {
+            let _ = ml.set(m);
+        }
+        Ok(Dump {
+            data,
+            path: None,
+            source_note: None,
+            opts,
+            info,
+            threads,
+            index,
+            mappings,
+            modules: ml,
+            regions,
+            images: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The container format.
+    pub fn format(&self) -> DumpFormat {
+        self.info.format
+    }
+
+    /// Process-level information (pid, exception, OS, warnings...).
+    pub fn info(&self) -> &DumpInfo {
+        &self.info
+    }
+
+    /// The path the dump was opened from, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// How the file was obtained (e.g. "decompressed from X into Y"), if noteworthy.
+    pub fn source_note(&self) -> Option<&str> {
+        self.source_note.as_deref()
+    }
+
+    /// Threads in dump order (ELF: the first is the one that took the signal).
+    pub fn threads(&self) -> &[ThreadInfo] {
+        &self.threads
+    }
+
+    /// The thread with OS id `id`.
+    pub fn thread(&self, id: u32) -> Option<&ThreadInfo> {
+        self.threads.iter().find(|t| t.id == id)
+    }
+
+    /// Memory ranges in address order (disjoint).
+    pub fn memory_ranges(&self) -> impl Iterator<Item = MemoryRange> + '_ {
+        self.index.ranges()
+    }
+
+    /// The memory range containing `addr`.
+    pub fn range_of(&self, addr: u64) -> Option<MemoryRange> {
+        self.index.range_of(addr)
+    }
+
+    /// Zero-copy view of the file-backed bytes at `addr` up to the end of their range.
+    pub fn slice_at(&self, addr: u64) -> Option<&[u8]> {
+        self.index.slice(self.data.bytes(), addr)
+    }
+
+    /// File mappings of the process (ELF `NT_FILE`), sorted by address; empty for minidumps.
+    pub fn file_mappings(&self) -> &[FileMapping] {
+        &self.mappings
+    }
+
+    /// Region attributes from the minidump MemoryInfoList stream (empty when absent / ELF).
+    pub fn memory_info(&self) -> &[RegionInfo] {
+        &self.regions
+    }
+
+    /// Modules sorted by base address. ELF cores: every mapped file from `NT_FILE`, grouped by
+    /// path (see [`ModuleInfo::kind`] for which are images); minidumps: the ModuleList.
+    ///
+    /// A file mapped several times from offset 0 (the .NET runtime on Linux maps a managed
+    /// assembly more than once: flat for metadata, and as an image) gives one module per
+    /// mapping whose memory starts with the image magic, each with its own base.
+    pub fn modules(&self) -> &[ModuleInfo] {
+        self.modules.get_or_init(|| {
+            let mut m = if self.info.format == DumpFormat::ElfCore {
+                self.elf_modules()
+            } else {
+                Vec::new()
+            };
+            m.sort_by_key(|x| x.base);
+            m
+        })
+    }
+
+    /// The module containing `addr`.
+    pub fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
+        let mods = self.modules();
+        let i = mods.partition_point(|m| m.base <= addr);
+        mods[..i].iter().rev().take(8).find(|m| m.contains(addr))
+    }
+
+    /// The first module whose file name equals `name` (ASCII case-insensitive).
+    pub fn module_by_name(&self, name: &str) -> Option<&ModuleInfo> {
+        self.modules()
+            .iter()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
+    }
+
+    fn elf_modules(&self) -> Vec<ModuleInfo> {
+        let mut by_path: HashMap<&str, Vec<&FileMapping>> = HashMap::new();
+        let mut order = Vec::new();
+        for m in &self.mappings {
+            let e = by_path.entry(m.path.as_str()).or_default();
+            if e.is_empty() {
+                order.push(m.path.as_str());
+            }
+            e.push(m);
+        }
+        let mut out = Vec::new();
+        for path in order {
+            let maps = &by_path[path];
+            // Heads: mappings of file offset 0 whose memory starts with an image magic.
+            let mut groups: Vec<(u64, ModuleKind, Vec<FileMapping>)> = Vec::new();
+            for m in maps.iter() {
+                let mut magic = [0u8; 4];
+                let kind = if m.file_offset == 0 && self.read(m.start, &mut magic) == 4 {
+                    if &magic == b"\x7fELF" {
+                        Some(ModuleKind::Elf)
+                    } else if &magic[..2] == b"MZ" {
+                        Some(ModuleKind::Pe)
+                    } else {
+                        None
+                    }
+                } else {
+                    None
+                };
+                match (kind, groups.last_mut()) {
+                    (Some(k), Some(g)) if g.1 == ModuleKind::Other => {
+                        // The first head adopts the mappings seen before it.
+                        g.0 = m.start.min(g.0);
+                        g.1 = k;
+                        g.2.push((*m).clone());
+                    }
+                    (Some(k), _) => groups.push((m.start, k, vec![(*m).clone()])),
+                    (None, Some(g)) => g.2.push((*m).clone()),
+                    (None, None) => groups.push((m.start, ModuleKind::Other, vec![(*m).clone()])),
+                }
+            }
+            for (base, kind, mappings) in groups {
+                // Base: the head mapping (lowest start with offset 0 for non-images).
+                let base = if kind == ModuleKind::Other {
+                    mappings
+                        .iter()
+                        .filter(|m| m.file_offset == 0)
+                        .map(|m| m.start)
+                        .min()
+                        .unwrap_or(base)
+                } else {
+                    base
+                };
+                let end = mappings.iter().map(|m| m.end).max().unwrap_or(base);
+                let identity = match kind {
+                    ModuleKind::Elf => image::elf_build_id(self, base).map(ModuleIdentity::BuildId),
+                    ModuleKind::Pe => image::pe_identity(self, base),
+                    ModuleKind::Other => None,
+                };
+                out.push(ModuleInfo {
+                    path: path.to_string(),
+                    base,
+                    end,
+                    kind,
+                    identity,
+                    mappings,
+                    debug_file: None,
+                    debug_id: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// The module's parsed image (cached). Read from the dump's memory when its pages are
+    /// there; otherwise from a file found through [`OpenOptions::image_search_path`] or the
+    /// module's own path, accepted only if its identity matches (see [`ModuleImage::note`]).
+    pub fn module_image(&self, module: &ModuleInfo) -> Result<Arc<ModuleImage>, Error> {
+        let key = module.base;
+        if let Some(r) = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            return match &**r {
+                Ok(img) => Ok(Arc::new(img.clone())),
+                Err(e) => Err(e.clone()),
+            };
+        }
+        let r = self.load_image(module);
+        let arc = Arc::new(r);
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, arc.clone());
+        match &*arc {
+            Ok(img) => Ok(Arc::new(img.clone())),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    fn load_image(&self, module: &ModuleInfo) -> Result<ModuleImage, Error> {
+        let is_pe = module.kind == ModuleKind::Pe
+            || (module.kind == ModuleKind::Other && self.info.os == Os::Windows);
+        let layout = if is_pe {
+            image::guess_pe_layout(self, module.base, &module.mappings)
+        } else {
+            PeLayout::Mapped
+        };
+        // 1. The dump's memory.
+        let mem_result = if is_pe {
+            image::parse_pe(self, module.base, layout).map(|(p, probs)| (ImageFormat::Pe(p), probs))
+        } else {
+            image::parse_elf(self, module.base, true).map(|(e, probs)| (ImageFormat::Elf(e), probs))
+        };
+        let mut refusals = Vec::new();
+        let partial = match mem_result {
+            Ok((fmt, probs)) if probs.is_empty() => {
+                return Ok(ModuleImage {
+                    module_path: module.path.clone(),
+                    base: module.base,
+                    source: ImageSource::DumpMemory,
+                    note: "from dump memory".to_string(),
+                    format: fmt,
+                });
+            }
+            Ok((fmt, probs)) => {
+                refusals.push(format!("dump memory incomplete: {}", probs.join("; ")));
+                Some(fmt)
+            }
+            Err(e) => {
+                refusals.push(format!("dump memory: {e}"));
+                None
+            }
+        };
+        // 2. Files on disk, matched by identity.
+        let mut candidates: Vec<PathBuf> = self
+            .opts
+            .image_search_path
+            .iter()
+            .map(|d| d.join(module.name()))
+            .collect();
+        candidates.push(PathBuf::from(&module.path));
+        for cand in candidates {
+            if !cand.is_file() {
+                continue;
+            }
+            match self.image_from_file(module, &cand, is_pe, layout) {
+                Ok(mut img) => {
+                    if !refusals.is_empty() {
+                        img.note = format!("{} (after: {})", img.note, refusals.join("; "));
+                    }
+                    return Ok(img);
+                }
+                Err(why) => refusals.push(format!("{}: {why}", cand.display())),
+            }
+        }
+        if let Some(fmt) = partial {
+            return Ok(ModuleImage {
+                module_path: module.path.clone(),
+                base: module.base,
+                source: ImageSource::DumpMemory,
+                note: format!("from dump memory, incomplete ({})", refusals.join("; ")),
+                format: fmt,
+            });
+        }
+        Err(Error::NoImage {
+            module: module.path.clone(),
+            reason: refusals.join("; "),
+        })
+    }
+
+    fn image_from_file(
+        &self,
+        module: &ModuleInfo,
+        path: &Path,
+        is_pe: bool,
+        layout: PeLayout,
+    ) -> Result<ModuleImage, String> {
+        let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let map = map::map(&f).map_err(|e| e.to_string())?;
+        let bytes: &[u8] = &map;
+        let fid = image::file_identity(bytes);
+        let verdict = match (&module.identity, &fid) {
+            (Some(want), Some(have)) if want == have => format!("{want} matches"),
+            (Some(want), Some(have)) => {
+                return Err(format!(
+                    "identity mismatch: dump has {want}, file has {have}"
+                ))
+            }
+            (Some(want), None) => return Err(format!("file has no identity, dump has {want}")),
+            (None, _) => "identity not in dump, not verified".to_string(),
+        };
+        let note = format!("from file {}: {verdict}", path.display());
+        let fmt = if is_pe {
+            let mem = image::FileImageMemory::pe(bytes, module.base, layout)
+                .map_err(|e| e.to_string())?;
+            let (p, _) = image::parse_pe(&mem, module.base, layout).map_err(|e| e.to_string())?;
+            ImageFormat::Pe(p)
+        } else {
+            let mem = image::FileImageMemory::elf(bytes, module.base).map_err(|e| e.to_string())?;
+            let (mut e, _) =
+                image::parse_elf(&mem, module.base, false).map_err(|e| e.to_string())?;
+            image::add_file_symtab(bytes, &mut e);
+            ImageFormat::Elf(e)
+        };
+        Ok(ModuleImage {
+            module_path: module.path.clone(),
+            base: module.base,
+            source: ImageSource::File(path.to_path_buf()),
+            note,
+            format: fmt,
+        })
+    }
+
+    /// Address of the export `name` of `module` (ELF dynamic symbol or PE export).
+    pub fn find_export(&self, module: &ModuleInfo, name: &str) -> Option<u64> {
+        self.module_image(module).ok()?.find_export(name)
+    }
+
+    /// `module!symbol+offset` for `addr`, using the nearest exported symbol at or below it.
+    pub fn symbolize(&self, addr: u64) -> Option<Symbolized> {
+        let m = self.module_at(addr)?;
+        let img = self.module_image(m).ok()?;
+        let (sym, off) = img.symbolize(addr)?;
+        Some(Symbolized {
+            module: m.name().to_string(),
+            symbol: sym.to_string(),
+            offset: off,
+        })
+    }
+}
+
+impl Memory for Dump {
+    #[inline]
+    fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        self.index.read(self.data.bytes(), addr, buf)
+    }
+}
+
+/// Decompresses `path` (zstd) into the cache directory once; later opens reuse the file.
+fn decompress_cached(path: &Path, opts: &OpenOptions) -> Result<PathBuf, Error> {
+    use std::hash::{Hash, Hasher};
+    let dir = opts
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("dumpreader-cache"));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, &e))?;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, &e))?;
+    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    canon.hash(&mut h);
+    meta.len().hash(&mut h);
+    meta.modified().ok().hash(&mut h);
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("dump");
+    let out = dir.join(format!("{stem}-{:016x}", h.finish()));
+    if out.is_file() {
+        return Ok(out);
+    }
+    let tmp = dir.join(format!(
+        "{stem}-{:016x}.partial-{}",
+        h.finish(),
+        std::process::id()
+    ));
+    let res = (|| -> std::io::Result<()> {
+        let src = std::fs::File::open(path)?;
+        let dst = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, dst);
+        zstd::stream::copy_decode(std::io::BufReader::with_capacity(1 << 20, src), &mut w)?;
+        use std::io::Write;
+        w.flush()?;
+        Ok(())
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, &e));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| Error::io(&out, &e))?;
+    Ok(out)
+}
+
+mod map {
+    //! The single place that memory-maps a file.
+    #[allow(unsafe_code)]
+    pub(crate) fn map(f: &std::fs::File) -> std::io::Result<memmap2::Mmap> {
+        // SAFETY: the mapping is read-only. If another process truncates the file while it is
+        // mapped, reads may fault (SIGBUS); dumps are treated as immutable inputs.
+        unsafe { memmap2::Mmap::map(f) }
+    }
+}
+
+#[cfg(test)]
+mod tests;
