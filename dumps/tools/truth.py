@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Truth files for dumpshell's dump corpus.
+
+    truth.py finish --name N --raw RAW.json --manifest M.json --dump X.dmp --zst X.dmp.zst --out-dir DIR
+        tidies dacprobe's output into DIR/N.dac.json and copies the manifest to DIR/N.manifest.json
+    truth.py check N.manifest.json N.dac.json [--tolerate-dac-gaps]
+        cross-checks the program's manifest against the DAC's view; exit status 1 on disagreement
+
+Standard library only.  See dumps/README.md for what is compared and how names are spelled.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+
+TARGET_LOG_LIMIT = 256 * 1024     # drop dacprobe's target_log when its JSON is larger than this
+BOX_PREFIX = 'System.Runtime.CompilerServices.AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1[['
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def finish(a):
+    with open(a.raw) as f:
+        dac = json.load(f)
+    with open(a.manifest, encoding='utf-8') as f:
+        manifest = json.load(f)
+    # paths on the generating machine mean nothing elsewhere: keep them short
+    dac['dump'] = os.path.basename(a.zst)[:-len('.zst')] if a.zst.endswith('.zst') else os.path.basename(a.dump)
+    m = re.search(r'(Microsoft\.NETCore\.App/[^/]+/libmscordaccore\.so)$', dac.get('dac', ''))
+    if m:
+        dac['dac'] = m.group(1)
+    tl = dac.get('target_log')
+    if tl is not None and len(json.dumps(tl)) > TARGET_LOG_LIMIT:
+        dac['target_log'] = {'dropped': 'larger than %d bytes of JSON' % TARGET_LOG_LIMIT}
+    dac['dump_file'] = {'compressed': os.path.basename(a.zst),
+                        'compressed_size': os.path.getsize(a.zst),
+                        'size': os.path.getsize(a.dump),
+                        'sha256': sha256(a.dump),
+                        'compressed_sha256': sha256(a.zst)}
+    out = os.path.join(a.out_dir, a.name + '.dac.json')
+    with open(out, 'w') as f:
+        json.dump(dac, f, indent=1)
+        f.write('\n')
+    mout = os.path.join(a.out_dir, a.name + '.manifest.json')
+    with open(mout, 'w', encoding='utf-8') as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False)
+        f.write('\n')
+    print('wrote %s (%d bytes), %s' % (out, os.path.getsize(out), mout), file=sys.stderr)
+
+
+def bare(method):
+    """DAC method names carry their parameter list: 'Hang.Program.WaitOnGate()'. Drop it."""
+    if method is None:
+        return None
+    i = method.find('(')
+    return method[:i] if i >= 0 else method
+
+
+class Checker:
+    def __init__(self, manifest, dac, tolerate):
+        self.m, self.d, self.tolerate = manifest, dac, tolerate
+        self.failures, self.notes, self.passed = [], [], 0
+
+    def ok(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+        return cond
+
+    def gap(self, what):
+        """The DAC could not produce something: a failure unless gaps are tolerated."""
+        if self.tolerate:
+            self.notes.append('skipped: ' + what)
+        else:
+            self.failures.append(what)
+
+    def run(self):
+        m, d = self.m, self.d
+        if 'fatal' in d:
+            self.gap('dacprobe fatal: ' + d['fatal'])
+        for e in d.get('errors', []):
+            self.gap('dacprobe error: %s' % json.dumps(e))
+        for e in d.get('callback_errors', []):
+            self.notes.append('dacprobe callback error: %s' % json.dumps(e))
+        mism = d.get('heap_stat', {}).get('object_size_crosscheck', {}).get('mismatches', [])
+        self.ok(not mism, 'object size cross-check mismatches: %s' % mism[:5])
+
+        # ---- runtime
+        rt = m['runtime']
+        path = (d.get('runtime', {}).get('runtime_path') or '').replace('\\', '/')
+        self.ok('/%s/' % rt['version'] in path, 'runtime version %s not in DAC runtime path %s' % (rt['version'], path))
+        gcd = d.get('gc_heap', {}).get('GetGCHeapData')
+        if gcd is None:
+            self.gap('no GetGCHeapData')
+        else:
+            self.ok(bool(gcd['bServerMode']) == (rt['gc'] == 'server'),
+                    'gc mode %s vs DAC bServerMode=%s' % (rt['gc'], gcd['bServerMode']))
+            if rt.get('gc_heap_count') is not None:
+                self.ok(gcd['HeapCount'] == rt['gc_heap_count'],
+                        'gc heap count %s vs DAC %s' % (rt['gc_heap_count'], gcd['HeapCount']))
+
+        # ---- threads and their stacks
+        dthreads = {t['osThreadId']: t for t in d.get('threads', [])}
+        stacks = {s['osThreadId']: s for s in d.get('stacks', [])}
+        if not dthreads:
+            self.gap('DAC listed no threads')
+        by_managed = {}
+        for t in m.get('threads', []):
+            role = '%s (managed %s, os %s)' % (t['role'], t['managed_id'], t['os_id'])
+            by_managed[t['managed_id']] = t
+            if not dthreads:
+                continue
+            dt = dthreads.get(t['os_id'])
+            if not self.ok(dt is not None, 'thread %s: os id not among DAC threads' % role):
+                continue
+            self.ok(dt['corThreadId'] == t['managed_id'],
+                    'thread %s: DAC corThreadId is %s' % (role, dt['corThreadId']))
+            st = stacks.get(t['os_id'], {})
+            if 'frames' not in st:
+                self.gap('thread %s: DAC gave no stack (%s)' % (role, st.get('error')))
+                continue
+            names = [bare(f.get('method')) for f in st['frames']]
+            own = t.get('frames', [])
+            if own:
+                ns = own[0].split('.')[0] + '.'
+                dac_own = [n for n in names if n and n.startswith(ns)]
+                self.ok(dac_own == own, 'thread %s: own frames %s, DAC has %s' % (role, own, dac_own))
+            if t.get('blocked_in'):
+                first_own = min([names.index(n) for n in own if n in names] or [len(names)])
+                inner = names[:first_own]
+                self.ok(t['blocked_in'] in inner,
+                        'thread %s: %s not above its own frames in DAC stack %s' % (role, t['blocked_in'], inner))
+
+        # ---- exact instance counts of the program's own types
+        census = {}
+        for r in d.get('heap_stat', {}).get('types', []):
+            c = census.setdefault(r['type'], [0, 0])
+            c[0] += r['count']
+            c[1] += r['total_size']
+        if not census and m.get('types'):
+            self.gap('DAC heap census empty')
+        elif census:
+            for ty in m.get('types', []):
+                name = ty.get('dac_name', ty['name'])
+                got = census.get(name, [0, 0])[0]
+                self.ok(got == ty['count'], 'type %s: manifest count %d, DAC census %d' % (name, ty['count'], got))
+
+        # ---- async state machines: one box per method of each chain
+        boxes = [b['type'] for b in d.get('async_state_machine_boxes', {}).get('boxes', [])]
+        for ch in m.get('async_chains', []):
+            if ch.get('awaited_type') and census:
+                self.ok(census.get(ch['awaited_type'], [0])[0] >= 1,
+                        'chain %s: awaited type %s not in DAC census' % (ch['name'], ch['awaited_type']))
+            for smt in ch['state_machine_types']:
+                hits = [b for b in boxes if '[' + smt + ', ' in b]
+                self.ok(len(hits) == 1, 'chain %s: %d boxes for %s (want 1)' % (ch['name'], len(hits), smt))
+                if hits and ch.get('result_type'):
+                    self.ok(hits[0].startswith(BOX_PREFIX + ch['result_type'] + ', '),
+                            'chain %s: box %s does not have result type %s' % (ch['name'], hits[0], ch['result_type']))
+
+        # ---- an unhandled exception: its thread has a last thrown object
+        for ex in m.get('exceptions', []):
+            if ex.get('unhandled') and dthreads:
+                t = by_managed.get(ex['thrown_on_managed_id'])
+                dt = dthreads.get(t['os_id']) if t else None
+                self.ok(dt is not None and dt.get('lastThrownObjectHandle') not in (None, '0x0'),
+                        'exception %s: thread %s has no last thrown object in the DAC' % (ex['type'], ex['thrown_on_managed_id']))
+
+        # ---- sync over async, locks: every id named must be a manifest thread
+        soa = m.get('sync_over_async')
+        if soa:
+            self.ok(soa['managed_id'] in by_managed, 'sync_over_async thread %s not in threads' % soa['managed_id'])
+            self.ok(soa['waits_on_chain'] in [c['name'] for c in m.get('async_chains', [])],
+                    'sync_over_async waits on unknown chain %s' % soa['waits_on_chain'])
+        for lk in m.get('locks', []):
+            ids = list(lk.get('waiter_managed_ids', []))
+            if lk.get('owner_managed_id') is not None:
+                ids.append(lk['owner_managed_id'])
+            for i in ids:
+                self.ok(i in by_managed, 'lock %s: thread %s not in threads' % (lk['name'], i))
+        return not self.failures
+
+
+def check(a):
+    with open(a.manifest, encoding='utf-8') as f:
+        manifest = json.load(f)
+    with open(a.dac) as f:
+        dac = json.load(f)
+    c = Checker(manifest, dac, a.tolerate_dac_gaps)
+    good = c.run()
+    for n in c.notes:
+        print('  note: ' + n, file=sys.stderr)
+    for x in c.failures:
+        print('  FAIL: ' + x, file=sys.stderr)
+    print('%s: %d checks passed, %d failed, %d notes' % (os.path.basename(a.manifest), c.passed,
+                                                         len(c.failures), len(c.notes)), file=sys.stderr)
+    return 0 if good else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    f = sub.add_parser('finish')
+    for k in ('--name', '--raw', '--manifest', '--dump', '--zst', '--out-dir'):
+        f.add_argument(k, required=True)
+    c = sub.add_parser('check')
+    c.add_argument('manifest')
+    c.add_argument('dac')
+    c.add_argument('--tolerate-dac-gaps', action='store_true',
+                   help='report (not fail) what the DAC could not produce (used for netcore31)')
+    a = ap.parse_args()
+    if a.cmd == 'finish':
+        finish(a)
+        return 0
+    return check(a)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
