@@ -1,0 +1,116 @@
+//! The command registry: one [`CommandSpec`] per command, its clap definition the single source
+//! of argument parsing, `help` text and completion.
+
+use crate::output::{CommandError, Output};
+use crate::session::Session;
+use crate::tokenize;
+use clap::{ArgMatches, Command};
+
+pub mod native;
+
+/// One command: its names, its argument grammar and what runs it.
+pub struct CommandSpec {
+    /// The canonical name.
+    pub name: &'static str,
+    /// Other spellings (SOS and WinDbg ones included).
+    pub aliases: &'static [&'static str],
+    /// One line for `help`.
+    pub about: &'static str,
+    /// The clap grammar (name and about are set from the fields above).
+    pub grammar: fn() -> Command,
+    /// Runs the command on parsed arguments.
+    pub run: fn(&Session, &ArgMatches) -> Result<Output, CommandError>,
+}
+
+impl CommandSpec {
+    /// The full clap command with name, aliases and about applied.
+    pub fn command(&self) -> Command {
+        (self.grammar)()
+            .name(self.name)
+            .about(self.about)
+            .no_binary_name(true)
+            .disable_version_flag(true)
+            .arg(
+                clap::Arg::new("json")
+                    .long("json")
+                    .action(clap::ArgAction::SetTrue)
+                    .help("print the result as one JSON document"),
+            )
+    }
+}
+
+/// Every command, in the order `help` lists them.
+pub fn registry() -> &'static [CommandSpec] {
+    native::SPECS
+}
+
+/// Finds a command by name or alias; a leading `!` (WinDbg/SOS habit) is ignored, and names
+/// are matched without regard to case, as SOS does.
+pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    let n = name.strip_prefix('!').unwrap_or(name).to_ascii_lowercase();
+    registry()
+        .iter()
+        .find(|c| c.name == n || c.aliases.iter().any(|a| *a == n))
+}
+
+/// What a parsed line asks for.
+pub struct Invocation {
+    /// The command.
+    pub spec: &'static CommandSpec,
+    /// Whether `--json` was given on the line.
+    pub json: bool,
+    /// The parsed arguments.
+    pub matches: ArgMatches,
+}
+
+/// Parses one command line. `Ok(None)` for an empty line.
+pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
+    let words = tokenize::split(line).map_err(CommandError::Usage)?;
+    let Some((first, rest)) = words.split_first() else {
+        return Ok(None);
+    };
+    let spec = lookup(first).ok_or_else(|| CommandError::Unknown(first.clone()))?;
+    let matches = spec
+        .command()
+        .try_get_matches_from(rest)
+        .map_err(|e| CommandError::Usage(e.render().to_string().trim_end().to_owned()))?;
+    let json = matches.get_flag("json");
+    Ok(Some(Invocation {
+        spec,
+        json,
+        matches,
+    }))
+}
+
+/// Parses and runs one command line. `Ok(None)` for an empty line.
+pub fn execute(session: &Session, line: &str) -> Result<Option<(Output, bool)>, CommandError> {
+    let Some(inv) = parse(line)? else {
+        return Ok(None);
+    };
+    let out = (inv.spec.run)(session, &inv.matches)?;
+    Ok(Some((out, inv.json)))
+}
+
+/// The text of `help` (no argument) or `help <command>`.
+pub fn help_text(topic: Option<&str>) -> Result<String, CommandError> {
+    match topic {
+        None => {
+            let mut s = String::from(
+                "Commands (type 'help <command>' for its options; add --json to any command):\n",
+            );
+            for c in registry() {
+                let names = if c.aliases.is_empty() {
+                    c.name.to_string()
+                } else {
+                    format!("{} ({})", c.name, c.aliases.join(", "))
+                };
+                s.push_str(&format!("  {names:<28} {}\n", c.about));
+            }
+            Ok(s)
+        }
+        Some(t) => {
+            let spec = lookup(t).ok_or_else(|| CommandError::Unknown(t.to_owned()))?;
+            Ok(spec.command().render_long_help().to_string())
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `dumpshell`: a .NET dump analyzer without the DAC.
+//!
+//! `dumpshell app.dmp` opens an interactive session; `-c`, `--script` or commands on standard
+//! input run non-interactively. Every command can print JSON (`--json`, globally or per command).
+
+use anyhow::Context;
+use clap::Parser;
+use repl::commands::{self, help_text};
+use repl::{Output, Session};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+/// A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.
+#[derive(Parser, Debug)]
+#[command(name = "dumpshell", version, about, long_about = None)]
+struct Cli {
+    /// The dump to open (`.dmp`, `.core`, or the same compressed with zstd as `.zst`).
+    dump: PathBuf,
+    /// Run this command and exit (repeat to run several in order).
+    #[arg(short = 'c', long = "command", value_name = "COMMAND")]
+    commands: Vec<String>,
+    /// Run the commands in this file, one per line (`#` starts a comment), and exit.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Print every result as a JSON document (one per command; see docs/json.md).
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("dumpshell: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    let session =
+        Session::open(&cli.dump).with_context(|| format!("opening {}", cli.dump.display()))?;
+    let mut lines: Vec<String> = cli.commands.clone();
+    if let Some(script) = &cli.script {
+        let text = std::fs::read_to_string(script)
+            .with_context(|| format!("reading script {}", script.display()))?;
+        lines.extend(text.lines().map(str::to_owned));
+    }
+    let interactive = lines.is_empty() && cli.script.is_none() && std::io::stdin().is_terminal();
+    if interactive {
+        return interactive_loop(&session, cli.json);
+    }
+    if lines.is_empty() && cli.script.is_none() {
+        for line in std::io::stdin().lock().lines() {
+            lines.push(line.context("reading commands from standard input")?);
+        }
+    }
+    let mut failed = 0;
+    for line in &lines {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if matches!(line, "exit" | "quit" | "q") {
+            break;
+        }
+        if !run_line(&session, line, cli.json) {
+            failed += 1;
+        }
+    }
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// Runs one line and prints its result; false when the command failed (said on stderr).
+fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
+    let name = line.split_whitespace().next().unwrap_or("").to_owned();
+    if name == "help" || name == "!help" {
+        let topic = line.split_whitespace().nth(1);
+        return match help_text(topic) {
+            Ok(t) => {
+                print!("{t}");
+                true
+            }
+            Err(e) => {
+                eprintln!("dumpshell: {line}: {e}");
+                false
+            }
+        };
+    }
+    match commands::execute(session, line) {
+        Ok(None) => true,
+        Ok(Some((out, json))) => {
+            print_output(&out, json || json_default);
+            true
+        }
+        Err(e) => {
+            if json_default || line.split_whitespace().any(|w| w == "--json") {
+                println!("{}", e.json_document(&name));
+            }
+            eprintln!("dumpshell: {line}: {e}");
+            false
+        }
+    }
+}
+
+fn print_output(out: &Output, json: bool) {
+    let mut stdout = std::io::stdout().lock();
+    let res = if json {
+        let doc = out.json_document();
+        if stdout.is_terminal() {
+            writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            )
+        } else {
+            writeln!(stdout, "{doc}")
+        }
+    } else {
+        write!(stdout, "{}", out.text).and_then(|_| {
+            if out.text.ends_with('\n') || out.text.is_empty() {
+                Ok(())
+            } else {
+                writeln!(stdout)
+            }
+        })
+    };
+    // A closed pipe (`dumpshell ... | head`) is not an error worth a panic.
+    let _ = res;
+}
+
+fn history_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    let dir = base.join("dumpshell");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("history"))
+}
+
+mod completion {
+    use repl::registry;
+    use rustyline::completion::{Completer, Pair};
+    use rustyline::Context;
+
+    /// Completes command names and aliases at the start of the line.
+    pub struct Complete;
+
+    impl rustyline::Helper for Complete {}
+    impl rustyline::highlight::Highlighter for Complete {}
+    impl rustyline::validate::Validator for Complete {}
+    impl rustyline::hint::Hinter for Complete {
+        type Hint = String;
+    }
+
+    impl Completer for Complete {
+        type Candidate = Pair;
+        fn complete(
+            &self,
+            line: &str,
+            pos: usize,
+            _: &Context<'_>,
+        ) -> rustyline::Result<(usize, Vec<Pair>)> {
+            let head = &line[..pos];
+            if head.contains(char::is_whitespace) {
+                return Ok((pos, Vec::new()));
+            }
+            let bang = usize::from(head.starts_with('!'));
+            let prefix = &head[bang..];
+            let mut names: Vec<&str> = registry()
+                .iter()
+                .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+                .chain(["help", "exit"])
+                .filter(|n| n.starts_with(prefix))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            Ok((
+                bang,
+                names
+                    .into_iter()
+                    .map(|n| Pair {
+                        display: n.into(),
+                        replacement: n.into(),
+                    })
+                    .collect(),
+            ))
+        }
+    }
+}
+
+fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
+    use rustyline::error::ReadlineError;
+    let mut rl =
+        rustyline::Editor::<completion::Complete, rustyline::history::DefaultHistory>::new()?;
+    rl.set_helper(Some(completion::Complete));
+    let hist = history_path();
+    if let Some(h) = &hist {
+        let _ = rl.load_history(h);
+    }
+    println!(
+        "dumpshell {}: {} ({}). Type 'help' for commands, 'exit' to leave.",
+        env!("CARGO_PKG_VERSION"),
+        session.path.display(),
+        match session.dump.format() {
+            dumpreader::DumpFormat::ElfCore => "ELF core",
+            dumpreader::DumpFormat::Minidump => "minidump",
+        }
+    );
+    loop {
+        match rl.readline("> ") {
+            Ok(line) => {
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let _ = rl.add_history_entry(line);
+                if matches!(line, "exit" | "quit" | "q") {
+                    break;
+                }
+                run_line(session, line, json);
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                eprintln!("dumpshell: reading input: {e}");
+                break;
+            }
+        }
+    }
+    if let Some(h) = &hist {
+        let _ = rl.save_history(h);
+    }
+    Ok(0)
+}

@@ -1,0 +1,148 @@
+//! The corpus harness: real dumps of real .NET processes (`dumps/*.dmp.zst`) and their truth.
+//!
+//! Each corpus entry `<name>` has three committed files in `dumps/`:
+//! - `<name>.dmp.zst`: the dump, compressed with zstd;
+//! - `<name>.manifest.json`: what the scenario program knows it created (its own truth);
+//! - `<name>.dac.json`: what the runtime's own DAC reports for the dump (the runtime's truth).
+//!
+//! [`Corpus::get`] decompresses a dump once into `target/corpus/` (shared by every test binary
+//! and every crate's tests) and hands out its path with both truths. The harness knows nothing
+//! about dump formats or the CLR: the tests of each crate do the checking.
+
+use serde_json::Value;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One corpus dump with its truths.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The corpus name (`hang`, `windows-hang`, ...).
+    pub name: String,
+    /// The compressed dump as committed.
+    pub compressed: PathBuf,
+    /// The scenario program's own manifest.
+    pub manifest: Value,
+    /// The runtime DAC's view of the dump.
+    pub dac: Value,
+}
+
+impl Entry {
+    /// The path of the decompressed dump (decompressed on first use, then reused).
+    pub fn dump_path(&self) -> PathBuf {
+        decompress_once(&self.compressed, &self.name)
+            .unwrap_or_else(|e| panic!("decompressing {}: {e}", self.compressed.display()))
+    }
+
+    /// The dump's OS as the manifest states it (`linux` or `windows`).
+    pub fn os(&self) -> &str {
+        self.manifest["runtime"]["os"].as_str().unwrap_or("linux")
+    }
+
+    /// The runtime version the scenario ran on (`8.0.4`, `3.1.23`).
+    pub fn runtime_version(&self) -> &str {
+        self.manifest["runtime"]["version"].as_str().unwrap_or("")
+    }
+}
+
+/// The workspace root (the parent of this crate's folder).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests crate has a parent folder")
+        .to_path_buf()
+}
+
+/// The folder holding the committed corpus.
+pub fn dumps_dir() -> PathBuf {
+    workspace_root().join("dumps")
+}
+
+/// Where decompressed dumps are kept between test runs.
+pub fn cache_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    target.join("corpus")
+}
+
+/// The names of every corpus dump (`dumps/<name>.dmp.zst`), sorted.
+pub fn names() -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dumps_dir())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let f = e.file_name().to_string_lossy().into_owned();
+                    f.strip_suffix(".dmp.zst").map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Loads one corpus entry: the dump's path and both truths. Panics with a clear message when a
+/// file is missing or a truth does not parse (a broken corpus must fail the tests loudly).
+pub fn entry(name: &str) -> Entry {
+    let dir = dumps_dir();
+    let compressed = dir.join(format!("{name}.dmp.zst"));
+    assert!(
+        compressed.is_file(),
+        "corpus dump {} is missing",
+        compressed.display()
+    );
+    Entry {
+        name: name.to_owned(),
+        compressed,
+        manifest: load_json(&dir.join(format!("{name}.manifest.json"))),
+        dac: load_json(&dir.join(format!("{name}.dac.json"))),
+    }
+}
+
+/// Every corpus entry.
+pub fn all() -> Vec<Entry> {
+    names().iter().map(|n| entry(n)).collect()
+}
+
+fn load_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("truth file {} cannot be read: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("truth file {} is not valid JSON: {e}", path.display()))
+}
+
+static DECOMPRESS: Mutex<()> = Mutex::new(());
+
+/// Decompresses `src` into the cache once. A finished file is recognised by a stamp holding the
+/// compressed file's size and modification time; the output is written to a temporary name and
+/// renamed, so a test binary killed half-way never leaves a truncated dump behind.
+fn decompress_once(src: &Path, name: &str) -> io::Result<PathBuf> {
+    let _guard = DECOMPRESS.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = cache_dir();
+    fs::create_dir_all(&dir)?;
+    let out = dir.join(format!("{name}.dmp"));
+    let stamp_path = dir.join(format!("{name}.stamp"));
+    let meta = fs::metadata(src)?;
+    let stamp = format!(
+        "{} {:?}",
+        meta.len(),
+        meta.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    );
+    if out.is_file() && fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(out);
+    }
+    let tmp = dir.join(format!("{name}.dmp.part.{}", std::process::id()));
+    {
+        let input = io::BufReader::new(fs::File::open(src)?);
+        let mut output = io::BufWriter::new(fs::File::create(&tmp)?);
+        zstd::stream::copy_decode(input, &mut output)?;
+        io::Write::flush(&mut output)?;
+    }
+    fs::rename(&tmp, &out)?;
+    fs::write(&stamp_path, stamp)?;
+    Ok(out)
+}
