@@ -396,6 +396,16 @@ impl Dump {
                 } else {
                     None
                 };
+                // A PE image loaded by the runtime on Linux maps its sections separately, and a
+                // section whose file offset rounds down to 0 also starts with "MZ": a mapping
+                // inside the previous PE head's SizeOfImage belongs to that image.
+                let inside_previous_pe = groups.last().is_some_and(|g| {
+                    g.1 == ModuleKind::Pe
+                        && matches!(image::pe_identity(self, g.0),
+                            Some(ModuleIdentity::Pe { size_of_image, .. })
+                                if m.start < g.0.saturating_add(u64::from(size_of_image)))
+                });
+                let kind = if inside_previous_pe { None } else { kind };
                 match (kind, groups.last_mut()) {
                     (Some(k), Some(g)) if g.1 == ModuleKind::Other => {
                         // The first head adopts the mappings seen before it.

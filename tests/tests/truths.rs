@@ -10,7 +10,7 @@ fn method_name(dac_method: &str) -> &str {
     dac_method.split('(').next().unwrap_or(dac_method)
 }
 
-fn dac_frames<'a>(dac: &'a Value, os_id: u64) -> Option<Vec<&'a str>> {
+fn dac_frames(dac: &Value, os_id: u64) -> Option<Vec<&str>> {
     let st = dac["stacks"]
         .as_array()?
         .iter()

@@ -87,8 +87,18 @@ pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header.iter().map(|h| Cell::new(h)).collect::<Vec<_>>());
+        .set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
     t
+}
+
+/// The table as text, each line without trailing blanks (a piped table stays tidy).
+pub fn render(t: &Table) -> String {
+    let mut out = String::new();
+    for line in t.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 fn right(t: &mut Table, cols: &[usize]) {
@@ -346,7 +356,7 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             ]);
         }
         right(&mut t, &[0, 1]);
-        format!("{t}\n{} threads\n", res.threads.len())
+        format!("{}{} threads\n", render(&t), res.threads.len())
     };
     Ok(Output::new("threads", &res, text))
 }
@@ -364,20 +374,63 @@ struct ModuleOut {
     end: String,
     size: u64,
     kind: &'static str,
+    /// For PE images: "mapped" (sections at their RVAs, as loaded) or "flat" (the file as is).
+    layout: Option<&'static str>,
     path: String,
     build_id: Option<String>,
     pe_timestamp: Option<u32>,
     pe_image_size: Option<u32>,
     debug_file: Option<String>,
+    /// Other places the same file is mapped as a whole (the .NET runtime on Linux maps each
+    /// assembly twice: flat for its metadata and as a loaded image).
+    also_mapped_at: Vec<AlsoMapped>,
 }
 
+#[derive(Serialize)]
+struct AlsoMapped {
+    base: String,
+    end: String,
+    layout: Option<&'static str>,
+}
+
+fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
+    if md.kind != ModuleKind::Pe {
+        return None;
+    }
+    match s.dump.module_image(md).ok()?.format {
+        dumpreader::ImageFormat::Pe(ref pe) => Some(match pe.layout {
+            dumpreader::PeLayout::Mapped => "mapped",
+            dumpreader::PeLayout::Flat => "flat",
+        }),
+        _ => None,
+    }
+}
+
+/// One row per file: where a file is mapped several times, the loaded (mapped-layout) image
+/// is the module and the other mappings are listed under it.
 fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");
-    let mut out = Vec::new();
+    let mut groups: Vec<Vec<&dumpreader::ModuleInfo>> = Vec::new();
     for md in s.dump.modules() {
         if !all && md.kind == ModuleKind::Other {
             continue;
         }
+        match groups
+            .iter_mut()
+            .find(|g| g[0].path == md.path && g[0].kind == md.kind)
+        {
+            Some(g) => g.push(md),
+            None => groups.push(vec![md]),
+        }
+    }
+    let mut rows = Vec::new();
+    for g in groups {
+        let layouts: Vec<Option<&'static str>> = g.iter().map(|md| pe_layout(s, md)).collect();
+        let primary = layouts
+            .iter()
+            .position(|l| *l == Some("mapped"))
+            .unwrap_or(0);
+        let md = g[primary];
         let (build_id, ts, sz) = match &md.identity {
             Some(ModuleIdentity::BuildId(b)) => (
                 Some(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
@@ -390,39 +443,61 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             }) => (None, Some(*timestamp), Some(*size_of_image)),
             None => (None, None, None),
         };
-        out.push(ModuleOut {
-            base: hex(md.base),
-            end: hex(md.end),
-            size: md.size(),
-            kind: match md.kind {
-                ModuleKind::Elf => "elf",
-                ModuleKind::Pe => "pe",
-                ModuleKind::Other => "other",
-            },
-            path: md.path.clone(),
-            build_id,
-            pe_timestamp: ts,
-            pe_image_size: sz,
-            debug_file: md.debug_file.clone(),
-        });
-    }
-    let res = ModulesResult { modules: out };
-    let mut t = table(&["base", "end", "kind", "identity", "path"]);
-    for (mo, md) in res.modules.iter().zip(
-        s.dump
-            .modules()
+        let also = g
             .iter()
-            .filter(|md| all || md.kind != ModuleKind::Other),
-    ) {
+            .zip(&layouts)
+            .enumerate()
+            .filter(|(i, _)| *i != primary)
+            .map(|(_, (o, l))| AlsoMapped {
+                base: hex(o.base),
+                end: hex(o.end),
+                layout: *l,
+            })
+            .collect();
+        rows.push((
+            md,
+            ModuleOut {
+                base: hex(md.base),
+                end: hex(md.end),
+                size: md.size(),
+                kind: match md.kind {
+                    ModuleKind::Elf => "elf",
+                    ModuleKind::Pe => "pe",
+                    ModuleKind::Other => "other",
+                },
+                layout: layouts[primary],
+                path: md.path.clone(),
+                build_id,
+                pe_timestamp: ts,
+                pe_image_size: sz,
+                debug_file: md.debug_file.clone(),
+                also_mapped_at: also,
+            },
+        ));
+    }
+    rows.sort_by_key(|(md, _)| md.base);
+    let mut t = table(&["base", "end", "kind", "identity", "path"]);
+    for (md, mo) in &rows {
+        let mut path = mo.path.clone();
+        for a in &mo.also_mapped_at {
+            path.push_str(&format!(
+                "\n  also mapped at {} ({})",
+                a.base,
+                a.layout.unwrap_or("?")
+            ));
+        }
         t.add_row(vec![
             fmt_addr(md.base),
             fmt_addr(md.end),
             mo.kind.to_string(),
             md.identity.as_ref().map_or("-".into(), |i| i.to_string()),
-            mo.path.clone(),
+            path,
         ]);
     }
-    let text = format!("{t}\n{} modules\n", res.modules.len());
+    let res = ModulesResult {
+        modules: rows.into_iter().map(|(_, mo)| mo).collect(),
+    };
+    let text = format!("{}{} modules\n", render(&t), res.modules.len());
     Ok(Output::new("modules", &res, text))
 }
 
