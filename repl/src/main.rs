@@ -12,7 +12,12 @@ use std::path::PathBuf;
 
 /// A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.
 #[derive(Parser, Debug)]
-#[command(name = "dumpshell", version, about, long_about = None)]
+#[command(
+    name = "dumpshell",
+    version,
+    about = "A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.",
+    after_help = "Without -c, --script or piped input, dumpshell opens an interactive session: type 'help'."
+)]
 struct Cli {
     /// The dump to open (`.dmp`, `.core`, or the same compressed with zstd as `.zst`).
     dump: PathBuf,
@@ -25,6 +30,21 @@ struct Cli {
     /// Print every result as a JSON document (one per command; see docs/json.md).
     #[arg(long)]
     json: bool,
+    /// A folder to search for module files (matched by build id or PE timestamp and size)
+    /// when the dump lacks an image's pages; repeatable.
+    #[arg(long = "image-path", value_name = "DIR")]
+    image_path: Vec<PathBuf>,
+    /// Where compressed dumps are decompressed to (default: $XDG_CACHE_HOME/dumpshell or
+    /// ~/.cache/dumpshell).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("dumpshell"))
 }
 
 fn main() {
@@ -39,8 +59,13 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    let session =
-        Session::open(&cli.dump).with_context(|| format!("opening {}", cli.dump.display()))?;
+    let opts = dumpreader::OpenOptions {
+        cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
+        image_search_path: cli.image_path.clone(),
+        ..Default::default()
+    };
+    let session = Session::open_with(&cli.dump, &opts)
+        .with_context(|| format!("opening {}", cli.dump.display()))?;
     let mut lines: Vec<String> = cli.commands.clone();
     if let Some(script) = &cli.script {
         let text = std::fs::read_to_string(script)

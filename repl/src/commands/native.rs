@@ -140,6 +140,8 @@ fn arch_name(a: Arch) -> String {
 #[derive(Serialize)]
 struct InfoResult {
     path: String,
+    /// How the file was read (e.g. decompressed into the cache), when not directly.
+    source: Option<String>,
     format: &'static str,
     os: String,
     arch: String,
@@ -177,6 +179,7 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     }
     let res = InfoResult {
         path: s.path.display().to_string(),
+        source: d.source_note().map(str::to_owned),
         format: format_name(d.format()),
         os: os_name(i.os),
         arch: arch_name(i.arch),
@@ -202,6 +205,9 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let mut t = String::new();
     let line = |t: &mut String, k: &str, v: String| t.push_str(&format!("{k:<16}{v}\n"));
     line(&mut t, "Dump:", res.path.clone());
+    if let Some(src) = &res.source {
+        line(&mut t, "Source:", src.clone());
+    }
     line(&mut t, "Format:", res.format.to_string());
     line(&mut t, "OS / arch:", format!("{} / {}", res.os, res.arch));
     line(
