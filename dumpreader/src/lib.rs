@@ -148,7 +148,7 @@ pub struct Dump {
     mappings: Vec<FileMapping>,
     modules: OnceLock<Vec<ModuleInfo>>,
     regions: Vec<RegionInfo>,
-    images: Mutex<HashMap<u64, Arc<Result<ModuleImage, Error>>>>,
+    images: Mutex<HashMap<u64, Result<Arc<ModuleImage>, Error>>>,
 }
 
 impl std::fmt::Debug for Dump {
@@ -462,21 +462,14 @@ impl Dump {
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
         {
-            return match &**r {
-                Ok(img) => Ok(Arc::new(img.clone())),
-                Err(e) => Err(e.clone()),
-            };
+            return r.clone();
         }
-        let r = self.load_image(module);
-        let arc = Arc::new(r);
+        let r = self.load_image(module).map(Arc::new);
         self.images
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key, arc.clone());
-        match &*arc {
-            Ok(img) => Ok(Arc::new(img.clone())),
-            Err(e) => Err(e.clone()),
-        }
+            .insert(key, r.clone());
+        r
     }
 
     fn load_image(&self, module: &ModuleInfo) -> Result<ModuleImage, Error> {
@@ -488,11 +481,7 @@ impl Dump {
             PeLayout::Mapped
         };
         // 1. The dump's memory.
-        let mem_result = if is_pe {
-            image::parse_pe(self, module.base, layout).map(|(p, probs)| (ImageFormat::Pe(p), probs))
-        } else {
-            image::parse_elf(self, module.base, true).map(|(e, probs)| (ImageFormat::Elf(e), probs))
-        };
+        let mem_result = parse_image_in_memory(self, module.base, is_pe, layout);
         let mut refusals = Vec::new();
         let partial = match mem_result {
             Ok((fmt, probs)) if probs.is_empty() => {
@@ -615,6 +604,97 @@ impl Memory for Dump {
     #[inline]
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         self.index.read(self.data.bytes(), addr, buf)
+    }
+}
+
+/// Parses the image whose headers are at `base` in `mem` (ELF, or PE in the given layout).
+/// Returns the image and the problems met (pages missing...): an image with problems is
+/// usable but incomplete. Other [`Target`] implementations use this to build their images.
+pub fn parse_image_in_memory(
+    mem: &dyn Memory,
+    base: u64,
+    is_pe: bool,
+    layout: PeLayout,
+) -> Result<(ImageFormat, Vec<String>), Error> {
+    if is_pe {
+        image::parse_pe(mem, base, layout).map(|(p, probs)| (ImageFormat::Pe(p), probs))
+    } else {
+        image::parse_elf(mem, base, true).map(|(e, probs)| (ImageFormat::Elf(e), probs))
+    }
+}
+
+/// What every layer above dumpreader reads: a process's memory, threads and modules.
+///
+/// [`Dump`] implements it over a dump file; the WinDbg extension implements it over the
+/// debugger engine, so the CLR layer and the commands work the same on both.
+pub trait Target: Memory {
+    /// What is known about the process as a whole.
+    fn info(&self) -> &DumpInfo;
+    /// The process's threads with their register contexts.
+    fn threads(&self) -> &[ThreadInfo];
+    /// The loaded modules, sorted by base address.
+    fn modules(&self) -> &[ModuleInfo];
+    /// A module's parsed image (headers, exports, unwind tables), cached by the target.
+    fn module_image(&self, module: &ModuleInfo) -> Result<Arc<ModuleImage>, Error>;
+
+    /// The memory the target holds, sorted by address (empty when the target cannot list it,
+    /// e.g. a live debugger session).
+    fn memory_ranges(&self) -> Vec<MemoryRange> {
+        Vec::new()
+    }
+    /// How the target's bytes were obtained, when worth saying (a decompressed cache file...).
+    fn source_note(&self) -> Option<String> {
+        None
+    }
+
+    /// The module containing `addr`.
+    fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
+        self.modules().iter().find(|m| m.contains(addr))
+    }
+    /// The first module whose file name equals `name` (ASCII case-insensitive).
+    fn module_by_name(&self, name: &str) -> Option<&ModuleInfo> {
+        self.modules()
+            .iter()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
+    }
+    /// Address of the export `name` of `module` (ELF dynamic symbol or PE export).
+    fn find_export(&self, module: &ModuleInfo, name: &str) -> Option<u64> {
+        self.module_image(module).ok()?.find_export(name)
+    }
+    /// `module!symbol+offset` for `addr`, from the nearest exported symbol at or below it.
+    fn symbolize(&self, addr: u64) -> Option<Symbolized> {
+        let m = self.module_at(addr)?;
+        let img = self.module_image(m).ok()?;
+        let (sym, off) = img.symbolize(addr)?;
+        Some(Symbolized {
+            module: m.name().to_string(),
+            symbol: sym.to_string(),
+            offset: off,
+        })
+    }
+}
+
+impl Target for Dump {
+    fn info(&self) -> &DumpInfo {
+        Dump::info(self)
+    }
+    fn threads(&self) -> &[ThreadInfo] {
+        Dump::threads(self)
+    }
+    fn modules(&self) -> &[ModuleInfo] {
+        Dump::modules(self)
+    }
+    fn module_image(&self, module: &ModuleInfo) -> Result<Arc<ModuleImage>, Error> {
+        Dump::module_image(self, module)
+    }
+    fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
+        Dump::module_at(self, addr)
+    }
+    fn memory_ranges(&self) -> Vec<MemoryRange> {
+        Dump::memory_ranges(self).collect()
+    }
+    fn source_note(&self) -> Option<String> {
+        Dump::source_note(self).map(str::to_owned)
     }
 }
 

@@ -228,7 +228,7 @@ fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
         "dumpshell {}: {} ({}). Type 'help' for commands, 'exit' to leave.",
         env!("CARGO_PKG_VERSION"),
         session.path.display(),
-        match session.dump.format() {
+        match session.target.info().format {
             dumpreader::DumpFormat::ElfCore => "ELF core",
             dumpreader::DumpFormat::Minidump => "minidump",
         }

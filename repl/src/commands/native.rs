@@ -169,7 +169,7 @@ struct ExceptionOut {
 }
 
 fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
-    let d = &s.dump;
+    let d = &*s.target;
     let i = d.info();
     let (mut n, mut bytes, mut filed) = (0usize, 0u64, 0u64);
     for r in d.memory_ranges() {
@@ -179,8 +179,8 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     }
     let res = InfoResult {
         path: s.path.display().to_string(),
-        source: d.source_note().map(str::to_owned),
-        format: format_name(d.format()),
+        source: d.source_note(),
+        format: format_name(i.format),
         os: os_name(i.os),
         arch: arch_name(i.arch),
         pid: i.pid,
@@ -295,7 +295,7 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .transpose()?;
     let all_regs = m.get_flag("registers");
     let mut out = Vec::new();
-    for (index, th) in s.dump.threads().iter().enumerate() {
+    for (index, th) in s.target.threads().iter().enumerate() {
         if only.is_some_and(|id| id != th.id) {
             continue;
         }
@@ -338,7 +338,7 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             }
             t.push('\n');
             for (i, r) in REGS.iter().enumerate() {
-                let v = s.dump.threads()[th.index].context.get(r).unwrap_or(0);
+                let v = s.target.threads()[th.index].context.get(r).unwrap_or(0);
                 t.push_str(&format!("  {r:>7}={v:016x}"));
                 if i % 3 == 2 {
                     t.push('\n');
@@ -350,7 +350,7 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     } else {
         let mut t = table(&["#", "OS id", "rip", "rsp", "stack"]);
         for th in &res.threads {
-            let c = &s.dump.threads()[th.index].context;
+            let c = &s.target.threads()[th.index].context;
             t.add_row(vec![
                 th.index.to_string(),
                 format!("{} (0x{:x})", th.os_id, th.os_id),
@@ -403,7 +403,7 @@ fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
     if md.kind != ModuleKind::Pe {
         return None;
     }
-    match s.dump.module_image(md).ok()?.format {
+    match s.target.module_image(md).ok()?.format {
         dumpreader::ImageFormat::Pe(ref pe) => Some(match pe.layout {
             dumpreader::PeLayout::Mapped => "mapped",
             dumpreader::PeLayout::Flat => "flat",
@@ -417,7 +417,7 @@ fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
 fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");
     let mut groups: Vec<Vec<&dumpreader::ModuleInfo>> = Vec::new();
-    for md in s.dump.modules() {
+    for md in s.target.modules() {
         if !all && md.kind == ModuleKind::Other {
             continue;
         }
@@ -567,7 +567,7 @@ fn display_memory(
         )));
     }
     let mut buf = vec![0u8; bytes as usize];
-    let got = s.dump.read(addr, &mut buf);
+    let got = s.target.read(addr, &mut buf);
     let whole = got - got % unit;
     let values: Vec<String> = buf[..whole]
         .chunks(unit)
