@@ -4,6 +4,7 @@
 //! choose where the text goes.
 
 pub mod addr;
+pub mod cancel;
 pub mod commands;
 pub mod output;
 pub mod session;

@@ -217,6 +217,9 @@ mod completion {
 
 fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
     use rustyline::error::ReadlineError;
+    // While a command runs, Ctrl-C asks it to stop and the session goes on; while reading a
+    // line, rustyline sees Ctrl-C itself (the terminal is in raw mode) and clears the line.
+    ctrlc::set_handler(repl::cancel::request).context("installing the Ctrl-C handler")?;
     let mut rl =
         rustyline::Editor::<completion::Complete, rustyline::history::DefaultHistory>::new()?;
     rl.set_helper(Some(completion::Complete));
@@ -240,10 +243,10 @@ fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
                 if line.is_empty() {
                     continue;
                 }
-                let _ = rl.add_history_entry(line);
                 if matches!(line, "exit" | "quit" | "q") {
                     break;
                 }
+                let _ = rl.add_history_entry(line);
                 run_line(session, line, json);
             }
             Err(ReadlineError::Interrupted) => continue,

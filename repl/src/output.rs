@@ -52,6 +52,9 @@ pub enum CommandError {
     /// The command ran and failed (the message says what and where).
     #[error("{0}")]
     Failed(String),
+    /// The user interrupted the command (Ctrl-C).
+    #[error("interrupted")]
+    Cancelled,
 }
 
 impl CommandError {

@@ -87,6 +87,7 @@ pub fn execute(session: &Session, line: &str) -> Result<Option<(Output, bool)>, 
     let Some(inv) = parse(line)? else {
         return Ok(None);
     };
+    crate::cancel::reset();
     let out = (inv.spec.run)(session, &inv.matches)?;
     Ok(Some((out, inv.json)))
 }

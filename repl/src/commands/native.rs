@@ -85,8 +85,16 @@ pub static SPECS: &[CommandSpec] = &[
 /// terminal when there is one.
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
+    // Fit the table to the terminal, but only to one wide enough to fit into: a terminal that
+    // reports no size or a tiny one (a fresh pseudo-terminal says 0 columns) would squeeze
+    // every column to one character.
+    let fits = t.width().is_some_and(|w| w >= 60);
     t.load_style(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_content_arrangement(if fits {
+            ContentArrangement::Dynamic
+        } else {
+            ContentArrangement::Disabled
+        })
         .set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
     t
 }

@@ -1,0 +1,82 @@
+//! The interactive session driven through a real pseudo-terminal: the prompt, command
+//! completion, history kept across sessions, Ctrl-C at the prompt.
+
+use rexpect::reader::Options;
+use rexpect::session::{spawn_with_options, PtySession};
+use std::path::Path;
+use std::process::Command;
+
+fn start(dump: &Path, data_home: &Path) -> PtySession {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
+    cmd.arg(dump)
+        .env("XDG_DATA_HOME", data_home)
+        .env("TERM", "xterm");
+    let mut p = spawn_with_options(
+        cmd,
+        Options::new()
+            .timeout_ms(Some(20_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("dumpshell starts in a pty");
+    p.exp_string("Type 'help' for commands").expect("banner");
+    p.exp_string("> ").expect("prompt");
+    p
+}
+
+/// Sends keys and flushes them to the terminal.
+fn send(p: &mut PtySession, keys: &str) {
+    p.send(keys).unwrap();
+    p.flush().unwrap();
+}
+
+#[test]
+fn completion_history_and_ctrl_c_at_the_prompt() {
+    let e = tests::entry("hang");
+    let dump = e.dump_path();
+    let home = std::env::temp_dir().join(format!("dumpshell-pty-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+
+    let mut p = start(&dump, &home);
+    // "inf" + TAB completes to "info" (the only command starting so).
+    send(&mut p, "inf");
+    p.exp_string("inf").unwrap();
+    send(&mut p, "\t");
+    p.exp_string("info")
+        .expect("TAB completed the command name");
+    send(&mut p, "\r");
+    p.exp_string(&format!("Process id:     {}", e.manifest["pid"]))
+        .expect("info ran after completion");
+    p.exp_string("> ").unwrap();
+    // Ctrl-C at the prompt clears the line and keeps the session.
+    send(&mut p, "threads --bogus");
+    p.exp_string("--bogus").unwrap();
+    p.send_control('c').unwrap();
+    p.exp_string("> ").unwrap();
+    p.send_line("modules").unwrap();
+    p.exp_string("libcoreclr.so")
+        .expect("the session survived Ctrl-C");
+    p.exp_string("> ").unwrap();
+    p.send_line("exit").unwrap();
+    p.exp_eof().unwrap();
+
+    let hist = std::fs::read_to_string(home.join("dumpshell/history")).expect("history saved");
+    assert!(hist.contains("info") && hist.contains("modules"), "{hist}");
+    assert!(
+        !hist.contains("--bogus"),
+        "an interrupted line is not history: {hist}"
+    );
+
+    // A new session recalls the last command with the up arrow.
+    let mut p = start(&dump, &home);
+    send(&mut p, "\x1b[A");
+    p.exp_string("modules")
+        .expect("up arrow recalled 'modules'");
+    send(&mut p, "\r");
+    p.exp_string("libcoreclr.so")
+        .expect("up arrow recalled 'modules'");
+    p.exp_string("> ").unwrap();
+    p.send_line("exit").unwrap();
+    p.exp_eof().unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+}
