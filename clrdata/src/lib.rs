@@ -1,2 +1,21 @@
-//! clrdata: the CLR runtime reconstructed from dump memory (no DAC). Prints nothing.
-#![forbid(unsafe_code)]
+//! clrdata: the CLR runtime reconstructed from a dump's memory alone (no DAC).
+//!
+//! Reads through `dumpreader::Memory` only and prints nothing: every function returns typed data
+//! or a precise error (what, where, what was expected).
+//!
+//! Start with [`Runtime::discover`]: it finds the runtime module, reads its exact version,
+//! chooses the layout table for its family ([`layout`]), resolves the runtime's globals and runs
+//! sanity checks. Then [`Runtime::gc_heap`] gives the heap's structure, whose
+//! [`GcHeap::objects`] / [`GcHeap::census`] walk it, and [`Runtime::method_table`] decodes types.
+
+pub mod error;
+pub mod heap;
+pub mod layout;
+pub mod metadata;
+pub mod runtime;
+pub mod threads;
+pub mod types;
+
+pub use error::{ClrError, Result};
+pub use heap::{Census, GcHeap, HeapObject, Segment, SegmentKind, WalkError};
+pub use runtime::{find_runtime, GcMode, Globals, Runtime, RuntimeInfo};

@@ -674,6 +674,35 @@ pub trait Target: Memory {
     }
 }
 
+macro_rules! forward_target {
+    ($($ty:ty),*) => {$(
+        impl<T: Target + ?Sized> Target for $ty {
+            fn info(&self) -> &DumpInfo {
+                (**self).info()
+            }
+            fn threads(&self) -> &[ThreadInfo] {
+                (**self).threads()
+            }
+            fn modules(&self) -> &[ModuleInfo] {
+                (**self).modules()
+            }
+            fn module_image(&self, module: &ModuleInfo) -> Result<Arc<ModuleImage>, Error> {
+                (**self).module_image(module)
+            }
+            fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
+                (**self).module_at(addr)
+            }
+            fn memory_ranges(&self) -> Vec<MemoryRange> {
+                (**self).memory_ranges()
+            }
+            fn source_note(&self) -> Option<String> {
+                (**self).source_note()
+            }
+        }
+    )*};
+}
+forward_target!(&T, Arc<T>, Box<T>);
+
 impl Target for Dump {
     fn info(&self) -> &DumpInfo {
         Dump::info(self)

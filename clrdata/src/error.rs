@@ -1,0 +1,75 @@
+//! The errors of the runtime layer: each names the structure, the address and what was expected.
+
+use thiserror::Error;
+
+/// Why a runtime structure could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ClrError {
+    /// No CLR runtime module (libcoreclr.so, coreclr.dll, or a single-file host exporting
+    /// `g_dacTable` / `DotNetRuntimeInfo`) is in the dump: not a .NET Core process.
+    #[error("no .NET runtime found in the dump ({0})")]
+    NoRuntime(String),
+
+    /// A runtime was found but this build has no layout for it. The native commands still work.
+    #[error("found {found} ({module} at {base:#x}); this build reads .NET 8")]
+    UnsupportedRuntime {
+        /// The runtime as named for people, e.g. ".NET Core 3.1.23".
+        found: String,
+        /// The runtime module's file name.
+        module: String,
+        /// Its load address.
+        base: u64,
+    },
+
+    /// Memory the structure needs is not in the dump.
+    #[error("cannot read {what} at {addr:#x}: not in the dump")]
+    Read {
+        /// What was being read (e.g. "ThreadStore::m_ThreadList").
+        what: String,
+        /// Where.
+        addr: u64,
+    },
+
+    /// A structure's content contradicts what the layout says it must be.
+    #[error("{what} at {addr:#x}: {detail}")]
+    Corrupt {
+        /// The structure.
+        what: String,
+        /// Its address.
+        addr: u64,
+        /// What was wrong and what was expected.
+        detail: String,
+    },
+
+    /// A load-time sanity check of the chosen layout failed: the runtime build is not the one
+    /// the layout was written for. Refusing beats printing garbage.
+    #[error("unsupported runtime build {version}: sanity check failed: {detail}")]
+    SanityCheck {
+        /// The runtime version found.
+        version: String,
+        /// Which invariant failed.
+        detail: String,
+    },
+}
+
+impl ClrError {
+    /// A [`ClrError::Read`] for `what` at `addr`.
+    pub fn read(what: impl Into<String>, addr: u64) -> ClrError {
+        ClrError::Read {
+            what: what.into(),
+            addr,
+        }
+    }
+
+    /// A [`ClrError::Corrupt`].
+    pub fn corrupt(what: impl Into<String>, addr: u64, detail: impl Into<String>) -> ClrError {
+        ClrError::Corrupt {
+            what: what.into(),
+            addr,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, ClrError>;

@@ -1,0 +1,585 @@
+//! Version knowledge as data: the offsets, indices and flag values of one runtime family.
+//!
+//! Code asks the table (`layout.thread.frame`), never `if version >= ...`. Every value here
+//! was verified against the corpus dumps; `docs/clr-layout-net8.md` says how, one by one.
+
+/// Indices into `g_dacTable` (the runtime's exported `_DacGlobals`), one pointer-sized entry
+/// each, holding the address of the global (absolute on .NET 8; see [`crate::Runtime`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DacTableIndices {
+    /// `ExecutionManager::g_codeRangeMap` (the RangeSectionMap, stored inline).
+    pub code_range_map: usize,
+    /// `ExecutionManager::m_pEEJitManager`.
+    pub ee_jit_manager: usize,
+    /// `ExecutionManager::m_pReadyToRunJitManager`.
+    pub ready_to_run_jit_manager: usize,
+    /// `ThreadStore::s_pThreadStore`.
+    pub thread_store: usize,
+    /// `g_pFinalizerThread`.
+    pub finalizer_thread: usize,
+    /// `g_heap_type` (DWORD: 1 workstation, 2 server).
+    pub heap_type: usize,
+    /// `g_gcDacGlobals` (pointer to `GcDacVars`).
+    pub gc_dac_globals: usize,
+    /// `AppDomain::m_pTheAppDomain`.
+    pub app_domain: usize,
+    /// `SystemDomain::m_pSystemDomain`.
+    pub system_domain: usize,
+    /// `g_card_table`.
+    pub card_table: usize,
+    /// `g_lowest_address`.
+    pub lowest_address: usize,
+    /// `g_highest_address`.
+    pub highest_address: usize,
+    /// `g_global_alloc_context` (a `gc_alloc_context`, stored inline).
+    pub global_alloc_context: usize,
+    /// `g_pGCHeap`.
+    pub gc_heap: usize,
+    /// `g_pObjectClass`.
+    pub object_class: usize,
+    /// `g_pStringClass`.
+    pub string_class: usize,
+    /// `g_pArrayClass` (System.Array).
+    pub array_class: usize,
+    /// `g_pExceptionClass`.
+    pub exception_class: usize,
+    /// `g_pFreeObjectMethodTable`.
+    pub free_object_method_table: usize,
+    /// `g_pPredefinedArrayTypes` (an inline array of TypeHandles indexed by CorElementType).
+    pub predefined_array_types: usize,
+    /// `g_pSyncTable`.
+    pub sync_table: usize,
+    /// `SyncBlockCache::s_pSyncBlockCache`.
+    pub sync_block_cache: usize,
+}
+
+/// `GcDacVars` (gcinterface.dac.h): offsets of its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcDacVarsLayout {
+    /// u8 major version (expected [`GcDacVarsLayout::major`]).
+    pub major_version: u64,
+    /// u8 minor version.
+    pub minor_version: u64,
+    /// The major version this layout reads.
+    pub major: u8,
+    /// size_t: sizeof(generation).
+    pub generation_size: u64,
+    /// size_t: number of generations (5 on .NET 8: gen0-2, LOH, POH).
+    pub total_generation_count: u64,
+    /// `generation*`: workstation generation table.
+    pub generation_table: u64,
+    /// `uint32_t*`: max_gen.
+    pub max_gen: u64,
+    /// `heap_segment**`: workstation ephemeral_heap_segment.
+    pub ephemeral_heap_segment: u64,
+    /// `uint8_t**`: workstation alloc_allocated.
+    pub alloc_allocated: u64,
+    /// `int*`: number of server heaps.
+    pub n_heaps: u64,
+    /// `gc_heap***`: server heap array.
+    pub g_heaps: u64,
+    /// `int*`: per-field offsets inside a server `gc_heap` (indices: [`GcHeapFieldIndex`]).
+    pub gc_heap_field_offsets: u64,
+    /// `int*`: per-field offsets inside a `generation`.
+    pub generation_field_offsets: u64,
+}
+
+/// Indices into `GcDacVars::gc_heap_field_offsets` (dac_gcheap_fields.h order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcHeapFieldIndex {
+    /// alloc_allocated.
+    pub alloc_allocated: usize,
+    /// ephemeral_heap_segment.
+    pub ephemeral_heap_segment: usize,
+    /// generation_table (GENERATION_TABLE_FIELD_INDEX).
+    pub generation_table: usize,
+    /// How many offsets the array has at least.
+    pub count: usize,
+}
+
+/// `dac_generation` fallback offsets (the runtime publishes the real ones in
+/// `generation_field_offsets`; these are used only if that array is absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenerationLayout {
+    /// `gc_alloc_context allocation_context`.
+    pub allocation_context: u64,
+    /// `heap_segment* start_segment`.
+    pub start_segment: u64,
+}
+
+/// `gc_alloc_context`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocContextLayout {
+    /// alloc_ptr.
+    pub alloc_ptr: u64,
+    /// alloc_limit.
+    pub alloc_limit: u64,
+}
+
+/// `heap_segment` / `dac_heap_segment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapSegmentLayout {
+    /// allocated.
+    pub allocated: u64,
+    /// committed.
+    pub committed: u64,
+    /// reserved.
+    pub reserved: u64,
+    /// used.
+    pub used: u64,
+    /// mem (first object).
+    pub mem: u64,
+    /// flags.
+    pub flags: u64,
+    /// next.
+    pub next: u64,
+    /// background_allocated.
+    pub background_allocated: u64,
+    /// Flag bit of a read-only (frozen / NonGC) segment.
+    pub flag_readonly: u64,
+}
+
+/// `ThreadStore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadStoreLayout {
+    /// `SList<Thread> m_ThreadList` (its first word is the head link's `m_pNext`).
+    pub thread_list: u64,
+    /// LONG m_ThreadCount.
+    pub thread_count: u64,
+    /// LONG m_UnstartedThreadCount.
+    pub unstarted_thread_count: u64,
+    /// LONG m_BackgroundThreadCount.
+    pub background_thread_count: u64,
+    /// LONG m_PendingThreadCount.
+    pub pending_thread_count: u64,
+    /// LONG m_DeadThreadCount.
+    pub dead_thread_count: u64,
+}
+
+/// `Thread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadLayout {
+    /// ThreadState m_State.
+    pub state: u64,
+    /// DWORD m_fPreemptiveGCDisabled.
+    pub preemptive_gc_disabled: u64,
+    /// Frame* m_pFrame.
+    pub frame: u64,
+    /// DWORD m_ThreadId (the managed thread id).
+    pub thread_id: u64,
+    /// gc_alloc_context m_alloc_context.
+    pub alloc_context: u64,
+    /// SLink m_Link (the ThreadStore list link).
+    pub link: u64,
+    /// SIZE_T m_OSThreadId.
+    pub os_thread_id: u64,
+}
+
+/// `MethodTable` (.NET 8, before the .NET 9 reshuffle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodTableLayout {
+    /// DWORD m_dwFlags (low word: component size when HasComponentSize).
+    pub flags: u64,
+    /// DWORD m_BaseSize.
+    pub base_size: u64,
+    /// WORD m_wFlags2.
+    pub flags2: u64,
+    /// WORD m_wToken (0xFFFF: in an optional member).
+    pub token: u64,
+    /// WORD m_wNumVirtuals.
+    pub num_virtuals: u64,
+    /// WORD m_wNumInterfaces.
+    pub num_interfaces: u64,
+    /// m_pParentMethodTable.
+    pub parent: u64,
+    /// m_pLoaderModule.
+    pub loader_module: u64,
+    /// m_pWriteableData.
+    pub writeable_data: u64,
+    /// m_pEEClass / m_pCanonMT (bit 0 set: canonical MT).
+    pub ee_class_or_canon: u64,
+    /// m_pPerInstInfo / m_ElementTypeHnd.
+    pub per_inst_info: u64,
+    /// m_pInterfaceMap.
+    pub interface_map: u64,
+    /// sizeof(MethodTable): the vtable slots follow.
+    pub size: u64,
+}
+
+/// `EEClass`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EEClassLayout {
+    /// m_pMethodTable (back pointer to the canonical MT).
+    pub method_table: u64,
+    /// m_pFieldDescList.
+    pub field_desc_list: u64,
+    /// m_pChunks.
+    pub chunks: u64,
+    /// DWORD m_dwAttrClass.
+    pub attr_class: u64,
+    /// DWORD m_VMFlags.
+    pub vm_flags: u64,
+    /// BYTE m_NormType.
+    pub norm_type: u64,
+    /// BYTE m_fFieldsArePacked.
+    pub fields_are_packed: u64,
+    /// BYTE m_cbFixedEEClassFields (the packed fields start at this offset).
+    pub fixed_fields_size: u64,
+}
+
+/// `FieldDesc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldDescLayout {
+    /// sizeof(FieldDesc).
+    pub size: u64,
+    /// MethodTable* m_pMTOfEnclosingClass.
+    pub enclosing_mt: u64,
+    /// DWORD: token rid bits 0-23, static bit 24, thread-static bit 25, RVA bit 26,
+    /// protection 27-29, requiresFullMbValue bit 30.
+    pub dword1: u64,
+    /// DWORD: offset bits 0-26, CorElementType bits 27-31.
+    pub dword2: u64,
+}
+
+/// `Module`, `PEAssembly`, `PEImage`, `PEImageLayout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModuleLayout {
+    /// Module::m_pPEAssembly.
+    pub pe_assembly: u64,
+    /// Module::m_pSimpleName (UTF-8).
+    pub simple_name: u64,
+    /// PEAssembly::m_PEImage.
+    pub pe_assembly_image: u64,
+    /// PEImage::m_path (an SString: its buffer pointer).
+    pub pe_image_path_buffer: u64,
+    /// PEImage::m_pLayouts[0..] first of the layout pointers.
+    pub pe_image_layouts: u64,
+    /// Number of layout slots.
+    pub pe_image_layout_count: usize,
+    /// PEImageLayout: base address (PEDecoder::m_base).
+    pub layout_base: u64,
+    /// PEImageLayout: size (PEDecoder::m_size).
+    pub layout_size: u64,
+    /// PEImageLayout: flags (PEDecoder::m_flags; 1 = mapped/loaded layout, RVA addressing).
+    pub layout_flags: u64,
+    /// PEImageLayout: the CLI header (PEDecoder::m_pCorHeader).
+    pub layout_cor_header: u64,
+}
+
+/// One runtime family's layout table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Human name ("NET 8 linux-x64").
+    pub name: &'static str,
+    /// g_dacTable indices.
+    pub dac: DacTableIndices,
+    /// GcDacVars.
+    pub gc_dac_vars: GcDacVarsLayout,
+    /// Server gc_heap field-offset indices.
+    pub gc_heap_fields: GcHeapFieldIndex,
+    /// generation (fallback).
+    pub generation: GenerationLayout,
+    /// gc_alloc_context.
+    pub alloc_context: AllocContextLayout,
+    /// heap_segment.
+    pub heap_segment: HeapSegmentLayout,
+    /// ThreadStore.
+    pub thread_store: ThreadStoreLayout,
+    /// Thread.
+    pub thread: ThreadLayout,
+    /// MethodTable.
+    pub method_table: MethodTableLayout,
+    /// EEClass.
+    pub ee_class: EEClassLayout,
+    /// FieldDesc.
+    pub field_desc: FieldDescLayout,
+    /// Module and its image.
+    pub module: ModuleLayout,
+    /// Minimum object size (3 pointers).
+    pub min_object_size: u64,
+    /// STRING_BASE_SIZE (what String's MethodTable must say).
+    pub string_base_size: u32,
+}
+
+const GC_DAC_VARS_V2: GcDacVarsLayout = GcDacVarsLayout {
+    major_version: 0,
+    minor_version: 1,
+    major: 2,
+    generation_size: 8,
+    total_generation_count: 0x10,
+    generation_table: 0x30,
+    max_gen: 0x38,
+    ephemeral_heap_segment: 0x50,
+    alloc_allocated: 0x78,
+    n_heaps: 0xB0,
+    g_heaps: 0xB8,
+    gc_heap_field_offsets: 0xF0,
+    generation_field_offsets: 0xF8,
+};
+
+const GC_HEAP_FIELDS_NET8: GcHeapFieldIndex = GcHeapFieldIndex {
+    alloc_allocated: 0,
+    ephemeral_heap_segment: 1,
+    generation_table: 18,
+    count: 19,
+};
+
+const HEAP_SEGMENT_NET8: HeapSegmentLayout = HeapSegmentLayout {
+    allocated: 0,
+    committed: 8,
+    reserved: 0x10,
+    used: 0x18,
+    mem: 0x20,
+    flags: 0x28,
+    next: 0x30,
+    background_allocated: 0x38,
+    flag_readonly: 1,
+};
+
+const METHOD_TABLE_NET8: MethodTableLayout = MethodTableLayout {
+    flags: 0,
+    base_size: 4,
+    flags2: 8,
+    token: 0xA,
+    num_virtuals: 0xC,
+    num_interfaces: 0xE,
+    parent: 0x10,
+    loader_module: 0x18,
+    writeable_data: 0x20,
+    ee_class_or_canon: 0x28,
+    per_inst_info: 0x30,
+    interface_map: 0x38,
+    size: 0x40,
+};
+
+const FIELD_DESC_NET8: FieldDescLayout = FieldDescLayout {
+    size: 0x10,
+    enclosing_mt: 0,
+    dword1: 8,
+    dword2: 0xC,
+};
+
+/// .NET 8 on Linux x64 (8.0.x; verified on 8.0.4).
+pub static NET8_LINUX_X64: Layout = Layout {
+    name: ".NET 8 linux-x64",
+    dac: DacTableIndices {
+        code_range_map: 0,
+        ee_jit_manager: 4,
+        ready_to_run_jit_manager: 5,
+        thread_store: 16,
+        finalizer_thread: 17,
+        heap_type: 19,
+        gc_dac_globals: 20,
+        app_domain: 21,
+        system_domain: 22,
+        card_table: 33,
+        lowest_address: 34,
+        highest_address: 35,
+        global_alloc_context: 36,
+        gc_heap: 37,
+        object_class: 40,
+        string_class: 43,
+        array_class: 44,
+        exception_class: 47,
+        free_object_method_table: 54,
+        predefined_array_types: 58,
+        sync_table: 79,
+        sync_block_cache: 80,
+    },
+    gc_dac_vars: GC_DAC_VARS_V2,
+    gc_heap_fields: GC_HEAP_FIELDS_NET8,
+    generation: GenerationLayout {
+        allocation_context: 0,
+        start_segment: 0x38,
+    },
+    alloc_context: AllocContextLayout {
+        alloc_ptr: 0,
+        alloc_limit: 8,
+    },
+    heap_segment: HEAP_SEGMENT_NET8,
+    thread_store: ThreadStoreLayout {
+        thread_list: 0xA0,
+        thread_count: 0xB8,
+        unstarted_thread_count: 0xC0,
+        background_thread_count: 0xC4,
+        pending_thread_count: 0xC8,
+        dead_thread_count: 0xCC,
+    },
+    thread: ThreadLayout {
+        state: 8,
+        preemptive_gc_disabled: 0xC,
+        frame: 0x10,
+        thread_id: 0x20,
+        alloc_context: 0x58,
+        link: 0xE8,
+        os_thread_id: 0x1A8,
+    },
+    method_table: METHOD_TABLE_NET8,
+    ee_class: EE_CLASS_NET8_UNIX,
+    field_desc: FIELD_DESC_NET8,
+    module: MODULE_NET8_UNIX,
+    min_object_size: 24,
+    string_base_size: 0x16,
+};
+
+/// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
+pub static NET8_WINDOWS_X64: Layout = Layout {
+    name: ".NET 8 windows-x64",
+    dac: DacTableIndices {
+        code_range_map: 0,
+        ee_jit_manager: 4,
+        ready_to_run_jit_manager: 5,
+        thread_store: 16,
+        finalizer_thread: 17,
+        heap_type: 19,
+        gc_dac_globals: 20,
+        app_domain: 21,
+        system_domain: 22,
+        card_table: 34,
+        lowest_address: 35,
+        highest_address: 36,
+        global_alloc_context: 37,
+        gc_heap: 38,
+        object_class: 41,
+        string_class: 44,
+        array_class: 45,
+        exception_class: 48,
+        free_object_method_table: 55,
+        predefined_array_types: 59,
+        sync_table: 81,
+        sync_block_cache: 85,
+    },
+    gc_dac_vars: GC_DAC_VARS_V2,
+    gc_heap_fields: GC_HEAP_FIELDS_NET8,
+    generation: GenerationLayout {
+        allocation_context: 0,
+        start_segment: 0x38,
+    },
+    alloc_context: AllocContextLayout {
+        alloc_ptr: 0,
+        alloc_limit: 8,
+    },
+    heap_segment: HEAP_SEGMENT_NET8,
+    thread_store: ThreadStoreLayout {
+        thread_list: 0x40,
+        thread_count: 0x58,
+        unstarted_thread_count: 0x60,
+        background_thread_count: 0x64,
+        pending_thread_count: 0x68,
+        dead_thread_count: 0x6C,
+    },
+    thread: ThreadLayout {
+        state: 8,
+        preemptive_gc_disabled: 0xC,
+        frame: 0x10,
+        thread_id: 0x20,
+        alloc_context: 0x58,
+        link: 0xF8,
+        os_thread_id: 0x1B8,
+    },
+    method_table: METHOD_TABLE_NET8,
+    ee_class: EE_CLASS_NET8_WINDOWS,
+    field_desc: FIELD_DESC_NET8,
+    module: MODULE_NET8_WINDOWS,
+    min_object_size: 24,
+    string_base_size: 0x16,
+};
+
+const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
+    method_table: 0x10,
+    field_desc_list: 0x18,
+    chunks: 0x20,
+    attr_class: 0x28,
+    vm_flags: 0x2C,
+    norm_type: 0x30,
+    fields_are_packed: 0x31,
+    fixed_fields_size: 0x32,
+};
+
+const EE_CLASS_NET8_WINDOWS: EEClassLayout = EEClassLayout {
+    method_table: 0x10,
+    field_desc_list: 0x18,
+    chunks: 0x20,
+    attr_class: 0x38,
+    vm_flags: 0x3C,
+    norm_type: 0x40,
+    fields_are_packed: 0x41,
+    fixed_fields_size: 0x42,
+};
+
+const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
+    simple_name: 0x108,
+    pe_assembly: 0x110,
+    pe_assembly_image: 8,
+    pe_image_path_buffer: 0x10,
+    pe_image_layouts: 0x70,
+    pe_image_layout_count: 2,
+    layout_base: 8,
+    layout_size: 0x10,
+    layout_flags: 0x14,
+    layout_cor_header: 0x20,
+};
+
+const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
+    simple_name: 0xA8,
+    pe_assembly: 0xB0,
+    ..MODULE_NET8_UNIX
+};
+
+/// Component-size bits and high flags of `MethodTable::m_dwFlags` (.NET 8).
+pub mod mt_flags {
+    /// Category mask.
+    pub const CATEGORY_MASK: u32 = 0x000F_0000;
+    /// Category: value type.
+    pub const CATEGORY_VALUETYPE: u32 = 0x0004_0000;
+    /// Category: Nullable.
+    pub const CATEGORY_NULLABLE: u32 = 0x0005_0000;
+    /// Category: primitive value type.
+    pub const CATEGORY_PRIMITIVE: u32 = 0x0006_0000;
+    /// Category: true primitive.
+    pub const CATEGORY_TRUEPRIMITIVE: u32 = 0x0007_0000;
+    /// Category mask for arrays (0x80000 array, 0xA0000 SZ array).
+    pub const CATEGORY_ARRAY_MASK: u32 = 0x000C_0000;
+    /// Category: array.
+    pub const CATEGORY_ARRAY: u32 = 0x0008_0000;
+    /// Category bit: single-dimension zero-based array.
+    pub const CATEGORY_IFARRAYTHENSZARRAY: u32 = 0x0002_0000;
+    /// Category: interface.
+    pub const CATEGORY_INTERFACE: u32 = 0x000C_0000;
+    /// HasFinalizer.
+    pub const HAS_FINALIZER: u32 = 0x0010_0000;
+    /// IfNotInterfaceThenMarshalable / IDynamicInterfaceCastable etc. (not decoded).
+    pub const CONTAINS_POINTERS: u32 = 0x0100_0000;
+    /// HasTypeEquivalence.
+    pub const HAS_TYPE_EQUIVALENCE: u32 = 0x0200_0000;
+    /// Collectible.
+    pub const COLLECTIBLE: u32 = 0x1000_0000;
+    /// ContainsGenericVariables.
+    pub const CONTAINS_GENERIC_VARIABLES: u32 = 0x2000_0000;
+    /// ComObject.
+    pub const COM_OBJECT: u32 = 0x4000_0000;
+    /// HasComponentSize (low word = component size).
+    pub const HAS_COMPONENT_SIZE: u32 = 0x8000_0000;
+    /// Low-word flags when !HasComponentSize: generics kind mask.
+    pub const GENERICS_MASK: u32 = 0x0030;
+    /// Generic instantiation (non-canonical or canonical).
+    pub const GENERICS_MASK_GENERIC_INST: u32 = 0x0010;
+    /// Shared canonical instantiation.
+    pub const GENERICS_MASK_SHARED_INST: u32 = 0x0020;
+    /// Typical instantiation (the open generic type definition).
+    pub const GENERICS_MASK_TYPICAL_INST: u32 = 0x0030;
+    /// HasVariance.
+    pub const HAS_VARIANCE: u32 = 0x0100;
+    /// IsByRefLike.
+    pub const IS_BYREF_LIKE: u32 = 0x1000;
+    /// m_wFlags2: HasPerInstInfo.
+    pub const F2_HAS_PER_INST_INFO: u16 = 0x0001;
+    /// m_wFlags2: HasInterfaceMap.
+    pub const F2_HAS_INTERFACE_MAP: u16 = 0x0002;
+    /// m_wFlags2: HasDispatchMapSlot.
+    pub const F2_HAS_DISPATCH_MAP_SLOT: u16 = 0x0004;
+    /// m_wFlags2: HasNonVirtualSlots.
+    pub const F2_HAS_NON_VIRTUAL_SLOTS: u16 = 0x0008;
+    /// m_wFlags2: HasModuleOverride.
+    pub const F2_HAS_MODULE_OVERRIDE: u16 = 0x0010;
+}

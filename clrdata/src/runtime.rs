@@ -1,0 +1,605 @@
+//! Runtime discovery: which CLR is in the dump, its exact version, its layout and its globals.
+
+use crate::error::{ClrError, Result};
+use crate::layout::{self, Layout};
+use dumpreader::{ImageFormat, Memory, ModuleInfo, Os, Target};
+use serde::Serialize;
+
+/// The `.rsrc` directory `(address, size)` of a PE module, if it has one.
+fn resource_directory<T: Target + ?Sized>(target: &T, module: &ModuleInfo) -> Option<(u64, u32)> {
+    let img = target.module_image(module).ok()?;
+    match &img.format {
+        ImageFormat::Pe(pe) => {
+            let (rva, size) = *pe.data_directories.get(2)?;
+            if rva == 0 || size == 0 {
+                return None;
+            }
+            Some((pe.rva_to_addr(module.base, rva)?, size))
+        }
+        _ => None,
+    }
+}
+
+/// The image's full extent `(start, end)` in memory, `.data` and `.bss` included (an ELF
+/// module's file mappings end before its `.bss`).
+fn image_range<T: Target + ?Sized>(target: &T, module: &ModuleInfo) -> (u64, u64) {
+    let mut end = module.end;
+    if let Ok(img) = target.module_image(module) {
+        match &img.format {
+            ImageFormat::Elf(e) => {
+                for ph in e.program_headers.iter().filter(|p| p.p_type == 1) {
+                    let top = e
+                        .load_bias
+                        .wrapping_add(ph.p_vaddr)
+                        .wrapping_add(ph.p_memsz);
+                    if top > end && top - module.base < (1 << 32) {
+                        end = top;
+                    }
+                }
+            }
+            ImageFormat::Pe(pe) => {
+                end = end.max(module.base + pe.size_of_image as u64);
+            }
+        }
+    }
+    (module.base, end)
+}
+
+/// Where the runtime's version was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionSource {
+    /// The `@(#)Version` sccsid string in libcoreclr's read-only data, in the dump.
+    Sccsid,
+    /// The `ProductVersion` string of coreclr.dll's VS_VERSION_INFO resource.
+    VersionResource,
+    /// The `Microsoft.NETCore.App/<version>/` folder of the module's path.
+    ModulePath,
+    /// Nothing told: the version is unknown.
+    Unknown,
+}
+
+/// How the runtime is hosted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeHost {
+    /// A shared-framework libcoreclr.so / coreclr.dll.
+    CoreClr,
+    /// A single-file host with the runtime linked in (exports g_dacTable / DotNetRuntimeInfo).
+    SingleFile,
+}
+
+/// The GC flavour (`g_heap_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GcMode {
+    /// Workstation GC (g_heap_type 1).
+    Workstation,
+    /// Server GC (g_heap_type 2).
+    Server,
+}
+
+/// The runtime found in the dump.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeInfo {
+    /// The runtime module's path as the dump records it.
+    pub module_path: String,
+    /// Its file name.
+    pub module_name: String,
+    /// Its load address.
+    pub base: u64,
+    /// Its mapped size.
+    pub size: u64,
+    /// How the runtime is hosted.
+    pub host: RuntimeHost,
+    /// Target OS.
+    pub os: String,
+    /// The product version, e.g. "8.0.4" (empty when unknown).
+    pub version: String,
+    /// Where [`RuntimeInfo::version`] came from.
+    pub version_source: VersionSource,
+    /// The file version from the sccsid string or resource, e.g. "8.0.424.16909".
+    pub file_version: Option<String>,
+    /// The source commit, when the sccsid string names it.
+    pub commit: Option<String>,
+}
+
+impl RuntimeInfo {
+    /// Major version, when the version is known.
+    pub fn major(&self) -> Option<u32> {
+        self.version.split('.').next()?.parse().ok()
+    }
+
+    /// The runtime named for people: ".NET Core 3.1.23", ".NET 8.0.4".
+    pub fn display_name(&self) -> String {
+        match self.major() {
+            Some(m) if m <= 3 => format!(".NET Core {}", self.version),
+            Some(_) => format!(".NET {}", self.version),
+            None => "a .NET runtime of unknown version".to_string(),
+        }
+    }
+}
+
+/// The runtime globals this layer uses (addresses in the target; 0 when null).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Globals {
+    /// g_dacTable.
+    pub dac_table: u64,
+    /// The ThreadStore (value of ThreadStore::s_pThreadStore).
+    pub thread_store: u64,
+    /// The finalizer Thread.
+    pub finalizer_thread: u64,
+    /// g_heap_type.
+    pub heap_type: u32,
+    /// The GcDacVars structure.
+    pub gc_dac_vars: u64,
+    /// The AppDomain.
+    pub app_domain: u64,
+    /// The SystemDomain.
+    pub system_domain: u64,
+    /// g_card_table.
+    pub card_table: u64,
+    /// g_lowest_address.
+    pub lowest_address: u64,
+    /// g_highest_address.
+    pub highest_address: u64,
+    /// Address of g_global_alloc_context.
+    pub global_alloc_context: u64,
+    /// The IGCHeap.
+    pub gc_heap: u64,
+    /// System.Object's MethodTable.
+    pub object_mt: u64,
+    /// System.String's MethodTable.
+    pub string_mt: u64,
+    /// System.Array's MethodTable.
+    pub array_mt: u64,
+    /// System.Object[]'s MethodTable (what SOS's GetUsefulGlobals calls ArrayMethodTable).
+    pub object_array_mt: u64,
+    /// System.Exception's MethodTable.
+    pub exception_mt: u64,
+    /// The free-object MethodTable.
+    pub free_mt: u64,
+    /// g_pSyncTable value.
+    pub sync_table: u64,
+    /// The SyncBlockCache.
+    pub sync_block_cache: u64,
+    /// Address of ExecutionManager::g_codeRangeMap.
+    pub code_range_map: u64,
+    /// The EEJitManager.
+    pub ee_jit_manager: u64,
+    /// The ReadyToRunJitManager.
+    pub ready_to_run_jit_manager: u64,
+}
+
+/// A .NET runtime in a dump, with the layout chosen for it and its globals resolved.
+///
+/// Generic over the memory (`&Dump`, `Arc<Dump>`, a debugger target): reads go through
+/// [`Memory`] only.
+pub struct Runtime<M> {
+    mem: M,
+    /// The runtime found.
+    pub info: RuntimeInfo,
+    /// The layout table in use.
+    pub layout: &'static Layout,
+    /// Its globals.
+    pub globals: Globals,
+}
+
+impl<M> std::fmt::Debug for Runtime<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("info", &self.info)
+            .field("layout", &self.layout.name)
+            .field("globals", &self.globals)
+            .finish()
+    }
+}
+
+/// Finds the runtime module and reads its version without choosing a layout: what the native
+/// commands can always show (also for unsupported runtimes).
+pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
+    let modules = target.modules();
+    let is_runtime_name = |m: &ModuleInfo| {
+        let n = m.name().to_ascii_lowercase();
+        n == "libcoreclr.so" || n == "coreclr.dll" || n == "libcoreclr.dylib"
+    };
+    let (module, host) = match modules.iter().find(|m| is_runtime_name(m)) {
+        Some(m) => (m.clone(), RuntimeHost::CoreClr),
+        None => {
+            // A single-file host: the runtime is linked into the app's executable.
+            let m = modules
+                .iter()
+                .filter(|m| m.kind != dumpreader::ModuleKind::Other)
+                .find(|m| {
+                    target.find_export(m, "DotNetRuntimeInfo").is_some()
+                        || target.find_export(m, "g_dacTable").is_some()
+                })
+                .ok_or_else(|| {
+                    ClrError::NoRuntime(format!(
+                        "no libcoreclr.so / coreclr.dll among {} modules, and no module exports \
+                         g_dacTable or DotNetRuntimeInfo",
+                        modules.len()
+                    ))
+                })?;
+            (m.clone(), RuntimeHost::SingleFile)
+        }
+    };
+    let os = target.info().os;
+    let (start, end) = image_range(target, &module);
+    let mut info = RuntimeInfo {
+        module_path: module.path.clone(),
+        module_name: module.name().to_string(),
+        base: module.base,
+        size: end - start,
+        host,
+        os: format!("{os:?}").to_ascii_lowercase(),
+        version: String::new(),
+        version_source: VersionSource::Unknown,
+        file_version: None,
+        commit: None,
+    };
+    let path_version = version_from_path(&module.path);
+    if let Some((fv, commit)) = sccsid_version(target, module.base, module.base + info.size) {
+        info.file_version = Some(fv.clone());
+        info.commit = commit;
+        if let Some(v) = product_from_file_version(&fv) {
+            info.version = v;
+            info.version_source = VersionSource::Sccsid;
+        }
+    }
+    if info.version.is_empty() {
+        if let Some((fv, commit)) = resource_product_version(target, &module) {
+            if let Some(v) = product_from_file_version(&fv) {
+                info.version = v;
+                info.version_source = VersionSource::VersionResource;
+            }
+            info.file_version = Some(fv);
+            info.commit = commit;
+        }
+    }
+    if info.version.is_empty() {
+        if let Some(pv) = path_version {
+            info.version = pv;
+            info.version_source = VersionSource::ModulePath;
+        }
+    }
+    Ok(info)
+}
+
+/// .NET 5+ file versions are major.minor.(patch*100 + n).revision ("8.0.424.16909" is 8.0.4);
+/// .NET Core 3.x used 4.700.x, which does not give the product version.
+fn product_from_file_version(fv: &str) -> Option<String> {
+    let parts: Vec<u32> = fv.split('.').filter_map(|p| p.parse().ok()).collect();
+    if parts.len() >= 3 && parts[0] >= 5 && parts[0] < 100 {
+        Some(format!("{}.{}.{}", parts[0], parts[1], parts[2] / 100))
+    } else {
+        None
+    }
+}
+
+/// `.../Microsoft.NETCore.App/<version>/<module>` → `<version>`.
+fn version_from_path(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split(['/', '\\']).collect();
+    let i = parts
+        .iter()
+        .position(|p| p.eq_ignore_ascii_case("Microsoft.NETCore.App"))?;
+    let v = parts.get(i + 1)?;
+    if v.split('.').count() >= 3 && v.split('.').all(|p| !p.is_empty()) {
+        Some((*v).to_string())
+    } else {
+        None
+    }
+}
+
+/// Searches the module's mapped ranges for `@(#)Version X @Commit: Y`.
+fn sccsid_version<T: Memory + ?Sized>(
+    mem: &T,
+    start: u64,
+    end: u64,
+) -> Option<(String, Option<String>)> {
+    const NEEDLE: &[u8] = b"@(#)Version ";
+    const CHUNK: u64 = 1 << 20;
+    let mut buf = vec![0u8; CHUNK as usize + 128];
+    let mut a = start;
+    // Bound: the module's own extent (images are at most a few tens of MB).
+    let end = end.min(start.saturating_add(256 << 20));
+    while a < end {
+        let want = ((end - a).min(CHUNK) + 128).min(buf.len() as u64) as usize;
+        let got = mem.read(a, &mut buf[..want]);
+        if got == 0 {
+            // Skip to the next page.
+            a = (a | 0xFFF) + 1;
+            continue;
+        }
+        let hay = &buf[..got];
+        if let Some(i) = hay.windows(NEEDLE.len()).position(|w| w == NEEDLE) {
+            let rest = &hay[i + NEEDLE.len()..];
+            let text: String = rest
+                .iter()
+                .take_while(|&&b| b != 0 && b.is_ascii())
+                .map(|&b| b as char)
+                .collect();
+            if text.len() < 8 && i + NEEDLE.len() + 100 > got {
+                // Cut at the buffer's end: read again from the needle.
+                let s = mem
+                    .read_cstr(a + i as u64 + NEEDLE.len() as u64, 200)
+                    .ok()?;
+                return parse_sccsid(&s);
+            }
+            return parse_sccsid(&text);
+        }
+        a += (got as u64).clamp(1, CHUNK);
+    }
+    None
+}
+
+fn parse_sccsid(s: &str) -> Option<(String, Option<String>)> {
+    let mut it = s.split_whitespace();
+    let v = it.next()?.to_string();
+    if !v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let commit = s
+        .split("@Commit:")
+        .nth(1)
+        .and_then(|c| c.split_whitespace().next())
+        .map(str::to_string);
+    Some((v, commit))
+}
+
+/// The `ProductVersion` value of a PE module's VS_VERSION_INFO: coreclr.dll writes it like its
+/// sccsid, "8,0,424,16909 @Commit: 2d7e...". Returns (dotted file version, commit).
+fn resource_product_version<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+) -> Option<(String, Option<String>)> {
+    let (addr, size) = resource_directory(target, module)?;
+    let bytes = target.read_bytes(addr, (size as usize).min(8 << 20));
+    let key: Vec<u8> = "ProductVersion\0"
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    let i = bytes.windows(key.len()).position(|w| w == key.as_slice())?;
+    // String { WORD wLength; WORD wValueLength; WORD wType; WCHAR szKey[]; padding; WCHAR Value[] }:
+    // the value starts at the next 32-bit boundary (the directory is 4-aligned in the image).
+    let mut v = (i + key.len() + 3) & !3;
+    let mut units = Vec::new();
+    while v + 1 < bytes.len() && units.len() < 256 {
+        let u = u16::from_le_bytes([bytes[v], bytes[v + 1]]);
+        if u == 0 {
+            break;
+        }
+        units.push(u);
+        v += 2;
+    }
+    let s = String::from_utf16_lossy(&units).replace(',', ".");
+    let s = s.split('+').next()?.trim().to_string();
+    parse_sccsid(&s)
+}
+
+impl<M: Memory> Runtime<M> {
+    /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
+    ///
+    /// Errors: [`ClrError::NoRuntime`], [`ClrError::UnsupportedRuntime`] (e.g. "found .NET Core
+    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8"), [`ClrError::SanityCheck`].
+    pub fn discover(target: M) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
+        let info = find_runtime(&target)?;
+        let unsupported = || ClrError::UnsupportedRuntime {
+            found: info.display_name(),
+            module: info.module_name.clone(),
+            base: info.base,
+        };
+        if info.major() != Some(8) {
+            return Err(unsupported());
+        }
+        let layout: &'static Layout = match target.info().os {
+            Os::Windows => &layout::NET8_WINDOWS_X64,
+            Os::Linux => &layout::NET8_LINUX_X64,
+            Os::Other(_) => return Err(unsupported()),
+        };
+        let module = target
+            .modules()
+            .iter()
+            .find(|m| m.base == info.base)
+            .cloned()
+            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+        let dac_table =
+            target
+                .find_export(&module, "g_dacTable")
+                .ok_or_else(|| ClrError::SanityCheck {
+                    version: info.version.clone(),
+                    detail: format!(
+                        "{} exports no g_dacTable (or its export table is not in the dump)",
+                        info.module_name
+                    ),
+                })?;
+        let mut rt = Runtime {
+            mem: target,
+            info,
+            layout,
+            globals: Globals {
+                dac_table,
+                ..Globals::default()
+            },
+        };
+        rt.resolve_globals(&module)?;
+        rt.sanity_check()?;
+        Ok(rt)
+    }
+
+    /// The memory this runtime reads.
+    pub fn memory(&self) -> &M {
+        &self.mem
+    }
+
+    /// The address of the global at `index` of g_dacTable. .NET 8 stores absolute addresses;
+    /// a value outside the runtime image is taken as an RVA (as .NET Core 3.1 on Linux did).
+    pub fn dac_global_address(&self, index: usize) -> Result<u64> {
+        let slot = self.globals.dac_table + 8 * index as u64;
+        let v = self
+            .mem
+            .read_u64(slot)
+            .map_err(|_| ClrError::read(format!("g_dacTable[{index}]"), slot))?;
+        let (base, end) = (self.info.base, self.info.base + self.info.size);
+        if v >= base && v < end {
+            Ok(v)
+        } else if v < self.info.size {
+            Ok(base + v)
+        } else {
+            Err(ClrError::corrupt(
+                format!("g_dacTable[{index}]"),
+                slot,
+                format!(
+                    "{v:#x} is neither inside the runtime image {base:#x}..{end:#x} nor an RVA"
+                ),
+            ))
+        }
+    }
+
+    fn read_global_ptr(&self, index: usize, what: &str) -> Result<u64> {
+        let a = self.dac_global_address(index)?;
+        self.mem.read_u64(a).map_err(|_| ClrError::read(what, a))
+    }
+
+    fn resolve_globals(&mut self, _module: &ModuleInfo) -> Result<()> {
+        let d = self.layout.dac;
+        let g = Globals {
+            dac_table: self.globals.dac_table,
+            thread_store: self.read_global_ptr(d.thread_store, "ThreadStore::s_pThreadStore")?,
+            finalizer_thread: self.read_global_ptr(d.finalizer_thread, "g_pFinalizerThread")?,
+            heap_type: {
+                let a = self.dac_global_address(d.heap_type)?;
+                self.mem
+                    .read_u32(a)
+                    .map_err(|_| ClrError::read("g_heap_type", a))?
+            },
+            gc_dac_vars: self.read_global_ptr(d.gc_dac_globals, "g_gcDacGlobals")?,
+            app_domain: self.read_global_ptr(d.app_domain, "AppDomain::m_pTheAppDomain")?,
+            system_domain: self
+                .read_global_ptr(d.system_domain, "SystemDomain::m_pSystemDomain")?,
+            card_table: self.read_global_ptr(d.card_table, "g_card_table")?,
+            lowest_address: self.read_global_ptr(d.lowest_address, "g_lowest_address")?,
+            highest_address: self.read_global_ptr(d.highest_address, "g_highest_address")?,
+            global_alloc_context: self.dac_global_address(d.global_alloc_context)?,
+            gc_heap: self.read_global_ptr(d.gc_heap, "g_pGCHeap")?,
+            object_mt: self.read_global_ptr(d.object_class, "g_pObjectClass")?,
+            string_mt: self.read_global_ptr(d.string_class, "g_pStringClass")?,
+            array_mt: self.read_global_ptr(d.array_class, "g_pArrayClass")?,
+            object_array_mt: {
+                // g_pPredefinedArrayTypes[ELEMENT_TYPE_OBJECT = 0x1c] is a TypeHandle of the
+                // ArrayTypeDesc-free MT Object[].
+                let a = self.dac_global_address(d.predefined_array_types)? + 0x1c * 8;
+                self.mem
+                    .read_u64(a)
+                    .map_err(|_| ClrError::read("g_pPredefinedArrayTypes[OBJECT]", a))?
+            },
+            exception_mt: self.read_global_ptr(d.exception_class, "g_pExceptionClass")?,
+            free_mt: self
+                .read_global_ptr(d.free_object_method_table, "g_pFreeObjectMethodTable")?,
+            sync_table: self.read_global_ptr(d.sync_table, "g_pSyncTable")?,
+            sync_block_cache: self
+                .read_global_ptr(d.sync_block_cache, "SyncBlockCache::s_pSyncBlockCache")?,
+            code_range_map: self.dac_global_address(d.code_range_map)?,
+            ee_jit_manager: self
+                .read_global_ptr(d.ee_jit_manager, "ExecutionManager::m_pEEJitManager")?,
+            ready_to_run_jit_manager: self.read_global_ptr(
+                d.ready_to_run_jit_manager,
+                "ExecutionManager::m_pReadyToRunJitManager",
+            )?,
+        };
+        self.globals = g;
+        Ok(())
+    }
+
+    fn sanity_check(&self) -> Result<()> {
+        let fail = |detail: String| ClrError::SanityCheck {
+            version: self.info.version.clone(),
+            detail,
+        };
+        let g = &self.globals;
+        let mtl = &self.layout.method_table;
+        let read_mt = |mt: u64, what: &str| -> Result<(u32, u32)> {
+            let flags = self
+                .mem
+                .read_u32(mt + mtl.flags)
+                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
+            let base = self
+                .mem
+                .read_u32(mt + mtl.base_size)
+                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
+            Ok((flags, base))
+        };
+        let (sf, sb) = read_mt(g.string_mt, "g_pStringClass")?;
+        if sb != self.layout.string_base_size
+            || sf & layout::mt_flags::HAS_COMPONENT_SIZE == 0
+            || sf & 0xFFFF != 2
+        {
+            return Err(fail(format!(
+                "String's MethodTable {:#x} has BaseSize {sb:#x} and flags {sf:#x}; expected \
+                 BaseSize {:#x} with component size 2",
+                g.string_mt, self.layout.string_base_size
+            )));
+        }
+        let (ff, fb) = read_mt(g.free_mt, "g_pFreeObjectMethodTable")?;
+        if ff & layout::mt_flags::HAS_COMPONENT_SIZE == 0 || ff & 0xFFFF != 1 || fb != 0x18 {
+            return Err(fail(format!(
+                "the free-object MethodTable {:#x} has BaseSize {fb:#x} and flags {ff:#x}; \
+                 expected BaseSize 0x18 with component size 1",
+                g.free_mt
+            )));
+        }
+        let (of, ob) = read_mt(g.object_mt, "g_pObjectClass")?;
+        if of & layout::mt_flags::HAS_COMPONENT_SIZE != 0 || ob != 0x18 {
+            return Err(fail(format!(
+                "Object's MethodTable {:#x} has BaseSize {ob:#x} and flags {of:#x}; expected \
+                 BaseSize 0x18 without component size",
+                g.object_mt
+            )));
+        }
+        let (af, _) = read_mt(g.object_array_mt, "Object[]")?;
+        if af & layout::mt_flags::CATEGORY_ARRAY_MASK != layout::mt_flags::CATEGORY_ARRAY
+            || af & 0xFFFF != 8
+        {
+            return Err(fail(format!(
+                "Object[]'s MethodTable {:#x} has flags {af:#x}; expected an array with \
+                 component size 8",
+                g.object_array_mt
+            )));
+        }
+        if g.heap_type != 1 && g.heap_type != 2 {
+            return Err(fail(format!(
+                "g_heap_type is {}; expected 1 (workstation) or 2 (server)",
+                g.heap_type
+            )));
+        }
+        let gv = &self.layout.gc_dac_vars;
+        let major = self
+            .mem
+            .read_u8(g.gc_dac_vars + gv.major_version)
+            .map_err(|_| {
+                fail(format!(
+                    "GcDacVars at {:#x} is not in the dump",
+                    g.gc_dac_vars
+                ))
+            })?;
+        if major != gv.major {
+            return Err(fail(format!(
+                "GcDacVars at {:#x} has major version {major}; this layout reads {}",
+                g.gc_dac_vars, gv.major
+            )));
+        }
+        Ok(())
+    }
+
+    /// Workstation or server GC.
+    pub fn gc_mode(&self) -> GcMode {
+        if self.globals.heap_type == 2 {
+            GcMode::Server
+        } else {
+            GcMode::Workstation
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The ThreadStore and its managed threads (the parts the heap walk and `clrthreads` need).
+
+use crate::error::{ClrError, Result};
+use crate::runtime::Runtime;
+use dumpreader::Memory;
+use serde::Serialize;
+
+/// Bound on the thread list walk (a corrupt list must not loop forever).
+pub const MAX_THREADS: usize = 100_000;
+
+/// `ThreadStore` counters and the first thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadStoreData {
+    /// The ThreadStore's address.
+    pub address: u64,
+    /// m_ThreadCount.
+    pub thread_count: i32,
+    /// m_UnstartedThreadCount.
+    pub unstarted_thread_count: i32,
+    /// m_BackgroundThreadCount.
+    pub background_thread_count: i32,
+    /// m_PendingThreadCount.
+    pub pending_thread_count: i32,
+    /// m_DeadThreadCount.
+    pub dead_thread_count: i32,
+    /// The first Thread of the list (0 when empty).
+    pub first_thread: u64,
+    /// The finalizer Thread.
+    pub finalizer_thread: u64,
+}
+
+/// One managed `Thread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadData {
+    /// The Thread object's address.
+    pub address: u64,
+    /// Managed thread id (m_ThreadId).
+    pub managed_id: u32,
+    /// OS thread id (m_OSThreadId; 0 when not started or dead).
+    pub os_id: u64,
+    /// m_State.
+    pub state: u32,
+    /// m_fPreemptiveGCDisabled (1 = cooperative mode).
+    pub preemptive_gc_disabled: u32,
+    /// m_pFrame (the innermost explicit Frame; -1 at the end).
+    pub frame: u64,
+    /// Allocation context pointer.
+    pub alloc_ptr: u64,
+    /// Allocation context limit.
+    pub alloc_limit: u64,
+    /// Whether this is the finalizer thread.
+    pub is_finalizer: bool,
+}
+
+impl<M: Memory> Runtime<M> {
+    /// The ThreadStore's counters and first thread.
+    pub fn thread_store(&self) -> Result<ThreadStoreData> {
+        let ts = self.globals.thread_store;
+        let l = &self.layout.thread_store;
+        let m = self.memory();
+        let rd = |off: u64, what: &str| {
+            m.read_i32(ts + off)
+                .map_err(|_| ClrError::read(format!("ThreadStore::{what}"), ts + off))
+        };
+        let head_next = m
+            .read_u64(ts + l.thread_list)
+            .map_err(|_| ClrError::read("ThreadStore::m_ThreadList", ts + l.thread_list))?;
+        let first_thread = if head_next == 0 {
+            0
+        } else {
+            head_next.wrapping_sub(self.layout.thread.link)
+        };
+        Ok(ThreadStoreData {
+            address: ts,
+            thread_count: rd(l.thread_count, "m_ThreadCount")?,
+            unstarted_thread_count: rd(l.unstarted_thread_count, "m_UnstartedThreadCount")?,
+            background_thread_count: rd(l.background_thread_count, "m_BackgroundThreadCount")?,
+            pending_thread_count: rd(l.pending_thread_count, "m_PendingThreadCount")?,
+            dead_thread_count: rd(l.dead_thread_count, "m_DeadThreadCount")?,
+            first_thread,
+            finalizer_thread: self.globals.finalizer_thread,
+        })
+    }
+
+    /// Reads one Thread.
+    pub fn thread_data(&self, thread: u64) -> Result<ThreadData> {
+        let l = &self.layout.thread;
+        let m = self.memory();
+        let r32 = |off: u64, what: &str| {
+            m.read_u32(thread + off)
+                .map_err(|_| ClrError::read(format!("Thread::{what}"), thread + off))
+        };
+        let r64 = |off: u64, what: &str| {
+            m.read_u64(thread + off)
+                .map_err(|_| ClrError::read(format!("Thread::{what}"), thread + off))
+        };
+        let ac = l.alloc_context;
+        let acl = &self.layout.alloc_context;
+        Ok(ThreadData {
+            address: thread,
+            managed_id: r32(l.thread_id, "m_ThreadId")?,
+            os_id: r64(l.os_thread_id, "m_OSThreadId")?,
+            state: r32(l.state, "m_State")?,
+            preemptive_gc_disabled: r32(l.preemptive_gc_disabled, "m_fPreemptiveGCDisabled")?,
+            frame: r64(l.frame, "m_pFrame")?,
+            alloc_ptr: r64(ac + acl.alloc_ptr, "m_alloc_context.alloc_ptr")?,
+            alloc_limit: r64(ac + acl.alloc_limit, "m_alloc_context.alloc_limit")?,
+            is_finalizer: thread == self.globals.finalizer_thread,
+        })
+    }
+
+    /// Every managed thread, in ThreadStore list order. The walk is bounded and stops at a
+    /// cycle or unreadable link with an error naming the link.
+    pub fn threads(&self) -> Result<Vec<ThreadData>> {
+        let ts = self.thread_store()?;
+        let link_off = self.layout.thread.link;
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut t = ts.first_thread;
+        while t != 0 {
+            if !seen.insert(t) || out.len() >= MAX_THREADS {
+                return Err(ClrError::corrupt(
+                    "ThreadStore thread list",
+                    ts.address,
+                    format!("cycle or more than {MAX_THREADS} threads at Thread {t:#x}"),
+                ));
+            }
+            out.push(self.thread_data(t)?);
+            let next = self
+                .memory()
+                .read_u64(t + link_off)
+                .map_err(|_| ClrError::read("Thread::m_Link", t + link_off))?;
+            t = if next == 0 {
+                0
+            } else {
+                next.wrapping_sub(link_off)
+            };
+        }
+        Ok(out)
+    }
+}
