@@ -12,10 +12,12 @@ pub mod error;
 pub mod heap;
 pub mod layout;
 pub mod metadata;
+pub mod names;
 pub mod runtime;
 pub mod threads;
 pub mod types;
 
 pub use error::{ClrError, Result};
 pub use heap::{Census, GcHeap, HeapObject, Segment, SegmentKind, WalkError};
+pub use names::TypeNames;
 pub use runtime::{find_runtime, GcMode, Globals, Runtime, RuntimeInfo};
