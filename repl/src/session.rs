@@ -1,9 +1,38 @@
 //! An open target (a dump file, or in WinDbg the debugger's target) and what the commands
 //! share about it.
 
+use clrdata::{GcHeap, Runtime, TypeNames};
 use dumpreader::{Dump, OpenOptions, Target};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The CLR found in the target, with the caches every command shares.
+pub struct Clr {
+    /// The runtime: version, layout, globals.
+    pub rt: Runtime<Arc<dyn Target>>,
+    /// Type names and module metadata, cached.
+    pub names: TypeNames,
+    heap: OnceLock<Result<GcHeap, String>>,
+}
+
+impl Clr {
+    /// The GC heap's structure (read once).
+    pub fn heap(&self) -> Result<&GcHeap, String> {
+        self.heap
+            .get_or_init(|| {
+                self.rt
+                    .gc_heap()
+                    .map_err(|e| format!("reading the GC heap: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The name of the type whose MethodTable is at `mt`, or a note saying why it is unknown.
+    pub fn type_name(&self, mt: u64) -> String {
+        self.names.name_or_note(&self.rt, mt)
+    }
+}
 
 /// One open target.
 pub struct Session {
@@ -11,6 +40,7 @@ pub struct Session {
     pub target: Arc<dyn Target>,
     /// What the user opened (a dump's path; a description for other targets).
     pub path: PathBuf,
+    clr: OnceLock<Result<Arc<Clr>, String>>,
 }
 
 impl Session {
@@ -29,6 +59,29 @@ impl Session {
 
     /// A session over any target (the WinDbg extension passes its dbgeng target).
     pub fn new(target: Arc<dyn Target>, path: PathBuf) -> Session {
-        Session { target, path }
+        Session {
+            target,
+            path,
+            clr: OnceLock::new(),
+        }
+    }
+
+    /// The CLR in the target, discovered on first use. The error says precisely why there is
+    /// none (no runtime, an unsupported version, a failed sanity check); native commands work
+    /// regardless.
+    pub fn clr(&self) -> Result<Arc<Clr>, String> {
+        self.clr
+            .get_or_init(|| {
+                Runtime::discover(self.target.clone())
+                    .map(|rt| {
+                        Arc::new(Clr {
+                            rt,
+                            names: TypeNames::new(),
+                            heap: OnceLock::new(),
+                        })
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
     }
 }

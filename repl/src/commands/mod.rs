@@ -6,6 +6,7 @@ use crate::session::Session;
 use crate::tokenize;
 use clap::{ArgMatches, Command};
 
+pub mod heap;
 pub mod native;
 
 /// One command: its names, its argument grammar and what runs it.
@@ -40,8 +41,9 @@ impl CommandSpec {
 }
 
 /// Every command, in the order `help` lists them.
-pub fn registry() -> &'static [CommandSpec] {
-    native::SPECS
+pub fn registry() -> &'static [&'static CommandSpec] {
+    static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| native::SPECS.iter().chain(heap::SPECS).collect())
 }
 
 /// Finds a command by name or alias; a leading `!` (WinDbg/SOS habit) is ignored, and names
@@ -50,6 +52,7 @@ pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
     let n = name.strip_prefix('!').unwrap_or(name).to_ascii_lowercase();
     registry()
         .iter()
+        .copied()
         .find(|c| c.name == n || c.aliases.iter().any(|a| *a == n))
 }
 
@@ -70,8 +73,9 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
         return Ok(None);
     };
     let spec = lookup(first).ok_or_else(|| CommandError::Unknown(first.clone()))?;
-    let matches = spec
-        .command()
+    let cmd = spec.command();
+    let rest = sos_spelling(&cmd, rest);
+    let matches = cmd
         .try_get_matches_from(rest)
         .map_err(|e| CommandError::Usage(e.render().to_string().trim_end().to_owned()))?;
     let json = matches.get_flag("json");
@@ -80,6 +84,34 @@ pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
         json,
         matches,
     }))
+}
+
+/// SOS spells long options with one dash (`dumpheap -stat -type Foo`): a word `-name` whose
+/// name is one of the command's long options is read as `--name`. Other words are left alone
+/// (`-c 4` stays a short option, `-1` a number).
+fn sos_spelling(cmd: &Command, words: &[String]) -> Vec<String> {
+    let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+    words
+        .iter()
+        .map(|w| match w.strip_prefix('-') {
+            Some(name) if !name.starts_with('-') && name.len() > 1 => {
+                let (n, value) = match name.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (name, None),
+                };
+                let lower = n.to_ascii_lowercase();
+                if longs.contains(&lower.as_str()) {
+                    match value {
+                        Some(v) => format!("--{lower}={v}"),
+                        None => format!("--{lower}"),
+                    }
+                } else {
+                    w.clone()
+                }
+            }
+            _ => w.clone(),
+        })
+        .collect()
 }
 
 /// Parses and runs one command line. `Ok(None)` for an empty line.

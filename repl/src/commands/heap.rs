@@ -1,0 +1,656 @@
+//! CLR heap commands: `eeversion`, `eeheap`, `dumpheap`.
+
+use super::native::{render, table};
+use super::CommandSpec;
+use crate::addr::{parse_address, parse_count};
+use crate::output::{CommandError, Output};
+use crate::session::{Clr, Session};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::{GcMode, SegmentKind};
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The heap commands.
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "eeversion",
+        aliases: &[],
+        about: "the .NET runtime's version, where it was read, and the GC mode",
+        grammar: || Command::new("eeversion"),
+        run: eeversion,
+    },
+    CommandSpec {
+        name: "eeheap",
+        aliases: &[],
+        about: "the GC heaps: generations and segments with their sizes",
+        grammar: || {
+            Command::new("eeheap").arg(
+                Arg::new("gc")
+                    .long("gc")
+                    .short('g')
+                    .action(ArgAction::SetTrue)
+                    .help("the GC heap (the only part shown so far; SOS spells it -gc)"),
+            )
+        },
+        run: eeheap,
+    },
+    CommandSpec {
+        name: "dumpheap",
+        aliases: &[],
+        about: "objects of the GC heap, or with -stat the count and size of each type",
+        grammar: dumpheap_grammar,
+        run: dumpheap,
+    },
+];
+
+pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
+    s.clr()
+        .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
+}
+
+fn hex(v: u64) -> String {
+    format!("0x{v:x}")
+}
+
+fn gc_mode_name(m: GcMode) -> &'static str {
+    match m {
+        GcMode::Workstation => "workstation",
+        GcMode::Server => "server",
+    }
+}
+
+// ----------------------------------------------------------------------------------- eeversion
+
+#[derive(Serialize)]
+struct EeVersion {
+    runtime: String,
+    version: String,
+    version_source: String,
+    file_version: Option<String>,
+    commit: Option<String>,
+    module: String,
+    module_base: String,
+    gc: &'static str,
+    gc_heaps: usize,
+}
+
+fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let i = &c.rt.info;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let res = EeVersion {
+        runtime: i.display_name(),
+        version: i.version.clone(),
+        version_source: serde_json::to_value(i.version_source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        file_version: i.file_version.clone(),
+        commit: i.commit.clone(),
+        module: i.module_path.clone(),
+        module_base: hex(i.base),
+        gc: gc_mode_name(heap.mode),
+        gc_heaps: heap.heaps.len(),
+    };
+    let mut t = format!("{}", res.file_version.as_deref().unwrap_or(&res.version));
+    if let Some(commit) = &res.commit {
+        t.push_str(&format!(" @Commit: {commit}"));
+    }
+    t.push('\n');
+    t.push_str(&format!(
+        "{} (version read from the {})\n",
+        res.runtime,
+        res.version_source.replace('_', " ")
+    ));
+    match heap.mode {
+        GcMode::Workstation => t.push_str("Workstation mode\n"),
+        GcMode::Server => t.push_str(&format!("Server mode with {} gc heaps\n", res.gc_heaps)),
+    }
+    t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
+    Ok(Output::new("eeversion", &res, t))
+}
+
+// -------------------------------------------------------------------------------------- eeheap
+
+#[derive(Serialize)]
+struct EeHeap {
+    gc: &'static str,
+    uses_regions: bool,
+    heaps: Vec<HeapOut>,
+    /// Bytes from each segment's start to its allocated end, over all heaps.
+    total_allocated: u64,
+    total_committed: u64,
+}
+
+#[derive(Serialize)]
+struct HeapOut {
+    index: usize,
+    address: String,
+    generations: Vec<GenOut>,
+    segments: Vec<SegOut>,
+    allocated: u64,
+    committed: u64,
+}
+
+#[derive(Serialize)]
+struct GenOut {
+    generation: String,
+    start_segment: String,
+    allocation_context: Option<(String, String)>,
+}
+
+#[derive(Serialize)]
+struct SegOut {
+    address: String,
+    kind: &'static str,
+    begin: String,
+    allocated: String,
+    committed: String,
+    reserved: String,
+    allocated_size: u64,
+    committed_size: u64,
+}
+
+const GEN_NAMES: [&str; 5] = ["gen0", "gen1", "gen2", "loh", "poh"];
+
+fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let mut heaps = Vec::new();
+    for (i, h) in heap.heaps.iter().enumerate() {
+        let segments: Vec<SegOut> = heap
+            .segments
+            .iter()
+            .filter(|sg| sg.heap == i)
+            .map(|sg| SegOut {
+                address: hex(sg.address),
+                kind: sg.kind.name(),
+                begin: hex(sg.mem),
+                allocated: hex(sg.walk_end),
+                committed: hex(sg.committed),
+                reserved: hex(sg.reserved),
+                allocated_size: sg.walk_end.saturating_sub(sg.mem),
+                committed_size: sg.committed.saturating_sub(sg.mem),
+            })
+            .collect();
+        heaps.push(HeapOut {
+            index: i,
+            address: hex(h.address),
+            generations: h
+                .generations
+                .iter()
+                .enumerate()
+                .map(|(g, gen)| GenOut {
+                    generation: GEN_NAMES
+                        .get(g)
+                        .map_or_else(|| format!("gen{g}"), |n| n.to_string()),
+                    start_segment: hex(gen.start_segment),
+                    allocation_context: (gen.alloc_ptr != 0)
+                        .then(|| (hex(gen.alloc_ptr), hex(gen.alloc_limit))),
+                })
+                .collect(),
+            allocated: segments.iter().map(|s| s.allocated_size).sum(),
+            committed: segments.iter().map(|s| s.committed_size).sum(),
+            segments,
+        });
+    }
+    let res = EeHeap {
+        gc: gc_mode_name(heap.mode),
+        uses_regions: heap.heaps.iter().any(|h| h.uses_regions),
+        total_allocated: heaps.iter().map(|h| h.allocated).sum(),
+        total_committed: heaps.iter().map(|h| h.committed).sum(),
+        heaps,
+    };
+    let mut t = format!(
+        "GC: {}, {} heap{}, {}\n",
+        res.gc,
+        res.heaps.len(),
+        if res.heaps.len() == 1 { "" } else { "s" },
+        if res.uses_regions {
+            "regions"
+        } else {
+            "segments"
+        }
+    );
+    for h in &res.heaps {
+        t.push_str(&format!("\nHeap {} ({})\n", h.index, h.address));
+        let mut tb = table(&[
+            "segment",
+            "kind",
+            "begin",
+            "allocated",
+            "committed",
+            "allocated size",
+            "committed size",
+        ]);
+        for sg in &h.segments {
+            tb.add_row(vec![
+                sg.address.clone(),
+                sg.kind.to_string(),
+                sg.begin.clone(),
+                sg.allocated.clone(),
+                sg.committed.clone(),
+                format!("{:#x} ({})", sg.allocated_size, sg.allocated_size),
+                format!("{:#x} ({})", sg.committed_size, sg.committed_size),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        t.push_str(&format!(
+            "Heap {} allocated {:#x} ({}) bytes, committed {:#x} ({}) bytes\n",
+            h.index, h.allocated, h.allocated, h.committed, h.committed
+        ));
+    }
+    t.push_str(&format!(
+        "------------------------------\nGC Allocated Heap Size:    Size: {:#x} ({}) bytes.\nGC Committed Heap Size:    Size: {:#x} ({}) bytes.\n",
+        res.total_allocated, res.total_allocated, res.total_committed, res.total_committed
+    ));
+    Ok(Output::new("eeheap", &res, t))
+}
+
+// ------------------------------------------------------------------------------------ dumpheap
+
+fn dumpheap_grammar() -> Command {
+    Command::new("dumpheap")
+        .arg(
+            Arg::new("stat")
+                .long("stat")
+                .short('s')
+                .action(ArgAction::SetTrue)
+                .help("only the per-type statistics"),
+        )
+        .arg(
+            Arg::new("type")
+                .long("type")
+                .short('t')
+                .value_name("TEXT")
+                .help("only objects whose type name contains TEXT"),
+        )
+        .arg(
+            Arg::new("mt")
+                .long("mt")
+                .value_name("ADDR")
+                .help("only objects with this MethodTable"),
+        )
+        .arg(
+            Arg::new("min")
+                .long("min")
+                .value_name("BYTES")
+                .help("only objects at least this big"),
+        )
+        .arg(
+            Arg::new("max")
+                .long("max")
+                .value_name("BYTES")
+                .help("only objects at most this big"),
+        )
+        .arg(
+            Arg::new("strings")
+                .long("strings")
+                .action(ArgAction::SetTrue)
+                .help("statistics of string values (count, size, value)"),
+        )
+        .arg(
+            Arg::new("short")
+                .long("short")
+                .action(ArgAction::SetTrue)
+                .help("only the addresses, one per line"),
+        )
+        .arg(
+            Arg::new("free")
+                .long("free")
+                .action(ArgAction::SetTrue)
+                .help("list free objects too"),
+        )
+        .arg(
+            Arg::new("limit")
+                .long("limit")
+                .value_name("N")
+                .help("list at most N objects (statistics still count all)"),
+        )
+}
+
+#[derive(Serialize)]
+struct DumpHeap {
+    /// Listed objects (absent with -stat).
+    objects: Option<Vec<ObjOut>>,
+    /// Listed objects beyond --limit that were counted but not listed.
+    not_listed: u64,
+    /// Per-type statistics of the matching objects, largest total size first.
+    statistics: Vec<TypeOut>,
+    /// String values with -strings.
+    strings: Option<Vec<StringOut>>,
+    total_objects: u64,
+    total_size: u64,
+    /// Free space (objects of the Free type); not in the totals.
+    free_objects: u64,
+    free_size: u64,
+    /// Objects in frozen (NonGC) segments: included in the totals, said apart.
+    frozen_objects: u64,
+    frozen_size: u64,
+    /// Places where the walk met memory it could not read or a bad object.
+    errors: Vec<WalkErrorOut>,
+    skipped_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct ObjOut {
+    address: String,
+    mt: String,
+    size: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    free: bool,
+}
+
+#[derive(Serialize)]
+struct TypeOut {
+    mt: String,
+    count: u64,
+    total_size: u64,
+    name: String,
+}
+
+#[derive(Serialize)]
+struct StringOut {
+    count: u64,
+    total_size: u64,
+    value: String,
+}
+
+#[derive(Serialize)]
+pub(crate) struct WalkErrorOut {
+    address: String,
+    segment: String,
+    kind: String,
+    mt: String,
+    detail: String,
+    skipped: u64,
+}
+
+fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
+    WalkErrorOut {
+        address: hex(e.address),
+        segment: hex(e.segment),
+        kind: serde_json::to_value(e.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        mt: hex(e.mt),
+        detail: e.detail.clone(),
+        skipped: e.skipped,
+    }
+}
+
+/// Reads a string object's characters (at most `max` of them).
+pub(crate) fn read_string(mem: &dyn Memory, addr: u64, max: usize) -> Option<(String, u32)> {
+    let len = mem.read_u32(addr + 8).ok()?;
+    let n = (len as usize).min(max);
+    let s = mem.read_utf16(addr + 12, n).ok()?;
+    Some((s, len))
+}
+
+fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
+    let type_filter = arg("type");
+    let mt_filter = arg("mt")
+        .map(parse_address)
+        .transpose()
+        .map_err(CommandError::Usage)?;
+    let min = arg("min")
+        .map(parse_count)
+        .transpose()
+        .map_err(CommandError::Usage)?;
+    let max = arg("max")
+        .map(parse_count)
+        .transpose()
+        .map_err(CommandError::Usage)?;
+    let limit = arg("limit")
+        .map(parse_count)
+        .transpose()
+        .map_err(CommandError::Usage)?;
+    let stat_only = m.get_flag("stat");
+    let strings = m.get_flag("strings");
+    let short = m.get_flag("short");
+    let list_free = m.get_flag("free");
+    let filtered =
+        type_filter.is_some() || mt_filter.is_some() || min.is_some() || max.is_some() || strings;
+
+    // Which MethodTables pass the type filter (decided once per MethodTable).
+    let mut type_ok: HashMap<u64, bool> = HashMap::new();
+    let mut pass = |mt: u64, size: u64| -> bool {
+        if mt_filter.is_some_and(|f| f != mt)
+            || min.is_some_and(|v| size < v)
+            || max.is_some_and(|v| size > v)
+        {
+            return false;
+        }
+        if strings && mt != c.rt.globals.string_mt {
+            return false;
+        }
+        match type_filter {
+            None => true,
+            Some(t) => *type_ok
+                .entry(mt)
+                .or_insert_with(|| c.type_name(mt).contains(t)),
+        }
+    };
+
+    let mut stats: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut objects = (!stat_only && !strings).then(Vec::new);
+    let mut not_listed = 0u64;
+    let (mut free_objects, mut free_size, mut frozen_objects, mut frozen_size) = (0, 0, 0, 0);
+    let mut string_stats: HashMap<String, (u64, u64)> = HashMap::new();
+
+    let errors = if !filtered && objects.is_none() {
+        // The plain -stat: the parallel census.
+        let census = heap.census(&c.rt);
+        for t in &census.types {
+            stats.insert(t.mt, (t.count, t.total_size));
+        }
+        free_objects = census.free_objects;
+        free_size = census.free_size;
+        if let Some(k) = census.by_segment_kind.get(SegmentKind::Frozen.name()) {
+            frozen_objects = k.objects;
+            frozen_size = k.bytes;
+        }
+        census.errors.iter().map(walk_error).collect::<Vec<_>>()
+    } else {
+        let mut it = heap.objects(&c.rt);
+        let mut n = 0u64;
+        for o in it.by_ref() {
+            n += 1;
+            if n % 4096 == 0 && crate::cancel::requested() {
+                return Err(CommandError::Cancelled);
+            }
+            if o.is_free {
+                if !filtered {
+                    free_objects += 1;
+                    free_size += o.size;
+                    if list_free {
+                        if let Some(list) = objects.as_mut() {
+                            list.push(ObjOut {
+                                address: hex(o.address),
+                                mt: hex(o.mt),
+                                size: o.size,
+                                free: true,
+                            });
+                        }
+                    }
+                }
+                continue;
+            }
+            if !pass(o.mt, o.size) {
+                continue;
+            }
+            let e = stats.entry(o.mt).or_default();
+            e.0 += 1;
+            e.1 += o.size;
+            if o.kind == SegmentKind::Frozen {
+                frozen_objects += 1;
+                frozen_size += o.size;
+            }
+            if strings {
+                if let Some((v, _)) = read_string(&*s.target, o.address, 1024) {
+                    let e = string_stats.entry(v).or_default();
+                    e.0 += 1;
+                    e.1 += o.size;
+                }
+            }
+            if let Some(list) = objects.as_mut() {
+                if limit.is_some_and(|l| list.len() as u64 >= l) {
+                    not_listed += 1;
+                } else {
+                    list.push(ObjOut {
+                        address: hex(o.address),
+                        mt: hex(o.mt),
+                        size: o.size,
+                        free: false,
+                    });
+                }
+            }
+        }
+        it.errors().iter().map(walk_error).collect::<Vec<_>>()
+    };
+
+    let mut statistics: Vec<TypeOut> = stats
+        .iter()
+        .map(|(&mt, &(count, total_size))| TypeOut {
+            mt: hex(mt),
+            count,
+            total_size,
+            name: c.type_name(mt),
+        })
+        .collect();
+    statistics.sort_by(|a, b| {
+        b.total_size
+            .cmp(&a.total_size)
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+    let strings_out = strings.then(|| {
+        let mut v: Vec<StringOut> = string_stats
+            .into_iter()
+            .map(|(value, (count, total_size))| StringOut {
+                count,
+                total_size,
+                value,
+            })
+            .collect();
+        v.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.value.cmp(&b.value)));
+        v
+    });
+    let res = DumpHeap {
+        total_objects: statistics.iter().map(|t| t.count).sum(),
+        total_size: statistics.iter().map(|t| t.total_size).sum(),
+        objects,
+        not_listed,
+        statistics,
+        strings: strings_out,
+        free_objects,
+        free_size,
+        frozen_objects,
+        frozen_size,
+        skipped_bytes: errors.iter().map(|e| e.skipped).sum(),
+        errors,
+    };
+    Ok(Output::new("dumpheap", &res, dumpheap_text(&res, short)))
+}
+
+fn dumpheap_text(r: &DumpHeap, short: bool) -> String {
+    let mut t = String::new();
+    if let Some(list) = &r.objects {
+        if short {
+            for o in list {
+                t.push_str(&format!("{}\n", o.address.trim_start_matches("0x")));
+            }
+            return t;
+        }
+        let mut tb = table(&["Address", "MT", "Size"]);
+        for o in list {
+            tb.add_row(vec![
+                format!("{:0>16}", o.address.trim_start_matches("0x")),
+                format!("{:0>16}", o.mt.trim_start_matches("0x")),
+                if o.free {
+                    format!("{} Free", o.size)
+                } else {
+                    o.size.to_string()
+                },
+            ]);
+        }
+        if let Some(col) = tb.column_mut(2) {
+            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+        t.push_str(&render(&tb));
+        if r.not_listed > 0 {
+            t.push_str(&format!(
+                "... {} more objects not listed (--limit)\n",
+                r.not_listed
+            ));
+        }
+        t.push('\n');
+    }
+    if let Some(strings) = &r.strings {
+        let mut tb = table(&["Count", "TotalSize", "String Value"]);
+        for s in strings.iter().rev() {
+            let mut v: String = s
+                .value
+                .chars()
+                .take(100)
+                .flat_map(char::escape_debug)
+                .collect();
+            if s.value.chars().count() > 100 {
+                v.push('…');
+            }
+            tb.add_row(vec![s.count.to_string(), s.total_size.to_string(), v]);
+        }
+        t.push_str(&render(&tb));
+    } else {
+        t.push_str("Statistics:\n");
+        let mut tb = table(&["MT", "Count", "TotalSize", "Class Name"]);
+        // SOS order: smallest total first, so the biggest ends next to the prompt.
+        for s in r.statistics.iter().rev() {
+            tb.add_row(vec![
+                format!("{:0>16}", s.mt.trim_start_matches("0x")),
+                s.count.to_string(),
+                s.total_size.to_string(),
+                s.name.clone(),
+            ]);
+        }
+        for c in [1, 2] {
+            if let Some(col) = tb.column_mut(c) {
+                col.set_cell_alignment(comfy_table::CellAlignment::Right);
+            }
+        }
+        t.push_str(&render(&tb));
+    }
+    t.push_str(&format!(
+        "Total {} objects, {} bytes\n",
+        r.total_objects, r.total_size
+    ));
+    if r.frozen_objects > 0 {
+        t.push_str(&format!(
+            "  of which {} objects, {} bytes in frozen (NonGC) segments (string literals, type objects)\n",
+            r.frozen_objects, r.frozen_size
+        ));
+    }
+    if r.free_objects > 0 {
+        t.push_str(&format!(
+            "Free space: {} objects, {} bytes (not in the total)\n",
+            r.free_objects, r.free_size
+        ));
+    }
+    for e in &r.errors {
+        t.push_str(&format!(
+            "Walk error at {} (segment {}): {} {}; {} bytes skipped\n",
+            e.address,
+            e.segment,
+            e.kind.replace('_', " "),
+            e.detail,
+            e.skipped
+        ));
+    }
+    t
+}
