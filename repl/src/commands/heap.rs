@@ -94,7 +94,7 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         gc: gc_mode_name(heap.mode),
         gc_heaps: heap.heaps.len(),
     };
-    let mut t = format!("{}", res.file_version.as_deref().unwrap_or(&res.version));
+    let mut t = res.file_version.as_deref().unwrap_or(&res.version).to_string();
     if let Some(commit) = &res.commit {
         t.push_str(&format!(" @Commit: {commit}"));
     }
@@ -462,7 +462,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         let mut n = 0u64;
         for o in it.by_ref() {
             n += 1;
-            if n % 4096 == 0 && crate::cancel::requested() {
+            if n.is_multiple_of(4096) && crate::cancel::requested() {
                 return Err(CommandError::Cancelled);
             }
             if o.is_free {
