@@ -249,6 +249,8 @@ pub struct Census {
     pub errors: Vec<WalkError>,
     /// Bytes skipped because of them.
     pub skipped_bytes: u64,
+    /// Whether the walk was stopped early (by its progress observer): the census is partial.
+    pub stopped: bool,
 }
 
 fn align8(x: u64) -> u64 {
@@ -894,10 +896,32 @@ impl GcHeap {
 
     /// The census by MethodTable, walking segments in parallel with a per-MT cache.
     pub fn census<M: Memory>(&self, rt: &Runtime<M>) -> Census {
+        self.census_observed(rt, &|_| true)
+    }
+
+    /// Bytes of heap a full walk covers (each segment from its start to its walk end), for
+    /// progress reports.
+    pub fn walk_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|s| s.walk_end.saturating_sub(s.mem))
+            .sum()
+    }
+
+    /// [`GcHeap::census`], telling `progress` the bytes of each segment walked (from any
+    /// thread). When `progress` returns false the segments not yet started are skipped and
+    /// the census is partial: [`Census::stopped`] says so.
+    pub fn census_observed<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        progress: &(dyn Fn(u64) -> bool + Sync),
+    ) -> Census {
+        let stop = std::sync::atomic::AtomicBool::new(false);
         struct Acc {
             cache: MtCache,
             stat: SegmentStat,
             errors: Vec<WalkError>,
+            walked: bool,
         }
         let per_seg: Vec<Acc> = (0..self.segments.len())
             .into_par_iter()
@@ -908,6 +932,14 @@ impl GcHeap {
                     ..Default::default()
                 };
                 let mut errors = Vec::new();
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Acc {
+                        cache,
+                        stat,
+                        errors,
+                        walked: false,
+                    };
+                }
                 let mut w = SegmentWalker::new(rt.memory(), rt.layout, self, i);
                 loop {
                     match w.next(&mut cache) {
@@ -927,10 +959,15 @@ impl GcHeap {
                         Step::Done => break,
                     }
                 }
+                let seg = &self.segments[i];
+                if !progress(seg.walk_end.saturating_sub(seg.mem)) {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 Acc {
                     cache,
                     stat,
                     errors,
+                    walked: true,
                 }
             })
             .collect();
@@ -945,6 +982,7 @@ impl GcHeap {
             segments: Vec::new(),
             errors: Vec::new(),
             skipped_bytes: 0,
+            stopped: per_seg.iter().any(|a| !a.walked),
         };
         for (i, acc) in per_seg.into_iter().enumerate() {
             for (mt, e) in acc.cache.entries() {

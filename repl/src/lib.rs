@@ -7,6 +7,7 @@ pub mod addr;
 pub mod cancel;
 pub mod commands;
 pub mod output;
+pub mod progress;
 pub mod session;
 pub mod tokenize;
 

@@ -94,7 +94,11 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         gc: gc_mode_name(heap.mode),
         gc_heaps: heap.heaps.len(),
     };
-    let mut t = res.file_version.as_deref().unwrap_or(&res.version).to_string();
+    let mut t = res
+        .file_version
+        .as_deref()
+        .unwrap_or(&res.version)
+        .to_string();
     if let Some(commit) = &res.commit {
         t.push_str(&format!(" @Commit: {commit}"));
     }
@@ -446,7 +450,12 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 
     let errors = if !filtered && objects.is_none() {
         // The plain -stat: the parallel census.
-        let census = heap.census(&c.rt);
+        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let census = heap.census_observed(&c.rt, &|n| progress.advance(n));
+        drop(progress);
+        if census.stopped {
+            return Err(CommandError::Cancelled);
+        }
         for t in &census.types {
             stats.insert(t.mt, (t.count, t.total_size));
         }
@@ -458,12 +467,17 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
         census.errors.iter().map(walk_error).collect::<Vec<_>>()
     } else {
+        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
         let mut it = heap.objects(&c.rt);
-        let mut n = 0u64;
+        let (mut n, mut bytes) = (0u64, 0u64);
         for o in it.by_ref() {
             n += 1;
-            if n.is_multiple_of(4096) && crate::cancel::requested() {
-                return Err(CommandError::Cancelled);
+            bytes += o.size;
+            if n.is_multiple_of(4096) {
+                if !progress.advance(bytes) {
+                    return Err(CommandError::Cancelled);
+                }
+                bytes = 0;
             }
             if o.is_free {
                 if !filtered {
