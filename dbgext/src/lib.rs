@@ -1,10 +1,26 @@
-//! dbgext: dumpshell's commands inside WinDbg (issue 9).
+//! dbgext: dumpshell's commands inside WinDbg.
 //!
-//! Not built yet: the DLL will implement dumpreader's `Memory` over IDebugDataSpaces and route
-//! the same `repl` commands through IDebugControl output. Until then this crate only links the
-//! command layer so the workspace layout is in place and the dependency direction is checked.
+//! The DLL (built for `x86_64-pc-windows-gnu` or `-msvc`) exports the WinDbg extension entry
+//! points (`DebugExtensionInitialize`, `DebugExtensionUninitialize`, `DebugExtensionNotify`),
+//! `help`, and one export per command name ([`run::EXPORTED_COMMANDS`]). Each command export
+//! builds a [`target::EngineTarget`] — dumpreader's `Target` over the debugger engine — and
+//! runs the command by name through `repl::commands`, so the text and `--json` are the same as
+//! `dumpshell`'s; the text goes back through `IDebugControl::ControlledOutput`.
+//!
+//! The platform-neutral part (the [`engine::Engine`] trait, the target, the dispatch) builds and
+//! is tested everywhere; the COM side (`dbgeng`, `exports`) only on Windows.
 
-/// The version string the extension will report from `DebugExtensionInitialize`.
+pub mod context;
+pub mod engine;
+pub mod run;
+pub mod target;
+
+#[cfg(windows)]
+pub mod dbgeng;
+#[cfg(windows)]
+mod exports;
+
+/// The version string the extension reports.
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }

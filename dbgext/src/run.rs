@@ -1,0 +1,229 @@
+//! Running one extension command: the names the DLL exports, dispatch by name through the
+//! `repl` registry at run time, and the text that goes back to the debugger.
+
+use crate::engine::Engine;
+use crate::target::{serve, EngineTarget, Snapshot};
+use repl::commands::{self, help_text};
+use repl::Session;
+use std::path::PathBuf;
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+
+/// Every command name the DLL exports (besides `help` and the DebugExtension* entry points):
+/// the native commands with their aliases, and the SOS names users type. Each dispatches by
+/// name through `repl::commands::lookup` when called, so a command the registry gains later
+/// works without touching dbgext; a name the registry lacks says so.
+///
+/// Names that are also debugger meta-commands or common extension names (`threads`, `u`,
+/// `do`) are exported all the same: type `!dbgext.<name>` when another extension has it too.
+pub const EXPORTED_COMMANDS: &[&str] = &[
+    // native (dumpreader level)
+    "info",
+    "dumpinfo",
+    "threads",
+    "osthreads",
+    "modules",
+    "lm",
+    "db",
+    "memory",
+    "m",
+    "dw",
+    "dd",
+    "dq",
+    "dp",
+    // CLR (SOS names)
+    "pstacks",
+    "dumpasync",
+    "dumpheap",
+    "clrthreads",
+    "clrstack",
+    "dumpobj",
+    "do",
+    "pe",
+    "printexception",
+    "gcroot",
+    "dumpmt",
+    "dumpclass",
+    "dumpmd",
+    "dumparray",
+    "dumpvc",
+    "eeheap",
+    "eeversion",
+    "objsize",
+    "gcwhere",
+    "verifyheap",
+    "name2ee",
+    "dumpmodule",
+    "syncblk",
+    "deadlock",
+    "finalizequeue",
+    "gchandles",
+    "threadpool",
+    "tpq",
+    "threadpoolqueue",
+    "timerinfo",
+    "ti",
+    "taskstate",
+    "tks",
+    "dcq",
+    "dso",
+    "ip2md",
+    "u",
+    "stack",
+    "causality",
+];
+
+/// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// Normal output.
+    Normal,
+    /// Error output.
+    Error,
+}
+
+/// What one command printed and whether it succeeded.
+#[derive(Debug, Clone, Default)]
+pub struct Printed {
+    /// The pieces in order.
+    pub pieces: Vec<(Channel, String)>,
+    /// False when the command failed (the DLL then returns `E_FAIL`).
+    pub ok: bool,
+}
+
+impl Printed {
+    fn normal(&mut self, s: String) {
+        self.pieces.push((Channel::Normal, s));
+    }
+    fn error(&mut self, s: String) {
+        self.pieces.push((Channel::Error, s));
+    }
+    /// Everything on one channel, concatenated.
+    pub fn text(&self, ch: Channel) -> String {
+        self.pieces
+            .iter()
+            .filter(|(c, _)| *c == ch)
+            .map(|(_, s)| s.as_str())
+            .collect()
+    }
+}
+
+/// The message for an exported name the registry does not have.
+pub fn not_available(name: &str) -> String {
+    format!("dumpshell: '{name}' is not available in this build\n")
+}
+
+/// The text of `!help` / `!help <command>`.
+pub fn help(args: &str) -> Printed {
+    let mut p = Printed {
+        ok: true,
+        ..Default::default()
+    };
+    let topic = args.split_whitespace().next();
+    match help_text(topic) {
+        Ok(t) => {
+            if topic.is_none() {
+                p.normal(format!(
+                    "dumpshell {} WinDbg extension: type !<command> [arguments] (or \
+                     !dbgext.<command> when another extension has the same name).\n",
+                    crate::version()
+                ));
+            }
+            p.normal(t);
+            if topic.is_none() {
+                let missing: Vec<&str> = EXPORTED_COMMANDS
+                    .iter()
+                    .copied()
+                    .filter(|n| commands::lookup(n).is_none())
+                    .collect();
+                if !missing.is_empty() {
+                    p.normal(format!(
+                        "Exported but not available in this build yet: {}\n",
+                        missing.join(", ")
+                    ));
+                }
+            }
+        }
+        Err(e) => {
+            p.ok = false;
+            p.error(format!("dumpshell: help: {e}\n"));
+        }
+    }
+    p
+}
+
+/// Runs the command exported as `name` with the argument text WinDbg passed, against the
+/// engine, and returns what it printed. Must be called on the engine's own thread: engine
+/// calls happen only here, while the command itself runs on a worker thread.
+pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
+    let mut p = Printed::default();
+    if name == "help" {
+        return help(args);
+    }
+    if commands::lookup(name).is_none() {
+        p.error(not_available(name));
+        return p;
+    }
+    let line = format!("{name} {}", args.trim());
+    let line = line.trim_end().to_owned();
+    let wants_json = args.split_whitespace().any(|w| w == "--json");
+    // Parse first: a usage error needs no snapshot of the target.
+    if let Err(e) = commands::parse(&line) {
+        report_error(&mut p, name, &line, &e, wants_json);
+        return p;
+    }
+    let snap = Snapshot::collect(engine);
+    let path = PathBuf::from(
+        snap.target_name
+            .clone()
+            .unwrap_or_else(|| "debugger target".to_owned()),
+    );
+    let (tx, rx) = channel();
+    let target = EngineTarget::new(snap, tx);
+    let result = std::thread::scope(|s| {
+        let worker = s.spawn(move || {
+            let session = Session::new(Arc::new(target), path);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                commands::execute(&session, &line)
+            }))
+        });
+        serve(engine, &rx, &|| worker.is_finished());
+        worker.join()
+    });
+    let line = format!("{name} {}", args.trim());
+    let line = line.trim_end();
+    match result {
+        Ok(Ok(Ok(None))) => p.ok = true,
+        Ok(Ok(Ok(Some((out, json))))) => {
+            p.ok = true;
+            if json {
+                p.normal(format!("{}\n", out.json_document()));
+            } else {
+                let mut t = out.text;
+                if !t.is_empty() && !t.ends_with('\n') {
+                    t.push('\n');
+                }
+                p.normal(t);
+            }
+        }
+        Ok(Ok(Err(e))) => report_error(&mut p, name, line, &e, wants_json),
+        Ok(Err(panic)) | Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            p.error(format!(
+                "dumpshell: !{line}: internal error (please report): {what}\n"
+            ));
+        }
+    }
+    p
+}
+
+fn report_error(p: &mut Printed, name: &str, line: &str, e: &repl::CommandError, json: bool) {
+    if json {
+        p.normal(format!("{}\n", e.json_document(name)));
+    }
+    p.error(format!("dumpshell: !{line}: {e}\n"));
+}
