@@ -13,6 +13,7 @@ pub mod heap;
 pub mod layout;
 pub mod metadata;
 pub mod names;
+pub mod objects;
 pub mod runtime;
 pub mod threads;
 pub mod types;

@@ -33,6 +33,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "dp",
     // CLR (SOS names)
     "pstacks",
+    "parallelstacks",
     "dumpasync",
     "dumpheap",
     "clrthreads",
@@ -46,6 +47,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "dumpclass",
     "dumpmd",
     "dumparray",
+    "da",
     "dumpvc",
     "eeheap",
     "eeversion",

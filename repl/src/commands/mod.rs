@@ -8,6 +8,7 @@ use clap::{ArgMatches, Command};
 
 pub mod heap;
 pub mod native;
+pub mod objects;
 
 /// One command: its names, its argument grammar and what runs it.
 pub struct CommandSpec {
@@ -43,7 +44,13 @@ impl CommandSpec {
 /// Every command, in the order `help` lists them.
 pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| native::SPECS.iter().chain(heap::SPECS).collect())
+    ALL.get_or_init(|| {
+        native::SPECS
+            .iter()
+            .chain(heap::SPECS)
+            .chain(objects::SPECS)
+            .collect()
+    })
 }
 
 /// Finds a command by name or alias; a leading `!` (WinDbg/SOS habit) is ignored, and names
