@@ -583,3 +583,217 @@ pub mod mt_flags {
     /// m_wFlags2: HasModuleOverride.
     pub const F2_HAS_MODULE_OVERRIDE: u16 = 0x0010;
 }
+
+// ------------------------------------------------------------------------------------ stacks
+
+/// What the stack walk reads: the code manager, MethodDescs and explicit Frames. Kept in its
+/// own table (one per family, chosen by [`Layout::stack`]) so the stack walk's facts sit
+/// together. Verified on the corpus by `clrdata/tests/stack_truth.rs` (frames = the DAC's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackLayout {
+    /// RangeSectionMap: levels of 256 pointers (top level inline in `g_codeRangeMap`).
+    pub range_map_levels: u32,
+    /// Bits of the address below the leaf level's index (17 on 64-bit: 56 − 5×8 + 1).
+    pub range_map_low_bits: u32,
+    /// RangeSectionFragment: next, range begin, range end, RangeSection*.
+    pub fragment_next: u64,
+    /// RangeSectionFragment range begin.
+    pub fragment_begin: u64,
+    /// RangeSectionFragment range end (exclusive).
+    pub fragment_end: u64,
+    /// RangeSectionFragment's RangeSection*.
+    pub fragment_range_section: u64,
+    /// RangeSection: begin, end, u32 flags, IJitManager*, R2R Module*, HeapList*.
+    pub rs_begin: u64,
+    /// RangeSection range end.
+    pub rs_end: u64,
+    /// RangeSection flags (CODEHEAP 2, RANGELIST 4).
+    pub rs_flags: u64,
+    /// RangeSection IJitManager*.
+    pub rs_jit_manager: u64,
+    /// RangeSection R2R Module*.
+    pub rs_r2r_module: u64,
+    /// RangeSection HeapList*.
+    pub rs_heap_list: u64,
+    /// HeapList: mapBase.
+    pub heap_list_map_base: u64,
+    /// HeapList: pHdrMap (the nibble map).
+    pub heap_list_hdr_map: u64,
+    /// HeapList: CLRPersonalityRoutine (the base of the unwind RVAs of JIT'd code).
+    pub heap_list_module_base: u64,
+    /// RealCodeHeader: phdrMDesc.
+    pub code_header_method_desc: u64,
+    /// RealCodeHeader: DWORD nUnwindInfos.
+    pub code_header_unwind_count: u64,
+    /// RealCodeHeader: RUNTIME_FUNCTION unwindInfos[].
+    pub code_header_unwind_infos: u64,
+    /// sizeof(MethodDescChunk) (it precedes its MethodDescs).
+    pub method_desc_chunk_size: u64,
+    /// MethodDescChunk: MethodTable*.
+    pub chunk_method_table: u64,
+    /// MethodDescChunk: UINT16 m_flagsAndTokenRange.
+    pub chunk_token_range: u64,
+    /// MethodDesc: BYTE m_chunkIndex.
+    pub md_chunk_index: u64,
+    /// MethodDesc alignment (m_chunkIndex counts these).
+    pub md_alignment: u64,
+    /// Bits of the token in the MethodDesc (the rest is the chunk's range).
+    pub md_token_remainder_bits: u32,
+    /// Frame: m_Next.
+    pub frame_next: u64,
+    /// HelperMethodFrame: m_pMD.
+    pub hmf_method_desc: u64,
+    /// HelperMethodFrame: m_FCallEntry (the FCALL's entry; with `gFCallMethods` gives the
+    /// MethodDesc when m_pMD was never set).
+    pub hmf_fcall_entry: u64,
+    /// HelperMethodFrame: m_MachState.
+    pub hmf_mach_state: u64,
+    /// g_dacTable index of `gFCallMethods` (`ECHash*[127]`; `ECHash {next, implementation, MD}`).
+    pub fcall_methods_index: usize,
+    /// MachState: m_Rip, m_Rsp.
+    pub ms_rip: u64,
+    /// MachState m_Rsp.
+    pub ms_rsp: u64,
+    /// MachState: the unwound callee-saved register values (Unix `m_Unwound`, used where
+    /// `m_Ptrs` has no pointer), or none on Windows.
+    pub ms_unwound: Option<u64>,
+    /// MachState: the callee-saved register pointers (`m_Ptrs`).
+    pub ms_ptrs: u64,
+    /// MachState `_pRetAddr` (non-zero once the lazy state was computed).
+    pub ms_ret_addr_ptr: u64,
+    /// LazyMachState: the callee-saved registers captured in the FCALL (`m_Capture`).
+    pub ms_capture: u64,
+    /// LazyMachState `m_CaptureRip` (inside the FCALL, after the capture call).
+    pub ms_capture_rip: u64,
+    /// LazyMachState `m_CaptureRsp` (+8 for the capture call's return address).
+    pub ms_capture_rsp: u64,
+    /// Callee-saved registers in `CalleeSavedRegisters` order, as Windows unwind numbers
+    /// (0 rax, 1 rcx, 2 rdx, 3 rbx, 4 rsp, 5 rbp, 6 rsi, 7 rdi, 8-15 r8-r15).
+    pub callee_saved: &'static [u8],
+    /// InlinedCallFrame: m_Datum, m_pCallSiteSP, m_pCallerReturnAddress, m_pCalleeSavedFP.
+    pub icf_datum: u64,
+    /// InlinedCallFrame m_pCallSiteSP.
+    pub icf_call_site_sp: u64,
+    /// InlinedCallFrame m_pCallerReturnAddress.
+    pub icf_return_address: u64,
+    /// InlinedCallFrame m_pCalleeSavedFP.
+    pub icf_callee_saved_fp: u64,
+    /// g_dacTable index of the first Frame vtable of [`FRAME_VTABLES`]
+    /// (`DebuggerClassInitMarkFrame__vtAddr`).
+    pub frame_vtables_index: usize,
+    /// `Thread::m_LastThrownObjectHandle` (an OBJECTHANDLE: the object pointer is at the
+    /// handle's address). Linux verified on crash.dmp (= the DAC's lastThrownObjectHandle);
+    /// Windows assumed +0x10 like m_OSThreadId (no Windows dump with an exception yet).
+    pub thread_last_thrown: u64,
+}
+
+/// The Frame classes whose vtable addresses follow each other in g_dacTable (vptr_list.h,
+/// release/8.0), from [`StackLayout::frame_vtables_index`]. Verified on the corpus:
+/// DebuggerU2MCatchHandlerFrame, HelperMethodFrame, HelperMethodFrame_1OBJ (both OSes); the
+/// others follow from the list's order.
+pub const FRAME_VTABLES: &[&str] = &[
+    "DebuggerClassInitMarkFrame",
+    "DebuggerSecurityCodeMarkFrame",
+    "DebuggerExitFrame",
+    "DebuggerU2MCatchHandlerFrame",
+    "FaultingExceptionFrame",
+    "FuncEvalFrame",
+    "HelperMethodFrame",
+    "HelperMethodFrame_1OBJ",
+    "HelperMethodFrame_2OBJ",
+    "HelperMethodFrame_3OBJ",
+    "HelperMethodFrame_PROTECTOBJ",
+    "HijackFrame",
+    "InlinedCallFrame",
+    "MulticastFrame",
+    "PInvokeCalliFrame",
+    "PrestubMethodFrame",
+    "ProtectByRefsFrame",
+    "ProtectValueClassFrame",
+    "ResumableFrame",
+    "RedirectedThreadFrame",
+    "StubDispatchFrame",
+    "CallCountingHelperFrame",
+    "ExternalMethodFrame",
+    "DynamicHelperFrame",
+    "ExceptionFilterFrame",
+];
+
+const STACK_NET8_COMMON: StackLayout = StackLayout {
+    range_map_levels: 5,
+    range_map_low_bits: 17,
+    fragment_next: 0,
+    fragment_begin: 8,
+    fragment_end: 0x10,
+    fragment_range_section: 0x18,
+    rs_begin: 0,
+    rs_end: 8,
+    rs_flags: 0x10,
+    rs_jit_manager: 0x18,
+    rs_r2r_module: 0x20,
+    rs_heap_list: 0x28,
+    heap_list_map_base: 0x20,
+    heap_list_hdr_map: 0x28,
+    heap_list_module_base: 0x48,
+    code_header_method_desc: 0x18,
+    code_header_unwind_count: 0x20,
+    code_header_unwind_infos: 0x24,
+    method_desc_chunk_size: 0x18,
+    chunk_method_table: 0,
+    chunk_token_range: 0x12,
+    md_chunk_index: 2,
+    md_alignment: 8,
+    md_token_remainder_bits: 12,
+    frame_next: 8,
+    hmf_method_desc: 0x10,
+    hmf_fcall_entry: 0x28,
+    hmf_mach_state: 0x30,
+    fcall_methods_index: 78,
+    ms_rip: 0,
+    ms_rsp: 8,
+    ms_capture: 0x10,
+    ms_ptrs: 0x40,
+    ms_ret_addr_ptr: 0x70,
+    ms_unwound: Some(0x78),
+    ms_capture_rip: 0xA8,
+    ms_capture_rsp: 0xB0,
+    // Unix CalleeSavedRegisters: r12, r13, r14, r15, rbx, rbp.
+    callee_saved: &[12, 13, 14, 15, 3, 5],
+    icf_datum: 0x10,
+    icf_call_site_sp: 0x20,
+    icf_return_address: 0x28,
+    icf_callee_saved_fp: 0x30,
+    frame_vtables_index: 122,
+    thread_last_thrown: 0,
+};
+
+/// .NET 8 linux-x64.
+pub static NET8_LINUX_X64_STACK: StackLayout = StackLayout {
+    thread_last_thrown: 0x1D0,
+    ..STACK_NET8_COMMON
+};
+
+/// .NET 8 windows-x64: no `m_Unwound`; CalleeSavedRegisters rdi, rsi, rbx, rbp, r12-r15.
+pub static NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
+    ms_unwound: None,
+    ms_capture: 0x10,
+    ms_ptrs: 0x50,
+    ms_ret_addr_ptr: 0x90,
+    ms_capture_rip: 0x98,
+    ms_capture_rsp: 0xA0,
+    callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
+    frame_vtables_index: 134,
+    thread_last_thrown: 0x1E0,
+    ..STACK_NET8_COMMON
+};
+
+impl Layout {
+    /// The stack walk's table of this family.
+    pub fn stack(&self) -> &'static StackLayout {
+        if self.name == NET8_WINDOWS_X64.name {
+            &NET8_WINDOWS_X64_STACK
+        } else {
+            &NET8_LINUX_X64_STACK
+        }
+    }
+}

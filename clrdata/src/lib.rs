@@ -15,10 +15,11 @@ pub mod metadata;
 pub mod names;
 pub mod objects;
 pub mod runtime;
+pub mod stack;
 pub mod threads;
 pub mod types;
 
 pub use error::{ClrError, Result};
 pub use heap::{Census, GcHeap, HeapObject, Segment, SegmentKind, WalkError};
 pub use names::TypeNames;
-pub use runtime::{find_runtime, GcMode, Globals, Runtime, RuntimeInfo};
+pub use runtime::{find_runtime, GcMode, Globals, ImageSearch, Runtime, RuntimeInfo};

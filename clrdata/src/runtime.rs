@@ -183,6 +183,47 @@ pub struct Runtime<M> {
     pub layout: &'static Layout,
     /// Its globals.
     pub globals: Globals,
+    /// Where image files may be read from when the dump lacks an image's pages.
+    pub image_search: ImageSearch,
+}
+
+/// Where the image files of managed assemblies are looked for when the dump lacks pages of
+/// them (createdump saves only the touched pages of a ReadyToRun image, so CoreLib's method
+/// tables for the stack walk are often absent). A file is used only when its PE timestamp and
+/// SizeOfImage equal the headers in the dump.
+#[derive(Debug, Clone)]
+pub struct ImageSearch {
+    /// Folders searched, in order, for a file of the image's name.
+    pub dirs: Vec<std::path::PathBuf>,
+    /// Whether the path the runtime recorded for the image is tried last (right when the dump
+    /// is analysed on the machine it was taken on).
+    pub recorded_paths: bool,
+}
+
+impl Default for ImageSearch {
+    fn default() -> Self {
+        ImageSearch {
+            dirs: Vec::new(),
+            recorded_paths: true,
+        }
+    }
+}
+
+impl ImageSearch {
+    /// The files to try for an image the runtime loaded from `recorded` (a Linux or Windows
+    /// path), in order.
+    pub fn candidates(&self, recorded: &str) -> Vec<std::path::PathBuf> {
+        let name = recorded.rsplit(['/', '\\']).next().unwrap_or(recorded);
+        let mut out: Vec<std::path::PathBuf> = if name.is_empty() {
+            Vec::new()
+        } else {
+            self.dirs.iter().map(|d| d.join(name)).collect()
+        };
+        if self.recorded_paths && !recorded.is_empty() {
+            out.push(std::path::PathBuf::from(recorded));
+        }
+        out
+    }
 }
 
 impl<M> std::fmt::Debug for Runtime<M> {
@@ -424,6 +465,7 @@ impl<M: Memory> Runtime<M> {
                 dac_table,
                 ..Globals::default()
             },
+            image_search: ImageSearch::default(),
         };
         rt.resolve_globals(&module)?;
         rt.sanity_check()?;

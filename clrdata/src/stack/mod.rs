@@ -1,0 +1,552 @@
+//! Managed stack walking without the DAC: typed frames, no printing.
+//!
+//! The approach (the DAC's own frame iterator, reduced to what a dump needs):
+//! - Start from the thread's registers in the dump. While the IP is managed code (the
+//!   RangeSectionMap knows it, [`codeman`]), report the method and unwind one frame with the
+//!   code's Windows x64 UNWIND_INFO ([`unwind`]), which the runtime uses on every OS.
+//! - When the IP is native code (libc, the runtime itself), take the next explicit Frame of
+//!   the thread's `m_pFrame` chain: report it (its kind from its vtable, compared with the
+//!   `__vtAddr` entries of g_dacTable; its method from the frame), and resume from the
+//!   managed context it saved: a HelperMethodFrame's MachState (the FCALL's managed caller),
+//!   an active InlinedCallFrame's call site. Frames that save no context (the
+//!   DebuggerU2MCatchHandlerFrame at the bottom of a thread) are reported and passed.
+//! - Before a managed frame, explicit Frames lying below its SP are reported first.
+//!
+//! A HelperMethodFrame whose lazy machine state the runtime never computed (a thread that
+//! was not walked by a GC since) is resumed as the runtime's unwindLazyState does: from the
+//! state captured in the FCALL, unwinding native frames of the runtime with its `.eh_frame`
+//! ([`native`]; Linux) until the IP is managed; its method comes from the FCALL hash
+//! (`gFCallMethods`). Other native frames are not unwound (no mixed `stack` yet).
+//! Every loop is bounded; a stack that cannot be walked further ends with the reason.
+
+pub mod codeman;
+pub mod image_file;
+pub mod native;
+mod r2r;
+pub mod unwind;
+
+pub use codeman::{CodeIndex, CodeInfo, CodeKind};
+pub use unwind::{unwind_frame, Regs, RuntimeFunction};
+
+use crate::layout::FRAME_VTABLES;
+use crate::names::TypeNames;
+use crate::runtime::Runtime;
+use crate::threads::ThreadData;
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Bound on the frames of one thread.
+pub const MAX_FRAMES: usize = 4096;
+/// The end of a thread's Frame chain.
+const FRAME_TOP: u64 = u64::MAX;
+
+/// What a stack frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameKind {
+    /// Managed code (JIT'd or ReadyToRun).
+    Managed,
+    /// An explicit runtime Frame (HelperMethodFrame, InlinedCallFrame, ...).
+    Explicit,
+}
+
+/// One frame of a managed stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StackFrame {
+    /// Managed code or an explicit Frame.
+    pub kind: FrameKind,
+    /// The stack pointer of the frame (for an explicit Frame: the registers' SP when the walk
+    /// reached it, as the DAC reports).
+    pub sp: u64,
+    /// The instruction pointer (a return address except for the innermost frame).
+    pub ip: u64,
+    /// The explicit Frame's address.
+    pub frame: Option<u64>,
+    /// The explicit Frame's class (`HelperMethodFrame`, ...).
+    pub frame_name: Option<String>,
+    /// The MethodDesc, when known (JIT'd code, explicit Frames).
+    pub method_desc: Option<u64>,
+    /// The method's Module, when known.
+    pub module: Option<u64>,
+    /// The method's MethodDef token, when known.
+    pub token: Option<u32>,
+    /// The method as the DAC names it: `System.Threading.Monitor.Wait(System.Object, Int32)`.
+    pub method: Option<String>,
+    /// Why the method could not be named, when it could not.
+    pub method_error: Option<String>,
+    /// JIT'd or ReadyToRun (managed frames).
+    pub code: Option<CodeKind>,
+}
+
+/// One thread's managed stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadStack {
+    /// The Thread.
+    pub thread: u64,
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// OS thread id.
+    pub os_id: u64,
+    /// Frames, innermost first.
+    pub frames: Vec<StackFrame>,
+    /// Why the walk stopped before the thread's bottom, if it did.
+    pub incomplete: Option<String>,
+}
+
+impl ThreadStack {
+    /// The frames that have a method (what pstacks and the DAC comparison use).
+    pub fn methods(&self) -> impl Iterator<Item = &str> {
+        self.frames.iter().filter_map(|f| f.method.as_deref())
+    }
+}
+
+/// Walks stacks with caches (code lookups, names); one per command or session.
+pub struct StackWalker<'a, M> {
+    rt: &'a Runtime<M>,
+    names: &'a TypeNames,
+    code: CodeIndex,
+    method_names: Mutex<HashMap<(u64, u32), Result<String, String>>>,
+    vtables: HashMap<u64, &'static str>,
+    contexts: HashMap<u64, Regs>,
+    runtime_cfi: Option<native::EhFrameInfo>,
+}
+
+/// A MethodDesc's owner and token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MethodDescInfo {
+    /// The MethodDesc.
+    pub address: u64,
+    /// Its MethodTable.
+    pub method_table: u64,
+    /// Its MethodDef token.
+    pub token: u32,
+}
+
+impl<'a, M: Memory> StackWalker<'a, M> {
+    /// A walker over `rt`, naming with `names`; the threads' registers are the target's.
+    pub fn for_target(rt: &'a Runtime<M>, names: &'a TypeNames) -> StackWalker<'a, M>
+    where
+        M: dumpreader::Target,
+    {
+        let t = rt.memory();
+        let contexts = t
+            .threads()
+            .iter()
+            .map(|t| (t.id as u64, Regs::from_context(&t.context)))
+            .collect();
+        let mut w = StackWalker::new(rt, names, contexts);
+        // The runtime module's CFI, for lazily captured HelperMethodFrames (ELF targets).
+        if let Some(m) = t.modules().iter().find(|m| m.base == rt.info.base) {
+            if let Ok(img) = t.module_image(m) {
+                if let dumpreader::ImageFormat::Elf(e) = &img.format {
+                    if let (Some(h), Some(eh)) = (e.eh_frame_hdr, e.eh_frame) {
+                        let end = rt.info.base + rt.info.size;
+                        w.runtime_cfi = native::EhFrameInfo::read(t, rt.info.base, end, h, eh).ok();
+                    }
+                }
+            }
+        }
+        w
+    }
+
+    /// A walker over `rt`, naming with `names`, with the registers of the OS threads
+    /// (`os id → registers`).
+    pub fn new(
+        rt: &'a Runtime<M>,
+        names: &'a TypeNames,
+        contexts: HashMap<u64, Regs>,
+    ) -> StackWalker<'a, M> {
+        let l = rt.layout.stack();
+        let mut vtables = HashMap::new();
+        for (i, name) in FRAME_VTABLES.iter().enumerate() {
+            if let Ok(a) = rt.dac_global_address(l.frame_vtables_index + i) {
+                vtables.insert(a, *name);
+            }
+        }
+        StackWalker {
+            rt,
+            names,
+            code: CodeIndex::new(),
+            method_names: Mutex::new(HashMap::new()),
+            vtables,
+            contexts,
+            runtime_cfi: None,
+        }
+    }
+
+    /// The code index (for `ip2md` and native/managed tests).
+    pub fn code(&self) -> &CodeIndex {
+        &self.code
+    }
+
+    /// The explicit Frame class of the Frame at `frame`, from its vtable.
+    pub fn frame_name(&self, frame: u64) -> Option<&'static str> {
+        let vt = self.rt.memory().read_u64(frame).ok()?;
+        self.vtables.get(&vt).copied()
+    }
+
+    /// A MethodDesc's MethodTable and token (through its MethodDescChunk).
+    pub fn method_desc_info(&self, md: u64) -> Result<MethodDescInfo, String> {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let idx = m
+            .read_u8(md + l.md_chunk_index)
+            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+        let chunk = md
+            .wrapping_sub(idx as u64 * l.md_alignment)
+            .wrapping_sub(l.method_desc_chunk_size);
+        let mt = m
+            .read_u64(chunk + l.chunk_method_table)
+            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+        let range = m
+            .read_u16(chunk + l.chunk_token_range)
+            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+        let rem = m
+            .read_u16(md)
+            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+        let bits = l.md_token_remainder_bits;
+        let mask = (1u32 << bits) - 1;
+        let range_mask = (1u32 << (24 - bits)) - 1;
+        let rid = ((range as u32 & range_mask) << bits) | (rem as u32 & mask);
+        Ok(MethodDescInfo {
+            address: md,
+            method_table: mt,
+            token: 0x0600_0000 | rid,
+        })
+    }
+
+    /// The name of MethodDef `token` of the Module at `module`, in the DAC's style.
+    pub fn method_name(&self, module: u64, token: u32) -> Result<String, String> {
+        let key = (module, token);
+        if let Some(r) = self
+            .method_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return r.clone();
+        }
+        let r = (|| {
+            let mm = self.names.module_metadata(self.rt, module)?;
+            let md = mm.metadata().map_err(|e| e.to_string())?;
+            md.method_display_name(token & 0x00FF_FFFF)
+                .map_err(|e| format!("MethodDef {token:#x}: {e}"))
+        })();
+        self.method_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, r.clone());
+        r
+    }
+
+    /// Names the method of a MethodDesc: (module, token, name or error).
+    fn name_method_desc(&self, md: u64, f: &mut StackFrame) {
+        f.method_desc = Some(md);
+        let r = self.method_desc_info(md).and_then(|info| {
+            let mt = self
+                .rt
+                .method_table(info.method_table)
+                .map_err(|e| e.to_string())?;
+            let module = mt
+                .module
+                .ok_or_else(|| format!("MethodTable {:#x} has no module", info.method_table))?;
+            f.module = Some(module);
+            f.token = Some(info.token);
+            self.method_name(module, info.token)
+        });
+        match r {
+            Ok(n) => f.method = Some(n),
+            Err(e) => f.method_error = Some(e),
+        }
+    }
+
+    /// A managed frame at `regs` described by `ci`.
+    fn managed_frame(&self, regs: &Regs, ci: &CodeInfo) -> StackFrame {
+        let mut f = StackFrame {
+            kind: FrameKind::Managed,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: Some(ci.kind),
+        };
+        if let Some(md) = ci.method_desc {
+            self.name_method_desc(md, &mut f);
+        } else if let (Some(module), Some(token)) = (ci.module, ci.token) {
+            f.module = Some(module);
+            f.token = Some(token);
+            match self.method_name(module, token) {
+                Ok(n) => f.method = Some(n),
+                Err(e) => f.method_error = Some(e),
+            }
+        } else {
+            f.method_error = Some(format!(
+                "no method entry for the code at {:#x}",
+                ci.method_start
+            ));
+        }
+        f
+    }
+
+    /// The method and code of a managed code address (`ip2md`): `Ok(None)` if not managed.
+    pub fn ip_to_method(&self, ip: u64) -> Result<Option<(CodeInfo, StackFrame)>, String> {
+        let Some(ci) = self.code.lookup(self.rt, ip)? else {
+            return Ok(None);
+        };
+        let regs = Regs {
+            rip: ip,
+            ..Regs::default()
+        };
+        let f = self.managed_frame(&regs, &ci);
+        Ok(Some((ci, f)))
+    }
+
+    /// Reports the explicit Frame at `frame`, and the context it resumes, if any.
+    fn explicit_frame(&self, frame: u64, regs: &Regs) -> (StackFrame, Option<Regs>) {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let name = self.frame_name(frame);
+        let mut f = StackFrame {
+            kind: FrameKind::Explicit,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: Some(frame),
+            frame_name: Some(name.unwrap_or("Frame").to_string()),
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+        };
+        let mut resume = None;
+        match name {
+            Some(n) if n.starts_with("HelperMethodFrame") => {
+                let ms = frame + l.hmf_mach_state;
+                let valid = m.read_u64(ms + l.ms_ret_addr_ptr).unwrap_or(0) != 0;
+                // m_pMD is set when the lazy state is computed; before, the FCALL's entry
+                // names the method through the runtime's FCALL hash.
+                let md = if valid {
+                    m.read_u64(frame + l.hmf_method_desc).unwrap_or(0)
+                } else {
+                    m.read_u64(frame + l.hmf_fcall_entry)
+                        .ok()
+                        .and_then(|e| self.fcall_method(e))
+                        .unwrap_or(0)
+                };
+                if md != 0 {
+                    self.name_method_desc(md, &mut f);
+                }
+                if valid {
+                    let mut r = *regs;
+                    r.rip = m.read_u64(ms + l.ms_rip).unwrap_or(0);
+                    r.gpr[unwind::RSP] = m.read_u64(ms + l.ms_rsp).unwrap_or(0);
+                    for (i, &reg) in l.callee_saved.iter().enumerate() {
+                        let i = i as u64;
+                        let through_ptr = m
+                            .read_u64(ms + l.ms_ptrs + 8 * i)
+                            .ok()
+                            .filter(|&p| p != 0)
+                            .and_then(|p| m.read_u64(p).ok());
+                        let v = through_ptr
+                            .or_else(|| l.ms_unwound.and_then(|u| m.read_u64(ms + u + 8 * i).ok()));
+                        if let Some(v) = v {
+                            r.gpr[reg as usize] = v;
+                        }
+                    }
+                    resume = Some(r);
+                } else {
+                    match self.unwind_lazy_state(ms, regs) {
+                        Ok(r) => resume = Some(r),
+                        Err(e) => f.method_error = Some(format!("cannot resume: {e}")),
+                    }
+                }
+            }
+            Some("InlinedCallFrame") => {
+                let ret = m.read_u64(frame + l.icf_return_address).unwrap_or(0);
+                if ret != 0 {
+                    let mut r = *regs;
+                    r.rip = ret;
+                    r.gpr[unwind::RSP] = m.read_u64(frame + l.icf_call_site_sp).unwrap_or(0);
+                    r.gpr[unwind::RBP] = m.read_u64(frame + l.icf_callee_saved_fp).unwrap_or(0);
+                    resume = Some(r);
+                    if let Ok(d) = m.read_u64(frame + l.icf_datum) {
+                        // m_Datum is the MethodDesc of the P/Invoke when its low bits are clear.
+                        if d != 0 && d & 7 == 0 && self.method_desc_info(d).is_ok() {
+                            self.name_method_desc(d, &mut f);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        (f, resume)
+    }
+
+    /// The MethodDesc of the FCALL whose entry is `entry` (ECall::MapTargetBackToMethod).
+    pub fn fcall_method(&self, entry: u64) -> Option<u64> {
+        const FCALL_HASH_SIZE: u64 = 127;
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let table = self.rt.dac_global_address(l.fcall_methods_index).ok()?;
+        let mut p = m.read_u64(table + 8 * (entry % FCALL_HASH_SIZE)).ok()?;
+        for _ in 0..4096 {
+            if p == 0 {
+                return None;
+            }
+            if m.read_u64(p + 8).ok()? == entry {
+                return m.read_u64(p + 16).ok().filter(|&md| md != 0);
+            }
+            p = m.read_u64(p).ok()?;
+        }
+        None
+    }
+
+    /// A HelperMethodFrame whose MachState was never computed: from the state captured in the
+    /// FCALL, unwind native frames (the runtime's CFI) until the IP is managed code, as the
+    /// runtime's LazyMachState::unwindLazyState does.
+    fn unwind_lazy_state(&self, ms: u64, regs: &Regs) -> Result<Regs, String> {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let cfi = self.runtime_cfi.as_ref().ok_or_else(|| {
+            "its machine state was never computed and the runtime's unwind tables are not \
+             available"
+                .to_string()
+        })?;
+        let rd = |a: u64| {
+            m.read_u64(a)
+                .map_err(|_| format!("LazyMachState at {a:#x} is not in the dump"))
+        };
+        let mut r = *regs;
+        r.rip = rd(ms + l.ms_capture_rip)?;
+        r.gpr[unwind::RSP] = rd(ms + l.ms_capture_rsp)? + 8;
+        for (i, &reg) in l.callee_saved.iter().enumerate() {
+            r.gpr[reg as usize] = rd(ms + l.ms_capture + 8 * i as u64)?;
+        }
+        for _ in 0..8 {
+            if r.rip < cfi.start || r.rip >= cfi.end {
+                return Err(format!("unwound to {:#x}, outside the runtime", r.rip));
+            }
+            cfi.unwind(m, &mut r, true)?;
+            if self.code.is_managed(self.rt, r.rip) {
+                return Ok(r);
+            }
+        }
+        Err("no managed caller within 8 native frames".to_string())
+    }
+
+    /// Walks one thread's managed stack.
+    pub fn walk(&self, thread: &ThreadData) -> ThreadStack {
+        let mut st = ThreadStack {
+            thread: thread.address,
+            managed_id: thread.managed_id,
+            os_id: thread.os_id,
+            frames: Vec::new(),
+            incomplete: None,
+        };
+        let m = self.rt.memory();
+        let l = self.rt.layout.stack();
+        let ctx = self.contexts.get(&thread.os_id).copied();
+        let mut regs = ctx.unwrap_or_default();
+        let mut in_managed = ctx.is_some();
+        let mut frame = thread.frame;
+        let mut seen_frames = std::collections::HashSet::new();
+        let mut last_sp = 0u64;
+        while st.frames.len() < MAX_FRAMES {
+            if in_managed {
+                let ci = match self.code.lookup(self.rt, regs.rip) {
+                    Ok(Some(ci)) => Some(ci),
+                    Ok(None) => None,
+                    Err(e) => {
+                        st.incomplete = Some(format!("at ip {:#x}: {e}", regs.rip));
+                        break;
+                    }
+                };
+                let Some(ci) = ci else {
+                    in_managed = false;
+                    continue;
+                };
+                // Explicit Frames deeper than this managed frame come first.
+                while frame != FRAME_TOP && frame != 0 && frame < regs.sp() {
+                    if !seen_frames.insert(frame) {
+                        break;
+                    }
+                    let (f, _) = self.explicit_frame(frame, &regs);
+                    st.frames.push(f);
+                    frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+                }
+                st.frames.push(self.managed_frame(&regs, &ci));
+                let before = regs;
+                let um = self.code.memory(m);
+                if let Err(e) = unwind_frame(&um, &mut regs, ci.unwind) {
+                    st.incomplete = Some(format!("unwinding at ip {:#x}: {e}", before.rip));
+                    break;
+                }
+                if regs.sp() <= before.sp() || regs.rip == 0 {
+                    st.incomplete = Some(format!(
+                        "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x})",
+                        before.rip,
+                        before.sp(),
+                        regs.sp()
+                    ));
+                    break;
+                }
+                last_sp = regs.sp();
+            } else {
+                if frame == FRAME_TOP || frame == 0 {
+                    break;
+                }
+                if !seen_frames.insert(frame) {
+                    st.incomplete = Some(format!("the Frame chain loops at {frame:#x}"));
+                    break;
+                }
+                let (f, resume) = self.explicit_frame(frame, &regs);
+                let next = match m.read_u64(frame + l.frame_next) {
+                    Ok(n) => n,
+                    Err(_) => {
+                        st.frames.push(f);
+                        st.incomplete =
+                            Some(format!("Frame {frame:#x}: m_Next is not in the dump"));
+                        break;
+                    }
+                };
+                let lazy_hmf = resume.is_none()
+                    && f.frame_name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("HelperMethodFrame"));
+                st.frames.push(f);
+                frame = next;
+                if let Some(r) = resume {
+                    if r.sp() >= last_sp {
+                        regs = r;
+                        in_managed = true;
+                    }
+                } else if lazy_hmf {
+                    let fr = st.frames.last();
+                    st.incomplete = Some(format!(
+                        "HelperMethodFrame {:#x}: {}",
+                        fr.and_then(|f| f.frame).unwrap_or(0),
+                        fr.and_then(|f| f.method_error.clone()).unwrap_or_default()
+                    ));
+                    break;
+                }
+            }
+        }
+        if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+            st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+        }
+        st
+    }
+
+    /// Every managed thread's stack, in thread-list order.
+    pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
+        Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
+    }
+}
