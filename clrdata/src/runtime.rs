@@ -457,6 +457,10 @@ impl<M: Memory> Runtime<M> {
                         info.module_name
                     ),
                 })?;
+        let image_search = ImageSearch {
+            dirs: target.image_search_path(),
+            recorded_paths: target.use_recorded_paths(),
+        };
         let mut rt = Runtime {
             mem: target,
             info,
@@ -465,7 +469,7 @@ impl<M: Memory> Runtime<M> {
                 dac_table,
                 ..Globals::default()
             },
-            image_search: ImageSearch::default(),
+            image_search,
         };
         rt.resolve_globals(&module)?;
         rt.sanity_check()?;

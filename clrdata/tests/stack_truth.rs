@@ -14,14 +14,8 @@ fn hex(v: &Value) -> u64 {
 /// in order, against ours; managed frames' SP and IP too.
 fn compare(name: &str) -> (usize, usize, Vec<String>) {
     let e = tests::entry(name);
-    let d = Dump::open(&e.dump_path()).unwrap();
-    let mut rt = Runtime::discover(&d).unwrap();
-    // Image files from the framework fetched for the tests, never from the recorded paths
-    // (they exist only on the machine that made the dump).
-    rt.image_search = clrdata::ImageSearch {
-        dirs: vec![tests::framework_dir()],
-        recorded_paths: false,
-    };
+    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let stacks = w.walk_all().unwrap();

@@ -46,7 +46,7 @@ fn typedef_rows<M: Memory>(m: &M, md: u64) -> u32 {
 fn every_census_method_table_decodes() {
     for name in NET8 {
         let e = tests::entry(name);
-        let d = Dump::open(&e.dump_path()).unwrap();
+        let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap();
         let mut rows: HashMap<u64, u32> = HashMap::new();
         let mut by_name: HashMap<String, u64> = HashMap::new();
@@ -194,12 +194,18 @@ impl dumpreader::Target for Patched<'_> {
     ) -> Result<std::sync::Arc<dumpreader::ModuleImage>, dumpreader::Error> {
         self.inner.module_image(m)
     }
+    fn image_search_path(&self) -> Vec<std::path::PathBuf> {
+        dumpreader::Target::image_search_path(self.inner)
+    }
+    fn use_recorded_paths(&self) -> bool {
+        dumpreader::Target::use_recorded_paths(self.inner)
+    }
 }
 
 #[test]
 fn a_corrupt_method_table_is_reported_and_the_walk_resumes() {
     let e = tests::entry("hang");
-    let d = Dump::open(&e.dump_path()).unwrap();
+    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
     let rt = Runtime::discover(&d).unwrap();
     let heap = rt.gc_heap().unwrap();
     let clean = heap.census(&rt);

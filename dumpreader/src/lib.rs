@@ -58,6 +58,10 @@ pub struct OpenOptions {
     /// zeros (true, the ELF rule and what createdump means) or as absent (false: useful for
     /// kernel cores, which leave out file-backed pages that were not dumped).
     pub zero_fill: bool,
+    /// Whether a module's own recorded path is tried (after the search path) for its image
+    /// file. True by default (right on the machine that made the dump); tests turn it off so
+    /// that they never depend on files that exist only where the dump was made.
+    pub recorded_paths: bool,
 }
 
 impl Default for OpenOptions {
@@ -67,6 +71,7 @@ impl Default for OpenOptions {
             image_search_path: Vec::new(),
             strict: false,
             zero_fill: true,
+            recorded_paths: true,
         }
     }
 }
@@ -509,7 +514,9 @@ impl Dump {
             .iter()
             .map(|d| d.join(module.name()))
             .collect();
-        candidates.push(PathBuf::from(&module.path));
+        if self.opts.recorded_paths {
+            candidates.push(PathBuf::from(&module.path));
+        }
         for cand in candidates {
             if !cand.is_file() {
                 continue;
@@ -646,6 +653,14 @@ pub trait Target: Memory {
     fn source_note(&self) -> Option<String> {
         None
     }
+    /// Folders where image files are looked for when the target lacks an image's pages.
+    fn image_search_path(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// Whether the paths the target records for its modules may be read as image files.
+    fn use_recorded_paths(&self) -> bool {
+        true
+    }
 
     /// The module containing `addr`.
     fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
@@ -698,6 +713,12 @@ macro_rules! forward_target {
             fn source_note(&self) -> Option<String> {
                 (**self).source_note()
             }
+            fn image_search_path(&self) -> Vec<PathBuf> {
+                (**self).image_search_path()
+            }
+            fn use_recorded_paths(&self) -> bool {
+                (**self).use_recorded_paths()
+            }
         }
     )*};
 }
@@ -724,6 +745,12 @@ impl Target for Dump {
     }
     fn source_note(&self) -> Option<String> {
         Dump::source_note(self).map(str::to_owned)
+    }
+    fn image_search_path(&self) -> Vec<PathBuf> {
+        self.opts.image_search_path.clone()
+    }
+    fn use_recorded_paths(&self) -> bool {
+        self.opts.recorded_paths
     }
 }
 

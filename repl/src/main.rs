@@ -34,6 +34,10 @@ struct Cli {
     /// when the dump lacks an image's pages; repeatable.
     #[arg(long = "image-path", value_name = "DIR")]
     image_path: Vec<PathBuf>,
+    /// Never read image files from the paths the dump records for its modules (only from
+    /// --image-path): for dumps made on another machine whose paths may hold other builds.
+    #[arg(long)]
+    no_recorded_paths: bool,
     /// Where compressed dumps are decompressed to (default: $XDG_CACHE_HOME/dumpshell or
     /// ~/.cache/dumpshell).
     #[arg(long, value_name = "DIR")]
@@ -62,6 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     let opts = dumpreader::OpenOptions {
         cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
         image_search_path: cli.image_path.clone(),
+        recorded_paths: !cli.no_recorded_paths,
         ..Default::default()
     };
     let session = Session::open_with(&cli.dump, &opts)

@@ -1,7 +1,7 @@
 //! An open target (a dump file, or in WinDbg the debugger's target) and what the commands
 //! share about it.
 
-use clrdata::{GcHeap, ImageSearch, Runtime, TypeNames};
+use clrdata::{GcHeap, Runtime, TypeNames};
 use dumpreader::{Dump, OpenOptions, Target};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -40,8 +40,6 @@ pub struct Session {
     pub target: Arc<dyn Target>,
     /// What the user opened (a dump's path; a description for other targets).
     pub path: PathBuf,
-    /// Where the CLR layer looks for image files the dump lacks pages of.
-    pub image_search: ImageSearch,
     clr: OnceLock<Result<Arc<Clr>, String>>,
 }
 
@@ -53,9 +51,10 @@ impl Session {
 
     /// Opens the dump at `path` with options (cache folder, image search path, ...).
     pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Session, dumpreader::Error> {
-        let mut s = Session::new(Arc::new(Dump::open_with(path, opts)?), path.to_path_buf());
-        s.image_search.dirs = opts.image_search_path.clone();
-        Ok(s)
+        Ok(Session::new(
+            Arc::new(Dump::open_with(path, opts)?),
+            path.to_path_buf(),
+        ))
     }
 
     /// A session over any target (the WinDbg extension passes its dbgeng target).
@@ -63,23 +62,8 @@ impl Session {
         Session {
             target,
             path,
-            image_search: ImageSearch::default(),
             clr: OnceLock::new(),
         }
-    }
-
-    /// Like [`Session::open`], for tests: image files are taken from `framework_dirs` only,
-    /// never from the paths the dump records (which exist only where the dump was made).
-    pub fn open_with_images(
-        path: &Path,
-        framework_dirs: Vec<PathBuf>,
-    ) -> Result<Session, dumpreader::Error> {
-        let mut s = Session::open(path)?;
-        s.image_search = ImageSearch {
-            dirs: framework_dirs,
-            recorded_paths: false,
-        };
-        Ok(s)
     }
 
     /// The CLR in the target, discovered on first use. The error says precisely why there is
@@ -89,8 +73,7 @@ impl Session {
         self.clr
             .get_or_init(|| {
                 Runtime::discover(self.target.clone())
-                    .map(|mut rt| {
-                        rt.image_search = self.image_search.clone();
+                    .map(|rt| {
                         Arc::new(Clr {
                             rt,
                             names: TypeNames::new(),

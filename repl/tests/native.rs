@@ -15,7 +15,8 @@ fn run_json(s: &Session, line: &str) -> Value {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open(&e.dump_path()).unwrap_or_else(|err| panic!("{}: {err}", e.name))
+    Session::open_with(&e.dump_path(), &tests::open_options())
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name))
 }
 
 fn hex(v: &Value) -> u64 {

@@ -27,7 +27,7 @@ fn net8() -> Vec<tests::Entry> {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap()
+    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
 }
 
 /// Follows manifest paths with the object commands only.

@@ -29,7 +29,7 @@ const LINUX_NET8: &[&str] = &[
 fn clrthreads_equals_the_dac_thread_data() {
     for name in LINUX_NET8.iter().chain(&["windows-hang"]) {
         let e = tests::entry(name);
-        let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
         let r = run(&s, "clrthreads");
         let ours = r["threads"].as_array().unwrap();
         let dac = e.dac["threads"].as_array().unwrap();
@@ -80,7 +80,7 @@ fn clrthreads_equals_the_dac_thread_data() {
 #[test]
 fn crash_thread_shows_its_exception() {
     let e = tests::entry("crash");
-    let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
     let r = run(&s, "clrthreads");
     let with_ex: Vec<&Value> = r["threads"]
         .as_array()
@@ -99,7 +99,7 @@ fn crash_thread_shows_its_exception() {
 fn clrstack_all_equals_the_dac_frames_on_linux() {
     for name in LINUX_NET8 {
         let e = tests::entry(name);
-        let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
         let r = run(&s, "clrstack -all");
         for d in e.dac["stacks"].as_array().unwrap() {
             let os = d["osThreadId"].as_u64().unwrap();
@@ -130,7 +130,7 @@ fn clrstack_all_equals_the_dac_frames_on_linux() {
 fn blocked_threads_show_where_they_block() {
     for name in LINUX_NET8 {
         let e = tests::entry(name);
-        let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
         let r = run(&s, "clrstack -all");
         for t in e.manifest["threads"].as_array().unwrap() {
             let os = t["os_id"].as_u64().unwrap();
@@ -183,7 +183,7 @@ fn find<'a>(n: &'a Value, method_prefix: &str) -> Option<&'a Value> {
 #[test]
 fn pstacks_merges_the_gate_threads_of_hang() {
     let e = tests::entry("hang");
-    let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
     let r = run(&s, "pstacks");
     let gate = r["roots"]
         .as_array()
@@ -228,7 +228,7 @@ fn pstacks_merges_the_gate_threads_of_hang() {
 #[test]
 fn pstacks_shows_the_deadlock_lock_frames() {
     let e = tests::entry("deadlock");
-    let s = Session::open_with_images(&e.dump_path(), vec![tests::framework_dir()]).unwrap();
+    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
     let (out, _) = commands::execute(&s, "pstacks").unwrap().unwrap();
     assert_eq!(
         out.text

