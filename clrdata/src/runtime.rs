@@ -447,16 +447,20 @@ impl<M: Memory> Runtime<M> {
             .find(|m| m.base == info.base)
             .cloned()
             .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
-        let dac_table =
-            target
-                .find_export(&module, "g_dacTable")
-                .ok_or_else(|| ClrError::SanityCheck {
-                    version: info.version.clone(),
-                    detail: format!(
-                        "{} exports no g_dacTable (or its export table is not in the dump)",
-                        info.module_name
-                    ),
-                })?;
+        // The export, when the dump (or an identity-checked image file) holds the symbol
+        // table; else a search of the runtime image for the one table whose entries lead to
+        // String's and Free's MethodTables (createdump dumps often lack .dynsym's pages).
+        let dac_table = target
+            .find_export(&module, "g_dacTable")
+            .or_else(|| scan_for_dac_table(&target, &module, layout))
+            .ok_or_else(|| ClrError::SanityCheck {
+                version: info.version.clone(),
+                detail: format!(
+                    "{} exports no g_dacTable (or its export table is not in the dump), and no \
+                     table leading to String's MethodTable was found in its image",
+                    info.module_name
+                ),
+            })?;
         let image_search = ImageSearch {
             dirs: target.image_search_path(),
             recorded_paths: target.use_recorded_paths(),
@@ -648,4 +652,65 @@ impl<M: Memory> Runtime<M> {
             GcMode::Workstation
         }
     }
+}
+
+/// Finds g_dacTable without the symbol table: the only 8-aligned place in the runtime image
+/// whose String, Object and Free entries are addresses inside the image holding pointers to
+/// MethodTables of the right shape (String: base size 0x16, component size 2; Free: component
+/// size 1; Object: base size 0x18). None when there is no such place or more than one.
+fn scan_for_dac_table<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    layout: &Layout,
+) -> Option<u64> {
+    const MAX_IMAGE: u64 = 256 << 20;
+    let (start, end) = image_range(target, module);
+    if end <= start || end - start > MAX_IMAGE {
+        return None;
+    }
+    let d = &layout.dac;
+    let idx = [d.string_class, d.object_class, d.free_object_method_table];
+    let span = 8 * (*idx.iter().max()? as u64 + 1);
+    let mut bytes = vec![0u8; (end - start) as usize];
+    // Read what the dump holds, range by range (absent pages stay zero and never match).
+    let mut a = start;
+    while a < end {
+        let got = target.read(a, &mut bytes[(a - start) as usize..]);
+        a = if got == 0 {
+            (a | 0xFFF) + 1
+        } else {
+            a + got as u64
+        };
+    }
+    let q = |off: u64| -> Option<u64> {
+        let o = off as usize;
+        Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+    };
+    let inside = |v: u64| v >= start && v < end && v % 8 == 0;
+    let mt_shape = |global: u64| -> Option<(u32, u32)> {
+        let mt = target.read_u64(global).ok()?;
+        let flags = target.read_u32(mt).ok()?;
+        let base = target.read_u32(mt + 4).ok()?;
+        Some((flags, base))
+    };
+    let mut found = None;
+    let mut off = 0u64;
+    while off + span <= end - start {
+        let entries: Option<Vec<u64>> = idx.iter().map(|&i| q(off + 8 * i as u64)).collect();
+        if let Some(e) = entries.filter(|e| e.iter().all(|&v| inside(v))) {
+            let string_ok =
+                mt_shape(e[0]).is_some_and(|(f, b)| b == 0x16 && f & 0x8000_FFFF == 0x8000_0002);
+            let object_ok = string_ok && mt_shape(e[1]).is_some_and(|(_, b)| b == 0x18);
+            let free_ok =
+                object_ok && mt_shape(e[2]).is_some_and(|(f, _)| f & 0x8000_FFFF == 0x8000_0001);
+            if free_ok {
+                if found.is_some() {
+                    return None; // ambiguous: refuse rather than guess
+                }
+                found = Some(start + off);
+            }
+        }
+        off += 8;
+    }
+    found
 }

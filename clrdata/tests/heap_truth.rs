@@ -368,3 +368,47 @@ fn version_sources() {
         clrdata::runtime::VersionSource::VersionResource
     );
 }
+
+/// With no image file anywhere (a dump analysed far from the machine that made it), the
+/// runtime is still found — g_dacTable located by its contents when the symbol table is not
+/// in the dump — and the census still equals the DAC's.
+#[test]
+fn the_runtime_and_census_need_no_image_files() {
+    let bare = dumpreader::OpenOptions {
+        recorded_paths: false,
+        ..Default::default()
+    };
+    let mut scanned = 0;
+    for name in NET8 {
+        let e = tests::entry(name);
+        let d = Dump::open_with(&e.dump_path(), &bare).unwrap();
+        let rt_mod = d.modules().iter().find(|m| {
+            let n = m.name().to_ascii_lowercase();
+            n == "libcoreclr.so" || n == "coreclr.dll"
+        });
+        if rt_mod.is_some_and(|m| d.find_export(m, "g_dacTable").is_none()) {
+            scanned += 1;
+        }
+        let rt =
+            Runtime::discover(&d).unwrap_or_else(|err| panic!("{name} without image files: {err}"));
+        let ug = &e.dac["gc_heap"]["useful_globals"];
+        assert_eq!(
+            rt.globals.string_mt,
+            hex(&ug["StringMethodTable"]),
+            "{name}"
+        );
+        assert_eq!(rt.globals.free_mt, hex(&ug["FreeMethodTable"]), "{name}");
+        let census = rt.gc_heap().unwrap().census(&rt);
+        assert_eq!(
+            census.total_objects,
+            e.dac["heap_stat"]["total_objects"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            census.total_size,
+            e.dac["heap_stat"]["total_size"].as_u64().unwrap(),
+            "{name}"
+        );
+    }
+    assert!(scanned > 0, "no dump exercised the search for g_dacTable");
+}
