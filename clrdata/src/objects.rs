@@ -35,35 +35,8 @@ pub const MAX_STRING_CHARS: usize = 1 << 20;
 /// Bound on GCDesc series.
 const MAX_SERIES: i64 = 4096;
 
-/// CorElementType values used here.
-#[allow(missing_docs)]
-pub mod elem {
-    pub const BOOLEAN: u8 = 0x02;
-    pub const CHAR: u8 = 0x03;
-    pub const I1: u8 = 0x04;
-    pub const U1: u8 = 0x05;
-    pub const I2: u8 = 0x06;
-    pub const U2: u8 = 0x07;
-    pub const I4: u8 = 0x08;
-    pub const U4: u8 = 0x09;
-    pub const I8: u8 = 0x0a;
-    pub const U8: u8 = 0x0b;
-    pub const R4: u8 = 0x0c;
-    pub const R8: u8 = 0x0d;
-    pub const STRING: u8 = 0x0e;
-    pub const PTR: u8 = 0x0f;
-    pub const BYREF: u8 = 0x10;
-    pub const VALUETYPE: u8 = 0x11;
-    pub const CLASS: u8 = 0x12;
-    pub const VAR: u8 = 0x13;
-    pub const ARRAY: u8 = 0x14;
-    pub const GENERICINST: u8 = 0x15;
-    pub const I: u8 = 0x18;
-    pub const U: u8 = 0x19;
-    pub const FNPTR: u8 = 0x1b;
-    pub const OBJECT: u8 = 0x1c;
-    pub const SZARRAY: u8 = 0x1d;
-}
+/// CorElementType values (the metadata reader's table).
+pub use crate::metadata::sig::element_type as elem;
 
 /// The name SOS gives a CorElementType in `dumparray` (`CLASS`, `VALUETYPE`, `I4`, ...).
 pub fn element_type_name(et: u8) -> &'static str {
