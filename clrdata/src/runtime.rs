@@ -686,7 +686,7 @@ fn scan_for_dac_table<T: Target + ?Sized>(
         let o = off as usize;
         Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
     };
-    let inside = |v: u64| v >= start && v < end && v % 8 == 0;
+    let inside = |v: u64| v >= start && v < end && v.is_multiple_of(8);
     let mt_shape = |global: u64| -> Option<(u32, u32)> {
         let mt = target.read_u64(global).ok()?;
         let flags = target.read_u32(mt).ok()?;
