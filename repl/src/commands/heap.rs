@@ -338,10 +338,14 @@ struct DumpHeap {
     skipped_bytes: u64,
 }
 
+/// One listed object: kept compact (a listing can hold tens of millions), written as hex
+/// strings in JSON like every address.
 #[derive(Serialize)]
 struct ObjOut {
-    address: String,
-    mt: String,
+    #[serde(serialize_with = "ser_hex")]
+    address: u64,
+    #[serde(serialize_with = "ser_hex")]
+    mt: u64,
     size: u64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     free: bool,
@@ -370,6 +374,10 @@ pub(crate) struct WalkErrorOut {
     mt: String,
     detail: String,
     skipped: u64,
+}
+
+fn ser_hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("0x{v:x}"))
 }
 
 fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
@@ -486,8 +494,8 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     if list_free {
                         if let Some(list) = objects.as_mut() {
                             list.push(ObjOut {
-                                address: hex(o.address),
-                                mt: hex(o.mt),
+                                address: o.address,
+                                mt: o.mt,
                                 size: o.size,
                                 free: true,
                             });
@@ -518,8 +526,8 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     not_listed += 1;
                 } else {
                     list.push(ObjOut {
-                        address: hex(o.address),
-                        mt: hex(o.mt),
+                        address: o.address,
+                        mt: o.mt,
                         size: o.size,
                         free: false,
                     });
@@ -578,15 +586,15 @@ fn dumpheap_text(r: &DumpHeap, short: bool) -> String {
     if let Some(list) = &r.objects {
         if short {
             for o in list {
-                t.push_str(&format!("{}\n", o.address.trim_start_matches("0x")));
+                t.push_str(&format!("{:016x}\n", o.address));
             }
             return t;
         }
         let mut tb = table(&["Address", "MT", "Size"]);
         for o in list {
             tb.add_row(vec![
-                format!("{:0>16}", o.address.trim_start_matches("0x")),
-                format!("{:0>16}", o.mt.trim_start_matches("0x")),
+                format!("{:016x}", o.address),
+                format!("{:016x}", o.mt),
                 if o.free {
                     format!("{} Free", o.size)
                 } else {
