@@ -10,6 +10,7 @@ pub mod output;
 pub mod progress;
 pub mod session;
 pub mod tokenize;
+pub mod triage;
 
 pub use commands::{execute, lookup, registry, CommandSpec};
 pub use output::{CommandError, Output, JSON_SCHEMA_VERSION};

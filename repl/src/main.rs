@@ -16,7 +16,8 @@ use std::path::PathBuf;
     name = "dumpshell",
     version,
     about = "A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.",
-    after_help = "Without -c, --script or piped input, dumpshell opens an interactive session: type 'help'."
+    after_help = "Without -c, --script or piped input, dumpshell opens an interactive session: type 'help'.\n\
+                  `dumpshell triage <dump>...` prints a one-page summary of each of many dumps."
 )]
 struct Cli {
     /// The dump to open (`.dmp`, `.core`, or the same compressed with zstd as `.zst`).
@@ -51,7 +52,57 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(|d| d.join("dumpshell"))
 }
 
+/// `dumpshell triage <dump>...`: a one-page summary of each dump (runtime and OS, threads,
+/// exceptions, the top merged stacks, the heaviest heap types), several dumps at a time.
+#[derive(Parser, Debug)]
+#[command(name = "dumpshell triage")]
+struct TriageCli {
+    /// The dumps.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
+    /// One JSON document per dump, one per line.
+    #[arg(long)]
+    json: bool,
+    /// A folder to search for module files the dumps lack pages of (repeatable).
+    #[arg(long = "image-path", value_name = "DIR")]
+    image_path: Vec<PathBuf>,
+    /// Never read image files from the paths the dumps record.
+    #[arg(long)]
+    no_recorded_paths: bool,
+    /// Where compressed dumps are decompressed to.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+fn run_triage(cli: TriageCli) -> i32 {
+    let opts = dumpreader::OpenOptions {
+        cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
+        image_search_path: cli.image_path.clone(),
+        recorded_paths: !cli.no_recorded_paths,
+        ..Default::default()
+    };
+    let results = repl::triage::triage_all(&cli.dumps, &opts);
+    let mut failed = false;
+    for t in &results {
+        failed |= t.error.is_some();
+        if cli.json {
+            println!(
+                "{}",
+                serde_json::json!({"schema": repl::JSON_SCHEMA_VERSION, "command": "triage", "result": t})
+            );
+        } else {
+            println!("{}", repl::triage::render(t));
+        }
+    }
+    i32::from(failed)
+}
+
 fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "triage") {
+        let cli = TriageCli::parse_from(args.iter().skip(1));
+        std::process::exit(run_triage(cli));
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,315 @@
+//! `dumpshell triage <dump>...`: a one-page summary per dump, built from the same commands a
+//! person would run (info, eeversion, clrthreads, pstacks, dumpheap -stat), for going through
+//! many dumps at once. A dump that fails to open is reported and the others go on.
+
+use crate::commands;
+use crate::session::Session;
+use dumpreader::OpenOptions;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// How many merged stacks and heap types a summary shows.
+pub const TOP: usize = 5;
+
+/// The summary of one dump.
+#[derive(Debug, Serialize)]
+pub struct Triage {
+    /// The dump as given.
+    pub dump: String,
+    /// Why the dump could not be opened at all (then nothing else is set).
+    pub error: Option<String>,
+    /// `info`'s result.
+    pub format: Option<String>,
+    /// Operating system.
+    pub os: Option<String>,
+    /// Process id.
+    pub pid: Option<u64>,
+    /// The runtime (".NET 8.0.4") and GC mode, or why the CLR could not be read.
+    pub runtime: Option<String>,
+    /// GC mode.
+    pub gc: Option<String>,
+    /// OS threads in the dump.
+    pub os_threads: Option<u64>,
+    /// Managed threads.
+    pub managed_threads: Option<u64>,
+    /// The exception or fatal signal the dump records.
+    pub dump_exception: Option<Value>,
+    /// Managed threads whose last thrown exception is known.
+    pub thread_exceptions: Vec<ThreadException>,
+    /// The merged stacks holding the most threads, innermost frame first.
+    pub top_stacks: Vec<MergedStack>,
+    /// The types holding the most bytes.
+    pub heaviest_types: Vec<Value>,
+    /// Heap totals (objects, bytes).
+    pub heap_objects: Option<u64>,
+    /// Heap bytes.
+    pub heap_bytes: Option<u64>,
+    /// What could not be read, command by command.
+    pub problems: Vec<String>,
+}
+
+/// A thread's last thrown exception.
+#[derive(Debug, Serialize)]
+pub struct ThreadException {
+    /// OS thread id.
+    pub os_id: u64,
+    /// Managed thread id.
+    pub managed_id: u64,
+    /// Exception type.
+    pub exception_type: String,
+    /// Exception object address.
+    pub address: Option<String>,
+}
+
+/// One root-to-leaf path of the merged stacks.
+#[derive(Debug, Serialize, Clone)]
+pub struct MergedStack {
+    /// Threads on this path.
+    pub count: u64,
+    /// Their OS ids.
+    pub threads: Vec<u64>,
+    /// Frames, innermost first.
+    pub frames: Vec<String>,
+}
+
+fn run(s: &Session, line: &str, problems: &mut Vec<String>) -> Option<Value> {
+    match commands::execute(s, line) {
+        Ok(Some((out, _))) => Some(out.data),
+        Ok(None) => None,
+        Err(e) => {
+            problems.push(format!("{line}: {e}"));
+            None
+        }
+    }
+}
+
+/// Collects root-to-leaf paths of a pstacks tree (frames given root first).
+fn leaves(node: &Value, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
+    path.push(node["method"].as_str().unwrap_or("?").to_owned());
+    let children = node["children"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let child_threads: u64 = children.iter().filter_map(|c| c["count"].as_u64()).sum();
+    let count = node["count"].as_u64().unwrap_or(0);
+    if children.is_empty() || child_threads < count {
+        // Threads whose stack ends here.
+        let below: Vec<u64> = children
+            .iter()
+            .flat_map(|c| c["threads"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t.as_u64())
+            .collect();
+        let threads: Vec<u64> = node["threads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .filter(|t| !below.contains(t))
+            .collect();
+        out.push(MergedStack {
+            count: threads.len() as u64,
+            threads,
+            frames: path.iter().rev().cloned().collect(),
+        });
+    }
+    for c in children {
+        leaves(c, path, out);
+    }
+    path.pop();
+}
+
+/// Triages one dump.
+pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
+    let mut t = empty(path);
+    let s = match Session::open_with(path, opts) {
+        Ok(s) => s,
+        Err(e) => {
+            t.error = Some(e.to_string());
+            return t;
+        }
+    };
+    let p = &mut t.problems;
+    if let Some(i) = run(&s, "info", p) {
+        t.format = i["format"].as_str().map(str::to_owned);
+        t.os = i["os"].as_str().map(str::to_owned);
+        t.pid = i["pid"].as_u64();
+        t.os_threads = i["threads"].as_u64();
+        t.dump_exception = Some(i["exception"].clone()).filter(|e| !e.is_null());
+    }
+    let Some(v) = run(&s, "eeversion", p) else {
+        return t;
+    };
+    t.runtime = v["runtime"].as_str().map(str::to_owned);
+    t.gc = v["gc"].as_str().map(str::to_owned);
+    if let Some(th) = run(&s, "clrthreads", p) {
+        let list = th["threads"].as_array().cloned().unwrap_or_default();
+        t.managed_threads = Some(list.len() as u64);
+        for x in list {
+            if let Some(ty) = x["last_exception_type"].as_str() {
+                t.thread_exceptions.push(ThreadException {
+                    os_id: x["os_id"].as_u64().unwrap_or(0),
+                    managed_id: x["managed_id"].as_u64().unwrap_or(0),
+                    exception_type: ty.to_owned(),
+                    address: x["last_exception"].as_str().map(str::to_owned),
+                });
+            }
+        }
+    }
+    if let Some(ps) = run(&s, "pstacks", p) {
+        let mut all = Vec::new();
+        for r in ps["roots"].as_array().into_iter().flatten() {
+            leaves(r, &mut Vec::new(), &mut all);
+        }
+        all.retain(|m| m.count > 0);
+        all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
+        all.truncate(TOP);
+        t.top_stacks = all;
+    }
+    if let Some(h) = run(&s, "dumpheap -stat", p) {
+        t.heap_objects = h["total_objects"].as_u64();
+        t.heap_bytes = h["total_size"].as_u64();
+        t.heaviest_types = h["statistics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(TOP)
+            .cloned()
+            .collect();
+    }
+    t
+}
+
+/// Triages many dumps, several at a time; the results come back in the order given.
+pub fn triage_all(paths: &[PathBuf], opts: &OpenOptions) -> Vec<Triage> {
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(paths.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Triage>>> =
+        paths.iter().map(|_| Default::default()).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(p) = paths.get(i) else { break };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| triage(p, opts)))
+                    .unwrap_or_else(|_| {
+                        let mut t = triage_failed(p);
+                        t.error =
+                            Some("internal error while triaging (a bug: please report it)".into());
+                        t
+                    });
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .zip(paths)
+        .map(|(m, p)| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| triage_failed(p))
+        })
+        .collect()
+}
+
+fn triage_failed(p: &Path) -> Triage {
+    let mut t = empty(p);
+    t.error = Some("not triaged".into());
+    t
+}
+
+fn empty(p: &Path) -> Triage {
+    Triage {
+        dump: p.display().to_string(),
+        error: None,
+        format: None,
+        os: None,
+        pid: None,
+        runtime: None,
+        gc: None,
+        os_threads: None,
+        managed_threads: None,
+        dump_exception: None,
+        thread_exceptions: Vec::new(),
+        top_stacks: Vec::new(),
+        heaviest_types: Vec::new(),
+        heap_objects: None,
+        heap_bytes: None,
+        problems: Vec::new(),
+    }
+}
+
+/// The one-page text of a summary.
+pub fn render(t: &Triage) -> String {
+    let mut s = format!("=== {}\n", t.dump);
+    if let Some(e) = &t.error {
+        s.push_str(&format!("cannot open: {e}\n"));
+        return s;
+    }
+    s.push_str(&format!(
+        "{} {} pid {}, {} OS threads",
+        t.os.as_deref().unwrap_or("?"),
+        t.format.as_deref().unwrap_or("?"),
+        t.pid.map_or("?".into(), |p| p.to_string()),
+        t.os_threads.unwrap_or(0)
+    ));
+    if let Some(rt) = &t.runtime {
+        s.push_str(&format!(
+            ", {rt} ({} GC), {} managed threads",
+            t.gc.as_deref().unwrap_or("?"),
+            t.managed_threads.unwrap_or(0)
+        ));
+    }
+    s.push('\n');
+    if let Some(e) = &t.dump_exception {
+        s.push_str(&format!(
+            "Exception recorded by the dump: code {} on thread {}\n",
+            e["code"].as_str().unwrap_or("?"),
+            e["thread_id"]
+        ));
+    }
+    for e in &t.thread_exceptions {
+        s.push_str(&format!(
+            "Thread {:#x} (managed {}) last threw {}\n",
+            e.os_id, e.managed_id, e.exception_type
+        ));
+    }
+    if !t.top_stacks.is_empty() {
+        s.push_str("Top stacks:\n");
+        for m in &t.top_stacks {
+            let ids: Vec<String> = m.threads.iter().take(4).map(|x| format!("{x:x}")).collect();
+            s.push_str(&format!(
+                "  {} thread{} ({}{}):\n",
+                m.count,
+                if m.count == 1 { "" } else { "s" },
+                ids.join(","),
+                if m.threads.len() > 4 { ",..." } else { "" }
+            ));
+            for f in m.frames.iter().take(4) {
+                s.push_str(&format!("      {f}\n"));
+            }
+            if m.frames.len() > 4 {
+                s.push_str(&format!("      ... {} more frames\n", m.frames.len() - 4));
+            }
+        }
+    }
+    if let (Some(n), Some(b)) = (t.heap_objects, t.heap_bytes) {
+        s.push_str(&format!("Heap: {n} objects, {b} bytes; heaviest types:\n"));
+        for ty in &t.heaviest_types {
+            s.push_str(&format!(
+                "  {:>12} bytes {:>8} x {}\n",
+                ty["total_size"],
+                ty["count"],
+                ty["name"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    for p in &t.problems {
+        s.push_str(&format!("Not read: {p}\n"));
+    }
+    s
+}

@@ -1,0 +1,117 @@
+//! `dumpshell triage` over the whole corpus at once, checked against the truths.
+
+use serde_json::Value;
+use std::process::Command;
+
+#[test]
+fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
+    let entries = tests::all();
+    let fw = tests::framework_dir();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
+    cmd.args(["triage", "--json", "--no-recorded-paths", "--image-path"])
+        .arg(&fw);
+    for e in &entries {
+        cmd.arg(e.dump_path());
+    }
+    cmd.arg("/nonexistent/missing.dmp");
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a dump that cannot be opened makes the status 1"
+    );
+    let docs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        docs.len(),
+        entries.len() + 1,
+        "one document per dump, in order"
+    );
+    let last = &docs[entries.len()]["result"];
+    assert!(last["error"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent/missing.dmp"));
+
+    for (e, d) in entries.iter().zip(&docs) {
+        let r = &d["result"];
+        assert_eq!(d["command"], "triage");
+        assert!(r["error"].is_null(), "{}: {}", e.name, r["error"]);
+        assert_eq!(r["pid"], e.manifest["pid"], "{}", e.name);
+        if !e.runtime_version().starts_with("8.") {
+            let p = r["problems"].to_string();
+            assert!(
+                p.contains("3.1.23"),
+                "{}: the unsupported runtime is named: {p}",
+                e.name
+            );
+            continue;
+        }
+        // The heaviest types are the DAC census's, largest first.
+        let mut dac: Vec<&Value> = e.dac["heap_stat"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect();
+        dac.sort_by(|a, b| {
+            b["total_size"]
+                .as_u64()
+                .cmp(&a["total_size"].as_u64())
+                .then(b["count"].as_u64().cmp(&a["count"].as_u64()))
+        });
+        for (ours, theirs) in r["heaviest_types"].as_array().unwrap().iter().zip(&dac) {
+            assert_eq!(ours["total_size"], theirs["total_size"], "{}", e.name);
+            assert_eq!(ours["count"], theirs["count"], "{}", e.name);
+        }
+        assert_eq!(
+            r["heap_objects"], e.dac["heap_stat"]["total_objects"],
+            "{}",
+            e.name
+        );
+    }
+
+    // hang: the top stack is the 4 threads waiting on the gate, with the manifest's ids.
+    let i = entries.iter().position(|e| e.name == "hang").unwrap();
+    let top = &docs[i]["result"]["top_stacks"][0];
+    assert_eq!(top["count"], 4);
+    let mut ids: Vec<u64> = top["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let mut want: Vec<u64> = entries[i].manifest["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["role"] == "monitor-wait")
+        .map(|t| t["os_id"].as_u64().unwrap())
+        .collect();
+    want.sort_unstable();
+    assert_eq!(ids, want);
+    assert!(top["frames"]
+        .to_string()
+        .contains("System.Threading.Monitor.Wait(System.Object, Int32)"));
+
+    // crash: the crashing thread's last exception is the manifest's.
+    let i = entries.iter().position(|e| e.name == "crash").unwrap();
+    let m = &entries[i].manifest;
+    let crasher = m["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["role"] == "crash")
+        .unwrap();
+    let ex = docs[i]["result"]["thread_exceptions"].as_array().unwrap();
+    assert!(
+        ex.iter()
+            .any(|x| x["os_id"] == crasher["os_id"]
+                && x["exception_type"] == m["exceptions"][0]["type"]),
+        "{ex:?} vs {}",
+        m["exceptions"][0]
+    );
+}
