@@ -193,7 +193,14 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
     let sig = siginfo_first.filter(|s| fatal(s.signo));
     let mut exception = None;
     let mut crashing_thread = None;
-    if let Some((t, _)) = threads.iter().find(|(t, _)| fatal(t.signal)) {
+    // .NET Core 3.1's createdump writes SIGABRT into every thread's status, crash or not: a
+    // signal that every thread carries, with no NT_SIGINFO, singles out no thread.
+    let same_on_all = threads.len() > 1
+        && siginfo_first.is_none()
+        && threads.iter().all(|(t, _)| t.signal == threads[0].0.signal);
+    if same_on_all {
+        // no exception recorded
+    } else if let Some((t, _)) = threads.iter().find(|(t, _)| fatal(t.signal)) {
         let (address, flags) = match sig {
             Some(s) if s.signo == t.signal => (s.addr, s.code),
             _ => (0, 0),

@@ -40,6 +40,15 @@ fn info_reports_the_programs_pid_and_format() {
         assert_eq!(r["format"], want, "{}: format", e.name);
         assert_eq!(r["os"], e.os(), "{}: os", e.name);
         assert_eq!(r["arch"], "x86_64");
+        // Only the crash scenario died of a signal; the others were dumped alive.
+        let crashed = e.manifest["scenario"] == "crash";
+        assert_eq!(
+            !r["exception"].is_null(),
+            crashed,
+            "{}: exception {}",
+            e.name,
+            r["exception"]
+        );
     }
 }
 
