@@ -8,6 +8,7 @@
 //! sanity checks. Then [`Runtime::gc_heap`] gives the heap's structure, whose
 //! [`GcHeap::objects`] / [`GcHeap::census`] walk it, and [`Runtime::method_table`] decodes types.
 
+pub mod asyncsm;
 pub mod error;
 pub mod heap;
 pub mod layout;

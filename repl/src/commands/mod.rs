@@ -6,6 +6,7 @@ use crate::session::Session;
 use crate::tokenize;
 use clap::{ArgMatches, Command};
 
+pub mod asyncs;
 pub mod heap;
 pub mod native;
 pub mod objects;
@@ -51,6 +52,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(heap::SPECS)
             .chain(objects::SPECS)
             .chain(stacks::SPECS)
+            .chain(asyncs::SPECS)
             .collect()
     })
 }

@@ -1,0 +1,173 @@
+//! `dumpasync` on the hang scenario dumps against the truths: the manifest's async chains
+//! (innermost first) and the DAC's list of async state machine boxes.
+
+use repl::{commands, Session};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+fn run(s: &Session, line: &str) -> Value {
+    let (out, _) = commands::execute(s, line)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .unwrap();
+    out.json_document()["result"].clone()
+}
+
+fn session(e: &tests::Entry) -> Session {
+    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+}
+
+const DUMPS: &[&str] = &["hang", "servergc", "windows-hang"];
+
+fn types(chain: &Value) -> Vec<String> {
+    chain["boxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["state_machine_type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn addresses(r: &Value) -> BTreeSet<u64> {
+    r["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+        .map(|b| parse(b["address"].as_str().unwrap()))
+        .collect()
+}
+
+fn parse(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+fn dac_boxes(e: &tests::Entry) -> BTreeSet<u64> {
+    e.dac["async_state_machine_boxes"]["boxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| parse(b["address"].as_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_manifest_chain_is_found_innermost_first_and_awaiting() {
+    for name in DUMPS {
+        let e = tests::entry(name);
+        let s = session(&e);
+        let r = run(&s, "dumpasync");
+        let chains = r["chains"].as_array().unwrap();
+        let expected = e.manifest["async_chains"].as_array().unwrap();
+        assert!(!expected.is_empty(), "{name}: manifest lists no chain");
+        for m in expected {
+            let want: Vec<String> = m["state_machine_types"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned())
+                .collect();
+            let found = chains.iter().find(|c| types(c) == want).unwrap_or_else(|| {
+                panic!(
+                    "{name}: chain {} ({want:?}) not found; chains: {:?}",
+                    m["name"],
+                    chains.iter().map(types).collect::<Vec<_>>()
+                )
+            });
+            for b in found["boxes"].as_array().unwrap() {
+                assert_eq!(b["state_name"], "awaiting", "{name}: {b}");
+                assert!(b["state"].as_i64().unwrap() >= 0, "{name}: {b}");
+                assert_eq!(b["completed"], false, "{name}: {b}");
+            }
+        }
+        assert_eq!(
+            r["errors"].as_array().unwrap().len(),
+            0,
+            "{name}: errors {}",
+            r["errors"]
+        );
+    }
+}
+
+#[test]
+fn boxes_found_equal_the_dac_list() {
+    for name in DUMPS {
+        let e = tests::entry(name);
+        let s = session(&e);
+        let dac = dac_boxes(&e);
+        assert!(!dac.is_empty(), "{name}: the DAC truth lists no box");
+        let all = run(&s, "dumpasync --completed");
+        assert_eq!(
+            addresses(&all),
+            dac,
+            "{name}: dumpasync --completed vs the DAC"
+        );
+        assert_eq!(
+            all["total_boxes"].as_u64().unwrap() as usize,
+            dac.len(),
+            "{name}"
+        );
+        // Without --completed: the DAC's boxes minus the completed ones.
+        let live = run(&s, "dumpasync");
+        let skipped = live["completed_skipped"].as_u64().unwrap() as usize;
+        assert_eq!(addresses(&live).len() + skipped, dac.len(), "{name}");
+        assert!(addresses(&live).is_subset(&dac), "{name}");
+    }
+}
+
+#[test]
+fn filters_stats_and_coalesce() {
+    let e = tests::entry("hang");
+    let s = session(&e);
+    let all = run(&s, "dumpasync");
+    let first = &all["chains"][0]["boxes"][0];
+    let a = first["address"].as_str().unwrap().to_owned();
+    let by_addr = run(&s, &format!("dumpasync --address {a}"));
+    assert_eq!(by_addr["chains"].as_array().unwrap().len(), 1);
+    assert!(addresses(&by_addr).contains(&parse(&a)));
+
+    let by_type = run(&s, "dumpasync -type <TcsB>");
+    let chains = by_type["chains"].as_array().unwrap();
+    assert_eq!(chains.len(), 1, "{by_type}");
+    assert_eq!(
+        types(&chains[0]),
+        vec![
+            "Hang.Program+<TcsC>c__async5",
+            "Hang.Program+<TcsB>c__async4",
+            "Hang.Program+<TcsA>c__async3"
+        ]
+    );
+
+    let stats = run(&s, "dumpasync --stats");
+    let total: u64 = stats["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, addresses(&all).len() as u64);
+    let st: BTreeSet<&str> = stats["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["state_machine_type"].as_str().unwrap())
+        .collect();
+    assert!(st.contains("Hang.Program+<DelayA>c__async0"), "{st:?}");
+
+    let co = run(&s, "dumpasync --coalesce");
+    let n: u64 = co["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(n as usize, all["chains"].as_array().unwrap().len());
+
+    // The text names every state machine with two spaces of indent per level.
+    let (out, _) = commands::execute(&s, "dumpasync").unwrap().unwrap();
+    assert!(out.text.contains("\n  "), "{}", out.text);
+    assert!(
+        out.text.contains("Hang.Program+<SemA>c__async6"),
+        "{}",
+        out.text
+    );
+}
