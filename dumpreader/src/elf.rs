@@ -117,10 +117,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                         size: p_filesz,
                         file_len,
                     };
-                    if strict {
-                        return Err(e);
-                    }
-                    warnings.push(e);
+                    crate::error::recoverable(e, strict, &mut warnings)?;
                     // What the file lacks is unknown, not zero: keep only the bytes present.
                     file_size = avail;
                     mem_size = avail;
@@ -152,10 +149,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                         size: p_filesz,
                         file_len,
                     };
-                    if strict {
-                        return Err(e);
-                    }
-                    warnings.push(e);
+                    crate::error::recoverable(e, strict, &mut warnings)?;
                     size = avail;
                 }
                 notes.push((p_offset, size));
@@ -297,10 +291,7 @@ fn parse_notes(
                 12,
                 file_len.min(off + size),
             );
-            if strict {
-                return Err(e);
-            }
-            warnings.push(e);
+            crate::error::recoverable(e, strict, warnings)?;
             break;
         };
         let namesz = le_u32(h, 0) as usize;
@@ -323,20 +314,14 @@ fn parse_notes(
                 (end - p) as u64,
                 file_len.min(off + size),
             );
-            if strict {
-                return Err(e);
-            }
-            warnings.push(e);
+            crate::error::recoverable(e, strict, warnings)?;
             break;
         };
         let name = cstr(name);
         let desc_off = off + desc_start as u64;
         if name == "CORE" || name == "LINUX" {
             if let Err(e) = handle_note(ntype, &name, desc, desc_off, st) {
-                if strict {
-                    return Err(e);
-                }
-                warnings.push(e);
+                crate::error::recoverable(e, strict, warnings)?;
             }
         }
         p = end;

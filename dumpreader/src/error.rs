@@ -158,3 +158,13 @@ pub struct ReadError {
     /// Bytes available from `addr` onward.
     pub got: usize,
 }
+
+/// A recoverable problem met while parsing: in strict mode it is the error; otherwise it is
+/// kept as a warning and parsing goes on.
+pub(crate) fn recoverable(e: Error, strict: bool, warnings: &mut Vec<Error>) -> Result<(), Error> {
+    if strict {
+        return Err(e);
+    }
+    warnings.push(e);
+    Ok(())
+}

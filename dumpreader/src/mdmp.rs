@@ -22,6 +22,43 @@ fn get(data: &[u8], off: u64, len: u64) -> Option<&[u8]> {
     data.get(st..st.checked_add(l)?)
 }
 
+/// Adds one range of a minidump memory list (`(address, size, file offset)`), clipped where
+/// the file ends before its bytes (a recoverable problem, said so).
+fn push_range(
+    segs: &mut Vec<RawSegment>,
+    warnings: &mut Vec<Error>,
+    strict: bool,
+    index: usize,
+    (start, size, rva): (u64, u64, u64),
+    file_len: u64,
+) -> Result<(), Error> {
+    let avail = file_len.saturating_sub(rva);
+    let mut fsize = size;
+    if size > avail {
+        let e = Error::SegmentOutsideFile {
+            index,
+            address: start,
+            offset: rva,
+            size,
+            file_len,
+        };
+        crate::error::recoverable(e, strict, warnings)?;
+        fsize = avail;
+    }
+    segs.push(RawSegment {
+        index,
+        quiet: false,
+        seg: Segment {
+            addr: start,
+            mem_size: fsize,
+            file_off: rva,
+            file_size: fsize,
+            perms: None,
+        },
+    });
+    Ok(())
+}
+
 fn stream_name(t: u32) -> String {
     let n = match t {
         3 => "ThreadList",
@@ -91,10 +128,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                 dir.size,
                 file_len,
             );
-            if strict {
-                return Err(e);
-            }
-            warnings.push(e);
+            crate::error::recoverable(e, strict, &mut warnings)?;
             continue;
         }
         dirs.push(dir);
@@ -108,10 +142,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         let s = get(data, d.rva, d.size).unwrap_or(&[]);
         if s.len() < 16 {
             let e = Error::truncated("Memory64List header", d.rva, 16, d.rva + d.size);
-            if strict {
-                return Err(e);
-            }
-            warnings.push(e);
+            crate::error::recoverable(e, strict, &mut warnings)?;
         } else {
             let n = le_u64(s, 0);
             let mut rva = le_u64(s, 8);
@@ -123,41 +154,19 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                     count: n,
                     max,
                 };
-                if strict {
-                    return Err(e);
-                }
-                warnings.push(e);
+                crate::error::recoverable(e, strict, &mut warnings)?;
             }
             for i in 0..n.min(max) as usize {
                 let start = le_u64(s, 16 + 16 * i);
                 let size = le_u64(s, 24 + 16 * i);
-                let avail = file_len.saturating_sub(rva);
-                let mut fsize = size;
-                if size > avail {
-                    let e = Error::SegmentOutsideFile {
-                        index: seg_index,
-                        address: start,
-                        offset: rva,
-                        size,
-                        file_len,
-                    };
-                    if strict {
-                        return Err(e);
-                    }
-                    warnings.push(e);
-                    fsize = avail;
-                }
-                segs.push(RawSegment {
-                    index: seg_index,
-                    quiet: false,
-                    seg: Segment {
-                        addr: start,
-                        mem_size: fsize,
-                        file_off: rva,
-                        file_size: fsize,
-                        perms: None,
-                    },
-                });
+                push_range(
+                    &mut segs,
+                    &mut warnings,
+                    strict,
+                    seg_index,
+                    (start, size, rva),
+                    file_len,
+                )?;
                 seg_index += 1;
                 rva = rva.saturating_add(size);
             }
@@ -176,43 +185,21 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                 count: n,
                 max,
             };
-            if strict {
-                return Err(e);
-            }
-            warnings.push(e);
+            crate::error::recoverable(e, strict, &mut warnings)?;
         }
         for i in 0..n.min(max) as usize {
             let o = base + 16 * i;
             let start = le_u64(s, o);
             let size = le_u32(s, o + 8) as u64;
             let rva = le_u32(s, o + 12) as u64;
-            let avail = file_len.saturating_sub(rva);
-            let mut fsize = size;
-            if size > avail {
-                let e = Error::SegmentOutsideFile {
-                    index: seg_index,
-                    address: start,
-                    offset: rva,
-                    size,
-                    file_len,
-                };
-                if strict {
-                    return Err(e);
-                }
-                warnings.push(e);
-                fsize = avail;
-            }
-            segs.push(RawSegment {
-                index: seg_index,
-                quiet: false,
-                seg: Segment {
-                    addr: start,
-                    mem_size: fsize,
-                    file_off: rva,
-                    file_size: fsize,
-                    perms: None,
-                },
-            });
+            push_range(
+                &mut segs,
+                &mut warnings,
+                strict,
+                seg_index,
+                (start, size, rva),
+                file_len,
+            )?;
             seg_index += 1;
         }
     }
@@ -222,10 +209,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         Ok(m) => Some(m),
         Err(e) => {
             let err = Error::malformed("minidump header", 0, format!("minidump crate: {e}"));
-            if strict {
-                return Err(err);
-            }
-            warnings.push(err);
+            crate::error::recoverable(err, strict, &mut warnings)?;
             None
         }
     };
@@ -300,10 +284,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                         Some(b) => match parse_context(b, loc.rva as u64) {
                             Ok(c) => c,
                             Err(e) => {
-                                if strict {
-                                    return Err(e);
-                                }
-                                warnings.push(e);
+                                crate::error::recoverable(e, strict, &mut warnings)?;
                                 X64Context::default()
                             }
                         },
@@ -314,10 +295,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
                                 loc.data_size as u64,
                                 file_len,
                             );
-                            if strict {
-                                return Err(e);
-                            }
-                            warnings.push(e);
+                            crate::error::recoverable(e, strict, &mut warnings)?;
                             X64Context::default()
                         }
                     };
