@@ -35,6 +35,11 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{text}' is not a count"))
 }
 
+/// Formats an address as JSON results carry it: `0x` and lower-case hexadecimal digits.
+pub fn hex(v: u64) -> String {
+    format!("0x{v:x}")
+}
+
 /// Formats an address as SOS prints it: 16 hexadecimal digits, lower case.
 pub fn fmt_addr(a: u64) -> String {
     format!("{a:016x}")

@@ -12,20 +12,13 @@ fn run(s: &Session, line: &str) -> Value {
     out.json_document()["result"].clone()
 }
 
-fn net8() -> Vec<tests::Entry> {
-    tests::all()
-        .into_iter()
-        .filter(|e| e.runtime_version().starts_with("8."))
-        .collect()
-}
-
 fn session(e: &tests::Entry) -> Session {
     Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
 }
 
 #[test]
 fn dumpheap_stat_equals_the_dac_census_on_every_net8_dump() {
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         // SOS's spelling (one dash) and ours give the same result.
         let r = run(&s, "dumpheap -stat");
@@ -102,7 +95,7 @@ fn dumpheap_listing_counts_every_object_the_dac_counted() {
 #[test]
 fn dumpheap_type_and_mt_find_the_manifests_objects() {
     let mut checked = 0;
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         for t in e.manifest["types"].as_array().into_iter().flatten() {
             let name = t["dac_name"].as_str().or(t["name"].as_str()).unwrap();
@@ -194,7 +187,7 @@ fn min_max_filter_by_size_and_unsupported_runtimes_are_named() {
 
 #[test]
 fn eeversion_and_eeheap_match_the_dac() {
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         let v = run(&s, "eeversion");
         assert_eq!(v["version"], "8.0.4", "{}", e.name);

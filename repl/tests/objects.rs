@@ -19,13 +19,6 @@ fn hexv(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }
 
-fn net8() -> Vec<tests::Entry> {
-    tests::all()
-        .into_iter()
-        .filter(|e| e.runtime_version().starts_with("8."))
-        .collect()
-}
-
 fn session(e: &tests::Entry) -> Session {
     Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
 }
@@ -287,7 +280,7 @@ fn the_kept_exception_and_its_inner_one() {
 
 #[test]
 fn dumpobj_name_and_size_equal_the_census_for_every_object_of_sampled_types() {
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         let stat = &e.dac["heap_stat"]["types"];
         let mut checked = 0;
@@ -339,7 +332,7 @@ fn dumpobj_name_and_size_equal_the_census_for_every_object_of_sampled_types() {
 
 #[test]
 fn verifyheap_finds_no_error_on_real_dumps() {
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         let r = run(&s, "verifyheap");
         assert_eq!(r["errors"], 0, "{}: {}", e.name, r["problems"]);
@@ -355,7 +348,7 @@ fn verifyheap_finds_no_error_on_real_dumps() {
 
 #[test]
 fn gcwhere_names_every_dac_segment() {
-    for e in net8() {
+    for e in tests::net8() {
         let s = session(&e);
         let mut n = 0;
         for heap in e.dac["gc_heap"]["heaps"].as_array().unwrap() {

@@ -106,6 +106,14 @@ pub fn all() -> Vec<Entry> {
     names().iter().map(|n| entry(n)).collect()
 }
 
+/// The corpus entries of .NET 8 processes (the runtime family the CLR layer reads).
+pub fn net8() -> Vec<Entry> {
+    all()
+        .into_iter()
+        .filter(|e| e.runtime_version().starts_with("8."))
+        .collect()
+}
+
 fn load_json(path: &Path) -> Value {
     let text = fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("truth file {} cannot be read: {e}", path.display()));

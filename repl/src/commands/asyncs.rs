@@ -1,6 +1,7 @@
 //! `dumpasync`: async state machines of the heap as logical stacks (innermost first).
 
 use super::CommandSpec;
+use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
 use crate::session::Session;
@@ -50,10 +51,6 @@ fn grammar() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("group chains with the same state machine types, with counts"),
         )
-}
-
-fn hex(v: u64) -> String {
-    format!("0x{v:x}")
 }
 
 #[derive(Serialize)]

@@ -2,6 +2,7 @@
 
 use super::native::{render, table};
 use super::CommandSpec;
+use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
 use crate::output::{CommandError, Output};
 use crate::session::{Clr, Session};
@@ -48,10 +49,6 @@ pub static SPECS: &[CommandSpec] = &[
 pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
     s.clr()
         .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
-}
-
-fn hex(v: u64) -> String {
-    format!("0x{v:x}")
 }
 
 fn gc_mode_name(m: GcMode) -> &'static str {

@@ -2,6 +2,7 @@
 //! memory display (`db`, `dw`, `dd`, `dq`).
 
 use super::CommandSpec;
+use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
 use crate::session::Session;
@@ -115,10 +116,6 @@ fn right(t: &mut Table, cols: &[usize]) {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-}
-
-fn hex(v: u64) -> String {
-    format!("0x{v:x}")
 }
 
 fn format_name(f: DumpFormat) -> &'static str {

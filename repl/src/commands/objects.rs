@@ -4,6 +4,7 @@
 use super::heap::clr;
 use super::native::{render, table};
 use super::CommandSpec;
+use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
 use crate::session::{Clr, Session};
@@ -153,10 +154,6 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
         .long(name)
         .action(ArgAction::SetTrue)
         .help(help)
-}
-
-fn hex(v: u64) -> String {
-    format!("0x{v:x}")
 }
 
 fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {

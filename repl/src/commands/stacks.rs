@@ -3,6 +3,7 @@
 use super::heap::clr;
 use super::native::{render, table};
 use super::CommandSpec;
+use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address};
 use crate::output::{CommandError, Output};
 use crate::session::{Clr, Session};
@@ -62,10 +63,6 @@ pub static SPECS: &[CommandSpec] = &[
         run: ip2md,
     },
 ];
-
-fn hex(v: u64) -> String {
-    format!("0x{v:x}")
-}
 
 fn parse_os_id(t: &str) -> Result<u64, CommandError> {
     let t = t.trim();
