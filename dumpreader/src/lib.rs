@@ -32,8 +32,8 @@ mod types;
 
 pub use error::{Error, ReadError};
 pub use image::{
-    ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout, PeSection,
-    ProgramHeader, Symbol,
+    pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout,
+    PeSection, ProgramHeader, Symbol,
 };
 pub use memory::{Memory, MemoryRange, Perms, SliceMemory, MAX_READ_BYTES};
 pub use types::*;

@@ -26,11 +26,15 @@ pub struct ImageFile {
     bytes: Vec<u8>,
 }
 
-fn pe_identity(h: &[u8]) -> Option<(u32, u32)> {
-    let e = u32::from_le_bytes(h.get(0x3C..0x40)?.try_into().ok()?) as usize;
-    let ts = u32::from_le_bytes(h.get(e + 8..e + 12)?.try_into().ok()?);
-    let size = u32::from_le_bytes(h.get(e + 24 + 56..e + 24 + 60)?.try_into().ok()?);
-    Some((ts, size))
+/// The PE identity (TimeDateStamp, SizeOfImage) of headers at `base` in `mem`.
+fn pe_identity<M: Memory + ?Sized>(mem: &M, base: u64) -> Option<(u32, u32)> {
+    match dumpreader::pe_identity(&mem, base)? {
+        dumpreader::ModuleIdentity::Pe {
+            timestamp,
+            size_of_image,
+        } => Some((timestamp, size_of_image)),
+        dumpreader::ModuleIdentity::BuildId(_) => None,
+    }
 }
 
 impl ImageFile {
@@ -42,8 +46,7 @@ impl ImageFile {
         layout: PeLayout,
         path: &str,
     ) -> Result<ImageFile, String> {
-        let in_dump = mem.read_bytes(base, 4096);
-        let want = pe_identity(&in_dump)
+        let want = pe_identity(mem, base)
             .ok_or_else(|| format!("the image headers at {base:#x} are not in the dump"))?;
         let len = std::fs::metadata(path)
             .map_err(|e| format!("{path}: {e}"))?
@@ -52,7 +55,14 @@ impl ImageFile {
             return Err(format!("{path}: {len} bytes is too large for an image"));
         }
         let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-        let have = pe_identity(&bytes).ok_or_else(|| format!("{path}: not a PE file"))?;
+        let have = pe_identity(
+            &dumpreader::SliceMemory {
+                base: 0,
+                bytes: &bytes,
+            },
+            0,
+        )
+        .ok_or_else(|| format!("{path}: not a PE file"))?;
         if have != want {
             return Err(format!(
                 "{path}: timestamp/size {have:x?} differ from the dump's {want:x?}"

@@ -8,7 +8,6 @@ use crate::output::{CommandError, Output};
 use crate::session::{Clr, Session};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::{GcMode, SegmentKind};
-use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -391,14 +390,6 @@ fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
     }
 }
 
-/// Reads a string object's characters (at most `max` of them).
-pub(crate) fn read_string(mem: &dyn Memory, addr: u64, max: usize) -> Option<(String, u32)> {
-    let len = mem.read_u32(addr + 8).ok()?;
-    let n = (len as usize).min(max);
-    let s = mem.read_utf16(addr + 12, n).ok()?;
-    Some((s, len))
-}
-
 fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
@@ -473,6 +464,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         census.errors.iter().map(walk_error).collect::<Vec<_>>()
     } else {
         let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let strings_reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
         let mut it = heap.objects(&c.rt);
         let (mut n, mut bytes) = (0u64, 0u64);
         for o in it.by_ref() {
@@ -512,7 +504,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 frozen_size += o.size;
             }
             if strings {
-                if let Some((v, _)) = read_string(&*s.target, o.address, 1024) {
+                if let Ok((v, _)) = strings_reader.string_value(o.address, 1024) {
                     let e = string_stats.entry(v).or_default();
                     e.0 += 1;
                     e.1 += o.size;
