@@ -43,11 +43,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// [`OpenOptions::cache_limit`]'s default: 32 GiB.
+pub const DEFAULT_CACHE_LIMIT: u64 = 32 << 30;
+
 /// Options for [`Dump::open_with`].
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
     /// Where decompressed `.zst` dumps are cached (default: `$TMPDIR/dumpreader-cache`).
     pub cache_dir: Option<PathBuf>,
+    /// The most bytes the cache may hold: after a dump is decompressed into it, the entries
+    /// opened least recently are deleted until the others fit (the new one is always kept).
+    pub cache_limit: u64,
     /// Directories searched (by file name) for module image files when the dump lacks an
     /// image's pages; the module's own recorded path is tried last.
     pub image_search_path: Vec<PathBuf>,
@@ -68,6 +74,7 @@ impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             cache_dir: None,
+            cache_limit: DEFAULT_CACHE_LIMIT,
             image_search_path: Vec::new(),
             strict: false,
             zero_fill: true,
@@ -362,8 +369,10 @@ impl Dump {
     /// The module containing `addr`.
     pub fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
         let mods = self.modules();
+        // The containing module with the highest base (an image can span smaller ones, e.g.
+        // a double-mapped code region over libraries); usually the first one looked at.
         let i = mods.partition_point(|m| m.base <= addr);
-        mods[..i].iter().rev().take(8).find(|m| m.contains(addr))
+        mods[..i].iter().rev().find(|m| m.contains(addr))
     }
 
     /// The first module whose file name equals `name` (ASCII case-insensitive).
@@ -771,6 +780,10 @@ fn decompress_cached(path: &Path, opts: &OpenOptions) -> Result<PathBuf, Error> 
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("dump");
     let out = dir.join(format!("{stem}-{:016x}", h.finish()));
     if out.is_file() {
+        // Opened now: the last to be evicted.
+        if let Ok(f) = std::fs::File::options().append(true).open(&out) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
         return Ok(out);
     }
     let tmp = dir.join(format!(
@@ -792,7 +805,46 @@ fn decompress_cached(path: &Path, opts: &OpenOptions) -> Result<PathBuf, Error> 
         return Err(Error::io(path, &e));
     }
     std::fs::rename(&tmp, &out).map_err(|e| Error::io(&out, &e))?;
+    evict_cache(&dir, &out, opts.cache_limit);
     Ok(out)
+}
+
+/// Keeps the cache at `dir` within `limit` bytes: deletes decompressed dumps other than `keep`,
+/// least recently opened (modified) first, and partial files a day old (an interrupted
+/// decompression). Problems are ignored: the cache is an optimisation.
+fn evict_cache(dir: &Path, keep: &Path, limit: u64) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut entries = Vec::new();
+    for e in rd.flatten() {
+        let p = e.path();
+        let Ok(m) = e.metadata() else { continue };
+        if !m.is_file() {
+            continue;
+        }
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let modified = m.modified().unwrap_or(now);
+        if name.contains(".partial-") {
+            let age = now.duration_since(modified).unwrap_or_default();
+            if age.as_secs() > 24 * 3600 {
+                let _ = std::fs::remove_file(&p);
+            }
+            continue;
+        }
+        entries.push((modified, m.len(), p));
+    }
+    let mut total: u64 = entries.iter().map(|e| e.1).sum();
+    entries.sort();
+    for (_, len, p) in entries {
+        if total <= limit {
+            break;
+        }
+        if p != keep && std::fs::remove_file(&p).is_ok() {
+            total -= len;
+        }
+    }
 }
 
 mod map {

@@ -418,6 +418,9 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         auxv: Vec::new(),
         warnings,
     };
+    // Sorted by base, as `Target::modules` promises (a minidump's ModuleList is in load order;
+    // `Dump::module_at` searches by base).
+    modules.sort_by_key(|m| m.base);
     Ok(Parsed {
         info,
         threads,

@@ -894,6 +894,56 @@ fn zst_input_from_bytes_and_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn the_cache_keeps_within_its_limit_evicting_the_least_recently_opened() {
+    let c = sample_core().build();
+    let z = zstd::encode_all(&c[..], 3).unwrap();
+    let dir = std::env::temp_dir().join(format!("dumpreader-evict-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    // Room for two decompressed dumps, not three.
+    let opts = OpenOptions {
+        cache_dir: Some(cache.clone()),
+        cache_limit: 2 * c.len() as u64 + c.len() as u64 / 2,
+        ..Default::default()
+    };
+    let paths: Vec<_> = (0..3).map(|i| dir.join(format!("d{i}.dmp.zst"))).collect();
+    for p in &paths {
+        std::fs::write(p, &z).unwrap();
+    }
+    let entries = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    Dump::open_with(&paths[0], &opts).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    Dump::open_with(&paths[1], &opts).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Reopening d0 makes d1 the least recently opened.
+    Dump::open_with(&paths[0], &opts).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(entries().len(), 2);
+    Dump::open_with(&paths[2], &opts).unwrap();
+    let left = entries();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().any(|n| n.starts_with("d0.dmp-")), "{left:?}");
+    assert!(left.iter().any(|n| n.starts_with("d2.dmp-")), "{left:?}");
+    // A limit smaller than one dump still keeps the dump just opened.
+    let tiny = OpenOptions {
+        cache_limit: 1,
+        ..opts.clone()
+    };
+    Dump::open_with(&paths[1], &tiny).unwrap();
+    assert_eq!(entries().len(), 1);
+    assert!(entries()[0].starts_with("d1.dmp-"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---------------------------------------------------------------------------------------
 // Minidump builder and tests
 
