@@ -177,7 +177,7 @@ class Checker:
 
         # ---- sync over async, locks: every id named must be a manifest thread
         soa = m.get('sync_over_async')
-        if soa:
+        for soa in (soa if isinstance(soa, list) else [soa] if soa else []):
             self.ok(soa['managed_id'] in by_managed, 'sync_over_async thread %s not in threads' % soa['managed_id'])
             self.ok(soa['waits_on_chain'] in [c['name'] for c in m.get('async_chains', [])],
                     'sync_over_async waits on unknown chain %s' % soa['waits_on_chain'])
