@@ -15,6 +15,7 @@
 //!   A chain starts at a box no other box continues into (the innermost) and follows the
 //!   continuations outward, as SOS prints a logical stack. Every walk is bounded.
 
+use crate::fields::{field, int, obj as ref_field};
 use crate::heap::GcHeap;
 use crate::names::TypeNames;
 use crate::objects::{FieldData, FieldValue, ObjectReader};
@@ -95,8 +96,13 @@ impl AsyncBox {
         self.task_flags & task_flags::COMPLETED_MASK != 0
     }
 
-    /// `awaiting` (N >= 0), `running` (-1), `done` (-2) or `unknown`.
+    /// `done` once the task completed (the runtime then clears the state machine, so its
+    /// state field reads 0), else `awaiting` (N >= 0), `running` (-1), `done` (-2) or
+    /// `unknown`.
     pub fn state_name(&self) -> &'static str {
+        if self.completed() {
+            return "done";
+        }
         match self.state {
             Some(n) if n >= 0 => "awaiting",
             Some(-1) => "running",
@@ -107,7 +113,13 @@ impl AsyncBox {
 
     /// The task's status from its flags.
     pub fn task_status(&self) -> &'static str {
-        let f = self.task_flags;
+        task_status_of(self.task_flags)
+    }
+}
+
+/// A task's status from its `m_stateFlags`.
+pub fn task_status_of(f: u32) -> &'static str {
+    {
         if f & task_flags::RAN_TO_COMPLETION != 0 {
             "ran_to_completion"
         } else if f & task_flags::FAULTED != 0 {
@@ -133,6 +145,38 @@ pub struct AsyncAnalysis {
     pub chains: Vec<Vec<usize>>,
     /// Problems met (objects that could not be read, cycles, walk errors).
     pub errors: Vec<String>,
+    /// What else the walk learnt about tasks and what completes them (for `causality`).
+    #[serde(skip)]
+    pub facts: TaskFacts,
+}
+
+/// Objects met during the walk that tell what a task waits for.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFacts {
+    /// Every object deriving from `System.Threading.Tasks.Task` that is not a box.
+    pub tasks: HashSet<u64>,
+    /// `TaskCompletionSource` objects by the task they complete (`_task`).
+    pub tcs_of_task: HashMap<u64, u64>,
+    /// Every `SemaphoreSlim`.
+    pub semaphores: Vec<Semaphore>,
+    /// The semaphore (index into `semaphores`) whose async waiter list holds a TaskNode.
+    pub semaphore_of_node: HashMap<u64, usize>,
+    /// `Task+SetOnInvokeMres` objects: the event a thread blocked in `Task.Wait`, `.Result`
+    /// or `GetResult()` sleeps on, registered as the waited task's continuation.
+    pub wait_events: HashSet<u64>,
+}
+
+/// A `SemaphoreSlim` and its waiters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Semaphore {
+    /// Its address.
+    pub address: u64,
+    /// `m_currentCount`.
+    pub current_count: i64,
+    /// `m_waitCount` (threads blocked synchronously).
+    pub sync_waiters: i64,
+    /// The async waiters (`TaskNode`s from `m_asyncHead`), in order.
+    pub async_waiters: Vec<u64>,
 }
 
 struct Finder<'a, 'r, M> {
@@ -142,26 +186,64 @@ struct Finder<'a, 'r, M> {
     is_box: HashMap<u64, bool>,
 }
 
-fn field<'f>(fields: &'f [FieldData], name: &str) -> Option<&'f FieldData> {
-    fields.iter().rev().find(|f| f.name == name)
+/// What an object's type tells `analyze`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Box,
+    Task,
+    Tcs,
+    Semaphore,
+    WaitEvent,
+    Other,
 }
 
-fn obj_ref(f: Option<&FieldData>) -> u64 {
-    match f.map(|f| &f.value) {
-        Some(FieldValue::Object { address, .. }) => *address,
-        _ => 0,
-    }
-}
-
-fn int_value(v: &FieldValue) -> Option<i64> {
-    match v {
-        FieldValue::Int { value } => Some(*value),
-        FieldValue::UInt { value } => Some(*value as i64),
-        _ => None,
-    }
-}
+/// Bound on a semaphore's async waiter list.
+const MAX_WAITERS: usize = 100_000;
 
 impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
+    fn kind(&mut self, mt: u64) -> Kind {
+        if self.is_box_mt(mt) {
+            return Kind::Box;
+        }
+        if self.derives_from_task(mt) {
+            return Kind::Task;
+        }
+        let name = self.r.type_name(mt);
+        if name.starts_with("System.Threading.Tasks.TaskCompletionSource") {
+            Kind::Tcs
+        } else if name == "System.Threading.SemaphoreSlim" {
+            Kind::Semaphore
+        } else if name == "System.Threading.Tasks.Task+SetOnInvokeMres" {
+            Kind::WaitEvent
+        } else {
+            Kind::Other
+        }
+    }
+
+    fn semaphore(&mut self, addr: u64, mt: u64) -> Result<Semaphore, String> {
+        let fs = self
+            .r
+            .fields(mt, addr + 8, false)
+            .map_err(|e| format!("SemaphoreSlim {addr:#x}: fields not readable: {e}"))?;
+        let num = |n: &str| int(&fs, n).unwrap_or(0);
+        let mut async_waiters = Vec::new();
+        let mut node = ref_field(&fs, "m_asyncHead");
+        let mut seen = HashSet::new();
+        while node != 0 && seen.insert(node) && async_waiters.len() < MAX_WAITERS {
+            async_waiters.push(node);
+            node = match self.fields_of(node) {
+                Some((_, nf)) => ref_field(&nf, "Next"),
+                None => 0,
+            };
+        }
+        Ok(Semaphore {
+            address: addr,
+            current_count: num("m_currentCount"),
+            sync_waiters: num("m_waitCount"),
+            async_waiters,
+        })
+    }
+
     fn derives_from_task(&mut self, mt: u64) -> bool {
         if let Some(&v) = self.is_task.get(&mt) {
             return v;
@@ -216,10 +298,8 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             .r
             .fields(mt, addr + 8, false)
             .map_err(|e| format!("box {addr:#x}: fields not readable: {e}"))?;
-        let flags = field(&fields, "m_stateFlags")
-            .and_then(|f| int_value(&f.value))
-            .unwrap_or(0) as u32;
-        let cont = obj_ref(field(&fields, "m_continuationObject"));
+        let flags = int(&fields, "m_stateFlags").unwrap_or(0) as u32;
+        let cont = ref_field(&fields, "m_continuationObject");
         let info = self.r.mt(mt);
         let mut sm_type = None;
         let mut sm_mt = None;
@@ -256,10 +336,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                 sm_mt = sm_mt.or(Some(last));
             }
         }
-        let state = sm_fields
-            .iter()
-            .find(|f| f.name == "<>1__state" || f.name == "$PC")
-            .and_then(|f| int_value(&f.value));
+        let state = int(&sm_fields, "<>1__state").or_else(|| int(&sm_fields, "$PC"));
         let mut awaiters = Vec::new();
         for f in &sm_fields {
             let is_awaiter = f.name.starts_with("<>u__") || f.name.starts_with("$awaiter");
@@ -351,13 +428,13 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             return;
         };
         if self.derives_from_task(mt) {
-            let c = obj_ref(field(&fields, "m_continuationObject"));
+            let c = ref_field(&fields, "m_continuationObject");
             self.resolve(c, boxes, depth + 1, seen, out);
             return;
         }
         let name = self.r.type_name(mt);
         if name.starts_with("System.Collections.Generic.List`1") {
-            let items = obj_ref(field(&fields, "_items"));
+            let items = ref_field(&fields, "_items");
             self.resolve(items, boxes, depth + 1, seen, out);
             return;
         }
@@ -369,7 +446,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             "m_stateMachine",
             "StateMachine",
         ] {
-            let c = obj_ref(field(&fields, n));
+            let c = ref_field(&fields, n);
             if c != 0 {
                 self.resolve(c, boxes, depth + 1, seen, out);
             }
@@ -390,12 +467,45 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
     let mut out = AsyncAnalysis::default();
     let mut iter = heap.objects(rt);
     let mut candidates = Vec::new();
+    let mut kinds: HashMap<u64, Kind> = HashMap::new();
+    let mut tcs = Vec::new();
+    let mut sems = Vec::new();
     for o in iter.by_ref() {
         if o.is_free {
             continue;
         }
-        if f.is_box_mt(o.mt) {
-            candidates.push((o.address, o.mt));
+        let k = *kinds.entry(o.mt).or_insert_with(|| f.kind(o.mt));
+        match k {
+            Kind::Box => candidates.push((o.address, o.mt)),
+            Kind::Task => {
+                out.facts.tasks.insert(o.address);
+            }
+            Kind::Tcs => tcs.push((o.address, o.mt)),
+            Kind::Semaphore => sems.push((o.address, o.mt)),
+            Kind::WaitEvent => {
+                out.facts.wait_events.insert(o.address);
+            }
+            Kind::Other => {}
+        }
+    }
+    for (a, mt) in tcs {
+        if let Ok(fs) = reader.fields(mt, a + 8, false) {
+            let t = ref_field(&fs, "_task");
+            if t != 0 {
+                out.facts.tcs_of_task.insert(t, a);
+            }
+        }
+    }
+    for (a, mt) in sems {
+        match f.semaphore(a, mt) {
+            Ok(sem) => {
+                let i = out.facts.semaphores.len();
+                for n in &sem.async_waiters {
+                    out.facts.semaphore_of_node.insert(*n, i);
+                }
+                out.facts.semaphores.push(sem);
+            }
+            Err(e) => out.errors.push(e),
         }
     }
     for e in iter.errors() {
@@ -420,61 +530,155 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
     out
 }
 
-/// Chains (indices, innermost first) from the boxes' continuations.
+/// Bound on the number of chains (paths) enumerated: a box awaited by several others starts
+/// one chain per awaiting path, which could multiply on a crafted heap.
+pub const MAX_CHAINS: usize = 10_000;
+
+/// Chains (indices, innermost first) from the boxes' continuations: every path from a box
+/// nobody continues into (the innermost) to a box that continues nowhere (a root). A box
+/// awaited by two others (a `List<object>` continuation) therefore starts two chains.
 fn chains(boxes: &[AsyncBox], errors: &mut Vec<String>) -> Vec<Vec<usize>> {
     let index: HashMap<u64, usize> = boxes
         .iter()
         .enumerate()
         .map(|(i, b)| (b.address, i))
         .collect();
-    let mut awaited_by: BTreeSet<usize> = BTreeSet::new();
-    for b in boxes {
-        for c in &b.continuations {
-            if let Some(&j) = index.get(c) {
-                awaited_by.insert(j);
-            }
-        }
+    let next: Vec<Vec<usize>> = boxes
+        .iter()
+        .map(|b| {
+            let mut v: Vec<usize> = b
+                .continuations
+                .iter()
+                .filter_map(|a| index.get(a).copied())
+                .collect();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut awaited = vec![false; boxes.len()];
+    for n in next.iter().flatten() {
+        awaited[*n] = true;
     }
-    let mut out = Vec::new();
-    let mut covered = vec![false; boxes.len()];
-    let walk = |start: usize, covered: &mut Vec<bool>, errors: &mut Vec<String>| {
-        let mut chain = vec![start];
-        let mut on = HashSet::new();
-        on.insert(start);
-        covered[start] = true;
-        let mut cur = start;
-        while let Some(&next) = boxes[cur].continuations.first().and_then(|a| index.get(a)) {
-            if !on.insert(next) {
-                errors.push(format!(
-                    "continuation cycle at box {:#x}",
-                    boxes[next].address
-                ));
-                break;
-            }
-            if chain.len() >= MAX_CHAIN {
-                errors.push(format!(
-                    "chain from box {:#x} longer than {MAX_CHAIN}: cut",
-                    boxes[start].address
-                ));
-                break;
-            }
-            chain.push(next);
-            covered[next] = true;
-            cur = next;
-        }
-        chain
+    let mut w = PathWalk {
+        boxes,
+        next: &next,
+        out: Vec::new(),
+        covered: vec![false; boxes.len()],
+        problems: BTreeSet::new(),
     };
-    // Innermost boxes: nobody continues into them.
+    // Innermost boxes first, then boxes reachable only through cycles.
+    for (i, _) in awaited.iter().enumerate().filter(|(_, a)| !**a) {
+        w.from(i);
+    }
     for i in 0..boxes.len() {
-        if !awaited_by.contains(&i) {
-            out.push(walk(i, &mut covered, errors));
+        if !w.covered[i] {
+            w.from(i);
         }
     }
-    // Boxes only on cycles.
-    for i in 0..boxes.len() {
-        if !covered[i] {
-            out.push(walk(i, &mut covered, errors));
+    errors.extend(w.problems);
+    w.out
+}
+
+struct PathWalk<'a> {
+    boxes: &'a [AsyncBox],
+    next: &'a [Vec<usize>],
+    out: Vec<Vec<usize>>,
+    covered: Vec<bool>,
+    problems: BTreeSet<String>,
+}
+
+impl PathWalk<'_> {
+    /// Every path from `start`, depth first with an explicit stack (bounded depth and count).
+    fn from(&mut self, start: usize) {
+        // (path so far, index of the next continuation to try at its last box)
+        let mut path = vec![start];
+        let mut cursor = vec![0usize];
+        self.covered[start] = true;
+        while let Some(&last) = path.last() {
+            let k = *cursor.last().unwrap_or(&0);
+            let succ = &self.next[last];
+            if k == 0 && succ.is_empty() {
+                self.emit(&path);
+            }
+            if k >= succ.len() {
+                path.pop();
+                cursor.pop();
+                continue;
+            }
+            if let Some(c) = cursor.last_mut() {
+                *c += 1;
+            }
+            let n = succ[k];
+            if path.contains(&n) {
+                self.problems.insert(format!(
+                    "continuation cycle at box {:#x}",
+                    self.boxes[n].address
+                ));
+                self.emit(&path);
+                continue;
+            }
+            if path.len() >= MAX_CHAIN {
+                self.problems.insert(format!(
+                    "chain from box {:#x} longer than {MAX_CHAIN}: cut",
+                    self.boxes[start].address
+                ));
+                self.emit(&path);
+                continue;
+            }
+            if self.out.len() >= MAX_CHAINS {
+                self.problems.insert(format!(
+                    "more than {MAX_CHAINS} chains: the rest not listed"
+                ));
+                return;
+            }
+            self.covered[n] = true;
+            path.push(n);
+            cursor.push(0);
         }
     }
-    out
+
+    fn emit(&mut self, path: &[usize]) {
+        if self.out.len() < MAX_CHAINS && self.out.last().map(Vec::as_slice) != Some(path) {
+            self.out.push(path.to_vec());
+        }
+    }
+}
+
+/// The async method a state machine type implements: `Ns.Type+<Method>d__3` (Roslyn) or
+/// `Ns.Type+<Method>c__async0` (mcs) → `Ns.Type.Method`; a type not shaped like a compiler's
+/// state machine is returned as it is.
+pub fn async_method_name(state_machine_type: &str) -> String {
+    // Generic arguments of the state machine (`...d__3`1[[...]]`) are not part of the name.
+    let base = state_machine_type
+        .split_once("`1[")
+        .or_else(|| state_machine_type.split_once('['))
+        .map_or(state_machine_type, |(b, _)| b);
+    let Some(plus) = base.rfind("+<") else {
+        return state_machine_type.to_owned();
+    };
+    let (owner, rest) = (&base[..plus], &base[plus + 2..]);
+    match rest.find('>') {
+        Some(end) if end > 0 => format!("{owner}.{}", &rest[..end]),
+        _ => state_machine_type.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::async_method_name;
+
+    #[test]
+    fn method_names_from_state_machine_types() {
+        assert_eq!(
+            async_method_name("Hang.Program+<DelayC>c__async2"),
+            "Hang.Program.DelayC"
+        );
+        assert_eq!(async_method_name("A.B+C+<Run>d__12"), "A.B+C.Run");
+        assert_eq!(
+            async_method_name("A.B+<Get>d__1`1[[System.Int32, System.Private.CoreLib]]"),
+            "A.B.Get"
+        );
+        assert_eq!(async_method_name("NotAStateMachine"), "NotAStateMachine");
+        assert_eq!(async_method_name("X+<>d"), "X+<>d");
+    }
 }

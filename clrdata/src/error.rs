@@ -42,14 +42,38 @@ pub enum ClrError {
     },
 
     /// A load-time sanity check of the chosen layout failed: the runtime build is not the one
-    /// the layout was written for. Refusing beats printing garbage.
-    #[error("unsupported runtime build {version}: sanity check failed: {detail}")]
+    /// the layout was written for, or the structure checked is damaged (a zeroed String
+    /// MethodTable reads the same as a foreign layout). Refusing beats printing garbage.
+    #[error(
+        "runtime {version} fails a sanity check (an unsupported build, or damaged memory): \
+         {detail}"
+    )]
     SanityCheck {
         /// The runtime version found.
         version: String,
         /// Which invariant failed.
         detail: String,
     },
+
+    /// The runtime could not be read, and the dump reported damage of its own when it was
+    /// opened (a truncated file, clipped segments): most likely the cause.
+    #[error("{error} (the dump itself is damaged: {problem}{})", more_problems(*.more))]
+    InDamagedDump {
+        /// Why the runtime could not be read.
+        error: Box<ClrError>,
+        /// The dump's first problem.
+        problem: String,
+        /// How many more it reported.
+        more: usize,
+    },
+}
+
+fn more_problems(more: usize) -> String {
+    match more {
+        0 => String::new(),
+        1 => "; and 1 more problem".into(),
+        n => format!("; and {n} more problems"),
+    }
 }
 
 impl ClrError {

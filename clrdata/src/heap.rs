@@ -139,6 +139,9 @@ pub struct GcHeap {
     pub segments: Vec<Segment>,
     /// Allocation contexts to skip, sorted by `ptr` (unique).
     pub alloc_contexts: Vec<AllocContext>,
+    /// Problems met reading the heap's structure that did not stop it (a damaged thread
+    /// list: some allocation contexts unknown).
+    pub notes: Vec<String>,
     /// The free-object MethodTable.
     pub free_mt: u64,
     /// The minimum object size.
@@ -266,6 +269,10 @@ impl<M: Memory> Runtime<M> {
 
     /// Reads the GC's structure: heaps, generation tables, segments and allocation contexts.
     pub fn gc_heap(&self) -> Result<GcHeap> {
+        self.read_gc_heap().map_err(|e| self.explain(e))
+    }
+
+    fn read_gc_heap(&self) -> Result<GcHeap> {
         let m = self.memory();
         let gl = &self.layout.gc_dac_vars;
         let dv = self.globals.gc_dac_vars;
@@ -422,7 +429,17 @@ impl<M: Memory> Runtime<M> {
                 ctx.push(AllocContext { ptr, limit });
             }
         };
-        for t in self.threads()? {
+        // A damaged thread list costs the contexts of the threads past the damage (the walk
+        // then meets their unallocated gaps as errors), not the whole heap.
+        let mut notes = Vec::new();
+        let (threads, problem) = self.threads_partial();
+        if let Some(e) = problem {
+            notes.push(format!(
+                "allocation contexts of {} threads only: {e}",
+                threads.len()
+            ));
+        }
+        for t in threads {
             add(t.alloc_ptr, t.alloc_limit);
         }
         let gac = self.globals.global_alloc_context;
@@ -455,7 +472,25 @@ impl<M: Memory> Runtime<M> {
             }
             for gen in order {
                 let mut sa = h.generations[gen].start_segment;
-                while seen.insert(sa) {
+                let mut via_next = false;
+                loop {
+                    if !seen.insert(sa) {
+                        // A list that returns to a segment already walked is damaged; its
+                        // true remainder is unknown, so no heap is better than a short one
+                        // that looks complete.
+                        if via_next && sa != 0 {
+                            return Err(ClrError::corrupt(
+                                "heap_segment list",
+                                sa,
+                                format!(
+                                    "heap {hi} generation {gen}: the list returns to this \
+                                     segment (a cycle); expected distinct segments ending in 0"
+                                ),
+                            ));
+                        }
+                        break;
+                    }
+                    via_next = true;
                     if segments.len() >= MAX_SEGMENTS {
                         return Err(ClrError::corrupt(
                             "heap_segment chain",
@@ -517,6 +552,7 @@ impl<M: Memory> Runtime<M> {
             heaps,
             segments,
             alloc_contexts: ctx,
+            notes,
             free_mt: self.globals.free_mt,
             min_object_size: self.layout.min_object_size,
         })

@@ -783,6 +783,7 @@ pub static NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     ms_capture_rsp: 0xA0,
     callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
     frame_vtables_index: 134,
+    fcall_methods_index: 80, // the hash chain holding Thread.SleepInternal's FCALL entry
     thread_last_thrown: 0x1E0,
     ..STACK_NET8_COMMON
 };
@@ -794,6 +795,202 @@ impl Layout {
             &NET8_WINDOWS_X64_STACK
         } else {
             &NET8_LINUX_X64_STACK
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------- roots
+// (GC handle table and finalization queue: `gchandles`, `finalizequeue`, `gcroot`.)
+
+/// The GC handle table and the finalization queue (gc/handletablepriv.h,
+/// handletableconstants.h, gcinterface.dac.h, gcpriv.h `CFinalize`, release/8.0). The segment
+/// header is `#pragma pack(1)`. Verified on the corpus by `tests/tests/roots.rs`: every handle
+/// the heap scenario allocated is found at its address with its kind and target, each segment's
+/// `pHandleTable` points back at its table, and the fill pointers are ordered inside the array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RootsLayout {
+    /// `GcDacVars::finalize_queue` (`CFinalize**`: the workstation GC's finalize_queue).
+    pub dac_vars_finalize_queue: u64,
+    /// `GcDacVars::handle_table_map` (the address of `g_HandleTableMap`, stored inline).
+    pub dac_vars_handle_table_map: u64,
+    /// Index of `finalize_queue` in `gc_heap_field_offsets` (dac_gcheap_fields.h).
+    pub gc_heap_field_finalize_queue: usize,
+    /// HandleTableMap: pBuckets, pNext, dwMaxIndex.
+    pub map_buckets: u64,
+    /// HandleTableMap::pNext.
+    pub map_next: u64,
+    /// HandleTableMap::dwMaxIndex (buckets covered by this and the previous nodes).
+    pub map_max_index: u64,
+    /// Buckets per map node (INITIAL_HANDLE_TABLE_ARRAY_SIZE).
+    pub buckets_per_map: u64,
+    /// HandleTableBucket::pTable (one HandleTable* per heap slot).
+    pub bucket_table: u64,
+    /// HandleTable::pSegmentList (after `uint32_t rgTypeFlags[12]`).
+    pub table_segment_list: u64,
+    /// HANDLE_SEGMENT_SIZE (segments are aligned to it).
+    pub segment_size: u64,
+    /// HANDLE_HEADER_SIZE: rgValue starts here.
+    pub segment_header_size: u64,
+    /// HANDLE_BLOCKS_PER_SEGMENT.
+    pub blocks_per_segment: u64,
+    /// HANDLE_HANDLES_PER_BLOCK.
+    pub handles_per_block: u64,
+    /// _TableSegmentHeader::rgFreeMask (u32 per 32 handles; a set bit is a free handle).
+    pub seg_free_mask: u64,
+    /// _TableSegmentHeader::rgBlockType (0xFF: free block).
+    pub seg_block_type: u64,
+    /// _TableSegmentHeader::rgUserData (index of the block's user-data block, 0xFF none).
+    pub seg_user_data: u64,
+    /// _TableSegmentHeader::pNextSegment.
+    pub seg_next: u64,
+    /// _TableSegmentHeader::pHandleTable.
+    pub seg_table: u64,
+    /// _TableSegmentHeader::bEmptyLine (blocks at and past it were never used).
+    pub seg_empty_line: u64,
+    /// HNDTYPE_INTERNAL_DATABLOCK (user-data blocks: not handles).
+    pub data_block_type: u8,
+    /// CFinalize::m_FillPointers (total_generation_count + 2 entries, from offset 0).
+    pub finalize_fill_pointers: u64,
+    /// Number of fill pointers (5 generations + critical + f-reachable).
+    pub finalize_fill_count: usize,
+    /// CFinalize::m_Array (the start of segment 0).
+    pub finalize_array: u64,
+}
+
+const ROOTS_NET8: RootsLayout = RootsLayout {
+    dac_vars_finalize_queue: 0x90,
+    dac_vars_handle_table_map: 0xE8,
+    gc_heap_field_finalize_queue: 2,
+    map_buckets: 0,
+    map_next: 8,
+    map_max_index: 0x10,
+    buckets_per_map: 10,
+    bucket_table: 0,
+    table_segment_list: 0x30,
+    segment_size: 0x10000,
+    segment_header_size: 0x1000,
+    blocks_per_segment: 120,
+    handles_per_block: 64,
+    seg_free_mask: 0x258,
+    seg_block_type: 0x618,
+    seg_user_data: 0x690,
+    seg_next: 0x7C8,
+    seg_table: 0x7D0,
+    seg_empty_line: 0x7DA,
+    data_block_type: 11,
+    finalize_fill_pointers: 0,
+    finalize_fill_count: 7,
+    finalize_array: 0x38,
+};
+
+/// .NET 8 linux-x64 handle table and finalization queue.
+pub static NET8_LINUX_X64_ROOTS: RootsLayout = ROOTS_NET8;
+/// .NET 8 windows-x64 (the same GC structures).
+pub static NET8_WINDOWS_X64_ROOTS: RootsLayout = ROOTS_NET8;
+
+impl Layout {
+    /// The handle table's and finalization queue's table of this family.
+    pub fn roots(&self) -> &'static RootsLayout {
+        if self.name == NET8_WINDOWS_X64.name {
+            &NET8_WINDOWS_X64_ROOTS
+        } else {
+            &NET8_LINUX_X64_ROOTS
+        }
+    }
+}
+
+// ------------------------------------------------------------------ locks (issue 7, locks.rs)
+
+/// What `syncblk` and `deadlock` read: the SyncBlockCache, the sync table, SyncBlocks with
+/// their AwareLock, the Monitor.Wait list, a Thread's debugger blocking items and the object a
+/// HelperMethodFrame_1OBJ protects. Every offset verified on deadlock.dmp, hang.dmp and
+/// windows-hang.dmp (owners and waiters = the manifests'); see `crate::locks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockLayout {
+    /// SyncBlockCache: DWORD m_ActiveCount (after a CrstStatic whose size differs by OS).
+    pub cache_active_count: u64,
+    /// SyncBlockCache: DWORD m_FreeSyncTableIndex (entries 1..this-1 have been used).
+    pub cache_free_sync_table_index: u64,
+    /// SyncBlockCache: DWORD m_SyncTableSize.
+    pub cache_sync_table_size: u64,
+    /// sizeof(SyncTableEntry) {SyncBlock* m_SyncBlock; Object* m_Object}.
+    pub sync_table_entry_size: u64,
+    /// SyncTableEntry::m_Object (low bit set: a free entry).
+    pub entry_object: u64,
+    /// AwareLock::m_lockState (bit 0 locked, bits 6-31 waiter count); AwareLock is at
+    /// SyncBlock+0.
+    pub lock_state: u64,
+    /// AwareLock::m_Recursion.
+    pub recursion: u64,
+    /// AwareLock::m_HoldingThread.
+    pub holding_thread: u64,
+    /// AwareLock::m_HoldingOSThreadId.
+    pub holding_os_thread_id: u64,
+    /// AwareLock::m_dwSyncIndex (bit 31: precious).
+    pub sync_index: u64,
+    /// SyncBlock::m_Link: head of the WaitEventLinks of threads in Monitor.Wait.
+    pub sync_block_link: u64,
+    /// WaitEventLink::m_Thread.
+    pub wait_link_thread: u64,
+    /// WaitEventLink::m_LinkSB (what SyncBlock::m_Link chains).
+    pub wait_link_sb: u64,
+    /// Thread::m_DebugBlockingInfo.m_firstBlockingItem.
+    pub thread_first_blocking_item: u64,
+    /// DebugBlockingItem: AwareLock* pMonitor.
+    pub blocking_monitor: u64,
+    /// DebugBlockingItem: type (0 Monitor.Enter, 1 Monitor.Wait).
+    pub blocking_type: u64,
+    /// DebugBlockingItem: DWORD dwTimeout.
+    pub blocking_timeout: u64,
+    /// DebugBlockingItem: pNext.
+    pub blocking_next: u64,
+    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*).
+    pub hmf_1obj_gc_ptr: u64,
+}
+
+const LOCKS_NET8_COMMON: LockLayout = LockLayout {
+    cache_active_count: 0xA4,
+    cache_free_sync_table_index: 0xB4,
+    cache_sync_table_size: 0xC0,
+    sync_table_entry_size: 0x10,
+    entry_object: 8,
+    lock_state: 0,
+    recursion: 4,
+    holding_thread: 8,
+    holding_os_thread_id: 0x10,
+    sync_index: 0x1C,
+    sync_block_link: 0x48,
+    wait_link_thread: 0x10,
+    wait_link_sb: 0x20,
+    thread_first_blocking_item: 0x4A8,
+    blocking_monitor: 0,
+    blocking_type: 0x10,
+    blocking_timeout: 0x14,
+    blocking_next: 0x18,
+    hmf_1obj_gc_ptr: 0xE8,
+};
+
+/// .NET 8 linux-x64.
+pub static NET8_LINUX_X64_LOCKS: LockLayout = LOCKS_NET8_COMMON;
+
+/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread, a smaller
+/// LazyMachState.
+pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
+    cache_active_count: 0x44,
+    cache_free_sync_table_index: 0x54,
+    cache_sync_table_size: 0x60,
+    thread_first_blocking_item: 0x4D0,
+    hmf_1obj_gc_ptr: 0xD8,
+    ..LOCKS_NET8_COMMON
+};
+
+impl Layout {
+    /// The lock table of this family.
+    pub fn locks(&self) -> &'static LockLayout {
+        if self.name == NET8_WINDOWS_X64.name {
+            &NET8_WINDOWS_X64_LOCKS
+        } else {
+            &NET8_LINUX_X64_LOCKS
         }
     }
 }

@@ -9,15 +9,26 @@
 //! [`GcHeap::objects`] / [`GcHeap::census`] walk it, and [`Runtime::method_table`] decodes types.
 
 pub mod asyncsm;
+pub mod causality;
+pub mod delegates;
 pub mod error;
+pub mod exceptions;
+pub mod fields;
+pub mod handles;
 pub mod heap;
 pub mod layout;
+pub mod locks;
 pub mod metadata;
+pub mod methods;
 pub mod names;
 pub mod objects;
+pub mod roots;
 pub mod runtime;
 pub mod stack;
+pub mod tasks;
+pub mod threadpool;
 pub mod threads;
+pub mod timers;
 pub mod types;
 
 pub use error::{ClrError, Result};

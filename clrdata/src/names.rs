@@ -208,10 +208,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<ModuleMetadata> {
     let data = rt.module(module)?;
-    let (addr, size) = data.metadata.ok_or_else(|| ClrError::Corrupt {
-        what: format!("module {} ({})", data.simple_name, data.path),
-        addr: module,
-        detail: "its metadata is not in the dump".into(),
+    let (addr, size) = data.metadata.ok_or_else(|| {
+        // Say why: absent pages, or present but not metadata (damaged: no BSJB root...).
+        let why = rt
+            .metadata_location(data.image_base, data.mapped, data.cor_header)
+            .err()
+            .map(|e| e.to_string());
+        ClrError::Corrupt {
+            what: format!("module {} ({})", data.simple_name, data.path),
+            addr: module,
+            detail: match why {
+                Some(w) if !w.contains("not in the dump") => {
+                    format!("its metadata cannot be used: {w}")
+                }
+                _ => "its metadata is not in the dump".into(),
+            },
+        }
     })?;
     if size == 0 || size > MAX_METADATA {
         return Err(ClrError::Corrupt {

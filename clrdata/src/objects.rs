@@ -94,6 +94,16 @@ pub struct ObjectLayout {
     pub module_id: u64,
     /// `DomainLocalModule::m_pGCStatics`.
     pub dlm_gc_statics: u64,
+    /// `DomainLocalModule::m_pDynamicClassTable` (DynamicClassInfo {m_pDynamicEntry,
+    /// m_dwFlags}, 16 bytes each, indexed by a generic instantiation's DynamicTypeID); the
+    /// entry count follows it.
+    pub dlm_dynamic_class_table: u64,
+    /// `DomainLocalModule::m_ModuleIndex` (the module's index in each thread's table of
+    /// ThreadLocalModules).
+    pub dlm_module_index: u64,
+    /// `Thread::m_ThreadLocalBlock`: the table of ThreadLocalModule pointers (indexed by
+    /// module index), its size follows it. `None` where not verified (Windows).
+    pub thread_tlm_table: Option<u64>,
 }
 
 /// Linux x64, .NET 8.0.4.
@@ -101,6 +111,9 @@ pub const OBJECTS_NET8_LINUX_X64: ObjectLayout = ObjectLayout {
     typedef_map: 0x2f0,
     module_id: 0x4c8,
     dlm_gc_statics: 0x20,
+    dlm_dynamic_class_table: 0x8,
+    dlm_module_index: 0x28,
+    thread_tlm_table: Some(0x438),
 };
 
 /// Windows x64, .NET 8.0.4.
@@ -108,7 +121,25 @@ pub const OBJECTS_NET8_WINDOWS_X64: ObjectLayout = ObjectLayout {
     typedef_map: 0x170,
     module_id: 0x2e8,
     dlm_gc_statics: 0x20,
+    dlm_dynamic_class_table: 0x8,
+    dlm_module_index: 0x28,
+    thread_tlm_table: None,
 };
+
+/// Whether a static of element type `et` lives with the GC statics (references, and structs,
+/// which the runtime keeps boxed).
+fn is_gc_static(et: u8) -> bool {
+    matches!(
+        et,
+        elem::CLASS
+            | elem::VALUETYPE
+            | elem::STRING
+            | elem::OBJECT
+            | elem::SZARRAY
+            | elem::ARRAY
+            | elem::GENERICINST
+    )
+}
 
 /// A field's value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -617,7 +648,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         }
         // m_dwFlags low bits: StaticsMask (2 dynamic, 4 generics, 6 cross-module generics).
         if !info.has_component_size() && info.flags & 6 != 0 {
-            return Err("dynamic statics (generic or dynamic type): value not read yet".into());
+            return self.generic_static_address(info, f);
         }
         let module = info
             .module
@@ -625,13 +656,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         let dlm = self
             .domain_local_module(module)
             .map_err(|e| e.to_string())?;
-        let is_gc = matches!(f.element_type, elem::CLASS | elem::VALUETYPE)
-            || f.element_type == elem::STRING
-            || f.element_type == elem::OBJECT
-            || f.element_type == elem::SZARRAY
-            || f.element_type == elem::ARRAY
-            || f.element_type == elem::GENERICINST;
-        if is_gc {
+        if is_gc_static(f.element_type) {
             let p = dlm + self.layout.dlm_gc_statics;
             let gc = self.mem().read_u64(p).map_err(|_| {
                 format!("DomainLocalModule::m_pGCStatics at {p:#x} not in the dump")
@@ -643,6 +668,135 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         } else {
             Ok(dlm + f.offset as u64)
         }
+    }
+
+    /// A static of a generic instantiation: its MethodTable's GenericsStaticsInfo
+    /// {m_pFieldDescs, m_DynamicTypeID} (the first optional member) names its entry in its
+    /// loader module's DomainLocalModule dynamic class table; a NormalDynamicEntry starts with
+    /// the pointer to its GC statics. Non-GC statics of such types are not read (their base is
+    /// not verified against a dump).
+    fn generic_static_address(
+        &self,
+        info: &MethodTableInfo,
+        f: &FieldInfo,
+    ) -> std::result::Result<u64, String> {
+        if info.flags & 6 != 4 && info.flags & 6 != 6 {
+            return Err("statics of a dynamic (non-generic) type: not read".into());
+        }
+        if !is_gc_static(f.element_type) {
+            return Err("non-GC static of a generic instantiation: not read".into());
+        }
+        let m = self.mem();
+        let rd = |a: u64, what: &str| {
+            m.read_u64(a)
+                .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+        };
+        let l = &self.rt.layout.method_table;
+        let gsi = info.address
+            + crate::methods::optional_members_offset(l, info.flags2, info.num_virtuals);
+        let id = rd(gsi + 8, "GenericsStaticsInfo::m_DynamicTypeID")?;
+        if id == u64::MAX {
+            return Err(
+                "no statics of its own (a shared canonical instantiation; each exact \
+                 instantiation has its own)"
+                    .into(),
+            );
+        }
+        let dlm = self
+            .domain_local_module(info.loader_module)
+            .map_err(|e| e.to_string())?;
+        let table = rd(
+            dlm + self.layout.dlm_dynamic_class_table,
+            "DomainLocalModule::m_pDynamicClassTable",
+        )?;
+        let count = rd(
+            dlm + self.layout.dlm_dynamic_class_table + 8,
+            "DomainLocalModule::m_aDynamicEntries",
+        )?;
+        if table == 0 || id >= count {
+            return Err(format!(
+                "statics not allocated (DynamicTypeID {id}, {count} dynamic entries)"
+            ));
+        }
+        let entry = rd(table + 16 * id, "DynamicClassInfo::m_pDynamicEntry")?;
+        if entry == 0 {
+            return Err("statics not allocated (class not initialised)".into());
+        }
+        let gc = rd(entry, "DynamicEntry::m_pGCStatics")?;
+        if gc == 0 {
+            return Err("GC statics not allocated (class not initialised)".into());
+        }
+        Ok(gc + f.offset as u64)
+    }
+
+    /// Where each thread keeps its value of the thread-static field at `offset` of `mt`
+    /// (element type `et`): the thread's ThreadLocalModule for the type's module (its
+    /// Thread's table, indexed by the module's index); GC thread statics live in an object[]
+    /// whose handle is at +0x10 of the ThreadLocalModule, others in the ThreadLocalModule
+    /// itself. Threads that never touched the module's thread statics are left out (as SOS
+    /// does). Returns (managed thread id, Thread, address).
+    pub fn thread_static_addresses(
+        &self,
+        mt: u64,
+        offset: u32,
+        et: u8,
+    ) -> std::result::Result<Vec<(u32, u64, u64)>, String> {
+        let info = self.rt.method_table(mt).map_err(|e| e.to_string())?;
+        if !info.has_component_size() && info.flags & 6 != 0 {
+            return Err("thread statics of a generic or dynamic type: not read".into());
+        }
+        let tlm_table = self
+            .layout
+            .thread_tlm_table
+            .ok_or("thread statics: the Thread layout is not verified on this OS")?;
+        let module = info
+            .module
+            .ok_or("its module is in a module-override slot (not read)")?;
+        let m = self.mem();
+        let dlm = self
+            .domain_local_module(module)
+            .map_err(|e| e.to_string())?;
+        let index = m
+            .read_u64(dlm + self.layout.dlm_module_index)
+            .map_err(|_| "DomainLocalModule::m_ModuleIndex is not in the dump".to_string())?;
+        let threads = self.rt.threads().map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for t in threads {
+            if t.os_id == 0 {
+                continue;
+            }
+            let (Ok(table), Ok(size)) = (
+                m.read_u64(t.address + tlm_table),
+                m.read_u64(t.address + tlm_table + 8),
+            ) else {
+                continue;
+            };
+            if table == 0 || index >= size {
+                continue;
+            }
+            let Ok(tlm) = m.read_u64(table + 8 * index) else {
+                continue;
+            };
+            if tlm == 0 {
+                continue;
+            }
+            let base = if is_gc_static(et) {
+                let Some(arr) = m
+                    .read_u64(tlm + 0x10)
+                    .ok()
+                    .filter(|&h| h != 0)
+                    .and_then(|h| m.read_u64(h).ok())
+                    .filter(|&a| a != 0)
+                else {
+                    continue;
+                };
+                arr + 0x10
+            } else {
+                tlm
+            };
+            out.push((t.managed_id, t.address, base + offset as u64));
+        }
+        Ok(out)
     }
 
     /// Name, type and value of one field.
@@ -681,6 +835,21 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             }
             Some(a) => self.read_value(a, f.element_type, type_mt),
         };
+        // A field of an array or generic instantiation type: its MethodTable (what the DAC's
+        // GetFieldDescData reports when the type is loaded) is the referenced object's when
+        // that object's type is exactly the declared one.
+        if type_mt.is_none() {
+            if let FieldValue::Object {
+                address,
+                mt: Some(m),
+                ..
+            } = &value
+            {
+                if *address != 0 && self.type_name(*m) == type_name {
+                    type_mt = Some(*m);
+                }
+            }
+        }
         FieldData {
             name,
             token: f.token,
@@ -968,16 +1137,17 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             }
             Ok(GcLayout::Series(v))
         } else if n < 0 {
-            let cnt = -n;
-            if cnt > MAX_SERIES {
+            // i64::MIN has no negation: compare magnitudes.
+            let cnt = n.unsigned_abs();
+            if cnt > MAX_SERIES as u64 {
                 return Err(format!("GCDesc: {cnt} repeating items"));
             }
             let start = m
                 .read_u64(mt - 16)
                 .map_err(|_| "GCDesc start offset not in the dump")?;
             let mut items = Vec::new();
-            for i in 0..cnt as u64 {
-                let a = mt - 24 - 8 * i;
+            for i in 0..cnt {
+                let a = mt.wrapping_sub(24 + 8 * i);
                 let nptrs = m.read_u32(a).map_err(|_| "GCDesc item not in the dump")?;
                 let skip = m
                     .read_u32(a + 4)
@@ -1005,8 +1175,14 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             GcLayout::Series(series) => {
                 // The GC walks from the highest series down; order is irrelevant here.
                 for (off, sz) in series.iter().rev() {
-                    let start = addr + off;
-                    let stop = (addr as i64 + *off as i64 + sz + size as i64) as u64;
+                    // Wrapping arithmetic: a damaged GCDesc may hold any numbers; no slot lies
+                    // past the object's end.
+                    let start = addr.wrapping_add(*off);
+                    let stop = ((addr as i64)
+                        .wrapping_add(*off as i64)
+                        .wrapping_add(*sz)
+                        .wrapping_add(size as i64) as u64)
+                        .min(addr.saturating_add(size));
                     let mut p = start;
                     while p < stop {
                         if out.len() >= limit {
@@ -1018,12 +1194,12 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                 }
             }
             GcLayout::Repeating { start, items } => {
-                let stop = addr + size - 8;
-                let mut p = addr + start;
+                let stop = addr.saturating_add(size).saturating_sub(8);
+                let mut p = addr.saturating_add(start);
                 let mut guard = 0u64;
                 'outer: while p < stop {
                     for &(nptrs, skip) in &items {
-                        let end = p + 8 * nptrs.max(1) as u64;
+                        let end = p.saturating_add(8 * nptrs.max(1) as u64);
                         while p < end {
                             if out.len() >= limit {
                                 return Err(format!("more than {limit} references"));
@@ -1031,7 +1207,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                             out.push(p);
                             p += 8;
                         }
-                        p += skip as u64;
+                        p = p.saturating_add(skip as u64);
                         guard += 1;
                         if guard > 1 << 28 {
                             break 'outer;
@@ -1059,6 +1235,23 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     pub fn references(&self, addr: u64) -> Result<Vec<(u64, u64)>> {
         let (mt, info) = self.object_mt(addr)?;
         let size = self.raw_size(addr, &info)?;
+        // A damaged length must not make us list billions of slots: the whole object has to
+        // be in the dump (a heap dump holds every object completely).
+        let mut last = [0u8; 1];
+        if self
+            .mem()
+            .read(addr.saturating_add(size.max(1) - 1), &mut last)
+            != 1
+        {
+            return Err(ClrError::corrupt(
+                "object",
+                addr,
+                format!(
+                    "its size {size:#x} (MethodTable {mt:#x}) runs past the memory the dump \
+                     holds; expected an object wholly in the dump"
+                ),
+            ));
+        }
         let slots = self
             .reference_slots(addr, mt, size, 1 << 26)
             .map_err(|e| ClrError::corrupt("GCDesc", mt, e))?;

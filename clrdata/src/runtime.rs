@@ -55,6 +55,10 @@ pub enum VersionSource {
     VersionResource,
     /// The `Microsoft.NETCore.App/<version>/` folder of the module's path.
     ModulePath,
+    /// CoreLib's `AssemblyInformationalVersion` (its metadata, read through the runtime once
+    /// a layout's sanity checks passed): for hosts whose image and path tell nothing (a
+    /// single-file app whose read-only data is not in the dump).
+    CoreLibMetadata,
     /// Nothing told: the version is unknown.
     Unknown,
 }
@@ -185,6 +189,9 @@ pub struct Runtime<M> {
     pub globals: Globals,
     /// Where image files may be read from when the dump lacks an image's pages.
     pub image_search: ImageSearch,
+    /// Problems the dump reported when opened (a truncated file...), for explaining missing
+    /// memory ([`Runtime::explain`]).
+    dump_problems: Vec<String>,
 }
 
 /// Where the image files of managed assemblies are looked for when the dump lacks pages of
@@ -427,13 +434,61 @@ impl<M: Memory> Runtime<M> {
     where
         M: Target,
     {
+        // Problems the dump reported when it was opened (a truncated file...) explain a
+        // runtime that cannot be read better than the runtime's own symptoms do.
+        let problems: Vec<String> = target
+            .info()
+            .warnings
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        let explain = |e: ClrError| match (problems.first(), &e) {
+            (
+                Some(p),
+                ClrError::NoRuntime(_)
+                | ClrError::Read { .. }
+                | ClrError::Corrupt { .. }
+                | ClrError::SanityCheck { .. },
+            ) => ClrError::InDamagedDump {
+                error: Box::new(e),
+                problem: p.clone(),
+                more: problems.len() - 1,
+            },
+            _ => e,
+        };
+        let mut rt = Self::discover_in(target).map_err(explain)?;
+        rt.dump_problems = problems;
+        Ok(rt)
+    }
+
+    /// `e`, with the dump's own problems added when `e` is memory missing from a dump that
+    /// reported damage when opened (a truncated file): the likely cause.
+    pub fn explain(&self, e: ClrError) -> ClrError {
+        match (self.dump_problems.first(), &e) {
+            (Some(p), ClrError::Read { .. }) => ClrError::InDamagedDump {
+                error: Box::new(e),
+                problem: p.clone(),
+                more: self.dump_problems.len() - 1,
+            },
+            _ => e,
+        }
+    }
+
+    fn discover_in(target: M) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
         let info = find_runtime(&target)?;
-        let unsupported = || ClrError::UnsupportedRuntime {
+        let refused = ClrError::UnsupportedRuntime {
             found: info.display_name(),
             module: info.module_name.clone(),
             base: info.base,
         };
-        if info.major() != Some(8) {
+        let unsupported = || refused.clone();
+        // An unknown version (no sccsid, resource or framework path) is tried with the .NET 8
+        // layout: accepted only if its sanity checks pass and CoreLib then says 8.x.
+        let version_unknown = info.version.is_empty();
+        if info.major() != Some(8) && !version_unknown {
             return Err(unsupported());
         }
         let layout: &'static Layout = match target.info().os {
@@ -474,10 +529,79 @@ impl<M: Memory> Runtime<M> {
                 ..Globals::default()
             },
             image_search,
+            dump_problems: Vec::new(),
         };
+        if version_unknown {
+            let tried = rt.resolve_globals(&module).and_then(|_| rt.sanity_check());
+            let version = tried.ok().and_then(|_| rt.corelib_informational_version());
+            match version {
+                Some(v) if v.split('.').next() == Some("8") => {
+                    rt.info.version = v;
+                    rt.info.version_source = VersionSource::CoreLibMetadata;
+                }
+                Some(v) => {
+                    return Err(ClrError::UnsupportedRuntime {
+                        found: format!(".NET {v} (from CoreLib's metadata)"),
+                        module: rt.info.module_name.clone(),
+                        base: rt.info.base,
+                    })
+                }
+                None => return Err(unsupported()),
+            }
+            return Ok(rt);
+        }
         rt.resolve_globals(&module)?;
         rt.sanity_check()?;
         Ok(rt)
+    }
+
+    /// The product version in CoreLib's `AssemblyInformationalVersionAttribute`
+    /// (`8.0.4+2d7eea25...` → `8.0.4`), read from its metadata in the dump.
+    pub fn corelib_informational_version(&self) -> Option<String> {
+        let names = crate::names::TypeNames::new();
+        let r = crate::objects::ObjectReader::new(self, &names);
+        let module = r.corelib_module()?;
+        let md = names.module_metadata(self, module).ok()?;
+        let m = md.metadata().ok()?;
+        let assembly = crate::metadata::Token::new(crate::metadata::TableId::Assembly, 1);
+        for rid in m.custom_attributes(assembly).ok()? {
+            let Ok(ca) = m.custom_attribute(rid) else {
+                continue;
+            };
+            // The attribute's type: CoreLib defines it, so the constructor is a MethodDef.
+            if ca.constructor.table() != Some(crate::metadata::TableId::MethodDef) {
+                continue;
+            }
+            let Some(owner) = m.method_owner(ca.constructor.rid()).ok().flatten() else {
+                continue;
+            };
+            let is_info = m.type_def(owner).is_ok_and(|t| {
+                t.namespace == "System.Reflection"
+                    && t.name == "AssemblyInformationalVersionAttribute"
+            });
+            if !is_info {
+                continue;
+            }
+            // Blob: prolog 01 00, then a SerString (compressed length, UTF-8).
+            let v = ca.value;
+            if v.len() < 3 || v[0] != 1 || v[1] != 0 {
+                return None;
+            }
+            let (len, n) = crate::metadata::read_compressed_u32(v, 2)?;
+            let at = 2 + n;
+            let text = std::str::from_utf8(v.get(at..at + len as usize)?).ok()?;
+            let product = text.split(['+', '-', ' ']).next()?;
+            let parts: Vec<&str> = product.split('.').collect();
+            if parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Some(product.to_owned());
+            }
+            return None;
+        }
+        None
     }
 
     /// The memory this runtime reads.

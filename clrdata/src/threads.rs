@@ -112,31 +112,48 @@ impl<M: Memory> Runtime<M> {
     /// Every managed thread, in ThreadStore list order. The walk is bounded and stops at a
     /// cycle or unreadable link with an error naming the link.
     pub fn threads(&self) -> Result<Vec<ThreadData>> {
-        let ts = self.thread_store()?;
-        let link_off = self.layout.thread.link;
+        match self.threads_partial() {
+            (threads, None) => Ok(threads),
+            (_, Some(e)) => Err(self.explain(e)),
+        }
+    }
+
+    /// The threads of the ThreadStore list up to the first problem (a cycle, an unreadable
+    /// Thread or link), and that problem: for readers that can use a partial list (the heap's
+    /// allocation contexts).
+    pub fn threads_partial(&self) -> (Vec<ThreadData>, Option<ClrError>) {
         let mut out = Vec::new();
+        let ts = match self.thread_store() {
+            Ok(ts) => ts,
+            Err(e) => return (out, Some(e)),
+        };
+        let link_off = self.layout.thread.link;
         let mut seen = std::collections::HashSet::new();
         let mut t = ts.first_thread;
         while t != 0 {
             if !seen.insert(t) || out.len() >= MAX_THREADS {
-                return Err(ClrError::corrupt(
+                let e = ClrError::corrupt(
                     "ThreadStore thread list",
                     ts.address,
                     format!("cycle or more than {MAX_THREADS} threads at Thread {t:#x}"),
-                ));
+                );
+                return (out, Some(e));
             }
-            out.push(self.thread_data(t)?);
-            let next = self
-                .memory()
-                .read_u64(t + link_off)
-                .map_err(|_| ClrError::read("Thread::m_Link", t + link_off))?;
+            match self.thread_data(t) {
+                Ok(d) => out.push(d),
+                Err(e) => return (out, Some(e)),
+            }
+            let next = match self.memory().read_u64(t + link_off) {
+                Ok(n) => n,
+                Err(_) => return (out, Some(ClrError::read("Thread::m_Link", t + link_off))),
+            };
             t = if next == 0 {
                 0
             } else {
                 next.wrapping_sub(link_off)
             };
         }
-        Ok(out)
+        (out, None)
     }
 }
 

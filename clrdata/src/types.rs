@@ -415,7 +415,12 @@ impl<M: Memory> Runtime<M> {
 
     /// The metadata (BSJB) of an image at `base`: from the CLI header's MetaData directory,
     /// translating the RVA through the section table when the layout is flat.
-    fn metadata_location(&self, base: u64, mapped: bool, cor_header: u64) -> Result<(u64, u32)> {
+    pub(crate) fn metadata_location(
+        &self,
+        base: u64,
+        mapped: bool,
+        cor_header: u64,
+    ) -> Result<(u64, u32)> {
         let rva = self.r32(cor_header + 8, "IMAGE_COR20_HEADER::MetaData")?;
         let size = self.r32(cor_header + 12, "IMAGE_COR20_HEADER::MetaData")?;
         let addr = if mapped {

@@ -111,6 +111,7 @@ macro_rules! commands {
 }
 
 commands!(
+    "sleep" => ext_sleep,
     "info" => ext_info,
     "dumpinfo" => ext_dumpinfo,
     "threads" => ext_threads,
@@ -134,6 +135,7 @@ commands!(
     "do" => ext_do,
     "pe" => ext_pe,
     "printexception" => ext_printexception,
+    "dumpexceptions" => ext_dumpexceptions,
     "gcroot" => ext_gcroot,
     "dumpmt" => ext_dumpmt,
     "dumpclass" => ext_dumpclass,
@@ -151,6 +153,7 @@ commands!(
     "syncblk" => ext_syncblk,
     "deadlock" => ext_deadlock,
     "finalizequeue" => ext_finalizequeue,
+    "fq" => ext_fq,
     "gchandles" => ext_gchandles,
     "threadpool" => ext_threadpool,
     "tpq" => ext_tpq,
@@ -160,10 +163,14 @@ commands!(
     "taskstate" => ext_taskstate,
     "tks" => ext_tks,
     "dcq" => ext_dcq,
+    "dumpconcurrentqueue" => ext_dumpconcurrentqueue,
     "dso" => ext_dso,
+    "dumpstackobjects" => ext_dumpstackobjects,
     "ip2md" => ext_ip2md,
     "u" => ext_u,
+    "clru" => ext_clru,
     "stack" => ext_stack,
+    "k" => ext_k,
     "causality" => ext_causality
 );
 

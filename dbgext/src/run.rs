@@ -18,6 +18,7 @@ use std::sync::Arc;
 /// `do`) are exported all the same: type `!dbgext.<name>` when another extension has it too.
 pub const EXPORTED_COMMANDS: &[&str] = &[
     // native (dumpreader level)
+    "sleep",
     "info",
     "dumpinfo",
     "threads",
@@ -42,6 +43,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "do",
     "pe",
     "printexception",
+    "dumpexceptions",
     "gcroot",
     "dumpmt",
     "dumpclass",
@@ -59,6 +61,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "syncblk",
     "deadlock",
     "finalizequeue",
+    "fq",
     "gchandles",
     "threadpool",
     "tpq",
@@ -68,10 +71,14 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "taskstate",
     "tks",
     "dcq",
+    "dumpconcurrentqueue",
     "dso",
+    "dumpstackobjects",
     "ip2md",
     "u",
+    "clru",
     "stack",
+    "k",
     "causality",
 ];
 

@@ -10,6 +10,7 @@ pub mod output;
 pub mod progress;
 pub mod session;
 pub mod tokenize;
+pub mod tree;
 pub mod triage;
 
 pub use commands::{execute, lookup, registry, CommandSpec};

@@ -43,6 +43,10 @@ struct Cli {
     /// ~/.cache/dumpshell).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// The most the cache may hold, in GiB: the dumps opened least recently are deleted
+    /// first (the one being opened is always kept).
+    #[arg(long, value_name = "GIB", default_value_t = 32)]
+    cache_limit_gb: u64,
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -72,11 +76,15 @@ struct TriageCli {
     /// Where compressed dumps are decompressed to.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// The most the cache may hold, in GiB (least recently opened deleted first).
+    #[arg(long, value_name = "GIB", default_value_t = 32)]
+    cache_limit_gb: u64,
 }
 
 fn run_triage(cli: TriageCli) -> i32 {
     let opts = dumpreader::OpenOptions {
         cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
+        cache_limit: cli.cache_limit_gb.saturating_mul(1 << 30),
         image_search_path: cli.image_path.clone(),
         recorded_paths: !cli.no_recorded_paths,
         ..Default::default()
@@ -116,6 +124,7 @@ fn main() {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let opts = dumpreader::OpenOptions {
         cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
+        cache_limit: cli.cache_limit_gb.saturating_mul(1 << 30),
         image_search_path: cli.image_path.clone(),
         recorded_paths: !cli.no_recorded_paths,
         ..Default::default()
@@ -169,12 +178,15 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
             }
         };
     }
-    match commands::execute(session, line) {
+    match commands::execute_streaming(session, line) {
         Ok(None) => true,
-        Ok(Some((out, json))) => {
-            print_output(&out, json || json_default);
-            true
-        }
+        Ok(Some((out, json))) => match print_output(&out, json || json_default) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("dumpshell: {line}: {e}");
+                false
+            }
+        },
         Err(e) => {
             if json_default || line.split_whitespace().any(|w| w == "--json") {
                 println!("{}", e.json_document(&name));
@@ -185,30 +197,21 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     }
 }
 
-fn print_output(out: &Output, json: bool) {
-    let mut stdout = std::io::stdout().lock();
-    let res = if json {
-        let doc = out.json_document();
-        if stdout.is_terminal() {
-            writeln!(
-                stdout,
-                "{}",
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
-            )
-        } else {
-            writeln!(stdout, "{doc}")
+fn print_output(out: &Output, json: bool) -> Result<(), repl::CommandError> {
+    let stdout = std::io::stdout();
+    let pretty = stdout.is_terminal();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let r = out.write_to(&mut w, json, pretty);
+    let flushed = w.flush();
+    match r {
+        // A closed pipe (`dumpshell ... | head`) is not an error worth reporting.
+        Err(repl::CommandError::Failed(m)) if m.contains("Broken pipe") => Ok(()),
+        Err(e) => Err(e),
+        Ok(()) => {
+            let _ = flushed;
+            Ok(())
         }
-    } else {
-        write!(stdout, "{}", out.text).and_then(|_| {
-            if out.text.ends_with('\n') || out.text.is_empty() {
-                Ok(())
-            } else {
-                writeln!(stdout)
-            }
-        })
-    };
-    // A closed pipe (`dumpshell ... | head`) is not an error worth a panic.
-    let _ = res;
+    }
 }
 
 fn history_path() -> Option<PathBuf> {
@@ -221,21 +224,87 @@ fn history_path() -> Option<PathBuf> {
 }
 
 mod completion {
-    use repl::registry;
+    use repl::{commands, registry, Session};
     use rustyline::completion::{Completer, Pair};
     use rustyline::Context;
+    use std::sync::OnceLock;
 
-    /// Completes command names and aliases at the start of the line.
-    pub struct Complete;
+    /// How many type names one Tab offers at most.
+    const MAX_TYPES: usize = 200;
 
-    impl rustyline::Helper for Complete {}
-    impl rustyline::highlight::Highlighter for Complete {}
-    impl rustyline::validate::Validator for Complete {}
-    impl rustyline::hint::Hinter for Complete {
+    /// Completes command names and aliases at the start of the line, and type names from the
+    /// dump's heap after `-type` / `--type`.
+    pub struct Complete<'s> {
+        pub session: &'s Session,
+        types: OnceLock<Vec<String>>,
+    }
+
+    impl<'s> Complete<'s> {
+        pub fn new(session: &'s Session) -> Self {
+            Complete {
+                session,
+                types: OnceLock::new(),
+            }
+        }
+
+        /// The names of the heap's types (read once, from `dumpheap -stat`).
+        fn types(&self) -> &[String] {
+            self.types.get_or_init(|| {
+                let Ok(Some((out, _))) = commands::execute(self.session, "dumpheap -stat") else {
+                    return Vec::new();
+                };
+                let mut v: Vec<String> = out.data["statistics"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r["name"].as_str().map(str::to_owned))
+                    .filter(|n| !n.contains(char::is_whitespace))
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+        }
+    }
+
+    /// The type names offered for `prefix`: those starting with it, else those containing it
+    /// (`-type` matches a substring, as SOS's does).
+    pub fn type_candidates<'a>(types: &'a [String], prefix: &str) -> Vec<&'a str> {
+        let starts: Vec<&str> = types
+            .iter()
+            .map(String::as_str)
+            .filter(|t| t.starts_with(prefix))
+            .take(MAX_TYPES)
+            .collect();
+        if !starts.is_empty() || prefix.is_empty() {
+            return starts;
+        }
+        types
+            .iter()
+            .map(String::as_str)
+            .filter(|t| t.contains(prefix))
+            .take(MAX_TYPES)
+            .collect()
+    }
+
+    impl rustyline::Helper for Complete<'_> {}
+    impl rustyline::highlight::Highlighter for Complete<'_> {}
+    impl rustyline::validate::Validator for Complete<'_> {}
+    impl rustyline::hint::Hinter for Complete<'_> {
         type Hint = String;
     }
 
-    impl Completer for Complete {
+    fn pairs<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Pair> {
+        names
+            .into_iter()
+            .map(|n| Pair {
+                display: n.into(),
+                replacement: n.into(),
+            })
+            .collect()
+    }
+
+    impl Completer for Complete<'_> {
         type Candidate = Pair;
         fn complete(
             &self,
@@ -245,6 +314,13 @@ mod completion {
         ) -> rustyline::Result<(usize, Vec<Pair>)> {
             let head = &line[..pos];
             if head.contains(char::is_whitespace) {
+                // The word under the cursor, and the one before it.
+                let start = head.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+                let word = &head[start..];
+                let before = head[..start].split_whitespace().last().unwrap_or("");
+                if matches!(before, "-type" | "--type") {
+                    return Ok((start, pairs(type_candidates(self.types(), word))));
+                }
                 return Ok((pos, Vec::new()));
             }
             let bang = usize::from(head.starts_with('!'));
@@ -257,16 +333,7 @@ mod completion {
                 .collect();
             names.sort_unstable();
             names.dedup();
-            Ok((
-                bang,
-                names
-                    .into_iter()
-                    .map(|n| Pair {
-                        display: n.into(),
-                        replacement: n.into(),
-                    })
-                    .collect(),
-            ))
+            Ok((bang, pairs(names)))
         }
     }
 }
@@ -278,7 +345,7 @@ fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
     ctrlc::set_handler(repl::cancel::request).context("installing the Ctrl-C handler")?;
     let mut rl =
         rustyline::Editor::<completion::Complete, rustyline::history::DefaultHistory>::new()?;
-    rl.set_helper(Some(completion::Complete));
+    rl.set_helper(Some(completion::Complete::new(session)));
     let hist = history_path();
     if let Some(h) = &hist {
         let _ = rl.load_history(h);

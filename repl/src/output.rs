@@ -2,9 +2,25 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use std::io::Write;
+use std::sync::Arc;
 
 /// The version of the JSON documents' schema (docs/json.md). Raised on incompatible changes.
 pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// Writes a result too large to hold (a listing of millions of objects) as it is computed:
+/// as text (`json` false) or as the JSON of the result object (`json` true).
+pub type StreamFn = Arc<dyn Fn(&mut dyn Write, bool) -> Result<(), CommandError> + Send + Sync>;
+
+/// A streamed result (see [`StreamFn`]).
+#[derive(Clone)]
+pub struct Stream(pub StreamFn);
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Stream")
+    }
+}
 
 /// A command's result: the structured data and its rendering as text.
 #[derive(Debug, Clone)]
@@ -15,6 +31,9 @@ pub struct Output {
     pub data: Value,
     /// The result as text for a person.
     pub text: String,
+    /// For a streamed result: what writes it (then `data` and `text` are empty until
+    /// [`Output::materialize`]).
+    pub stream: Option<Stream>,
 }
 
 impl Output {
@@ -27,6 +46,80 @@ impl Output {
             command,
             data,
             text,
+            stream: None,
+        }
+    }
+
+    /// A result written as it is computed, by `f`.
+    pub fn streamed(
+        command: &'static str,
+        f: impl Fn(&mut dyn Write, bool) -> Result<(), CommandError> + Send + Sync + 'static,
+    ) -> Output {
+        Output {
+            command,
+            data: Value::Null,
+            text: String::new(),
+            stream: Some(Stream(Arc::new(f))),
+        }
+    }
+
+    /// Runs a streamed result into `data` and `text` (twice: once per form); other results
+    /// are returned as they are.
+    pub fn materialize(self) -> Result<Output, CommandError> {
+        let Some(Stream(f)) = &self.stream else {
+            return Ok(self);
+        };
+        let mut json = Vec::new();
+        f(&mut json, true)?;
+        let data = serde_json::from_slice(&json).map_err(|e| {
+            CommandError::Failed(format!("a streamed result is not valid JSON: {e}"))
+        })?;
+        let mut text = Vec::new();
+        f(&mut text, false)?;
+        Ok(Output {
+            command: self.command,
+            data,
+            text: String::from_utf8_lossy(&text).into_owned(),
+            stream: None,
+        })
+    }
+
+    /// Writes the result: a streamed one as it is computed, JSON inside the envelope.
+    pub fn write_to(
+        &self,
+        w: &mut dyn Write,
+        json: bool,
+        pretty: bool,
+    ) -> Result<(), CommandError> {
+        let io = |e: std::io::Error| CommandError::Failed(format!("writing the output: {e}"));
+        match (&self.stream, json) {
+            (Some(Stream(f)), true) => {
+                write!(
+                    w,
+                    "{{\"schema\":{JSON_SCHEMA_VERSION},\"command\":\"{}\",\"result\":",
+                    self.command
+                )
+                .map_err(io)?;
+                f(w, true)?;
+                writeln!(w, "}}").map_err(io)
+            }
+            (Some(Stream(f)), false) => f(w, false),
+            (None, true) => {
+                let doc = self.json_document();
+                let s = if pretty {
+                    serde_json::to_string_pretty(&doc).unwrap_or_default()
+                } else {
+                    doc.to_string()
+                };
+                writeln!(w, "{s}").map_err(io)
+            }
+            (None, false) => {
+                write!(w, "{}", self.text).map_err(io)?;
+                if !self.text.ends_with('\n') && !self.text.is_empty() {
+                    writeln!(w).map_err(io)?;
+                }
+                Ok(())
+            }
         }
     }
 

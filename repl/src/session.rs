@@ -44,6 +44,16 @@ pub struct Session {
 }
 
 impl Session {
+    /// The thread a command uses when none is named (SOS's current thread in a dump): the
+    /// thread the dump records as faulting, else the process's main thread, else the first.
+    pub fn current_os_thread(&self) -> Option<u64> {
+        let i = self.target.info();
+        i.crashing_thread
+            .or(i.main_thread)
+            .or_else(|| self.target.threads().first().map(|t| t.id))
+            .map(u64::from)
+    }
+
     /// Opens the dump at `path` (a `.zst` file is decompressed once into the cache).
     pub fn open(path: &Path) -> Result<Session, dumpreader::Error> {
         Session::open_with(path, &OpenOptions::default())

@@ -39,6 +39,17 @@ pub struct Triage {
     pub thread_exceptions: Vec<ThreadException>,
     /// The merged stacks holding the most threads, innermost frame first.
     pub top_stacks: Vec<MergedStack>,
+    /// Pending async logical stacks (innermost method first) and what each waits for.
+    pub async_chains: Vec<AsyncWait>,
+    /// How many pending async logical stacks there are in all.
+    pub async_chain_count: Option<u64>,
+    /// Monitor deadlocks: each cycle's threads (OS ids) and locks (type and address).
+    pub deadlocks: Vec<Value>,
+    /// Exceptions on the heap grouped by type and message (most frequent first).
+    pub exception_groups: Vec<Value>,
+    /// The current thread's exception (the faulting thread's in a crash dump), as `pe` shows
+    /// it: type, message, and the innermost frames of its trace.
+    pub current_exception: Option<Value>,
     /// The types holding the most bytes.
     pub heaviest_types: Vec<Value>,
     /// Heap totals (objects, bytes).
@@ -60,6 +71,19 @@ pub struct ThreadException {
     pub exception_type: String,
     /// Exception object address.
     pub address: Option<String>,
+}
+
+/// A pending async logical stack.
+#[derive(Debug, Serialize, Clone)]
+pub struct AsyncWait {
+    /// Methods, innermost first.
+    pub methods: Vec<String>,
+    /// What it waits for (`causality`'s cause kind) and in words.
+    pub cause: String,
+    /// The explanation.
+    pub explanation: String,
+    /// Threads blocked synchronously on it.
+    pub waited_by_threads: Vec<u64>,
 }
 
 /// One root-to-leaf path of the merged stacks.
@@ -166,6 +190,75 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
         all.truncate(TOP);
         t.top_stacks = all;
     }
+    if let Some(c) = run(&s, "causality", p) {
+        let chains = c["chains"].as_array().cloned().unwrap_or_default();
+        t.async_chain_count = Some(chains.len() as u64);
+        let mut v: Vec<AsyncWait> = chains
+            .iter()
+            .map(|c| AsyncWait {
+                methods: c["methods"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m.as_str().map(str::to_owned))
+                    .collect(),
+                cause: c["cause"]["kind"].as_str().unwrap_or("?").to_owned(),
+                explanation: c["explanation"].as_str().unwrap_or("").to_owned(),
+                waited_by_threads: c["waited_by_threads"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .collect(),
+            })
+            .collect();
+        // Chains a thread is blocked on first.
+        v.sort_by_key(|w| std::cmp::Reverse(w.waited_by_threads.len()));
+        v.truncate(TOP);
+        t.async_chains = v;
+    }
+    if let Some(d) = run(&s, "deadlock", p) {
+        t.deadlocks = d["cycles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                serde_json::json!({
+                    "threads": c["threads"].as_array().into_iter().flatten()
+                        .map(|th| th["os_id"].clone()).collect::<Vec<_>>(),
+                    "locks": c["locks"].as_array().into_iter().flatten()
+                        .map(|l| serde_json::json!({"object": l["object"], "type": l["type"],
+                            "wait_frame": l["wait_frame"]}))
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+    }
+    if let Some(x) = run(&s, "dumpexceptions", p) {
+        t.exception_groups = x["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(TOP)
+            .map(|g| serde_json::json!({"type": g["type"], "message": g["message"], "count": g["count"]}))
+            .collect();
+    }
+    if t.dump_exception.is_some() || !t.thread_exceptions.is_empty() {
+        let mut ignore = Vec::new();
+        if let Some(e) = run(&s, "pe", &mut ignore) {
+            if let Some(x) = e["exceptions"].as_array().and_then(|a| a.first()) {
+                t.current_exception = Some(serde_json::json!({
+                    "thread_os_id": e["thread_os_id"],
+                    "address": x["address"],
+                    "type": x["type"],
+                    "message": x["message"],
+                    "inner_exception_type": x["inner_exception_type"],
+                    "frames": x["stack_trace"].as_array().into_iter().flatten().take(TOP)
+                        .map(|f| f["method"].clone()).collect::<Vec<_>>(),
+                }));
+            }
+        }
+    }
     if let Some(h) = run(&s, "dumpheap -stat", p) {
         t.heap_objects = h["total_objects"].as_u64();
         t.heap_bytes = h["total_size"].as_u64();
@@ -236,6 +329,11 @@ fn empty(p: &Path) -> Triage {
         dump_exception: None,
         thread_exceptions: Vec::new(),
         top_stacks: Vec::new(),
+        async_chains: Vec::new(),
+        async_chain_count: None,
+        deadlocks: Vec::new(),
+        exception_groups: Vec::new(),
+        current_exception: None,
         heaviest_types: Vec::new(),
         heap_objects: None,
         heap_bytes: None,
@@ -294,6 +392,81 @@ pub fn render(t: &Triage) -> String {
             }
             if m.frames.len() > 4 {
                 s.push_str(&format!("      ... {} more frames\n", m.frames.len() - 4));
+            }
+        }
+    }
+    if let Some(x) = &t.current_exception {
+        s.push_str(&format!(
+            "Exception on thread {:x}: {} {}: {}\n",
+            x["thread_os_id"].as_u64().unwrap_or(0),
+            x["address"].as_str().unwrap_or("?"),
+            x["type"].as_str().unwrap_or("?"),
+            x["message"].as_str().unwrap_or("")
+        ));
+        if let Some(inner) = x["inner_exception_type"].as_str() {
+            s.push_str(&format!("  inner: {inner}\n"));
+        }
+        for f in x["frames"].as_array().into_iter().flatten() {
+            s.push_str(&format!("      {}\n", f.as_str().unwrap_or("?")));
+        }
+    }
+    for (i, d) in t.deadlocks.iter().enumerate() {
+        let ids: Vec<String> = d["threads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| format!("{:x}", x.as_u64().unwrap_or(0)))
+            .collect();
+        s.push_str(&format!(
+            "DEADLOCK {}: threads {}\n",
+            i + 1,
+            ids.join(" -> ")
+        ));
+        for l in d["locks"].as_array().into_iter().flatten() {
+            s.push_str(&format!(
+                "  lock {} {} (waited for in {})\n",
+                l["object"].as_str().unwrap_or("?"),
+                l["type"].as_str().unwrap_or("?"),
+                l["wait_frame"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    if !t.exception_groups.is_empty() {
+        s.push_str("Exceptions on the heap:\n");
+        for g in &t.exception_groups {
+            let ty = g["type"].as_str().unwrap_or("?");
+            let msg = g["message"].as_str().unwrap_or("");
+            // The runtime allocates one of each at startup, to throw when it cannot allocate.
+            let pre = msg.is_empty()
+                && matches!(
+                    ty,
+                    "System.OutOfMemoryException"
+                        | "System.StackOverflowException"
+                        | "System.ExecutionEngineException"
+                );
+            s.push_str(&format!(
+                "  {:>6} x {ty}: {}\n",
+                g["count"],
+                if pre {
+                    "(no message: likely the instance the runtime preallocates)"
+                } else {
+                    msg
+                }
+            ));
+        }
+    }
+    if let Some(n) = t.async_chain_count.filter(|n| *n > 0) {
+        s.push_str(&format!("Pending async logical stacks: {n}\n"));
+        for w in &t.async_chains {
+            s.push_str(&format!("  {}\n", w.methods.join(" <- ")));
+            s.push_str(&format!("      {}\n", w.explanation));
+            if !w.waited_by_threads.is_empty() {
+                let ids: Vec<String> = w
+                    .waited_by_threads
+                    .iter()
+                    .map(|x| format!("{x:x}"))
+                    .collect();
+                s.push_str(&format!("      threads blocked on it: {}\n", ids.join(",")));
             }
         }
     }

@@ -16,7 +16,7 @@ fn session(e: &tests::Entry) -> Session {
     Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
 }
 
-const DUMPS: &[&str] = &["hang", "servergc", "windows-hang"];
+const DUMPS: &[&str] = &["hang", "servergc", "windows-hang", "async"];
 
 fn types(chain: &Value) -> Vec<String> {
     chain["boxes"]
@@ -169,5 +169,113 @@ fn filters_stats_and_coalesce() {
         out.text.contains("Hang.Program+<SemA>c__async6"),
         "{}",
         out.text
+    );
+}
+
+/// The async scenario's completed and faulted boxes: skipped by default, shown with
+/// `--completed` with the status the program saw and the state `done`.
+#[test]
+fn completed_boxes_have_the_programs_status() {
+    let e = tests::entry("async");
+    let s = session(&e);
+    let want = e.manifest["completed_boxes"].as_array().unwrap();
+    assert_eq!(want.len(), 2);
+    let live = run(&s, "dumpasync");
+    assert_eq!(live["completed_skipped"].as_u64(), Some(want.len() as u64));
+    let all = run(&s, "dumpasync --completed");
+    for w in want {
+        let smt = w["state_machine_type"].as_str().unwrap();
+        let chain = all["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| types(c) == vec![smt.to_owned()])
+            .unwrap_or_else(|| panic!("{smt} not shown alone with --completed: {all}"));
+        let b = &chain["boxes"][0];
+        let status = match w["status"].as_str().unwrap() {
+            "RanToCompletion" => "ran_to_completion",
+            "Faulted" => "faulted",
+            other => panic!("unexpected manifest status {other}"),
+        };
+        assert_eq!(b["task_status"], status, "{b}");
+        assert_eq!(b["completed"], true, "{b}");
+        assert_eq!(b["state_name"], "done", "{b}");
+        assert!(!types(&live["chains"].as_array().unwrap()[0]).contains(&smt.to_owned()));
+    }
+}
+
+/// Fan-out (a List<object> continuation): the shared inner box starts one chain per awaiting
+/// method, and is counted once.
+#[test]
+fn a_box_awaited_twice_starts_two_chains_and_counts_once() {
+    let e = tests::entry("async");
+    let s = session(&e);
+    let r = run(&s, "dumpasync");
+    let chains = r["chains"].as_array().unwrap();
+    let inner = e.manifest["async_chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "fanout-1")
+        .unwrap()["state_machine_types"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let with_inner = chains.iter().filter(|c| types(c)[0] == inner).count();
+    assert_eq!(with_inner, 2, "{r}");
+    let distinct: BTreeSet<u64> = addresses(&r);
+    assert_eq!(r["shown_boxes"].as_u64().unwrap() as usize, distinct.len());
+    let stats = run(&s, "dumpasync --stats");
+    let total: u64 = stats["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total as usize, distinct.len());
+}
+
+#[test]
+fn fields_methodtable_and_tasks_options() {
+    let e = tests::entry("async");
+    let s = session(&e);
+    let all = run(&s, "dumpasync");
+    let b = &all["chains"][0]["boxes"][0];
+    let mt = b["mt"].as_str().unwrap();
+    let by_mt = run(&s, &format!("dumpasync --methodtable {mt}"));
+    for c in by_mt["chains"].as_array().unwrap() {
+        assert!(c["boxes"].as_array().unwrap().iter().any(|x| x["mt"] == mt));
+    }
+    assert!(!by_mt["chains"].as_array().unwrap().is_empty());
+    // --fields: the mcs state machine's state field ($PC) equals the state read for the box.
+    let f = run(&s, "dumpasync --fields");
+    for c in f["chains"].as_array().unwrap() {
+        for b in c["boxes"].as_array().unwrap() {
+            let fields = b["fields"].as_array().unwrap();
+            let pc = fields
+                .iter()
+                .find(|x| x["name"] == "$PC" || x["name"] == "<>1__state")
+                .unwrap_or_else(|| panic!("no state field in {b}"));
+            assert_eq!(
+                pc["value"].as_str().unwrap(),
+                b["state"].as_i64().unwrap().to_string()
+            );
+        }
+    }
+    // --tasks: the Task.Run task the "queued" chain awaits is listed, not yet run.
+    let t = run(&s, "dumpasync --tasks");
+    let tasks = t["tasks"].as_array().unwrap();
+    let queued = e.manifest["async_chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "queued")
+        .unwrap();
+    let awaited_type = queued["awaited_type"].as_str().unwrap();
+    assert!(
+        tasks
+            .iter()
+            .any(|x| x["type"] == awaited_type && x["task_status"] == "running"),
+        "{awaited_type} not in {tasks:?}"
     );
 }

@@ -80,3 +80,53 @@ fn completion_history_and_ctrl_c_at_the_prompt() {
     p.exp_eof().unwrap();
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// Tab after `-type` completes a type name from the dump's heap; Ctrl-C during a running
+/// command stops it and keeps the session.
+#[test]
+fn type_name_completion_and_ctrl_c_during_a_command() {
+    let e = tests::entry("hang");
+    let dump = e.dump_path();
+    let home = std::env::temp_dir().join(format!("dumpshell-pty2-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    // The manifest's own type, by a prefix no other heap type shares.
+    let gate = e.manifest["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .find(|n| n.ends_with(".Gate"))
+        .unwrap()
+        .to_owned();
+    let prefix = &gate[..gate.len() - 2];
+
+    let mut p = start(&dump, &home);
+    send(&mut p, &format!("dumpheap -stat -type {prefix}"));
+    p.exp_string(prefix).unwrap();
+    send(&mut p, "\t");
+    p.exp_string(&gate[gate.len() - 2..])
+        .expect("TAB completed the type name");
+    send(&mut p, "\r");
+    p.exp_string(&format!("24  {gate}"))
+        .expect("dumpheap ran on the completed name (one Gate: 24 bytes)");
+    p.exp_string("Total 1 objects").expect("one Gate");
+    p.exp_string("> ").unwrap();
+
+    // A command that would run a minute, interrupted.
+    p.send_line("sleep 60000").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    p.send_control('c').unwrap();
+    p.exp_string("interrupted")
+        .expect("the command reports the interruption");
+    p.exp_string("> ").unwrap();
+    assert!(t.elapsed().as_secs() < 10, "stopped promptly");
+    p.send_line("eeversion").unwrap();
+    p.exp_string("8.0.4")
+        .expect("the session goes on after Ctrl-C");
+    p.exp_string("> ").unwrap();
+    p.send_line("exit").unwrap();
+    p.exp_eof().unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -239,3 +239,27 @@ fn pstacks_shows_the_deadlock_lock_frames() {
         out.text
     );
 }
+
+/// Without a thread, clrstack shows the current thread: the faulting one in the crash dump,
+/// the main thread in a live dump (as the manifests name them).
+#[test]
+fn clrstack_defaults_to_the_current_thread() {
+    for (name, role) in [
+        ("crash", "crash"),
+        ("hang", "main"),
+        ("windows-hang", "main"),
+    ] {
+        let e = tests::entry(name);
+        let s = repl::Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let (out, _) = repl::commands::execute(&s, "clrstack").unwrap().unwrap();
+        let got = out.json_document()["result"][0]["os_id"].as_u64();
+        let want = e.manifest["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["role"] == role)
+            .unwrap()["os_id"]
+            .as_u64();
+        assert_eq!(got, want, "{name}: clrstack's default thread");
+    }
+}

@@ -97,6 +97,75 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
         .to_string()
         .contains("System.Threading.Monitor.Wait(System.Object, Int32)"));
 
+    // Pending async chains: as many as the manifest's (none complete), those a thread is
+    // blocked on listed first with that thread.
+    for name in ["hang", "async"] {
+        let i = entries.iter().position(|e| e.name == name).unwrap();
+        let m = &entries[i].manifest;
+        let r = &docs[i]["result"];
+        assert_eq!(
+            r["async_chain_count"].as_u64(),
+            Some(m["async_chains"].as_array().unwrap().len() as u64),
+            "{name}"
+        );
+        let waiters: Vec<Value> = match &m["sync_over_async"] {
+            Value::Array(a) => a.clone(),
+            v => vec![v.clone()],
+        };
+        let first = &r["async_chains"][0];
+        let blocked = first["waited_by_threads"].as_array().unwrap();
+        assert!(!blocked.is_empty(), "{name}: {first}");
+        assert!(
+            blocked
+                .iter()
+                .all(|t| waiters.iter().any(|w| &w["os_id"] == t)),
+            "{name}: {first} vs {waiters:?}"
+        );
+    }
+
+    // deadlock: the cycle's two threads and two locks, with the manifest's lock types.
+    let i = entries.iter().position(|e| e.name == "deadlock").unwrap();
+    let m = &entries[i].manifest;
+    let d = &docs[i]["result"]["deadlocks"];
+    assert_eq!(d.as_array().unwrap().len(), 1, "{d}");
+    let mut types: Vec<&str> = d[0]["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    types.sort_unstable();
+    let mut want: Vec<&str> = m["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["owner_managed_id"].is_number())
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(types, want, "{d}");
+    for (j, e) in entries.iter().enumerate() {
+        if e.name != "deadlock" && e.runtime_version().starts_with("8.") {
+            assert!(
+                docs[j]["result"]["deadlocks"]
+                    .as_array()
+                    .unwrap()
+                    .is_empty(),
+                "{}: no deadlock expected",
+                e.name
+            );
+        }
+    }
+
+    // crash: the current exception is the manifest's, with its message and inner type.
+    let i = entries.iter().position(|e| e.name == "crash").unwrap();
+    let ex = &entries[i].manifest["exceptions"][0];
+    let cur = &docs[i]["result"]["current_exception"];
+    assert_eq!(cur["type"], ex["type"], "{cur} vs {ex}");
+    assert_eq!(cur["message"], ex["message"], "{cur}");
+    assert_eq!(cur["inner_exception_type"], ex["inner"]["type"], "{cur}");
+
     // crash: the crashing thread's last exception is the manifest's.
     let i = entries.iter().position(|e| e.name == "crash").unwrap();
     let m = &entries[i].manifest;

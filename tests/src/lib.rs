@@ -9,6 +9,8 @@
 //! and every crate's tests) and hands out its path with both truths. The harness knows nothing
 //! about dump formats or the CLR: the tests of each crate do the checking.
 
+pub mod damage;
+
 use serde_json::Value;
 use std::fs;
 use std::io;

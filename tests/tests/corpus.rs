@@ -219,3 +219,26 @@ fn program_assembly(e: &tests::Entry) -> String {
         other => other.into(),
     }
 }
+
+/// Modules come sorted by base on both formats (a minidump lists them in load order), so the
+/// address lookup finds each one from its base and its last byte.
+#[test]
+fn modules_are_sorted_and_found_by_address() {
+    for e in tests::all() {
+        let d = e.open();
+        let mods = d.modules();
+        assert!(!mods.is_empty(), "{}", e.name);
+        assert!(
+            mods.windows(2).all(|w| w[0].base <= w[1].base),
+            "{}: modules not sorted by base",
+            e.name
+        );
+        for m in mods {
+            for a in [m.base, m.end - 1] {
+                let found = d.module_at(a).map(|x| x.base);
+                let contains = mods.iter().filter(|x| x.contains(a)).map(|x| x.base).max();
+                assert_eq!(found, contains, "{}: {a:#x}", e.name);
+            }
+        }
+    }
+}

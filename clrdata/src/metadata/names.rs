@@ -391,6 +391,20 @@ impl<'a> Metadata<'a> {
 
     /// A MethodDef's name as the DAC prints it for a non-generic method of a non-generic type:
     /// `Namespace.Type+Nested.Method(System.Object, Int32)`.
+    /// `Name(params)` of MethodDef `rid`, its parameters formatted with the generic
+    /// arguments given (the names the DAC prints for an instantiated type's method).
+    pub fn method_member_display(
+        &self,
+        rid: u32,
+        type_args: Vec<String>,
+        method_args: Vec<String>,
+    ) -> Result<String> {
+        let m = self.method_def(rid)?;
+        let sig = super::sig::decode_method_sig(m.signature)?;
+        let names = MetadataNames::new(self).with_generic_args(type_args, method_args);
+        Ok(format!("{}{}", m.name, format_method_params(&sig, &names)))
+    }
+
     pub fn method_display_name(&self, rid: u32) -> Result<String> {
         let m = self.method_def(rid)?;
         let owner = self.method_owner(rid)?.ok_or(Error::BadRow {

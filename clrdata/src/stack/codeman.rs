@@ -5,7 +5,9 @@
 //! - JIT'd code (RangeSection flag CODEHEAP): the HeapList's nibble map gives the method's
 //!   start; the pointer just before it is the RealCodeHeader (MethodDesc, unwind infos).
 //! - ReadyToRun code (a RangeSection with an R2R Module): the image's RuntimeFunctions section
-//!   (binary search), mapped back to a MethodDef through MethodDefEntryPoints (see the `r2r` module).
+//!   (binary search), mapped back to a MethodDef through MethodDefEntryPoints, or, when the dump
+//!   lacks those tables and no image file is at hand, through the runtime's own search and
+//!   entry point map (see the `r2r` module).
 
 use super::image_file::{ImageFile, Overlay};
 use super::r2r::R2rImage;
@@ -50,6 +52,13 @@ pub struct CodeInfo {
     pub token: Option<u32>,
     /// The RUNTIME_FUNCTION covering the address (its unwind info).
     pub unwind: RuntimeFunction,
+    /// The end of the method's code (exclusive): JIT'd code, the largest EndAddress of the
+    /// RUNTIME_FUNCTIONs in its RealCodeHeader (main body and funclets; the GC info that
+    /// follows is excluded); ReadyToRun code, the end of the entry point's RUNTIME_FUNCTION, or
+    /// of the one covering the address when that lies further (a funclet).
+    pub code_end: u64,
+    /// Why the method is not known, when neither a MethodDesc nor a token was found.
+    pub method_note: Option<String>,
 }
 
 /// Code lookups with per-image caches; one per session or command.
@@ -140,13 +149,38 @@ impl CodeIndex {
             return Ok(None);
         }
         let img = self.r2r_image(rt, module)?;
-        Ok(img.lookup(ip).map(|(rf, main, rid)| CodeInfo {
+        let mem = self.memory(m);
+        let Some((rf, mut main, mut main_end, rid)) = img.lookup(&mem, ip)? else {
+            return Ok(None);
+        };
+        // The runtime's entry point map names the method (as the runtime does: the nearest
+        // entry point at or before the code that it maps). MethodDefEntryPoints has only
+        // non-generic methods; when it has a start nearer the code than the map's, that one
+        // is the method (the map's pages may be partly missing from the dump).
+        let mut method_desc = None;
+        let mut method_note = None;
+        let mut rid = rid;
+        if let Some(i) = img.function_index(&mem, ip)? {
+            match img.method_desc_of(&mem, i) {
+                Ok((md, s, e)) if rid.is_none() || s > main => {
+                    method_desc = Some(md);
+                    (main, main_end) = (s, e);
+                    rid = None;
+                }
+                Ok(_) => {}
+                Err(e) if rid.is_none() => method_note = Some(e),
+                Err(_) => {}
+            }
+        }
+        Ok(Some(CodeInfo {
             kind: CodeKind::ReadyToRun,
             method_start: main,
-            method_desc: None,
+            method_desc,
             module: Some(module),
             token: rid.map(|r| 0x0600_0000 | r),
             unwind: rf,
+            code_end: main_end.max(rf.base + rf.end as u64),
+            method_note,
         }))
     }
 
@@ -235,6 +269,7 @@ impl CodeIndex {
             return Err(format!("RealCodeHeader {hdr:#x} has {n} unwind infos"));
         }
         let mut found = None;
+        let mut code_end = start;
         for i in 0..n as u64 {
             let a = hdr + l.code_header_unwind_infos + 12 * i;
             let mut b = [0u8; 12];
@@ -247,9 +282,9 @@ impl CodeIndex {
                 unwind: u32::from_le_bytes(b[8..12].try_into().unwrap()),
             };
             let (s, e) = (module_base + rf.begin as u64, module_base + rf.end as u64);
-            if ip >= s && ip < e {
+            code_end = code_end.max(e);
+            if ip >= s && ip < e && found.is_none() {
                 found = Some(rf);
-                break;
             }
         }
         let unwind = found.ok_or_else(|| {
@@ -262,6 +297,8 @@ impl CodeIndex {
             module: None,
             token: None,
             unwind,
+            code_end,
+            method_note: None,
         })
     }
 }

@@ -14,18 +14,26 @@
 //!
 //! A HelperMethodFrame whose lazy machine state the runtime never computed (a thread that
 //! was not walked by a GC since) is resumed as the runtime's unwindLazyState does: from the
-//! state captured in the FCALL, unwinding native frames of the runtime with its `.eh_frame`
-//! ([`native`]; Linux) until the IP is managed; its method comes from the FCALL hash
-//! (`gFCallMethods`). Other native frames are not unwound (no mixed `stack` yet).
+//! state captured in the FCALL, unwinding native frames of the runtime ([`native`]: its
+//! `.eh_frame` on Linux, its `.pdata` on Windows) until the IP is managed; its method comes
+//! from the FCALL hash (`gFCallMethods`).
+//!
+//! [`StackWalker::walk_mixed`] (`stack`) unwinds every frame instead: native frames with their
+//! module's unwind tables, managed frames as above, explicit Frames placed by address; where a
+//! native frame cannot be unwound it goes on from the next explicit Frame's saved context.
+//! [`walk_native`] does the native part alone (a dump without a CLR the walker can read).
 //! Every loop is bounded; a stack that cannot be walked further ends with the reason.
 
 pub mod codeman;
+pub mod disasm;
+pub mod dso;
 pub mod image_file;
 pub mod native;
 mod r2r;
 pub mod unwind;
 
 pub use codeman::{CodeIndex, CodeInfo, CodeKind};
+pub use native::{NativeModules, NativeName, Unwound};
 pub use unwind::{unwind_frame, Regs, RuntimeFunction};
 
 use crate::layout::FRAME_VTABLES;
@@ -50,6 +58,8 @@ pub enum FrameKind {
     Managed,
     /// An explicit runtime Frame (HelperMethodFrame, InlinedCallFrame, ...).
     Explicit,
+    /// Native code (the mixed walk of [`StackWalker::walk_mixed`] only).
+    Native,
 }
 
 /// One frame of a managed stack.
@@ -78,6 +88,8 @@ pub struct StackFrame {
     pub method_error: Option<String>,
     /// JIT'd or ReadyToRun (managed frames).
     pub code: Option<CodeKind>,
+    /// Where a native frame's code is (`module!symbol+offset`).
+    pub native: Option<NativeName>,
 }
 
 /// One thread's managed stack.
@@ -110,7 +122,7 @@ pub struct StackWalker<'a, M> {
     method_names: Mutex<HashMap<(u64, u32), Result<String, String>>>,
     vtables: HashMap<u64, &'static str>,
     contexts: HashMap<u64, Regs>,
-    runtime_cfi: Option<native::EhFrameInfo>,
+    native: Option<NativeModules<'a>>,
 }
 
 /// A MethodDesc's owner and token.
@@ -137,17 +149,9 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             .map(|t| (t.id as u64, Regs::from_context(&t.context)))
             .collect();
         let mut w = StackWalker::new(rt, names, contexts);
-        // The runtime module's CFI, for lazily captured HelperMethodFrames (ELF targets).
-        if let Some(m) = t.modules().iter().find(|m| m.base == rt.info.base) {
-            if let Ok(img) = t.module_image(m) {
-                if let dumpreader::ImageFormat::Elf(e) = &img.format {
-                    if let (Some(h), Some(eh)) = (e.eh_frame_hdr, e.eh_frame) {
-                        let end = rt.info.base + rt.info.size;
-                        w.runtime_cfi = native::EhFrameInfo::read(t, rt.info.base, end, h, eh).ok();
-                    }
-                }
-            }
-        }
+        // Native unwind tables and symbols: for lazily captured HelperMethodFrames and the
+        // mixed walk.
+        w.native = Some(NativeModules::new(t));
         w
     }
 
@@ -172,7 +176,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_names: Mutex::new(HashMap::new()),
             vtables,
             contexts,
-            runtime_cfi: None,
+            native: None,
         }
     }
 
@@ -254,7 +258,23 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 .ok_or_else(|| format!("MethodTable {:#x} has no module", info.method_table))?;
             f.module = Some(module);
             f.token = Some(info.token);
-            self.method_name(module, info.token)
+            if mt.type_args.is_empty() {
+                return self.method_name(module, info.token);
+            }
+            // A method of a generic instantiation (`Task`1[[System.Int32, ...]].GetResultCore`):
+            // the type's name with its arguments, as the DAC prints it.
+            let ty = self.names.name(self.rt, info.method_table)?;
+            let args: Vec<String> = mt
+                .type_args
+                .iter()
+                .map(|&a| param_type_name(&self.names.name_or_note(self.rt, a)))
+                .collect();
+            let mm = self.names.module_metadata(self.rt, module)?;
+            let md = mm.metadata().map_err(|e| e.to_string())?;
+            let member = md
+                .method_member_display(info.token & 0x00FF_FFFF, args, Vec::new())
+                .map_err(|e| format!("MethodDef {:#x}: {e}", info.token))?;
+            Ok(format!("{ty}.{member}"))
         });
         match r {
             Ok(n) => f.method = Some(n),
@@ -276,6 +296,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method: None,
             method_error: None,
             code: Some(ci.kind),
+            native: None,
         };
         if let Some(md) = ci.method_desc {
             self.name_method_desc(md, &mut f);
@@ -287,10 +308,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 Err(e) => f.method_error = Some(e),
             }
         } else {
-            f.method_error = Some(format!(
-                "no method entry for the code at {:#x}",
-                ci.method_start
-            ));
+            f.method_error = Some(match &ci.method_note {
+                Some(n) => format!("the code at {:#x}: {n}", ci.method_start),
+                None => format!("no method entry for the code at {:#x}", ci.method_start),
+            });
         }
         f
     }
@@ -325,6 +346,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method: None,
             method_error: None,
             code: None,
+            native: None,
         };
         let mut resume = None;
         match name {
@@ -415,11 +437,12 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     fn unwind_lazy_state(&self, ms: u64, regs: &Regs) -> Result<Regs, String> {
         let l = self.rt.layout.stack();
         let m = self.rt.memory();
-        let cfi = self.runtime_cfi.as_ref().ok_or_else(|| {
+        let native = self.native.as_ref().ok_or_else(|| {
             "its machine state was never computed and the runtime's unwind tables are not \
              available"
                 .to_string()
         })?;
+        let (start, end) = (self.rt.info.base, self.rt.info.base + self.rt.info.size);
         let rd = |a: u64| {
             m.read_u64(a)
                 .map_err(|_| format!("LazyMachState at {a:#x} is not in the dump"))
@@ -431,10 +454,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             r.gpr[reg as usize] = rd(ms + l.ms_capture + 8 * i as u64)?;
         }
         for _ in 0..8 {
-            if r.rip < cfi.start || r.rip >= cfi.end {
+            if r.rip < start || r.rip >= end {
                 return Err(format!("unwound to {:#x}, outside the runtime", r.rip));
             }
-            cfi.unwind(m, &mut r, true)?;
+            native.unwind(&mut r, true)?;
             if self.code.is_managed(self.rt, r.rip) {
                 return Ok(r);
             }
@@ -548,5 +571,263 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     /// Every managed thread's stack, in thread-list order.
     pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
         Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
+    }
+}
+
+/// One thread's mixed native and managed stack (`stack`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MixedStack {
+    /// OS thread id.
+    pub os_id: u64,
+    /// The managed Thread, when the OS thread has one.
+    pub thread: Option<u64>,
+    /// Its managed thread id.
+    pub managed_id: Option<u32>,
+    /// Frames, innermost first: native, managed and explicit Frames in stack order.
+    pub frames: Vec<StackFrame>,
+    /// Places where native unwinding failed and the walk went on from the next explicit
+    /// Frame's saved context (the native frames in between are missing).
+    pub gaps: Vec<String>,
+    /// Why the walk stopped before the thread's first frame, if it did.
+    pub incomplete: Option<String>,
+}
+
+impl<'a, M: Memory> StackWalker<'a, M> {
+    /// A frame with nothing known yet (kind Native).
+    fn blank_frame(&self) -> StackFrame {
+        StackFrame {
+            kind: FrameKind::Native,
+            sp: 0,
+            ip: 0,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: None,
+        }
+    }
+
+    fn native_frame(&self, regs: &Regs, is_return: bool) -> StackFrame {
+        let name = self
+            .native
+            .as_ref()
+            .map(|n| n.name(regs.rip, is_return))
+            .unwrap_or(NativeName {
+                module: None,
+                symbol: None,
+                offset: regs.rip,
+            });
+        StackFrame {
+            kind: FrameKind::Native,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: Some(name),
+        }
+    }
+
+    /// Walks one OS thread's stack through native and managed code: native frames with the
+    /// modules' unwind tables, managed frames as [`StackWalker::walk`] does, explicit Frames
+    /// of the thread's chain placed by their address. Where a native frame cannot be unwound,
+    /// the walk resumes from the next explicit Frame that saved a managed context (noted in
+    /// `gaps`), or stops with the reason.
+    pub fn walk_mixed(&self, os_id: u64, thread: Option<&ThreadData>) -> MixedStack {
+        let mut st = MixedStack {
+            os_id,
+            thread: thread.map(|t| t.address),
+            managed_id: thread.map(|t| t.managed_id),
+            frames: Vec::new(),
+            gaps: Vec::new(),
+            incomplete: None,
+        };
+        let Some(mut regs) = self.contexts.get(&os_id).copied() else {
+            st.incomplete = Some(format!("the dump has no registers of thread {os_id:#x}"));
+            return st;
+        };
+        let m = self.rt.memory();
+        let l = self.rt.layout.stack();
+        let mut frame = thread.map(|t| t.frame).unwrap_or(FRAME_TOP);
+        let mut seen_frames = std::collections::HashSet::new();
+        let mut innermost = true;
+        while st.frames.len() < MAX_FRAMES {
+            // Explicit Frames deeper than the current frame come first.
+            while frame != FRAME_TOP && frame != 0 && frame < regs.sp() {
+                if !seen_frames.insert(frame) {
+                    frame = FRAME_TOP;
+                    break;
+                }
+                let (f, _) = self.explicit_frame(frame, &regs);
+                st.frames.push(f);
+                frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+            }
+            let before = regs;
+            let ci = match self.code.lookup(self.rt, regs.rip) {
+                Ok(ci) => ci,
+                Err(e) => {
+                    st.incomplete = Some(format!("at ip {:#x}: {e}", regs.rip));
+                    break;
+                }
+            };
+            let failure = if let Some(ci) = ci {
+                st.frames.push(self.managed_frame(&regs, &ci));
+                let um = self.code.memory(m);
+                match unwind_frame(&um, &mut regs, ci.unwind) {
+                    Ok(()) => None,
+                    Err(e) => Some(format!("unwinding at ip {:#x}: {e}", before.rip)),
+                }
+            } else {
+                st.frames.push(self.native_frame(&regs, !innermost));
+                if regs.rip == 0 {
+                    st.incomplete = Some("the instruction pointer is 0".to_string());
+                    break;
+                }
+                match self
+                    .native
+                    .as_ref()
+                    .map(|n| n.unwind(&mut regs, !innermost))
+                {
+                    None => Some("no native unwind tables (not a dump target)".to_string()),
+                    Some(Ok(Unwound::Bottom)) => break,
+                    Some(Ok(Unwound::Caller)) => None,
+                    Some(Err(e)) => Some(e),
+                }
+            };
+            innermost = false;
+            let failure = failure.or_else(|| {
+                (regs.sp() <= before.sp() || regs.rip == 0).then(|| {
+                    format!(
+                        "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
+                        before.rip,
+                        before.sp(),
+                        regs.sp(),
+                        regs.rip
+                    )
+                })
+            });
+            let Some(why) = failure else { continue };
+            // Go on from the next explicit Frame that saved a managed context.
+            let mut resumed = false;
+            while frame != FRAME_TOP && frame != 0 && st.frames.len() < MAX_FRAMES {
+                if !seen_frames.insert(frame) {
+                    break;
+                }
+                let (f, resume) = self.explicit_frame(frame, &before);
+                st.frames.push(f);
+                frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+                if let Some(r) = resume.filter(|r| r.sp() > before.sp()) {
+                    st.gaps.push(format!(
+                        "{why}; went on from Frame {:#x}",
+                        st.frames.last().and_then(|f| f.frame).unwrap_or(0)
+                    ));
+                    regs = r;
+                    resumed = true;
+                    break;
+                }
+            }
+            if !resumed {
+                st.incomplete = Some(why);
+                break;
+            }
+        }
+        if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+            st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+        }
+        st
+    }
+
+    /// The registers the dump holds for OS thread `os_id`.
+    pub fn registers(&self, os_id: u64) -> Option<Regs> {
+        self.contexts.get(&os_id).copied()
+    }
+
+    /// The native modules (names and unwind tables), on a dump target.
+    pub fn native(&self) -> Option<&NativeModules<'a>> {
+        self.native.as_ref()
+    }
+}
+
+/// Walks a thread's native frames only (no CLR needed): from `regs`, with `modules`' unwind
+/// tables, until the thread's first frame or the first frame that cannot be unwound.
+pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) -> MixedStack {
+    let mut st = MixedStack {
+        os_id,
+        thread: None,
+        managed_id: None,
+        frames: Vec::new(),
+        gaps: Vec::new(),
+        incomplete: None,
+    };
+    let Some(mut regs) = regs else {
+        st.incomplete = Some(format!("the dump has no registers of thread {os_id:#x}"));
+        return st;
+    };
+    let mut innermost = true;
+    while st.frames.len() < MAX_FRAMES {
+        st.frames.push(StackFrame {
+            kind: FrameKind::Native,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: Some(modules.name(regs.rip, !innermost)),
+        });
+        if regs.rip == 0 {
+            st.incomplete = Some("the instruction pointer is 0".to_string());
+            break;
+        }
+        let before = regs;
+        match modules.unwind(&mut regs, !innermost) {
+            Ok(Unwound::Bottom) => break,
+            Ok(Unwound::Caller) if regs.sp() > before.sp() && regs.rip != 0 => {}
+            Ok(Unwound::Caller) => {
+                st.incomplete = Some(format!(
+                    "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
+                    before.rip,
+                    before.sp(),
+                    regs.sp(),
+                    regs.rip
+                ));
+                break;
+            }
+            Err(e) => {
+                st.incomplete = Some(e);
+                break;
+            }
+        }
+        innermost = false;
+    }
+    if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+        st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+    }
+    st
+}
+
+/// A type argument as the DAC writes it in a parameter list: the primitive value types by
+/// their short name (`Int32`), every other type by its full name.
+fn param_type_name(full: &str) -> String {
+    const SHORT: &[&str] = &[
+        "Boolean", "Char", "SByte", "Byte", "Int16", "UInt16", "Int32", "UInt32", "Int64",
+        "UInt64", "Single", "Double", "IntPtr", "UIntPtr",
+    ];
+    match full.strip_prefix("System.") {
+        Some(s) if SHORT.contains(&s) => s.to_owned(),
+        _ => full.to_owned(),
     }
 }

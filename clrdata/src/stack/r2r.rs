@@ -1,6 +1,15 @@
 //! ReadyToRun images (`docs/design/coreclr/botr/readytorun-format.md`): the RuntimeFunctions
 //! section (102) and MethodDefEntryPoints (103, a NativeFormat NativeArray indexed by MethodDef
 //! rid − 1, whose entries name the method's first RUNTIME_FUNCTION).
+//!
+//! A dump often lacks most pages of the RuntimeFunctions table (createdump saves what the DAC
+//! read while enumerating the threads' stacks). Then, without the image file, the lookup replays
+//! the runtime's own binary search (NativeUnwindInfoLookupTable::LookupUnwindInfoForMethod,
+//! codeman.cpp): for an address on a saved stack, the DAC ran that very search, so the entries
+//! it probes are the ones the dump kept. A probe outside the dump ends the lookup with its
+//! address. The method is then named as the DAC names it, through the runtime's own
+//! `ReadyToRunInfo::m_entryPointToMethodDescMap` (a PtrHashMap: entry point → MethodDesc),
+//! whose buckets the DAC's lookups also touched, rather than MethodDefEntryPoints.
 
 use super::image_file::ImageFile;
 use super::unwind::RuntimeFunction;
@@ -19,14 +28,36 @@ const MAX_SECTIONS: u32 = 256;
 const MAX_FUNCTIONS: u32 = 4 << 20;
 /// Bound on a section's size read at once.
 const MAX_SECTION_BYTES: u32 = 64 << 20;
+/// Bound on the buckets of the entry point map read.
+const MAX_BUCKETS: u64 = 1 << 20;
+/// `Module::m_pReadyToRunInfo` and `ReadyToRunInfo::m_entryPointToMethodDescMap.m_rgBuckets`
+/// (.NET 8, verified on the corpus: the ReadyToRunInfo's `m_pModule` (+0) is the Module and
+/// its `m_pHeader` (+0x10) the image's READYTORUN_HEADER, both checked on use).
+const R2R_INFO_LINUX: (u64, u64) = (0x480, 0x1C0);
+/// The same on Windows (its Crst is smaller).
+const R2R_INFO_WINDOWS: (u64, u64) = (0x2A0, 0x160);
+
+/// The RUNTIME_FUNCTIONs: all read, or only where they are (see the module comment).
+enum Functions {
+    /// (begin, end, unwind) RVAs, sorted by begin.
+    Full(Vec<(u32, u32, u32)>),
+    /// The table's address and entry count; entries read one by one.
+    Sparse { table: u64, count: u32 },
+}
+
+/// What a lookup finds: the RUNTIME_FUNCTION covering the address, the method's start, the end
+/// of its entry RUNTIME_FUNCTION, and its MethodDef rid when known.
+pub type R2rMethod = (RuntimeFunction, u64, u64, Option<u32>);
 
 /// The parts of an R2R image the stack walk needs.
 pub struct R2rImage {
     base: u64,
-    /// (begin, end, unwind) RVAs, sorted by begin.
-    functions: Vec<(u32, u32, u32)>,
+    functions: Functions,
     /// RUNTIME_FUNCTION index of a method's entry → MethodDef rid.
     entry_to_rid: HashMap<u32, u32>,
+    /// Entry point → MethodDesc from the runtime's map (when MethodDefEntryPoints is not
+    /// available), or why it could not be read.
+    entry_to_md: Result<HashMap<u64, u64>, String>,
     /// The image file, when the dump lacks the image's pages (see [`ImageFile`]).
     pub file: Option<Arc<ImageFile>>,
 }
@@ -110,18 +141,40 @@ impl R2rImage {
             }
             Ok(b)
         };
-        let rf = read_section(SECTION_RUNTIME_FUNCTIONS)?;
-        let count = (rf.len() / 12).min(MAX_FUNCTIONS as usize);
-        let functions: Vec<(u32, u32, u32)> = (0..count)
-            .map(|i| {
-                let w = |k: usize| {
-                    u32::from_le_bytes(rf[12 * i + k..12 * i + k + 4].try_into().unwrap())
-                };
-                (w(0), w(4), w(8))
-            })
-            .collect();
+        let functions = match read_section(SECTION_RUNTIME_FUNCTIONS) {
+            Ok(rf) => {
+                let count = (rf.len() / 12).min(MAX_FUNCTIONS as usize);
+                Functions::Full(
+                    (0..count)
+                        .map(|i| {
+                            let w = |k: usize| {
+                                u32::from_le_bytes(
+                                    rf[12 * i + k..12 * i + k + 4].try_into().unwrap(),
+                                )
+                            };
+                            (w(0), w(4), w(8))
+                        })
+                        .collect(),
+                )
+            }
+            Err(_) => {
+                let (r, sz) = *sections.get(&SECTION_RUNTIME_FUNCTIONS).ok_or_else(|| {
+                    format!("R2R image at {base:#x} has no RuntimeFunctions section")
+                })?;
+                Functions::Sparse {
+                    table: at(r)?,
+                    count: (sz / 12).min(MAX_FUNCTIONS),
+                }
+            }
+        };
         let mut entry_to_rid = HashMap::new();
-        if let Ok(ep) = read_section(SECTION_METHODDEF_ENTRYPOINTS) {
+        let entry_points = read_section(SECTION_METHODDEF_ENTRYPOINTS);
+        // Read in all cases: MethodDefEntryPoints has no generic instantiation.
+        let entry_to_md = match &entry_points {
+            Ok(_) => entry_point_map(rt, module, h),
+            Err(e) => entry_point_map(rt, module, h).map_err(|m| format!("{e}; {m}")),
+        };
+        if let Ok(ep) = entry_points {
             let arr = NativeArray::new(&ep);
             if let Some(arr) = arr {
                 for idx in 0..arr.count.min(1 << 24) {
@@ -138,21 +191,127 @@ impl R2rImage {
             base,
             functions,
             entry_to_rid,
+            entry_to_md,
             file,
         })
     }
 
-    /// The RUNTIME_FUNCTION covering `ip`, the method's start, and its MethodDef rid (when the
-    /// method is in MethodDefEntryPoints; generic instantiations are not).
-    pub fn lookup(&self, ip: u64) -> Option<(RuntimeFunction, u64, Option<u32>)> {
-        let rva = u32::try_from(ip.checked_sub(self.base)?).ok()?;
-        let i = self
-            .functions
-            .partition_point(|f| f.0 <= rva)
-            .checked_sub(1)?;
-        let (b, e, u) = self.functions[i];
+    /// RUNTIME_FUNCTION `i` (read from `mem` when the table is sparse).
+    fn function<M: Memory + ?Sized>(&self, mem: &M, i: u32) -> Result<(u32, u32, u32), String> {
+        match &self.functions {
+            Functions::Full(v) => v
+                .get(i as usize)
+                .copied()
+                .ok_or_else(|| format!("RUNTIME_FUNCTION {i} is past the table")),
+            Functions::Sparse { table, .. } => {
+                let a = table + 12 * i as u64;
+                let mut b = [0u8; 12];
+                mem.read_exact(a, &mut b).map_err(|_| {
+                    format!(
+                        "RUNTIME_FUNCTION {i} at {a:#x} is not in the dump (the image file \
+                         would have it: --image-path)"
+                    )
+                })?;
+                let w = |k: usize| u32::from_le_bytes(b[k..k + 4].try_into().unwrap());
+                Ok((w(0), w(4), w(8)))
+            }
+        }
+    }
+
+    /// The index of the RUNTIME_FUNCTION that may cover `rva`.
+    fn search<M: Memory + ?Sized>(&self, mem: &M, rva: u32) -> Result<Option<u32>, String> {
+        match &self.functions {
+            Functions::Full(v) => Ok(v
+                .partition_point(|f| f.0 <= rva)
+                .checked_sub(1)
+                .map(|i| i as u32)),
+            Functions::Sparse { count, .. } => {
+                // LookupUnwindInfoForMethod, probe for probe.
+                if *count == 0 {
+                    return Ok(None);
+                }
+                let (mut low, mut high) = (0i64, *count as i64 - 1);
+                while high - low > 10 {
+                    let mid = low + (high - low) / 2;
+                    if rva < self.function(mem, mid as u32)?.0 {
+                        high = mid - 1;
+                    } else {
+                        low = mid;
+                    }
+                }
+                let mut i = low;
+                while i <= high {
+                    if i == high || rva < self.function(mem, (i + 1) as u32)?.0 {
+                        return Ok((rva >= self.function(mem, i as u32)?.0).then_some(i as u32));
+                    }
+                    i += 1;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Through the runtime's entry point map: the MethodDesc of the method whose code holds
+    /// RUNTIME_FUNCTION `i` (walking back over funclets, as the runtime does), with its
+    /// entry RUNTIME_FUNCTION's start and end. `Err`: why the method is unknown.
+    pub fn method_desc_of<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        i: u32,
+    ) -> Result<(u64, u64, u64), String> {
+        let map = self.entry_to_md.as_ref().map_err(Clone::clone)?;
+        let mut j = i;
+        for _ in 0..64 {
+            let (b, e, _) = self.function(mem, j)?;
+            if let Some(&md) = map.get(&(self.base + b as u64)) {
+                return Ok((md, self.base + b as u64, self.base + e as u64));
+            }
+            if j == 0 {
+                break;
+            }
+            j -= 1;
+        }
+        Err(format!(
+            "the runtime's entry point map has no method for RUNTIME_FUNCTION {i} (or the \
+             64 before it)"
+        ))
+    }
+
+    /// The index of the RUNTIME_FUNCTION covering `ip`.
+    pub fn function_index<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        ip: u64,
+    ) -> Result<Option<u32>, String> {
+        let Some(rva) = ip
+            .checked_sub(self.base)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
+            return Ok(None);
+        };
+        self.search(mem, rva)
+    }
+
+    /// The RUNTIME_FUNCTION covering `ip`, the method's start and the end of its entry
+    /// RUNTIME_FUNCTION, and its MethodDef rid (when the method is in MethodDefEntryPoints;
+    /// generic instantiations are not).
+    pub fn lookup<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        ip: u64,
+    ) -> Result<Option<R2rMethod>, String> {
+        let Some(rva) = ip
+            .checked_sub(self.base)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
+            return Ok(None);
+        };
+        let Some(i) = self.search(mem, rva)? else {
+            return Ok(None);
+        };
+        let (b, e, u) = self.function(mem, i)?;
         if rva >= e {
-            return None;
+            return Ok(None);
         }
         let rf = RuntimeFunction {
             base: self.base,
@@ -163,16 +322,91 @@ impl R2rImage {
         // Funclets and cold parts follow their method: walk back to an entry point.
         let mut j = i;
         for _ in 0..64 {
-            if let Some(&rid) = self.entry_to_rid.get(&(j as u32)) {
-                return Some((rf, self.base + self.functions[j].0 as u64, Some(rid)));
+            if let Some(&rid) = self.entry_to_rid.get(&j) {
+                let (b, e, _) = self.function(mem, j)?;
+                return Ok(Some((
+                    rf,
+                    self.base + b as u64,
+                    self.base + e as u64,
+                    Some(rid),
+                )));
             }
-            if j == 0 {
+            if j == 0 || self.entry_to_rid.is_empty() {
                 break;
             }
             j -= 1;
         }
-        Some((rf, self.base + b as u64, None))
+        Ok(Some((rf, self.base + b as u64, self.base + e as u64, None)))
     }
+}
+
+/// `ReadyToRunInfo::m_entryPointToMethodDescMap` of the Module at `module` (whose R2R header
+/// is at `header`), read from the pages the dump has: entry point → MethodDesc.
+///
+/// HashMap (vm/hash.h): `m_rgBuckets[0]` holds the bucket count, the buckets follow, each
+/// four keys then four values; PtrHashMap stores a value shifted right by one, and the top bit
+/// of a value is HashMap's collision flag.
+fn entry_point_map<M: Memory>(
+    rt: &Runtime<M>,
+    module: u64,
+    header: u64,
+) -> Result<HashMap<u64, u64>, String> {
+    let m = rt.memory();
+    let (info_off, buckets_off) = if rt.layout.name.contains("windows") {
+        R2R_INFO_WINDOWS
+    } else {
+        R2R_INFO_LINUX
+    };
+    let rd = |a: u64, what: &str| {
+        m.read_u64(a)
+            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+    };
+    let info = rd(module + info_off, "Module::m_pReadyToRunInfo")?;
+    if rd(info, "ReadyToRunInfo::m_pModule")? != module
+        || rd(info + 0x10, "ReadyToRunInfo::m_pHeader")? != header
+    {
+        return Err(format!(
+            "Module {module:#x}: {info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)"
+        ));
+    }
+    let buckets = rd(info + buckets_off, "the entry point map's buckets")?;
+    let count = rd(buckets, "the entry point map's bucket count")?;
+    if count == 0 || count > MAX_BUCKETS {
+        return Err(format!(
+            "the entry point map at {buckets:#x} claims {count} buckets"
+        ));
+    }
+    let mut map = HashMap::new();
+    let mut add = |bk: &[u8]| {
+        let w = |k: usize| u64::from_le_bytes(bk[8 * k..8 * k + 8].try_into().unwrap());
+        for k in 0..4 {
+            let (key, v) = (w(k), w(4 + k) & !(1u64 << 63));
+            if key > 1 && v != 0 {
+                map.insert(key, v << 1);
+            }
+        }
+    };
+    // 64 buckets at a time; where the dump lacks some of them, one by one.
+    const CHUNK: u64 = 64;
+    let mut buf = vec![0u8; (64 * CHUNK) as usize];
+    let mut i = 1;
+    while i <= count {
+        let n = CHUNK.min(count + 1 - i);
+        let a = buckets + 64 * i;
+        let want = (64 * n) as usize;
+        if m.read(a, &mut buf[..want]) == want {
+            buf[..want].chunks_exact(64).for_each(&mut add);
+        } else {
+            for k in 0..n {
+                let mut one = [0u8; 64];
+                if m.read_exact(a + 64 * k, &mut one).is_ok() {
+                    add(&one);
+                }
+            }
+        }
+        i += n;
+    }
+    Ok(map)
 }
 
 /// NativeFormat's variable-length unsigned integer at `off`: (value, next offset).

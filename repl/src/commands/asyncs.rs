@@ -4,20 +4,36 @@ use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
+use crate::session::Clr;
 use crate::session::Session;
+use crate::tree::{self, Node};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::asyncsm::{self, AsyncBox};
+use clrdata::causality::{self, Cause, ThreadScan};
+use clrdata::objects::ObjectReader;
+use clrdata::stack::StackWalker;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The async commands.
-pub static SPECS: &[CommandSpec] = &[CommandSpec {
-    name: "dumpasync",
-    aliases: &[],
-    about: "async state machines as logical stacks (innermost first), found without the DAC",
-    grammar,
-    run: dumpasync,
-}];
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dumpasync",
+        aliases: &[],
+        about: "async state machines as logical stacks (innermost first), found without the DAC",
+        grammar,
+        run: dumpasync,
+    },
+    CommandSpec {
+        name: "causality",
+        aliases: &[],
+        about: "who waits for what: threads blocked on tasks, joined with the async chains they \
+                wait for, and what each chain waits for (a TaskCompletionSource, a SemaphoreSlim, \
+                a timer, queued work)",
+        grammar: causality_grammar,
+        run: causality,
+    },
+];
 
 fn grammar() -> Command {
     Command::new("dumpasync")
@@ -51,6 +67,37 @@ fn grammar() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("group chains with the same state machine types, with counts"),
         )
+        .arg(
+            Arg::new("methodtable")
+                .long("methodtable")
+                .value_name("MT")
+                .help("only the chains with a box of this MethodTable"),
+        )
+        .arg(
+            Arg::new("fields")
+                .long("fields")
+                .action(ArgAction::SetTrue)
+                .help("show each state machine's fields"),
+        )
+        .arg(
+            Arg::new("tasks")
+                .long("tasks")
+                .action(ArgAction::SetTrue)
+                .help("also list the other tasks of the heap (not state machine boxes), with their status"),
+        )
+}
+
+fn causality_grammar() -> Command {
+    Command::new("causality").arg(
+        Arg::new("all")
+            .short('a')
+            .long("all")
+            .action(ArgAction::SetTrue)
+            .help(
+                "also list chains nobody waits for synchronously (default: all chains are listed; \
+                   with -a completed ones too)",
+            ),
+    )
 }
 
 #[derive(Serialize)]
@@ -77,6 +124,16 @@ struct BoxOut {
     continuation_object: Option<String>,
     continuations: Vec<String>,
     awaiters: Vec<AwaiterOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fields: Option<Vec<FieldOut>>,
+}
+
+#[derive(Serialize)]
+struct FieldOut {
+    name: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    value: String,
 }
 
 fn box_out(b: &AsyncBox) -> BoxOut {
@@ -103,7 +160,27 @@ fn box_out(b: &AsyncBox) -> BoxOut {
                 object_type: a.object_type.clone(),
             })
             .collect(),
+        fields: None,
     }
+}
+
+/// The state machine's fields (SOS's `--fields`), read where the box holds them.
+fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
+    let (Some(mt), Some(at)) = (b.state_machine_mt, b.state_machine_address) else {
+        return Vec::new();
+    };
+    let r = ObjectReader::new(&c.rt, &c.names);
+    r.fields(mt, at, false)
+        .map(|fs| {
+            fs.iter()
+                .map(|f| FieldOut {
+                    name: f.name.clone(),
+                    type_name: f.type_name.clone(),
+                    value: f.value.display(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[derive(Serialize)]
@@ -121,9 +198,19 @@ struct StatOut {
 }
 
 #[derive(Serialize)]
+struct TaskOut {
+    address: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    task_status: &'static str,
+    task_flags: String,
+}
+
+#[derive(Serialize)]
 struct Result {
     chains: Vec<ChainOut>,
     stats: Option<Vec<StatOut>>,
+    tasks: Option<Vec<TaskOut>>,
     total_boxes: usize,
     shown_boxes: usize,
     completed_skipped: usize,
@@ -139,17 +226,26 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
         None => None,
     };
+    let mt_filter = match m.get_one::<String>("methodtable") {
+        Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
+        None => None,
+    };
     let ty = m.get_one::<String>("type").cloned();
     let keep = |b: &AsyncBox| completed || !b.completed();
     let completed_skipped = a.boxes.iter().filter(|b| !keep(b)).count();
     let mut chains: Vec<Vec<usize>> = Vec::new();
     for ch in &a.chains {
         let ch: Vec<usize> = ch.iter().copied().filter(|&i| keep(&a.boxes[i])).collect();
-        if ch.is_empty() {
+        if ch.is_empty() || chains.contains(&ch) {
             continue;
         }
         if let Some(addr) = address {
             if !ch.iter().any(|&i| a.boxes[i].address == addr) {
+                continue;
+            }
+        }
+        if let Some(mt) = mt_filter {
+            if !ch.iter().any(|&i| a.boxes[i].mt == mt) {
                 continue;
             }
         }
@@ -163,7 +259,9 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         }
         chains.push(ch);
     }
-    let shown_boxes: usize = chains.iter().map(Vec::len).sum();
+    // A box awaited by several methods is on several chains: count it once.
+    let shown: BTreeSet<usize> = chains.iter().flatten().copied().collect();
+    let shown_boxes = shown.len();
     let mut groups: Vec<(Vec<usize>, usize)> = Vec::new();
     if m.get_flag("coalesce") {
         let mut ix: BTreeMap<Vec<String>, usize> = BTreeMap::new();
@@ -185,12 +283,10 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     }
     let stats = m.get_flag("stats").then(|| {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for (ch, n) in &groups {
-            for &i in ch {
-                *counts
-                    .entry(a.boxes[i].state_machine_type.as_str())
-                    .or_default() += n;
-            }
+        for &i in &shown {
+            *counts
+                .entry(a.boxes[i].state_machine_type.as_str())
+                .or_default() += 1;
         }
         let mut v: Vec<StatOut> = counts
             .into_iter()
@@ -205,6 +301,37 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                 .then(x.state_machine_type.cmp(&y.state_machine_type))
         });
         v
+    });
+    let with_fields = m.get_flag("fields");
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let tasks = m.get_flag("tasks").then(|| {
+        let mut v: Vec<u64> = a.facts.tasks.iter().copied().collect();
+        v.sort_unstable();
+        v.into_iter()
+            .filter_map(|t| {
+                let (mt, _) = r.object_mt(t).ok()?;
+                let fs = r.fields(mt, t + 8, false).ok()?;
+                let flags = fs
+                    .iter()
+                    .rev()
+                    .find(|f| f.name == "m_stateFlags")
+                    .and_then(|f| match f.value {
+                        clrdata::objects::FieldValue::Int { value } => Some(value as u32),
+                        clrdata::objects::FieldValue::UInt { value } => Some(value as u32),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                if !completed && flags & asyncsm::task_flags::COMPLETED_MASK != 0 {
+                    return None;
+                }
+                Some(TaskOut {
+                    address: hex(t),
+                    type_name: c.type_name(mt),
+                    task_status: asyncsm::task_status_of(flags),
+                    task_flags: hex(flags as u64),
+                })
+            })
+            .collect::<Vec<_>>()
     });
 
     let mut t = String::new();
@@ -222,7 +349,8 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             for (depth, &i) in ch.iter().enumerate() {
                 let b = &a.boxes[i];
                 let state = match b.state {
-                    Some(v) => v.to_string(),
+                    Some(v) if !b.completed() => v.to_string(),
+                    Some(_) => "-".into(),
                     None => "?".into(),
                 };
                 t.push_str(&format!(
@@ -239,6 +367,18 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     b.state_machine_type,
                     indent = depth * 2
                 ));
+                if with_fields {
+                    for f in state_machine_fields(&c, b) {
+                        t.push_str(&format!(
+                            "{:indent$}    {} {} = {}\n",
+                            "",
+                            f.type_name,
+                            f.name,
+                            f.value,
+                            indent = depth * 2
+                        ));
+                    }
+                }
                 for aw in &b.awaiters {
                     if let (Some(o), Some(ot)) = (aw.object, &aw.object_type) {
                         if !a.boxes.iter().any(|x| x.address == o) {
@@ -260,6 +400,15 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             completed_skipped
         ));
     }
+    if let Some(tasks) = &tasks {
+        t.push_str(&format!("\n{} other tasks:\n", tasks.len()));
+        for x in tasks {
+            t.push_str(&format!(
+                "{:>18} {:<22} {}\n",
+                x.address, x.task_status, x.type_name
+            ));
+        }
+    }
     for e in &a.errors {
         t.push_str(&format!("error: {e}\n"));
     }
@@ -267,15 +416,349 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         chains: groups
             .iter()
             .map(|(ch, n)| ChainOut {
-                boxes: ch.iter().map(|&i| box_out(&a.boxes[i])).collect(),
+                boxes: ch
+                    .iter()
+                    .map(|&i| {
+                        let mut o = box_out(&a.boxes[i]);
+                        if with_fields {
+                            o.fields = Some(state_machine_fields(&c, &a.boxes[i]));
+                        }
+                        o
+                    })
+                    .collect(),
                 count: *n,
             })
             .collect(),
         stats,
+        tasks,
         total_boxes: a.boxes.len(),
         shown_boxes,
         completed_skipped,
         errors: a.errors.clone(),
     };
     Ok(Output::new("dumpasync", &res, t))
+}
+
+// ------------------------------------------------------------------------------ pstacks --async
+
+#[derive(Serialize)]
+struct AsyncStacks {
+    /// Logical stacks merged (chains of boxes not completed).
+    chains: usize,
+    roots: Vec<Node>,
+    errors: Vec<String>,
+}
+
+/// The innermost "frame" of a logical stack: what its innermost method awaits.
+fn awaited_frame(cause: &Cause) -> String {
+    match cause {
+        Cause::TaskCompletionSource { .. } => "[awaiting a TaskCompletionSource]".into(),
+        Cause::Semaphore { .. } => "[awaiting SemaphoreSlim.WaitAsync]".into(),
+        Cause::Delay { .. } => "[awaiting Task.Delay]".into(),
+        Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
+        Cause::Running { .. } => "[awaiting a running task]".into(),
+        Cause::CompletedNotResumed { .. } => "[awaited task completed, not resumed]".into(),
+        Cause::Other { type_name, .. } => format!("[awaiting {type_name}]"),
+        Cause::Unknown { .. } => "[awaiting ?]".into(),
+    }
+}
+
+/// `pstacks --async`: async logical stacks (root = the outermost method) merged like thread
+/// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
+pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
+    let c = super::heap::clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let a = asyncsm::analyze(&c.rt, &c.names, heap);
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let causes = causality::analyze(&r, &a, &[]);
+    let mut root = Node::default();
+    let mut n = 0;
+    for (ci, ch) in a.chains.iter().enumerate() {
+        let Some(&first) = ch.first() else { continue };
+        if a.boxes[first].completed() {
+            continue;
+        }
+        let mut frames: Vec<String> = ch
+            .iter()
+            .rev()
+            .map(|&i| asyncsm::async_method_name(&a.boxes[i].state_machine_type))
+            .collect();
+        frames.push(awaited_frame(&causes.chains[ci].cause));
+        root.insert(&frames, a.boxes[first].address);
+        n += 1;
+    }
+    let mut text = tree::render(&root.children, all);
+    text.push_str(&format!(
+        "\n\n==> {n} async logical stacks with {} roots\n",
+        root.children.len()
+    ));
+    for e in &a.errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    let res = AsyncStacks {
+        chains: n,
+        roots: root.children,
+        errors: a.errors.clone(),
+    };
+    Ok(Output::new("pstacks", &res, text))
+}
+
+// ---------------------------------------------------------------------------------- causality
+
+#[derive(Serialize)]
+struct ChainView {
+    /// Innermost first.
+    methods: Vec<String>,
+    boxes: Vec<String>,
+    awaited: Option<String>,
+    awaited_type: Option<String>,
+    /// The cause, its addresses as strings.
+    cause: serde_json::Value,
+    /// What the cause means, in words.
+    explanation: String,
+    /// Threads blocked synchronously on this chain (OS ids).
+    waited_by_threads: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct ThreadView {
+    os_id: u64,
+    managed_id: u32,
+    via: Option<String>,
+    task: String,
+    task_type: String,
+    event: String,
+    /// Indices into `chains`.
+    chains: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct CausalityOut {
+    threads: Vec<ThreadView>,
+    chains: Vec<ChainView>,
+    unresolved_waits: Vec<(u64, String)>,
+    errors: Vec<String>,
+}
+
+fn explain(cause: &Cause, c: &Clr) -> String {
+    let ty = |a: u64| {
+        ObjectReader::new(&c.rt, &c.names)
+            .object_mt(a)
+            .map(|(mt, _)| c.type_name(mt))
+            .unwrap_or_default()
+    };
+    match cause {
+        Cause::TaskCompletionSource { tcs, .. } => format!(
+            "waits for {} {} to be completed (SetResult/SetException/SetCanceled); nothing has completed it",
+            ty(*tcs),
+            hex(*tcs)
+        ),
+        Cause::Semaphore {
+            semaphore,
+            current_count,
+            position,
+            async_waiters,
+            sync_waiters,
+        } => format!(
+            "waits for SemaphoreSlim {} to be released: count {current_count}, async waiter {position} of {async_waiters}, {sync_waiters} threads blocked in Wait",
+            hex(*semaphore)
+        ),
+        Cause::Delay { timer, due_ms, .. } => match (timer, due_ms) {
+            (Some(t), Some(d)) => format!(
+                "waits for Task.Delay: timer {} due {} after it was set",
+                hex(*t),
+                duration(*d)
+            ),
+            _ => "waits for Task.Delay (its timer could not be read)".into(),
+        },
+        Cause::Queued {
+            delegate_type,
+            method,
+            queue,
+            pool,
+            ..
+        } => {
+            let what = method
+                .as_deref()
+                .or(delegate_type.as_deref())
+                .unwrap_or("?");
+            match (queue, pool) {
+                (Some(q), Some(p)) => {
+                    let n = |v: Option<i64>| v.map_or("?".to_string(), |v| v.to_string());
+                    let state = format!(
+                        "the pool runs {} work items on {} workers (goal {}, max {})",
+                        n(p.processing_work),
+                        n(p.existing_threads),
+                        n(p.threads_goal),
+                        n(p.max_threads)
+                    );
+                    if p.saturated() {
+                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}, all busy: thread pool starvation")
+                    } else {
+                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}")
+                    }
+                }
+                _ => format!(
+                    "waits for {what}, a task scheduled but not yet run (WaitingToRun), not in the thread pool's queues (another scheduler?)"
+                ),
+            }
+        }
+        Cause::Running { task } => format!("waits for task {} that a thread is running", hex(*task)),
+        Cause::CompletedNotResumed { status, .. } => format!(
+            "the awaited task has {status}, but the method has not resumed: its continuation was posted to a context or scheduler that has not run it"
+        ),
+        Cause::Other { object, type_name } => format!("waits on {type_name} {}", hex(*object)),
+        Cause::Unknown { why } => format!("unknown: {why}"),
+    }
+}
+
+/// A cause as JSON with its addresses as `"0x.."` strings, like every other address.
+fn cause_json(cause: &Cause) -> serde_json::Value {
+    let mut v = serde_json::to_value(cause).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        for k in ["tcs", "task", "semaphore", "timer", "delegate", "object"] {
+            if let Some(n) = o.get(k).and_then(serde_json::Value::as_u64) {
+                o.insert(k.into(), serde_json::Value::String(hex(n)));
+            }
+        }
+    }
+    v
+}
+
+fn duration(ms: u64) -> String {
+    if ms.is_multiple_of(3_600_000) {
+        format!("{} h", ms / 3_600_000)
+    } else if ms.is_multiple_of(60_000) {
+        format!("{} min", ms / 60_000)
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
+    let c = super::heap::clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let all = m.get_flag("all");
+    let a = asyncsm::analyze(&c.rt, &c.names, heap);
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let stacks = walker
+        .walk_all()
+        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+    let os: std::collections::HashMap<u64, (u64, Option<(u64, u64)>)> = s
+        .target
+        .threads()
+        .iter()
+        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
+        .collect();
+    let scans: Vec<ThreadScan> = stacks
+        .iter()
+        .filter(|st| st.os_id != 0)
+        .map(|st| ThreadScan {
+            os_id: st.os_id,
+            managed_id: st.managed_id,
+            frames: st.methods().map(str::to_owned).collect(),
+            stack: os
+                .get(&st.os_id)
+                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
+        })
+        .collect();
+    let k = causality::analyze_with(&r, &a, &scans, &walker);
+
+    let mut chains = Vec::new();
+    let mut chain_pos = std::collections::HashMap::new();
+    for (ci, ch) in a.chains.iter().enumerate() {
+        let first = ch[0];
+        if !all && a.boxes[first].completed() {
+            continue;
+        }
+        let cc = &k.chains[ci];
+        chain_pos.insert(ci, chains.len());
+        chains.push(ChainView {
+            methods: ch
+                .iter()
+                .map(|&i| asyncsm::async_method_name(&a.boxes[i].state_machine_type))
+                .collect(),
+            boxes: ch.iter().map(|&i| hex(a.boxes[i].address)).collect(),
+            awaited: cc.awaited.map(hex),
+            awaited_type: cc.awaited_type.clone(),
+            cause: cause_json(&cc.cause),
+            explanation: explain(&cc.cause, &c),
+            waited_by_threads: Vec::new(),
+        });
+    }
+    let mut threads = Vec::new();
+    for w in &k.thread_waits {
+        let idx: Vec<usize> = w
+            .chains
+            .iter()
+            .filter_map(|ci| chain_pos.get(ci).copied())
+            .collect();
+        for &i in &idx {
+            chains[i].waited_by_threads.push(w.os_id);
+        }
+        threads.push(ThreadView {
+            os_id: w.os_id,
+            managed_id: w.managed_id,
+            via: w.via.clone(),
+            task: hex(w.task),
+            task_type: w.task_type.clone(),
+            event: hex(w.event),
+            chains: idx,
+        });
+    }
+
+    let mut t = String::new();
+    t.push_str(&format!("Threads blocked on tasks: {}\n", threads.len()));
+    for th in &threads {
+        t.push_str(&format!(
+            "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",
+            th.os_id,
+            th.managed_id,
+            th.via.as_deref().unwrap_or("?"),
+            th.task,
+            th.task_type
+        ));
+        if th.chains.is_empty() {
+            t.push_str("  (no async chain holds or awaits this task)\n");
+        }
+        for &i in &th.chains {
+            let ch = &chains[i];
+            t.push_str("  which is the async logical stack (innermost first):\n");
+            for (m, b) in ch.methods.iter().zip(&ch.boxes) {
+                t.push_str(&format!("      {b} {m}\n"));
+            }
+            t.push_str(&format!("    {}\n", ch.explanation));
+        }
+    }
+    t.push_str(&format!("\nAsync logical stacks: {}\n", chains.len()));
+    for ch in &chains {
+        t.push_str(&format!("\n  {}\n", ch.methods.join(" <- ")));
+        t.push_str(&format!("    {}\n", ch.explanation));
+        if !ch.waited_by_threads.is_empty() {
+            let ids: Vec<String> = ch
+                .waited_by_threads
+                .iter()
+                .map(|i| format!("{i:x}"))
+                .collect();
+            t.push_str(&format!("    threads blocked on it: {}\n", ids.join(",")));
+        }
+    }
+    for (id, why) in &k.unresolved_waits {
+        t.push_str(&format!(
+            "thread {id:x}: blocked on a task not identified: {why}\n"
+        ));
+    }
+    for e in &a.errors {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    let res = CausalityOut {
+        threads,
+        chains,
+        unresolved_waits: k.unresolved_waits.clone(),
+        errors: a.errors.clone(),
+    };
+    Ok(Output::new("causality", &res, t))
 }

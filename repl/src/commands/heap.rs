@@ -68,14 +68,17 @@ struct EeVersion {
     commit: Option<String>,
     module: String,
     module_base: String,
-    gc: &'static str,
-    gc_heaps: usize,
+    /// `workstation` or `server`; null when the GC heap could not be read (`gc_error` says why).
+    gc: Option<&'static str>,
+    gc_heaps: Option<usize>,
+    gc_error: Option<String>,
 }
 
 fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let i = &c.rt.info;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    // The version is known even when the heap cannot be read (a truncated dump): say both.
+    let heap = c.heap();
     let res = EeVersion {
         runtime: i.display_name(),
         version: i.version.clone(),
@@ -87,8 +90,9 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         commit: i.commit.clone(),
         module: i.module_path.clone(),
         module_base: hex(i.base),
-        gc: gc_mode_name(heap.mode),
-        gc_heaps: heap.heaps.len(),
+        gc: heap.as_ref().ok().map(|h| gc_mode_name(h.mode)),
+        gc_heaps: heap.as_ref().ok().map(|h| h.heaps.len()),
+        gc_error: heap.as_ref().err().cloned(),
     };
     let mut t = res
         .file_version
@@ -104,9 +108,12 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         res.runtime,
         res.version_source.replace('_', " ")
     ));
-    match heap.mode {
-        GcMode::Workstation => t.push_str("Workstation mode\n"),
-        GcMode::Server => t.push_str(&format!("Server mode with {} gc heaps\n", res.gc_heaps)),
+    match heap {
+        Ok(h) => match h.mode {
+            GcMode::Workstation => t.push_str("Workstation mode\n"),
+            GcMode::Server => t.push_str(&format!("Server mode with {} gc heaps\n", h.heaps.len())),
+        },
+        Err(e) => t.push_str(&format!("GC mode unknown: {e}\n")),
     }
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
     Ok(Output::new("eeversion", &res, t))
@@ -122,6 +129,9 @@ struct EeHeap {
     /// Bytes from each segment's start to its allocated end, over all heaps.
     total_allocated: u64,
     total_committed: u64,
+    /// Problems that did not stop the heap's reading (e.g. threads whose allocation context
+    /// could not be read).
+    notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -202,6 +212,7 @@ fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         total_allocated: heaps.iter().map(|h| h.allocated).sum(),
         total_committed: heaps.iter().map(|h| h.committed).sum(),
         heaps,
+        notes: heap.notes.clone(),
     };
     let mut t = format!(
         "GC: {}, {} heap{}, {}\n",
@@ -246,6 +257,9 @@ fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         "------------------------------\nGC Allocated Heap Size:    Size: {:#x} ({}) bytes.\nGC Committed Heap Size:    Size: {:#x} ({}) bytes.\n",
         res.total_allocated, res.total_allocated, res.total_committed, res.total_committed
     ));
+    for n in &res.notes {
+        t.push_str(&format!("Note: {n}\n"));
+    }
     Ok(Output::new("eeheap", &res, t))
 }
 
@@ -311,10 +325,9 @@ fn dumpheap_grammar() -> Command {
         )
 }
 
+/// `dumpheap`'s result; a listing's objects are written ahead of it, as the walk goes.
 #[derive(Serialize)]
 struct DumpHeap {
-    /// Listed objects (absent with -stat).
-    objects: Option<Vec<ObjOut>>,
     /// Listed objects beyond --limit that were counted but not listed.
     not_listed: u64,
     /// Per-type statistics of the matching objects, largest total size first.
@@ -331,6 +344,8 @@ struct DumpHeap {
     frozen_size: u64,
     /// Places where the walk met memory it could not read or a bad object.
     errors: Vec<WalkErrorOut>,
+    /// Problems reading the heap's structure that did not stop the walk.
+    notes: Vec<String>,
     skipped_bytes: u64,
 }
 
@@ -390,61 +405,158 @@ fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
     }
 }
 
+/// What `dumpheap` was asked.
+#[derive(Clone)]
+struct HeapQuery {
+    type_filter: Option<String>,
+    mt_filter: Option<u64>,
+    min: Option<u64>,
+    max: Option<u64>,
+    limit: Option<u64>,
+    strings: bool,
+    list_free: bool,
+}
+
+impl HeapQuery {
+    fn filtered(&self) -> bool {
+        self.type_filter.is_some()
+            || self.mt_filter.is_some()
+            || self.min.is_some()
+            || self.max.is_some()
+            || self.strings
+    }
+}
+
 fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    c.heap().map_err(CommandError::Failed)?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
-    let type_filter = arg("type");
-    let mt_filter = arg("mt")
-        .map(parse_address)
-        .transpose()
-        .map_err(CommandError::Usage)?;
-    let min = arg("min")
-        .map(parse_count)
-        .transpose()
-        .map_err(CommandError::Usage)?;
-    let max = arg("max")
-        .map(parse_count)
-        .transpose()
-        .map_err(CommandError::Usage)?;
-    let limit = arg("limit")
-        .map(parse_count)
-        .transpose()
-        .map_err(CommandError::Usage)?;
-    let stat_only = m.get_flag("stat");
-    let strings = m.get_flag("strings");
+    let num = |n: &str| {
+        arg(n)
+            .map(parse_count)
+            .transpose()
+            .map_err(CommandError::Usage)
+    };
+    let q = HeapQuery {
+        type_filter: arg("type").map(str::to_owned),
+        mt_filter: arg("mt")
+            .map(parse_address)
+            .transpose()
+            .map_err(CommandError::Usage)?,
+        min: num("min")?,
+        max: num("max")?,
+        limit: num("limit")?,
+        strings: m.get_flag("strings"),
+        list_free: m.get_flag("free"),
+    };
     let short = m.get_flag("short");
-    let list_free = m.get_flag("free");
-    let filtered =
-        type_filter.is_some() || mt_filter.is_some() || min.is_some() || max.is_some() || strings;
+    if m.get_flag("stat") || q.strings {
+        let res = heap_walk(&c, &q, None)?;
+        return Ok(Output::new("dumpheap", &res, dumpheap_text(&res, false)));
+    }
+    // A listing: written as the walk goes (a heap can hold tens of millions of objects).
+    Ok(Output::streamed("dumpheap", move |w, json| {
+        let io = |e: std::io::Error| CommandError::Failed(format!("writing the listing: {e}"));
+        let mut first = true;
+        if json {
+            w.write_all(b"{\"objects\":[").map_err(io)?;
+        } else if !short {
+            writeln!(w, " {:<16}  {:<16}  {:>10}", "Address", "MT", "Size").map_err(io)?;
+        }
+        let mut on = |o: &ObjOut| -> Result<(), CommandError> {
+            if json {
+                if !first {
+                    w.write_all(b",").map_err(io)?;
+                }
+                write!(
+                    w,
+                    "{{\"address\":\"0x{:x}\",\"mt\":\"0x{:x}\",\"size\":{}{}}}",
+                    o.address,
+                    o.mt,
+                    o.size,
+                    if o.free { ",\"free\":true" } else { "" }
+                )
+                .map_err(io)?;
+            } else if short {
+                writeln!(w, "{:016x}", o.address).map_err(io)?;
+            } else {
+                writeln!(
+                    w,
+                    " {:016x}  {:016x}  {:>10}{}",
+                    o.address,
+                    o.mt,
+                    o.size,
+                    if o.free { " Free" } else { "" }
+                )
+                .map_err(io)?;
+            }
+            first = false;
+            Ok(())
+        };
+        let res = heap_walk(&c, &q, Some(&mut on))?;
+        if json {
+            w.write_all(b"]").map_err(io)?;
+            let v = serde_json::to_value(&res).unwrap_or_default();
+            for (k, v) in v.as_object().into_iter().flatten() {
+                write!(w, ",{}:{}", serde_json::Value::from(k.as_str()), v).map_err(io)?;
+            }
+            w.write_all(b"}").map_err(io)?;
+        } else if !short {
+            if res.not_listed > 0 {
+                writeln!(
+                    w,
+                    "... {} more objects not listed (--limit)",
+                    res.not_listed
+                )
+                .map_err(io)?;
+            }
+            writeln!(w).map_err(io)?;
+            w.write_all(dumpheap_text(&res, false).as_bytes())
+                .map_err(io)?;
+        }
+        Ok(())
+    }))
+}
 
+/// What receives each listed object.
+type ListObject<'a> = dyn FnMut(&ObjOut) -> Result<(), CommandError> + 'a;
+
+/// Walks the heap for `q`: the statistics, and each listed object given to `list` (none
+/// with `-stat`). The plain `-stat` runs the parallel census.
+fn heap_walk(
+    c: &Clr,
+    q: &HeapQuery,
+    mut list: Option<&mut ListObject<'_>>,
+) -> Result<DumpHeap, CommandError> {
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let filtered = q.filtered();
     // Which MethodTables pass the type filter (decided once per MethodTable).
     let mut type_ok: HashMap<u64, bool> = HashMap::new();
     let mut pass = |mt: u64, size: u64| -> bool {
-        if mt_filter.is_some_and(|f| f != mt)
-            || min.is_some_and(|v| size < v)
-            || max.is_some_and(|v| size > v)
+        if q.mt_filter.is_some_and(|f| f != mt)
+            || q.min.is_some_and(|v| size < v)
+            || q.max.is_some_and(|v| size > v)
         {
             return false;
         }
-        if strings && mt != c.rt.globals.string_mt {
+        if q.strings && mt != c.rt.globals.string_mt {
             return false;
         }
-        match type_filter {
+        match &q.type_filter {
             None => true,
             Some(t) => *type_ok
                 .entry(mt)
-                .or_insert_with(|| c.type_name(mt).contains(t)),
+                .or_insert_with(|| c.type_name(mt).contains(t.as_str())),
         }
     };
 
     let mut stats: HashMap<u64, (u64, u64)> = HashMap::new();
-    let mut objects = (!stat_only && !strings).then(Vec::new);
+    let mut listed = 0u64;
     let mut not_listed = 0u64;
     let (mut free_objects, mut free_size, mut frozen_objects, mut frozen_size) = (0, 0, 0, 0);
     let mut string_stats: HashMap<String, (u64, u64)> = HashMap::new();
 
-    let errors = if !filtered && objects.is_none() {
+    let errors = if !filtered && list.is_none() {
         // The plain -stat: the parallel census.
         let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
         let census = heap.census_observed(&c.rt, &|n| progress.advance(n));
@@ -480,14 +592,14 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 if !filtered {
                     free_objects += 1;
                     free_size += o.size;
-                    if list_free {
-                        if let Some(list) = objects.as_mut() {
-                            list.push(ObjOut {
+                    if q.list_free {
+                        if let Some(f) = list.as_mut() {
+                            f(&ObjOut {
                                 address: o.address,
                                 mt: o.mt,
                                 size: o.size,
                                 free: true,
-                            });
+                            })?;
                         }
                     }
                 }
@@ -503,23 +615,24 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 frozen_objects += 1;
                 frozen_size += o.size;
             }
-            if strings {
+            if q.strings {
                 if let Ok((v, _)) = strings_reader.string_value(o.address, 1024) {
                     let e = string_stats.entry(v).or_default();
                     e.0 += 1;
                     e.1 += o.size;
                 }
             }
-            if let Some(list) = objects.as_mut() {
-                if limit.is_some_and(|l| list.len() as u64 >= l) {
+            if let Some(f) = list.as_mut() {
+                if q.limit.is_some_and(|l| listed >= l) {
                     not_listed += 1;
                 } else {
-                    list.push(ObjOut {
+                    listed += 1;
+                    f(&ObjOut {
                         address: o.address,
                         mt: o.mt,
                         size: o.size,
                         free: false,
-                    });
+                    })?;
                 }
             }
         }
@@ -541,7 +654,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .then(b.count.cmp(&a.count))
             .then(a.name.cmp(&b.name))
     });
-    let strings_out = strings.then(|| {
+    let strings_out = q.strings.then(|| {
         let mut v: Vec<StringOut> = string_stats
             .into_iter()
             .map(|(value, (count, total_size))| StringOut {
@@ -553,10 +666,9 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         v.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.value.cmp(&b.value)));
         v
     });
-    let res = DumpHeap {
+    Ok(DumpHeap {
         total_objects: statistics.iter().map(|t| t.count).sum(),
         total_size: statistics.iter().map(|t| t.total_size).sum(),
-        objects,
         not_listed,
         statistics,
         strings: strings_out,
@@ -566,43 +678,13 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         frozen_size,
         skipped_bytes: errors.iter().map(|e| e.skipped).sum(),
         errors,
-    };
-    Ok(Output::new("dumpheap", &res, dumpheap_text(&res, short)))
+        notes: heap.notes.clone(),
+    })
 }
 
-fn dumpheap_text(r: &DumpHeap, short: bool) -> String {
+/// The statistics part of `dumpheap`'s text (the listing is written as the walk goes).
+fn dumpheap_text(r: &DumpHeap, _short: bool) -> String {
     let mut t = String::new();
-    if let Some(list) = &r.objects {
-        if short {
-            for o in list {
-                t.push_str(&format!("{:016x}\n", o.address));
-            }
-            return t;
-        }
-        let mut tb = table(&["Address", "MT", "Size"]);
-        for o in list {
-            tb.add_row(vec![
-                format!("{:016x}", o.address),
-                format!("{:016x}", o.mt),
-                if o.free {
-                    format!("{} Free", o.size)
-                } else {
-                    o.size.to_string()
-                },
-            ]);
-        }
-        if let Some(col) = tb.column_mut(2) {
-            col.set_cell_alignment(comfy_table::CellAlignment::Right);
-        }
-        t.push_str(&render(&tb));
-        if r.not_listed > 0 {
-            t.push_str(&format!(
-                "... {} more objects not listed (--limit)\n",
-                r.not_listed
-            ));
-        }
-        t.push('\n');
-    }
     if let Some(strings) = &r.strings {
         let mut tb = table(&["Count", "TotalSize", "String Value"]);
         for s in strings.iter().rev() {
@@ -662,6 +744,9 @@ fn dumpheap_text(r: &DumpHeap, short: bool) -> String {
             e.detail,
             e.skipped
         ));
+    }
+    for n in &r.notes {
+        t.push_str(&format!("Note: {n}\n"));
     }
     t
 }

@@ -7,10 +7,14 @@ use crate::tokenize;
 use clap::{ArgMatches, Command};
 
 pub mod asyncs;
+pub mod exceptions;
 pub mod heap;
+pub mod locks;
 pub mod native;
 pub mod objects;
+pub mod roots;
 pub mod stacks;
+pub mod threadpool;
 
 /// One command: its names, its argument grammar and what runs it.
 pub struct CommandSpec {
@@ -53,6 +57,10 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(objects::SPECS)
             .chain(stacks::SPECS)
             .chain(asyncs::SPECS)
+            .chain(roots::SPECS)
+            .chain(exceptions::SPECS)
+            .chain(locks::SPECS)
+            .chain(threadpool::SPECS)
             .collect()
     })
 }
@@ -125,8 +133,22 @@ fn sos_spelling(cmd: &Command, words: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Parses and runs one command line. `Ok(None)` for an empty line.
+/// Parses and runs one command line. `Ok(None)` for an empty line. A streamed result (a long
+/// listing) is run to the end here: its `data` and `text` are filled.
 pub fn execute(session: &Session, line: &str) -> Result<Option<(Output, bool)>, CommandError> {
+    match execute_streaming(session, line)? {
+        Some((out, json)) => Ok(Some((out.materialize()?, json))),
+        None => Ok(None),
+    }
+}
+
+/// Like [`execute`], but a streamed result is returned unrun, to be written with
+/// [`Output::write_to`] as it is computed (what the `dumpshell` binary does, so a listing of
+/// millions of objects never sits in memory).
+pub fn execute_streaming(
+    session: &Session,
+    line: &str,
+) -> Result<Option<(Output, bool)>, CommandError> {
     let Some(inv) = parse(line)? else {
         return Ok(None);
     };

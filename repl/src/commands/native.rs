@@ -14,6 +14,21 @@ use serde::Serialize;
 /// The native commands.
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
+        name: "sleep",
+        aliases: &[],
+        about: "wait N milliseconds (as WinDbg's .sleep; Ctrl-C ends it): for scripts that pace \
+                themselves, and to check that Ctrl-C reaches a running command",
+        grammar: || {
+            Command::new("sleep").arg(
+                Arg::new("ms")
+                    .required(true)
+                    .value_parser(clap::value_parser!(u64))
+                    .help("milliseconds"),
+            )
+        },
+        run: sleep,
+    },
+    CommandSpec {
         name: "info",
         aliases: &["dumpinfo"],
         about: "what the dump is: format, OS, architecture, process id, exception",
@@ -622,4 +637,34 @@ fn display_memory(
         ));
     }
     Ok(Output::new(name, &res, t))
+}
+
+#[derive(Serialize)]
+struct Slept {
+    requested_ms: u64,
+    slept_ms: u64,
+}
+
+fn sleep(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let want = *m.get_one::<u64>("ms").unwrap_or(&0);
+    let start = std::time::Instant::now();
+    loop {
+        let done = start.elapsed().as_millis() as u64;
+        if done >= want {
+            break;
+        }
+        if crate::cancel::requested() {
+            return Err(CommandError::Cancelled);
+        }
+        std::thread::sleep(std::time::Duration::from_millis((want - done).min(20)));
+    }
+    let slept_ms = start.elapsed().as_millis() as u64;
+    Ok(Output::new(
+        "sleep",
+        &Slept {
+            requested_ms: want,
+            slept_ms,
+        },
+        String::new(),
+    ))
 }

@@ -77,7 +77,10 @@ pub static SPECS: &[CommandSpec] =
             grammar: || {
                 Command::new("dumpmt")
                     .arg(addr_arg("mt", "the MethodTable"))
-                    .arg(flag("md", "its methods (not available yet)"))
+                    .arg(flag(
+                        "md",
+                        "its methods: entry point, MethodDesc, JIT state, slot, name",
+                    ))
             },
             run: dumpmt,
         },
@@ -193,9 +196,12 @@ struct FieldOut {
     value: Value,
     /// The value as the text table prints it.
     value_text: String,
+    /// A thread-static's value on each thread that has one: `[{thread (managed id),
+    /// thread_address, address, value}]`; null for other fields.
+    thread_values: Option<Vec<Value>>,
 }
 
-fn value_json(r: &Reader<'_>, v: &FieldValue) -> Value {
+pub(crate) fn value_json(r: &Reader<'_>, v: &FieldValue) -> Value {
     match v {
         FieldValue::Bool { value } => json!(value),
         FieldValue::Char { value } => json!(value),
@@ -229,6 +235,119 @@ fn value_json(r: &Reader<'_>, v: &FieldValue) -> Value {
 }
 
 fn field_out(r: &Reader<'_>, f: &FieldData) -> FieldOut {
+    let mut out = field_out_plain(r, f);
+    if f.attr == "TLstatic" {
+        // As SOS: `>> Thread:Value <managed id>:<value> ... <<`.
+        match r.thread_static_addresses(f.declaring_mt, f.offset, f.element_type) {
+            Ok(list) => {
+                let mut text = String::from(">> Thread:Value");
+                let mut values = Vec::new();
+                for (id, thread, a) in list {
+                    let v = r.read_value(a, f.element_type, f.type_mt);
+                    let vt = match &v {
+                        FieldValue::Object { address: 0, .. } => "0000000000000000".into(),
+                        v => v.display(),
+                    };
+                    text.push_str(&format!(" {id:x}:{vt}"));
+                    values.push(json!({
+                        "thread": id,
+                        "thread_address": hex(thread),
+                        "address": hex(a),
+                        "value": value_json(r, &v),
+                    }));
+                }
+                text.push_str(" <<");
+                out.value = json!({
+                    "unavailable": "thread-static: one value per thread (see thread_values)"
+                });
+                out.value_text = text;
+                out.thread_values = Some(values);
+            }
+            Err(e) => {
+                out.value = json!({ "unavailable": e });
+                out.value_text = format!("<{e}>");
+            }
+        }
+    }
+    out
+}
+
+/// The MethodTables of array and generic instantiation field types still unknown (a null
+/// value, an embedded struct, or no instance, as in `dumpclass`): the loaded type of exactly
+/// that name, when exactly one has it, among the constructed types (EETypeHashTable) loaded by
+/// CoreLib and by the modules of the declaring types and their type arguments; the DAC looks
+/// the field's type up in such tables. Where a table is not read (Windows) they stay 0.
+fn fill_type_mts(c: &Clr, fields: &mut [FieldOut]) {
+    let wanted = |f: &FieldOut| f.type_mt.is_none() && f.type_name.ends_with(']');
+    if !fields.iter().any(wanted) {
+        return;
+    }
+    let r = reader(c);
+    let mut mods: Vec<u64> = r.corelib_module().into_iter().collect();
+    for f in fields.iter() {
+        let Some(decl) = parse_address(&f.declaring_mt).ok().and_then(|m| r.mt(m)) else {
+            continue;
+        };
+        let args = decl
+            .type_args
+            .iter()
+            .filter_map(|&a| r.mt(a))
+            .filter_map(|i| i.module);
+        for m in decl.module.into_iter().chain(args) {
+            if !mods.contains(&m) {
+                mods.push(m);
+            }
+        }
+    }
+    let mut candidates: Vec<u64> = Vec::new();
+    for m in mods {
+        if let Ok(ths) = clrdata::methods::available_param_types(&r, m) {
+            candidates.extend(ths.into_iter().filter(|th| th & 2 == 0));
+        }
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut by_name: std::collections::HashMap<String, Option<u64>> =
+        std::collections::HashMap::new();
+    for mt in candidates {
+        by_name
+            .entry(unqualified_name(&c.type_name(mt)))
+            .and_modify(|v| *v = None)
+            .or_insert(Some(mt));
+    }
+    for f in fields.iter_mut().filter(|f| wanted(f)) {
+        if let Some(Some(mt)) = by_name.get(&unqualified_name(&f.type_name)) {
+            f.type_mt = Some(hex(*mt));
+        }
+    }
+}
+
+/// A type name without its generic arguments' assembly names, in one bracket style:
+/// `List`1[[Heap.Person, heap]]` and `List`1[Heap.Person]` both give `List`1[Heap.Person]`
+/// (field signatures name arguments either way, and a facade's `mscorlib` where the runtime
+/// says `System.Private.CoreLib`).
+fn unqualified_name(name: &str) -> String {
+    // Drop ", Assembly" before a closing bracket (an assembly qualifier; argument lists and
+    // array ranks have no space after their commas).
+    let mut s = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(", ") {
+        let after = &rest[at + 2..];
+        let end = after.find([']', '[', ',']).unwrap_or(after.len());
+        s.push_str(&rest[..at]);
+        if after[end..].starts_with(']') {
+            rest = &after[end..];
+        } else {
+            s.push_str(", ");
+            rest = after;
+        }
+    }
+    s.push_str(rest);
+    // Then `[[A],[B]]` → `[A,B]`.
+    s.replace("],[", ",").replace("[[", "[").replace("]]", "]")
+}
+
+fn field_out_plain(r: &Reader<'_>, f: &FieldData) -> FieldOut {
     FieldOut {
         name: f.name.clone(),
         token: format!("{:x}", f.token),
@@ -245,6 +364,7 @@ fn field_out(r: &Reader<'_>, f: &FieldData) -> FieldOut {
             FieldValue::Object { address: 0, .. } => "0000000000000000".into(),
             v => v.display(),
         },
+        thread_values: None,
     }
 }
 
@@ -347,7 +467,7 @@ fn dumpobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let r = reader(&c);
     let a = addr(m, "address")?;
     let o = r.object(a, m.get_flag("nofields")).map_err(failed)?;
-    let res = DumpObj {
+    let mut res = DumpObj {
         address: hex(o.address),
         name: o.name.clone(),
         mt: hex(o.mt),
@@ -359,6 +479,7 @@ fn dumpobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         array: o.array.as_ref().map(|x| array_out(&r, x)),
         fields: o.fields.iter().map(|f| field_out(&r, f)).collect(),
     };
+    fill_type_mts(&c, &mut res.fields);
     let mut t = String::new();
     t.push_str(&format!("Name:        {}\n", res.name));
     t.push_str(&format!("MethodTable: {}\n", fmt_addr(o.mt)));
@@ -398,12 +519,13 @@ fn dumpvc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mt = addr(m, "mt")?;
     let a = addr(m, "address")?;
     let fields = r.value_type(mt, a).map_err(failed)?;
-    let res = DumpVc {
+    let mut res = DumpVc {
         address: hex(a),
         name: r.type_name(mt),
         mt: hex(mt),
         fields: fields.iter().map(|f| field_out(&r, f)).collect(),
     };
+    fill_type_mts(&c, &mut res.fields);
     let mut t = format!("Name:        {}\nMethodTable: {}\n", res.name, fmt_addr(mt));
     t.push_str(&fields_text(&res.fields, 0));
     Ok(Output::new("dumpvc", &res, t))
@@ -607,7 +729,26 @@ struct DumpMt {
     vtable_slots: u16,
     interfaces: u16,
     type_args: Vec<String>,
-    methods: Option<String>,
+    num_methods: Option<u32>,
+    methods: Option<DumpMtMethods>,
+}
+
+#[derive(Serialize)]
+struct DumpMtMethods {
+    num_virtuals: u16,
+    num_vtable_slots: u16,
+    num_methods: u32,
+    slots: Vec<DumpMtSlot>,
+}
+
+#[derive(Serialize)]
+struct DumpMtSlot {
+    slot: u32,
+    entry: String,
+    method_desc: Option<String>,
+    jit: &'static str,
+    name: Option<String>,
+    error: Option<String>,
 }
 
 fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -617,7 +758,7 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let i =
         c.rt.method_table(mt)
             .map_err(|e| failed(format!("{mt:#x} is not a MethodTable: {e}")))?;
-    let res = DumpMt {
+    let mut res = DumpMt {
         mt: hex(mt),
         name: r.type_name(mt),
         ee_class: hex(i.ee_class),
@@ -639,10 +780,48 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         vtable_slots: i.num_virtuals,
         interfaces: i.num_interfaces,
         type_args: i.type_args.iter().map(|&a| hex(a)).collect(),
-        methods: m.get_flag("md").then(|| {
-            "method listing (-md) is not available yet: MethodDescChunks are not walked".to_string()
-        }),
+        num_methods: clrdata::methods::slot_counts(&r, mt).ok().map(|c| c.2),
+        methods: None,
     };
+    let mut md_text = None;
+    if m.get_flag("md") {
+        let w = clrdata::stack::StackWalker::for_target(&c.rt, &c.names);
+        let mm = clrdata::methods::method_table_methods(&r, &w, mt)
+            .map_err(|e| failed(format!("the methods of MethodTable {mt:#x}: {e}")))?;
+        let mut tb = table(&["Entry", "MethodDesc", "JIT", "Slot", "Name"]);
+        for s in &mm.slots {
+            tb.add_row(vec![
+                fmt_addr(s.entry),
+                s.method_desc
+                    .map_or_else(|| "0000000000000000".into(), fmt_addr),
+                s.jit.as_str().to_string(),
+                format!("{:x}", s.slot),
+                match (&s.name, &s.error) {
+                    (Some(n), _) => n.clone(),
+                    (None, Some(e)) => format!("<{e}>"),
+                    (None, None) => String::new(),
+                },
+            ]);
+        }
+        md_text = Some(render(&tb));
+        res.methods = Some(DumpMtMethods {
+            num_virtuals: mm.num_virtuals,
+            num_vtable_slots: mm.num_vtable_slots,
+            num_methods: mm.num_methods,
+            slots: mm
+                .slots
+                .iter()
+                .map(|s| DumpMtSlot {
+                    slot: s.slot,
+                    entry: hex(s.entry),
+                    method_desc: s.method_desc.map(hex),
+                    jit: s.jit.as_str(),
+                    name: s.name.clone(),
+                    error: s.error.clone(),
+                })
+                .collect(),
+        });
+    }
     let mut t = String::new();
     t.push_str(&format!("EEClass:         {}\n", fmt_addr(i.ee_class)));
     t.push_str(&format!(
@@ -660,13 +839,22 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     t.push_str(&format!("ComponentSize:   {:#x}\n", i.component_size));
     t.push_str(&format!("DynamicStatics:  {}\n", res.dynamic_statics));
     t.push_str(&format!("ContainsPointers: {}\n", res.contains_pointers));
-    t.push_str(&format!("Slots in VTable: {}\n", i.num_virtuals));
+    // SOS prints the type's slot count (the DAC's wNumMethods) here.
+    t.push_str(&format!(
+        "Slots in VTable: {}\n",
+        res.num_methods.map_or_else(
+            || format!("<unknown> ({} virtual)", i.num_virtuals),
+            |n| n.to_string()
+        )
+    ));
     t.push_str(&format!(
         "Number of IFaces in IFaceMap: {}\n",
         i.num_interfaces
     ));
-    if let Some(md) = &res.methods {
-        t.push_str(&format!("{md}\n"));
+    if let Some(md) = md_text {
+        t.push_str("--------------------------------------\n");
+        t.push_str("MethodDesc Table\n");
+        t.push_str(&md);
     }
     Ok(Output::new("dumpmt", &res, t))
 }
@@ -725,6 +913,7 @@ fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
         fields.push(fo);
     }
+    fill_type_mts(&c, &mut fields);
     let parent_class = (info.parent != 0)
         .then(|| c.rt.method_table(info.parent).ok().map(|p| hex(p.ee_class)))
         .flatten();
@@ -782,65 +971,48 @@ struct DumpMd {
     chunk: String,
     slot: u16,
     classification: u16,
+    module: Option<String>,
+    entry_point: Option<String>,
+    is_jitted: bool,
+    code_kind: &'static str,
+    code_address: Option<String>,
 }
 
 fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let md = addr(m, "md")?;
-    let mem = c.rt.memory();
     let bad = |what: &str| failed(format!("{md:#x} is not a MethodDesc: {what}"));
-    // MethodDesc: u16 m_wFlags3AndTokenRemainder, u8 m_chunkIndex, u8 m_bFlags2,
-    // u16 m_wSlotNumber, u16 m_wFlags. Its MethodDescChunk {MT*, next, u8 size, u8 count,
-    // u16 flagsAndTokenRange} (0x18 bytes) sits m_chunkIndex * 8 bytes before it.
-    let f3 = mem.read_u16(md).map_err(|_| bad("not in the dump"))?;
-    let chunk_index = mem.read_u8(md + 2).map_err(|_| bad("not in the dump"))?;
-    let slot = mem.read_u16(md + 4).map_err(|_| bad("not in the dump"))?;
-    let flags = mem.read_u16(md + 6).map_err(|_| bad("not in the dump"))?;
-    let chunk = md - 8 * chunk_index as u64 - 0x18;
-    let mt = mem
-        .read_u64(chunk)
-        .map_err(|_| bad("its MethodDescChunk is not in the dump"))?;
-    let range = mem
-        .read_u16(chunk + 0x12)
-        .map_err(|_| bad("its MethodDescChunk is not in the dump"))?;
-    let info = c.rt.method_table(mt).map_err(|e| {
+    let d = clrdata::methods::method_desc(&r, md).map_err(|e| bad(&e))?;
+    let info = c.rt.method_table(d.method_table).map_err(|e| {
         bad(&format!(
-            "its chunk's MethodTable {mt:#x} does not decode ({e})"
+            "its chunk's MethodTable {:#x} does not decode ({e})",
+            d.method_table
         ))
     })?;
-    let token = 0x0600_0000 | ((range as u32 & 0xFFF) << 12) | (f3 as u32 & 0xFFF);
-    let module = info
-        .module
-        .ok_or_else(|| bad("its type's module is in an override slot (not read)"))?;
-    let mdata = c.names.module_metadata(&c.rt, module).map_err(failed)?;
-    let meta = mdata.metadata().map_err(failed)?;
-    let rid = token & 0xFF_FFFF;
-    let name = meta
-        .method_def(rid)
-        .map_err(|e| bad(&format!("token {token:#x}: {e}")))?
-        .name
-        .to_string();
-    let params = meta
-        .method_sig(rid)
-        .ok()
-        .map(|sig| {
-            clrdata::metadata::format_method_params(
-                &sig,
-                &clrdata::metadata::MetadataNames::new(&meta),
-            )
-        })
-        .unwrap_or_default();
-    let class = r.type_name(mt);
+    if d.classification != 4 && d.token & 0xFF_FFFF == 0 {
+        return Err(bad("a null MethodDef token"));
+    }
+    let name = clrdata::methods::method_desc_name(&r, &d).map_err(|e| bad(&e))?;
+    let w = clrdata::stack::StackWalker::for_target(&c.rt, &c.names);
+    let entry = clrdata::methods::method_entry_point(&r, &d).ok();
+    let (code, jit) = entry.map_or((None, clrdata::methods::JitState::None), |e| {
+        clrdata::methods::native_code(&r, &w, &d, e)
+    });
     let res = DumpMd {
         method_desc: hex(md),
-        method_name: format!("{class}.{name}{params}"),
+        method_name: name,
         class: hex(info.ee_class),
-        mt: hex(mt),
-        token: format!("{token:08x}"),
-        chunk: hex(chunk),
-        slot,
-        classification: flags & 7,
+        mt: hex(d.method_table),
+        token: format!("{:08x}", d.token),
+        chunk: hex(d.chunk),
+        slot: d.slot,
+        classification: d.classification as u16,
+        module: info.module.map(hex),
+        entry_point: entry.map(hex),
+        is_jitted: code.is_some(),
+        code_kind: jit.as_str(),
+        code_address: code.map(hex),
     };
     let mut t = String::new();
     t.push_str(&format!("Method Name:          {}\n", res.method_name));
@@ -848,11 +1020,25 @@ fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         "Class:                {}\n",
         fmt_addr(info.ee_class)
     ));
-    t.push_str(&format!("MethodTable:          {}\n", fmt_addr(mt)));
-    t.push_str(&format!("mdToken:              {:016x}\n", token));
-    t.push_str(&format!("Module:               {}\n", fmt_addr(module)));
-    t.push_str(&format!("Slot:                 {slot:x}\n"));
-    t.push_str("(code addresses and IL/JIT state are not read yet)\n");
+    t.push_str(&format!(
+        "MethodTable:          {}\n",
+        fmt_addr(d.method_table)
+    ));
+    t.push_str(&format!("mdToken:              {:016x}\n", d.token));
+    t.push_str(&format!(
+        "Module:               {}\n",
+        info.module
+            .map_or("<module override, not read>".into(), fmt_addr)
+    ));
+    t.push_str(&format!(
+        "IsJitted:             {}\n",
+        if res.is_jitted { "yes" } else { "no" }
+    ));
+    t.push_str(&format!(
+        "Current CodeAddr:     {}\n",
+        code.map_or("ffffffffffffffff".into(), fmt_addr)
+    ));
+    t.push_str(&format!("Slot:                 {:x}\n", d.slot));
     Ok(Output::new("dumpmd", &res, t))
 }
 

@@ -1,4 +1,5 @@
-//! Managed threads and stacks: `clrthreads`, `clrstack`, `pstacks`, `ip2md`.
+//! Managed threads and stacks: `clrthreads`, `clrstack`, `pstacks`, `ip2md`, and the mixed
+//! native+managed `stack`.
 
 use super::heap::clr;
 use super::native::{render, table};
@@ -11,7 +12,6 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::stack::{FrameKind, StackWalker, ThreadStack};
 use clrdata::threads::thread_state_names;
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// The stack commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -35,7 +35,8 @@ pub static SPECS: &[CommandSpec] = &[
                         .help("every managed thread (SOS spells it -all)"),
                 )
                 .arg(Arg::new("thread").help(
-                    "OS thread id (decimal, or hex with 0x); default: the first managed thread",
+                    "OS thread id (decimal, or hex with 0x); default: the current thread (the \
+                     faulting one, else the main thread) when managed, else the first managed one",
                 ))
         },
         run: clrstack,
@@ -45,13 +46,20 @@ pub static SPECS: &[CommandSpec] = &[
         aliases: &["parallelstacks"],
         about: "every thread's managed stack merged into a tree, root first",
         grammar: || {
-            Command::new("pstacks").arg(
-                Arg::new("all")
-                    .short('a')
-                    .long("all")
-                    .action(ArgAction::SetTrue)
-                    .help("list every thread id of a group (default: at most 4)"),
-            )
+            Command::new("pstacks")
+                .arg(
+                    Arg::new("all")
+                        .short('a')
+                        .long("all")
+                        .action(ArgAction::SetTrue)
+                        .help("list every thread id of a group (default: at most 4)"),
+                )
+                .arg(
+                    Arg::new("async")
+                        .long("async")
+                        .action(ArgAction::SetTrue)
+                        .help("merge the async logical stacks (chains of state machines) instead of thread stacks"),
+                )
         },
         run: pstacks,
     },
@@ -61,6 +69,55 @@ pub static SPECS: &[CommandSpec] = &[
         about: "the managed method containing a code address",
         grammar: || Command::new("ip2md").arg(Arg::new("ip").required(true).help("code address")),
         run: ip2md,
+    },
+    CommandSpec {
+        name: "stack",
+        aliases: &["k"],
+        about: "a thread's native and managed frames, WinDbg `k` style (-all: every thread's)",
+        grammar: || {
+            Command::new("stack")
+                .arg(
+                    Arg::new("all")
+                        .long("all")
+                        .action(ArgAction::SetTrue)
+                        .help("every OS thread of the dump"),
+                )
+                .arg(Arg::new("thread").help(
+                    "OS thread id (decimal, or hex with 0x); default: the faulting thread, \
+                     else the dump's first thread",
+                ))
+        },
+        run: stack,
+    },
+    CommandSpec {
+        name: "dumpstackobjects",
+        aliases: &["dso"],
+        about: "objects referenced from a thread's registers and stack (conservative scan)",
+        grammar: || {
+            Command::new("dumpstackobjects")
+                .arg(
+                    Arg::new("thread")
+                        .short('t')
+                        .long("thread")
+                        .help("OS thread id; default: the faulting thread, else the dump's first"),
+                )
+                .arg(Arg::new("top").help("scan from this address instead of the stack pointer"))
+                .arg(Arg::new("bottom").help("scan up to this address instead of the stack's end"))
+        },
+        run: dso,
+    },
+    CommandSpec {
+        name: "u",
+        aliases: &["clru"],
+        about: "disassemble the managed method containing a code address, calls named",
+        grammar: || {
+            Command::new("u").arg(
+                Arg::new("address")
+                    .required(true)
+                    .help("a code address inside the method"),
+            )
+        },
+        run: unassemble,
     },
 ];
 
@@ -278,6 +335,11 @@ fn frame_text(f: &clrdata::stack::StackFrame) -> String {
             }
         }
         FrameKind::Managed => m.unwrap_or_else(|| "<unknown method>".into()),
+        FrameKind::Native => f
+            .native
+            .as_ref()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| hex(f.ip)),
     }
 }
 
@@ -294,7 +356,13 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .ok_or_else(|| CommandError::Failed(format!("no managed thread has OS id {t}")))?;
         vec![st]
     } else {
-        all.iter().take(1).collect()
+        // The current thread when it is managed, else the first managed thread.
+        let cur = s.current_os_thread();
+        all.iter()
+            .find(|t| t.os_id != 0 && Some(t.os_id) == cur)
+            .or_else(|| all.iter().find(|t| t.os_id != 0))
+            .into_iter()
+            .collect()
     };
     let mut text = String::new();
     let mut out = Vec::new();
@@ -341,87 +409,22 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 
 // ------------------------------------------------------------------------------------- pstacks
 
-/// One node of the merged tree: a frame and the threads passing through it.
-#[derive(Serialize, Default)]
-struct Node {
-    method: String,
-    count: usize,
-    threads: Vec<u64>,
-    children: Vec<Node>,
-    #[serde(skip)]
-    index: HashMap<String, usize>,
-}
-
-impl Node {
-    fn insert(&mut self, frames: &[&str], tid: u64) {
-        let Some((first, rest)) = frames.split_first() else {
-            return;
-        };
-        let i = match self.index.get(*first) {
-            Some(&i) => i,
-            None => {
-                self.children.push(Node {
-                    method: first.to_string(),
-                    ..Node::default()
-                });
-                self.index
-                    .insert(first.to_string(), self.children.len() - 1);
-                self.children.len() - 1
-            }
-        };
-        let child = &mut self.children[i];
-        child.count += 1;
-        child.threads.push(tid);
-        child.insert(rest, tid);
-    }
-}
-
 #[derive(Serialize)]
 struct PStacks {
     threads: usize,
-    roots: Vec<Node>,
+    roots: Vec<crate::tree::Node>,
     /// Threads whose walk stopped early: (OS id, why).
     incomplete: Vec<(u64, String)>,
 }
 
-const PADDING: usize = 5;
-
-fn thread_list(ids: &[u64], all: bool) -> String {
-    let shown: Vec<String> = ids
-        .iter()
-        .take(if all { usize::MAX } else { 4 })
-        .map(|i| format!("{i:x}"))
-        .collect();
-    let mut s = shown.join(",");
-    if !all && ids.len() > 4 {
-        s.push_str("...");
-    }
-    s
-}
-
-/// chrisnas's renderer: a node's children (fewest threads first) before the node, leaves with
-/// their `~~~~ ids` line; a child indented one step unless it holds all the node's threads.
-fn render_node(n: &Node, depth: usize, all: bool, out: &mut String) {
-    let pad = " ".repeat(PADDING * depth);
-    if n.children.is_empty() {
-        out.push_str(&format!("\n{pad} ~~~~ {}", thread_list(&n.threads, all)));
-        out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
-        return;
-    }
-    let mut kids: Vec<&Node> = n.children.iter().collect();
-    kids.sort_by_key(|k| k.count);
-    for k in kids {
-        let d = if k.count == n.count { depth } else { depth + 1 };
-        render_node(k, d, all, out);
-    }
-    out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
-}
-
 fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
     let all = m.get_flag("all");
+    if m.get_flag("async") {
+        return super::asyncs::pstacks_async(s, all);
+    }
+    let c = clr(s)?;
     let stacks = walk_all(&c)?;
-    let mut root = Node::default();
+    let mut root = crate::tree::Node::default();
     let mut n = 0;
     let mut incomplete = Vec::new();
     for st in &stacks {
@@ -436,11 +439,7 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         n += 1;
         root.insert(&frames, st.os_id);
     }
-    let mut text = String::new();
-    for r in &root.children {
-        text.push_str("\n________________________________________________");
-        render_node(r, 0, all, &mut text);
-    }
+    let mut text = crate::tree::render(&root.children, all);
     text.push_str(&format!(
         "\n\n==> {n} threads with {} roots\n",
         root.children.len()
@@ -514,4 +513,388 @@ fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         text.push_str(&format!("Note:         {e}\n"));
     }
     Ok(Output::new("ip2md", &out, text))
+}
+
+// --------------------------------------------------------------------------------------- stack
+
+/// The OS threads a command runs on: `-all`, one OS id, or the current thread (the faulting
+/// thread, else the dump's first).
+fn select_os_threads(s: &Session, m: &ArgMatches) -> Result<Vec<u64>, CommandError> {
+    let threads = s.target.threads();
+    if m.get_flag("all") {
+        return Ok(threads.iter().map(|t| t.id as u64).collect());
+    }
+    if let Some(t) = m.get_one::<String>("thread") {
+        let id = parse_os_id(t)?;
+        if !threads.iter().any(|x| x.id as u64 == id) {
+            return Err(CommandError::Failed(format!(
+                "the dump has no OS thread {t}"
+            )));
+        }
+        return Ok(vec![id]);
+    }
+    let current = s
+        .current_os_thread()
+        .ok_or_else(|| CommandError::Failed("the dump has no threads".into()))?;
+    Ok(vec![current])
+}
+
+#[derive(Serialize)]
+struct MixedFrameOut {
+    kind: FrameKind,
+    /// Child-SP (an explicit Frame: its address, as clrstack shows it).
+    sp: String,
+    /// The frame's instruction pointer.
+    ip: String,
+    /// The return address into the caller (the next frame's IP), when known.
+    ret_addr: Option<String>,
+    /// The Call Site as printed.
+    call_site: String,
+    module: Option<String>,
+    symbol: Option<String>,
+    offset: Option<String>,
+    method_desc: Option<String>,
+    method: Option<String>,
+    frame: Option<String>,
+    frame_name: Option<String>,
+}
+
+#[derive(Serialize)]
+struct MixedThreadOut {
+    os_id: u64,
+    managed_id: Option<u32>,
+    thread: Option<String>,
+    frames: Vec<MixedFrameOut>,
+    gaps: Vec<String>,
+    incomplete: Option<String>,
+}
+
+fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let ids = select_os_threads(s, m)?;
+    // Without a CLR the walker can read (another runtime, none at all): native frames only.
+    let c = s.clr();
+    let mut no_clr = None;
+    let walks: Vec<clrdata::stack::MixedStack> = match &c {
+        Ok(c) => {
+            let managed =
+                c.rt.threads()
+                    .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+            let w = StackWalker::for_target(&c.rt, &c.names);
+            ids.iter()
+                .map(|&id| {
+                    let td = managed.iter().find(|t| t.os_id == id && id != 0);
+                    w.walk_mixed(id, td)
+                })
+                .collect()
+        }
+        Err(e) => {
+            no_clr = Some(e.clone());
+            let t: &dyn dumpreader::Target = &*s.target;
+            let nm = clrdata::stack::NativeModules::new(t);
+            ids.iter()
+                .map(|&id| {
+                    let regs = s
+                        .target
+                        .threads()
+                        .iter()
+                        .find(|t| t.id as u64 == id)
+                        .map(|t| clrdata::stack::Regs::from_context(&t.context));
+                    clrdata::stack::walk_native(&nm, id, regs)
+                })
+                .collect()
+        }
+    };
+    let mut text = String::new();
+    if let Some(e) = &no_clr {
+        text.push_str(&format!("<native frames only: no CLR to read: {e}>\n"));
+    }
+    let mut out = Vec::new();
+    for (id, st) in ids.iter().copied().zip(walks) {
+        match st.managed_id {
+            Some(mid) => text.push_str(&format!("OS Thread Id: {id:#x} ({mid})\n")),
+            None => text.push_str(&format!("OS Thread Id: {id:#x} (no managed thread)\n")),
+        }
+        let mut t = table(&["#", "Child-SP", "RetAddr", "Call Site"]);
+        let mut frames = Vec::new();
+        // The return address of a frame is the IP of the next non-explicit frame.
+        let real: Vec<usize> = (0..st.frames.len())
+            .filter(|&i| st.frames[i].kind != FrameKind::Explicit)
+            .collect();
+        for (i, f) in st.frames.iter().enumerate() {
+            let ret = (f.kind != FrameKind::Explicit)
+                .then(|| real.iter().find(|&&j| j > i).map(|&j| st.frames[j].ip))
+                .flatten();
+            let sp = if f.kind == FrameKind::Explicit {
+                f.frame.unwrap_or(f.sp)
+            } else {
+                f.sp
+            };
+            let site = match f.kind {
+                FrameKind::Native => f
+                    .native
+                    .as_ref()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| hex(f.ip)),
+                _ => frame_text(f),
+            };
+            t.add_row(vec![
+                format!("{i:02x}"),
+                fmt_addr(sp),
+                ret.map(fmt_addr).unwrap_or_else(|| "-".repeat(16)),
+                site.clone(),
+            ]);
+            let n = f.native.as_ref();
+            frames.push(MixedFrameOut {
+                kind: f.kind,
+                sp: hex(sp),
+                ip: hex(f.ip),
+                ret_addr: ret.map(hex),
+                call_site: site,
+                module: n.and_then(|n| n.module.clone()),
+                symbol: n.and_then(|n| n.symbol.clone()),
+                offset: n.map(|n| hex(n.offset)),
+                method_desc: f.method_desc.map(hex),
+                method: f.method.clone(),
+                frame: f.frame.map(hex),
+                frame_name: f.frame_name.clone(),
+            });
+        }
+        text.push_str(&render(&t));
+        for g in &st.gaps {
+            text.push_str(&format!("<native frames missing: {g}>\n"));
+        }
+        if let Some(why) = &st.incomplete {
+            text.push_str(&format!("<the walk stopped: {why}>\n"));
+        }
+        text.push('\n');
+        out.push(MixedThreadOut {
+            os_id: id,
+            managed_id: st.managed_id,
+            thread: st.thread.map(hex),
+            frames,
+            gaps: st.gaps.clone(),
+            incomplete: st.incomplete.clone(),
+        });
+    }
+    Ok(Output::new("stack", &out, text))
+}
+
+// ------------------------------------------------------------------------------------------ dso
+
+#[derive(Serialize)]
+struct DsoRow {
+    /// The stack slot, or null for a register.
+    sp: Option<String>,
+    register: Option<&'static str>,
+    object: String,
+    method_table: String,
+    type_name: String,
+    /// A string's value (at most 256 characters).
+    string: Option<String>,
+}
+
+#[derive(Serialize)]
+struct DsoOut {
+    os_id: u64,
+    managed_id: Option<u32>,
+    stack_start: String,
+    stack_end: String,
+    objects: Vec<DsoRow>,
+    note: Option<String>,
+}
+
+fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let threads = s.target.threads();
+    let os_id = match m.get_one::<String>("thread") {
+        Some(t) => parse_os_id(t)?,
+        None => s
+            .current_os_thread()
+            .ok_or_else(|| CommandError::Failed("the dump has no threads".into()))?,
+    };
+    let ti = threads
+        .iter()
+        .find(|t| t.id as u64 == os_id)
+        .ok_or_else(|| CommandError::Failed(format!("the dump has no OS thread {os_id:#x}")))?;
+    let mut regs = clrdata::stack::Regs::from_context(&ti.context);
+    let parse = |name: &str| -> Result<Option<u64>, CommandError> {
+        m.get_one::<String>(name)
+            .map(|t| parse_address(t).map_err(CommandError::Usage))
+            .transpose()
+    };
+    let top = parse("top")?;
+    let bottom = parse("bottom")?;
+    if let Some(t) = top {
+        // An explicit range: no registers, as SOS scans only the range then.
+        regs = clrdata::stack::Regs::default();
+        regs.gpr[clrdata::stack::unwind::RSP] = t;
+    }
+    let end = match (bottom, ti.stack) {
+        (Some(b), _) => b,
+        (None, Some((_, e))) => e,
+        (None, None) => {
+            return Err(CommandError::Failed(format!(
+                "the dump does not say where thread {os_id:#x}'s stack ends; give the range"
+            )))
+        }
+    };
+    let reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
+    let found = clrdata::stack::dso::stack_objects(&reader, heap, &regs, end);
+    let managed_id =
+        c.rt.threads()
+            .ok()
+            .and_then(|ts| ts.iter().find(|t| t.os_id == os_id).map(|t| t.managed_id));
+    let mut rows = Vec::new();
+    let mut t = table(&["SP/REG", "Object", "Name"]);
+    for o in &found.objects {
+        let name = c.type_name(o.method_table);
+        let string = (o.method_table == c.rt.globals.string_mt)
+            .then(|| reader.string_value(o.object, 256).ok().map(|(v, _)| v))
+            .flatten();
+        let loc = match (o.register, o.slot) {
+            (Some(r), _) => r.to_string(),
+            (None, Some(a)) => fmt_addr(a),
+            (None, None) => String::new(),
+        };
+        let shown = match &string {
+            Some(v) => format!("{name}    {v}"),
+            None => name.clone(),
+        };
+        t.add_row(vec![loc, fmt_addr(o.object), shown]);
+        rows.push(DsoRow {
+            sp: o.slot.map(hex),
+            register: o.register,
+            object: hex(o.object),
+            method_table: hex(o.method_table),
+            type_name: name,
+            string,
+        });
+    }
+    let mut text = match managed_id {
+        Some(mid) => format!("OS Thread Id: {os_id:#x} ({mid})\n"),
+        None => format!("OS Thread Id: {os_id:#x}\n"),
+    };
+    text.push_str(&render(&t));
+    if let Some(n) = &found.note {
+        text.push_str(&format!("<{n}>\n"));
+    }
+    let out = DsoOut {
+        os_id,
+        managed_id,
+        stack_start: hex(found.range.0),
+        stack_end: hex(found.range.1),
+        objects: rows,
+        note: found.note.clone(),
+    };
+    Ok(Output::new("dumpstackobjects", &out, text))
+}
+
+// -------------------------------------------------------------------------------------------- u
+
+#[derive(Serialize)]
+struct UInstruction {
+    address: String,
+    bytes: String,
+    mnemonic: String,
+    operands: String,
+    target: Option<String>,
+    slot: Option<String>,
+    target_name: Option<String>,
+}
+
+#[derive(Serialize)]
+struct UOut {
+    kind: clrdata::stack::CodeKind,
+    method: Option<String>,
+    method_desc: Option<String>,
+    start: String,
+    end: String,
+    size: u64,
+    instructions: Vec<UInstruction>,
+    note: Option<String>,
+}
+
+/// WinDbg's address spelling: `00007f02`72a36860`.
+fn tick(a: u64) -> String {
+    format!("{:08x}`{:08x}", a >> 32, a & 0xFFFF_FFFF)
+}
+
+fn unassemble(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let addr = parse_address(
+        m.get_one::<String>("address")
+            .map(String::as_str)
+            .unwrap_or(""),
+    )
+    .map_err(CommandError::Usage)?;
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let code = w.disassemble(addr).map_err(CommandError::Failed)?;
+    let mut text = String::new();
+    text.push_str(match code.kind {
+        clrdata::stack::CodeKind::Jit => "Normal JIT generated code\n",
+        clrdata::stack::CodeKind::ReadyToRun => "ReadyToRun code\n",
+    });
+    text.push_str(&format!(
+        "{}\n",
+        code.method.as_deref().unwrap_or("<unknown method>")
+    ));
+    if let Some(md) = code.method_desc {
+        text.push_str(&format!("MethodDesc {}\n", fmt_addr(md)));
+    }
+    text.push_str(&format!(
+        "Begin {}, size {:x}\n",
+        fmt_addr(code.start),
+        code.end - code.start
+    ));
+    let mut ins = Vec::new();
+    for i in &code.instructions {
+        let bytes: String = i.bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut line = format!(
+            "{}{} {:<16} {:<7} {}",
+            if i.address <= addr && addr < i.address + i.bytes.len() as u64 {
+                ">>> "
+            } else {
+                ""
+            },
+            tick(i.address),
+            bytes,
+            i.mnemonic,
+            i.operands
+        );
+        if let Some(t) = i.target {
+            if let Some(n) = &i.target_name {
+                line.push_str(&format!(" ; {n} ({})", tick(t)));
+            } else if i.slot.is_some() {
+                line.push_str(&format!(" ; -> {}", tick(t)));
+            }
+        } else if let Some(slot) = i.slot {
+            line.push_str(&format!(" ; slot {} is not in the dump", tick(slot)));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+        ins.push(UInstruction {
+            address: hex(i.address),
+            bytes,
+            mnemonic: i.mnemonic.clone(),
+            operands: i.operands.clone(),
+            target: i.target.map(hex),
+            slot: i.slot.map(hex),
+            target_name: i.target_name.clone(),
+        });
+    }
+    if let Some(n) = &code.note {
+        text.push_str(&format!("<{n}>\n"));
+    }
+    let out = UOut {
+        kind: code.kind,
+        method: code.method.clone(),
+        method_desc: code.method_desc.map(hex),
+        start: hex(code.start),
+        end: hex(code.end),
+        size: code.end - code.start,
+        instructions: ins,
+        note: code.note.clone(),
+    };
+    Ok(Output::new("u", &out, text))
 }

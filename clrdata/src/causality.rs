@@ -1,0 +1,520 @@
+//! Who waits for what: thread stacks joined with async chains.
+//!
+//! - A chain's cause: what its innermost box awaits (the object its awaiter holds), classified
+//!   by what completes it: a `TaskCompletionSource` found by its `_task`, a `SemaphoreSlim`
+//!   whose async waiter list holds the `TaskNode`, a `Task.Delay` promise and its timer, a
+//!   delegate task queued but not yet run (`WaitingToRun`), or another task.
+//! - A thread's wait: a thread blocked in `Task.Wait`, `Task<T>.Result` or
+//!   `GetAwaiter().GetResult()` registers a `Task+SetOnInvokeMres` as the waited task's
+//!   continuation and sleeps on it. The thread's stack (scanned conservatively: every aligned
+//!   slot from the stack pointer to the end of its memory) holds both the task and that event;
+//!   the task whose continuation is an event found on the same stack is the one waited on.
+//!   Without that proof nothing is claimed.
+
+use crate::asyncsm::{task_flags, AsyncAnalysis};
+use crate::fields::{int, obj as ref_field};
+use crate::objects::ObjectReader;
+use crate::stack::StackWalker;
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// `TASK_STATE_DELEGATE_INVOKED`.
+const DELEGATE_INVOKED: u32 = 0x20000;
+/// Bound on a scanned stack (bytes).
+pub const MAX_STACK_SCAN: u64 = 64 << 20;
+/// Bound on the items of a `List<object>` continuation read.
+const MAX_LIST: u64 = 4096;
+
+/// What a thread's stack scan needs.
+#[derive(Debug, Clone)]
+pub struct ThreadScan {
+    /// OS thread id.
+    pub os_id: u64,
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// Method names of its frames, innermost first.
+    pub frames: Vec<String>,
+    /// Its stack memory `(stack pointer, end)`, when known.
+    pub stack: Option<(u64, u64)>,
+}
+
+/// What completes the task an innermost box awaits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cause {
+    /// A `TaskCompletionSource` nobody has completed.
+    TaskCompletionSource {
+        /// The TaskCompletionSource.
+        tcs: u64,
+        /// Its task.
+        task: u64,
+    },
+    /// A `SemaphoreSlim.WaitAsync` not yet released.
+    Semaphore {
+        /// The SemaphoreSlim.
+        semaphore: u64,
+        /// Its `m_currentCount`.
+        current_count: i64,
+        /// This waiter's place in its async queue (1 = next to be released).
+        position: usize,
+        /// How many async waiters it has.
+        async_waiters: usize,
+        /// Threads blocked in `Wait` on it (`m_waitCount`).
+        sync_waiters: i64,
+    },
+    /// A `Task.Delay` whose timer has not fired.
+    Delay {
+        /// The delay promise.
+        task: u64,
+        /// Its `TimerQueueTimer`.
+        timer: Option<u64>,
+        /// `_dueTime` in milliseconds (from when the timer was set).
+        due_ms: Option<u64>,
+    },
+    /// A delegate task scheduled but not yet run by any thread (`WaitingToRun`): queued to a
+    /// scheduler, normally the thread pool.
+    Queued {
+        /// The task.
+        task: u64,
+        /// Its delegate (`m_action`).
+        delegate: Option<u64>,
+        /// The delegate's type.
+        delegate_type: Option<String>,
+        /// The method the delegate runs, or why it is unknown.
+        method: Option<String>,
+        /// The thread pool queue holding the task (`global`, `local`, ...), when it is in one.
+        queue: Option<String>,
+        /// The thread pool's state, when read.
+        pool: Option<PoolState>,
+    },
+    /// A delegate task a thread is running now.
+    Running {
+        /// The task.
+        task: u64,
+    },
+    /// The awaited task has completed, yet the box has not resumed (its continuation was
+    /// posted to a context or scheduler that has not run it).
+    CompletedNotResumed {
+        /// The task.
+        task: u64,
+        /// Its status.
+        status: &'static str,
+    },
+    /// Another kind of awaited object.
+    Other {
+        /// The object.
+        object: u64,
+        /// Its type.
+        type_name: String,
+    },
+    /// Nothing awaited could be read.
+    Unknown {
+        /// Why.
+        why: String,
+    },
+}
+
+/// What the thread pool was doing, for a task queued to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolState {
+    /// Workers running a work item (NumProcessingWork).
+    pub processing_work: Option<i64>,
+    /// Worker threads that exist.
+    pub existing_threads: Option<i64>,
+    /// The number of threads the pool aims for.
+    pub threads_goal: Option<i64>,
+    /// `_maxThreads`.
+    pub max_threads: Option<i64>,
+}
+
+impl PoolState {
+    /// Whether every worker the pool may have is busy running a work item.
+    pub fn saturated(&self) -> bool {
+        match (self.processing_work, self.threads_goal, self.max_threads) {
+            (Some(p), Some(g), Some(m)) => p >= g.min(m).max(1) || p >= m,
+            _ => false,
+        }
+    }
+}
+
+/// One chain and what it waits for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChainCause {
+    /// Index into [`AsyncAnalysis::chains`].
+    pub chain: usize,
+    /// The object the innermost box awaits.
+    pub awaited: Option<u64>,
+    /// Its type.
+    pub awaited_type: Option<String>,
+    /// What completes it.
+    pub cause: Cause,
+}
+
+/// A thread blocked on a task.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadWait {
+    /// OS thread id.
+    pub os_id: u64,
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// The waited task (a box or another task).
+    pub task: u64,
+    /// Its type.
+    pub task_type: String,
+    /// The event the thread sleeps on (the task's continuation).
+    pub event: u64,
+    /// The outermost waiting frame (`Task.Wait`, `Task<T>.get_Result`, `TaskAwaiter.GetResult`).
+    pub via: Option<String>,
+    /// Chains (indices) holding the waited task as a box, or awaiting it.
+    pub chains: Vec<usize>,
+}
+
+/// Threads blocked on tasks, and what each chain waits for.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Causality {
+    /// One per chain of the analysis, same order.
+    pub chains: Vec<ChainCause>,
+    /// Threads blocked on a task.
+    pub thread_waits: Vec<ThreadWait>,
+    /// Threads with a task-wait frame whose task could not be proven.
+    pub unresolved_waits: Vec<(u64, String)>,
+}
+
+fn status(flags: u32) -> &'static str {
+    if flags & task_flags::RAN_TO_COMPLETION != 0 {
+        "ran_to_completion"
+    } else if flags & task_flags::FAULTED != 0 {
+        "faulted"
+    } else {
+        "canceled"
+    }
+}
+
+/// Whether a frame is one of the runtime's ways of blocking on a task.
+pub fn is_task_wait_frame(method: &str) -> bool {
+    let m = method.split('(').next().unwrap_or(method);
+    (m.starts_with("System.Threading.Tasks.Task")
+        && (m.contains("Wait") || m.ends_with("get_Result") || m.ends_with("GetResultCore")))
+        || (m.starts_with("System.Runtime.CompilerServices.") && m.contains("Awaiter"))
+            && (m.ends_with("GetResult") || m.ends_with("HandleNonSuccessAndDebuggerNotification"))
+}
+
+/// Joins `threads` with the chains of `a`. With a stack walker, a task queued to the thread
+/// pool is also found in the pool's queues, its delegate named, and the pool's state read.
+pub fn analyze_with<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    a: &AsyncAnalysis,
+    threads: &[ThreadScan],
+    w: &StackWalker<'_, M>,
+) -> Causality {
+    let mut out = analyze(r, a, threads);
+    let mut queue: Option<crate::threadpool::WorkQueue> = None;
+    let mut pool: Option<PoolState> = None;
+    for c in &mut out.chains {
+        let Cause::Queued {
+            task,
+            delegate,
+            method,
+            queue: q,
+            pool: p,
+            ..
+        } = &mut c.cause
+        else {
+            continue;
+        };
+        if let Some(d) = delegate {
+            *method = Some(match crate::delegates::delegate_method(r, w, *d) {
+                Ok(m) => m.method,
+                Err(e) => format!("<unknown: {e}>"),
+            });
+        }
+        let wq = queue.get_or_insert_with(|| crate::threadpool::work_queue(r, w));
+        *q = wq
+            .items
+            .iter()
+            .find(|i| i.address == *task)
+            .map(|i| i.queue.clone());
+        if q.is_some() {
+            *p = Some(
+                pool.get_or_insert_with(|| {
+                    let t = crate::threadpool::thread_pool(r, Some(w));
+                    PoolState {
+                        processing_work: t.processing_work,
+                        existing_threads: t.existing_threads,
+                        threads_goal: t.threads_goal,
+                        max_threads: t.max_threads,
+                    }
+                })
+                .clone(),
+            );
+        }
+    }
+    out
+}
+
+/// Joins `threads` with the chains of `a`.
+pub fn analyze<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    a: &AsyncAnalysis,
+    threads: &[ThreadScan],
+) -> Causality {
+    let mut out = Causality::default();
+    for (i, ch) in a.chains.iter().enumerate() {
+        out.chains.push(chain_cause(r, a, i, ch));
+    }
+    let box_index: HashMap<u64, usize> = a
+        .boxes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.address, i))
+        .collect();
+    for t in threads {
+        let via = t
+            .frames
+            .iter()
+            .rev()
+            .find(|f| is_task_wait_frame(f))
+            .cloned();
+        let Some((sp, end)) = t.stack else {
+            if let Some(v) = via {
+                out.unresolved_waits.push((
+                    t.os_id,
+                    format!("in {v}, but the thread's stack memory is unknown"),
+                ));
+            }
+            continue;
+        };
+        let slots = scan(r.rt.memory(), sp, end);
+        let events: HashSet<u64> = slots
+            .iter()
+            .copied()
+            .filter(|v| a.facts.wait_events.contains(v))
+            .collect();
+        let mut found = None;
+        if !events.is_empty() {
+            let mut seen = HashSet::new();
+            for &v in &slots {
+                let is_task = box_index.contains_key(&v) || a.facts.tasks.contains(&v);
+                if !is_task || !seen.insert(v) {
+                    continue;
+                }
+                if let Some(e) = continuation_event(r, v, &events) {
+                    found = Some((v, e));
+                    break;
+                }
+            }
+        }
+        match found {
+            Some((task, event)) => {
+                let mut chains: Vec<usize> = Vec::new();
+                for (ci, ch) in a.chains.iter().enumerate() {
+                    let holds = ch.iter().any(|&b| a.boxes[b].address == task);
+                    let awaits = ch.first().is_some_and(|&b| {
+                        a.boxes[b].awaiters.iter().any(|w| w.object == Some(task))
+                    });
+                    if holds || awaits {
+                        chains.push(ci);
+                    }
+                }
+                let task_type = r
+                    .object_mt(task)
+                    .map(|(mt, _)| r.type_name(mt))
+                    .unwrap_or_else(|e| format!("<unreadable: {e}>"));
+                out.thread_waits.push(ThreadWait {
+                    os_id: t.os_id,
+                    managed_id: t.managed_id,
+                    task,
+                    task_type,
+                    event,
+                    via,
+                    chains,
+                });
+            }
+            None => {
+                if let Some(v) = via {
+                    let why = if events.is_empty() {
+                        "no task wait event (Task+SetOnInvokeMres) on its stack"
+                    } else {
+                        "no task on its stack has that wait event as its continuation"
+                    };
+                    out.unresolved_waits
+                        .push((t.os_id, format!("in {v}: {why}")));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The aligned pointer-sized values of `[sp, end)`, innermost first (bounded).
+fn scan<M: Memory>(m: &M, sp: u64, end: u64) -> Vec<u64> {
+    let start = sp & !7;
+    let end = end.min(start.saturating_add(MAX_STACK_SCAN));
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = start;
+    while at < end {
+        let n = ((end - at) as usize).min(buf.len());
+        let got = m.read(at, &mut buf[..n]);
+        for c in buf[..got - got % 8].chunks_exact(8) {
+            out.push(u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+        }
+        if got < n {
+            break;
+        }
+        at += n as u64;
+    }
+    out
+}
+
+/// The wait event among `events` that is `task`'s continuation (directly or in a List).
+fn continuation_event<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    task: u64,
+    events: &HashSet<u64>,
+) -> Option<u64> {
+    let (mt, _) = r.object_mt(task).ok()?;
+    let fs = r.fields(mt, task + 8, false).ok()?;
+    let c = ref_field(&fs, "m_continuationObject");
+    if c == 0 {
+        return None;
+    }
+    if events.contains(&c) {
+        return Some(c);
+    }
+    // A List<object> of several continuations.
+    let (cmt, _) = r.object_mt(c).ok()?;
+    if !r
+        .type_name(cmt)
+        .starts_with("System.Collections.Generic.List`1")
+    {
+        return None;
+    }
+    let lf = r.fields(cmt, c + 8, false).ok()?;
+    let items = ref_field(&lf, "_items");
+    let (_, info) = r.object_mt(items).ok()?;
+    let arr = r.array(items, &info).ok()??;
+    (0..arr.length.min(MAX_LIST))
+        .filter_map(|i| r.rt.memory().read_u64(arr.data + 8 * i).ok())
+        .find(|e| events.contains(e))
+}
+
+fn chain_cause<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    a: &AsyncAnalysis,
+    i: usize,
+    ch: &[usize],
+) -> ChainCause {
+    let unknown = |why: &str| ChainCause {
+        chain: i,
+        awaited: None,
+        awaited_type: None,
+        cause: Cause::Unknown { why: why.into() },
+    };
+    let Some(&first) = ch.first() else {
+        return unknown("empty chain");
+    };
+    let b = &a.boxes[first];
+    if b.completed() {
+        return ChainCause {
+            chain: i,
+            awaited: None,
+            awaited_type: None,
+            cause: Cause::CompletedNotResumed {
+                task: b.address,
+                status: status(b.task_flags),
+            },
+        };
+    }
+    let Some(obj) = b.awaiters.iter().find_map(|w| w.object) else {
+        return unknown(
+            "the innermost box holds no awaited object (it awaits a custom awaiter, or is running)",
+        );
+    };
+    let (mt, _) = match r.object_mt(obj) {
+        Ok(x) => x,
+        Err(e) => return unknown(&format!("awaited object {obj:#x}: {e}")),
+    };
+    let ty = r.type_name(mt);
+    let cause = classify(r, a, obj, mt, &ty);
+    ChainCause {
+        chain: i,
+        awaited: Some(obj),
+        awaited_type: Some(ty),
+        cause,
+    }
+}
+
+fn classify<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    a: &AsyncAnalysis,
+    obj: u64,
+    mt: u64,
+    ty: &str,
+) -> Cause {
+    if let Some(&tcs) = a.facts.tcs_of_task.get(&obj) {
+        return Cause::TaskCompletionSource { tcs, task: obj };
+    }
+    if let Some(&si) = a.facts.semaphore_of_node.get(&obj) {
+        let s = &a.facts.semaphores[si];
+        let position = s
+            .async_waiters
+            .iter()
+            .position(|&n| n == obj)
+            .map_or(0, |p| p + 1);
+        return Cause::Semaphore {
+            semaphore: s.address,
+            current_count: s.current_count,
+            position,
+            async_waiters: s.async_waiters.len(),
+            sync_waiters: s.sync_waiters,
+        };
+    }
+    let Ok(fs) = r.fields(mt, obj + 8, false) else {
+        return Cause::Other {
+            object: obj,
+            type_name: ty.to_owned(),
+        };
+    };
+    let flags = int(&fs, "m_stateFlags").map(|v| v as u64).unwrap_or(0) as u32;
+    if flags & task_flags::COMPLETED_MASK != 0 {
+        return Cause::CompletedNotResumed {
+            task: obj,
+            status: status(flags),
+        };
+    }
+    if ty.starts_with("System.Threading.Tasks.Task+DelayPromise") {
+        let timer = Some(ref_field(&fs, "_timer")).filter(|t| *t != 0);
+        let due_ms = timer.and_then(|t| {
+            let (tmt, _) = r.object_mt(t).ok()?;
+            let tf = r.fields(tmt, t + 8, false).ok()?;
+            int(&tf, "_dueTime").map(|v| v as u64)
+        });
+        return Cause::Delay {
+            task: obj,
+            timer,
+            due_ms,
+        };
+    }
+    let action = ref_field(&fs, "m_action");
+    if action != 0 {
+        if flags & task_flags::STARTED != 0 && flags & DELEGATE_INVOKED == 0 {
+            return Cause::Queued {
+                task: obj,
+                delegate: Some(action),
+                delegate_type: r.object_mt(action).ok().map(|(m, _)| r.type_name(m)),
+                method: None,
+                queue: None,
+                pool: None,
+            };
+        }
+        if flags & DELEGATE_INVOKED != 0 {
+            return Cause::Running { task: obj };
+        }
+    }
+    Cause::Other {
+        object: obj,
+        type_name: ty.to_owned(),
+    }
+}

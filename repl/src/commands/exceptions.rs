@@ -1,0 +1,368 @@
+//! Exceptions: `printexception` (`pe`) and `dumpexceptions`.
+
+use super::heap::clr;
+use super::native::{render, table};
+use super::CommandSpec;
+use crate::addr::{fmt_addr, hex, parse_address};
+use crate::output::{CommandError, Output};
+use crate::session::{Clr, Session};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::exceptions::{
+    current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
+};
+use clrdata::objects::ObjectReader;
+use clrdata::stack::StackWalker;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The exception commands.
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "printexception",
+        aliases: &["pe"],
+        about: "an exception: type, message, HResult, recorded stack trace, inner exceptions",
+        grammar: || {
+            Command::new("printexception")
+                .arg(
+                    Arg::new("nested")
+                        .long("nested")
+                        .action(ArgAction::SetTrue)
+                        .help("print every inner exception in full (SOS spells it -nested)"),
+                )
+                .arg(Arg::new("address").help(
+                    "the exception object; default: the current thread's last thrown exception \
+                     (the faulting thread's in a crash dump, else the first managed thread's)",
+                ))
+        },
+        run: printexception,
+    },
+    CommandSpec {
+        name: "dumpexceptions",
+        aliases: &[],
+        about: "every exception object on the heap, grouped by type and message, with counts",
+        grammar: || {
+            Command::new("dumpexceptions").arg(
+                Arg::new("type")
+                    .long("type")
+                    .value_name("TEXT")
+                    .help("only exceptions whose type name contains TEXT"),
+            )
+        },
+        run: dumpexceptions,
+    },
+];
+
+#[derive(Serialize)]
+struct FrameOut {
+    sp: String,
+    ip: String,
+    method_desc: String,
+    flags: u32,
+    module: Option<String>,
+    method: Option<String>,
+    offset: Option<u64>,
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ExceptionOut {
+    address: String,
+    method_table: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    message: Option<String>,
+    hresult: String,
+    inner_exception: Option<String>,
+    inner_exception_type: Option<String>,
+    stack_trace_array: Option<String>,
+    stack_trace_thread: Option<String>,
+    stack_trace: Vec<FrameOut>,
+    stack_trace_string: Option<String>,
+    remote_stack_trace_string: Option<String>,
+    notes: Vec<String>,
+}
+
+fn exception_out(e: &ExceptionData) -> ExceptionOut {
+    ExceptionOut {
+        address: hex(e.address),
+        method_table: hex(e.mt),
+        type_name: e.type_name.clone(),
+        message: e.message.clone(),
+        hresult: format!("{:08x}", e.hresult as u32),
+        inner_exception: (e.inner != 0).then(|| hex(e.inner)),
+        inner_exception_type: e.inner_type.clone(),
+        stack_trace_array: (e.stack_trace_array != 0).then(|| hex(e.stack_trace_array)),
+        stack_trace_thread: e.stack_trace_thread.map(hex),
+        stack_trace: e
+            .stack_trace
+            .iter()
+            .map(|f| FrameOut {
+                sp: hex(f.sp),
+                ip: hex(f.ip),
+                method_desc: hex(f.method_desc),
+                flags: f.flags,
+                module: f.module.clone(),
+                method: f.method.clone(),
+                offset: f.offset,
+                error: f.error.clone(),
+            })
+            .collect(),
+        stack_trace_string: e.stack_trace_string.clone(),
+        remote_stack_trace_string: e.remote_stack_trace_string.clone(),
+        notes: e.notes.clone(),
+    }
+}
+
+/// SOS's `printexception` text for one exception.
+fn exception_text(e: &ExceptionData) -> String {
+    let mut t = String::new();
+    t.push_str(&format!("Exception object: {}\n", fmt_addr(e.address)));
+    t.push_str(&format!("Exception type:   {}\n", e.type_name));
+    t.push_str(&format!(
+        "Message:          {}\n",
+        e.message.as_deref().unwrap_or("<none>")
+    ));
+    if e.inner != 0 {
+        t.push_str(&format!(
+            "InnerException:   {}, Use printexception {} to see more.\n",
+            e.inner_type.as_deref().unwrap_or("<unknown type>"),
+            fmt_addr(e.inner)
+        ));
+    } else {
+        t.push_str("InnerException:   <none>\n");
+    }
+    if e.stack_trace.is_empty() {
+        t.push_str("StackTrace (generated): <none>\n");
+    } else {
+        t.push_str("StackTrace (generated):\n");
+        t.push_str("    SP               IP               Function\n");
+        for f in &e.stack_trace {
+            let func = match (&f.method, f.offset) {
+                (Some(m), Some(off)) => format!(
+                    "{}!{m}+{off:#x}",
+                    f.module.as_deref().unwrap_or("<unknown module>")
+                ),
+                (Some(m), None) => {
+                    format!("{}!{m}", f.module.as_deref().unwrap_or("<unknown module>"))
+                }
+                (None, _) => format!(
+                    "<unknown method: MethodDesc {}: {}>",
+                    fmt_addr(f.method_desc),
+                    f.error.as_deref().unwrap_or("")
+                ),
+            };
+            t.push_str(&format!(
+                "    {} {} {func}\n",
+                fmt_addr(f.sp).to_uppercase(),
+                fmt_addr(f.ip).to_uppercase()
+            ));
+        }
+    }
+    t.push('\n');
+    t.push_str(&format!(
+        "StackTraceString: {}\n",
+        e.stack_trace_string.as_deref().unwrap_or("<none>")
+    ));
+    if let Some(r) = &e.remote_stack_trace_string {
+        t.push_str(&format!("RemoteStackTraceString: {r}\n"));
+    }
+    t.push_str(&format!("HResult: {:08x}\n", e.hresult as u32));
+    for n in &e.notes {
+        t.push_str(&format!("Note: {n}\n"));
+    }
+    t
+}
+
+#[derive(Serialize)]
+struct PrintExceptionOut {
+    /// Where the exception came from: "address" or "thread".
+    source: &'static str,
+    /// The thread whose last thrown exception this is (when chosen by thread).
+    thread_os_id: Option<u64>,
+    thread_managed_id: Option<u32>,
+    nested: bool,
+    /// The exception, then (with -nested) its inner exceptions, outermost first.
+    exceptions: Vec<ExceptionOut>,
+}
+
+fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let nested = m.get_flag("nested");
+    let mut thread = None;
+    let addr = match m.get_one::<String>("address") {
+        Some(a) => parse_address(a).map_err(CommandError::Usage)?,
+        None => {
+            let threads =
+                c.rt.threads()
+                    .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+            let t = current_thread(s.target.info().crashing_thread, &threads)
+                .ok_or_else(|| CommandError::Failed("the dump has no managed thread".into()))?;
+            let (_, obj) = c.rt.last_thrown_object(t.address).map_err(|e| {
+                CommandError::Failed(format!("thread {:#x} ({}): {e}", t.os_id, t.managed_id))
+            })?;
+            if obj == 0 {
+                return Err(CommandError::Failed(format!(
+                    "the current thread {:#x} ({}) has no last thrown exception; give an \
+                     exception object's address",
+                    t.os_id, t.managed_id
+                )));
+            }
+            thread = Some(*t);
+            obj
+        }
+    };
+    let chain = exceptions_at(&c, addr, nested)?;
+    let mut text = String::new();
+    if let Some(t) = &thread {
+        text.push_str(&format!(
+            "The last exception thrown on thread {:#x} ({}):\n",
+            t.os_id, t.managed_id
+        ));
+    }
+    for (i, e) in chain.iter().enumerate() {
+        if i > 0 {
+            text.push_str(
+                "\nNested exception -------------------------------------------------------------\n",
+            );
+        }
+        text.push_str(&exception_text(e));
+    }
+    let r = PrintExceptionOut {
+        source: if thread.is_some() {
+            "thread"
+        } else {
+            "address"
+        },
+        thread_os_id: thread.map(|t| t.os_id),
+        thread_managed_id: thread.map(|t| t.managed_id),
+        nested,
+        exceptions: chain.iter().map(exception_out).collect(),
+    };
+    Ok(Output::new("printexception", &r, text))
+}
+
+fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>, CommandError> {
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let w = StackWalker::new(&c.rt, &c.names, Default::default());
+    let res = if nested {
+        exception_chain(&r, &w, addr)
+    } else {
+        read_exception(&r, &w, addr).map(|e| vec![e])
+    };
+    res.map_err(|e| CommandError::Failed(e.to_string()))
+}
+
+// ------------------------------------------------------------------------------ dumpexceptions
+
+#[derive(Serialize)]
+struct HeapException {
+    address: String,
+    method_table: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    message: Option<String>,
+    hresult: String,
+    inner_exception: Option<String>,
+    stack_frames: usize,
+}
+
+#[derive(Serialize)]
+struct Group {
+    #[serde(rename = "type")]
+    type_name: String,
+    message: Option<String>,
+    count: usize,
+    addresses: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct DumpExceptionsOut {
+    total: usize,
+    exceptions: Vec<HeapException>,
+    groups: Vec<Group>,
+    errors: Vec<String>,
+}
+
+fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let filter = m.get_one::<String>("type").map(|t| t.to_lowercase());
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let w = StackWalker::new(&c.rt, &c.names, Default::default());
+    let (found, mut errors) = heap_exceptions(&r, heap);
+    let mut list = Vec::new();
+    let mut groups: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
+    for (i, (addr, mt)) in found.iter().enumerate() {
+        if i % 256 == 0 && crate::cancel::requested() {
+            return Err(CommandError::Cancelled);
+        }
+        let name = r.type_name(*mt);
+        if let Some(f) = &filter {
+            if !name.to_lowercase().contains(f) {
+                continue;
+            }
+        }
+        match read_exception(&r, &w, *addr) {
+            Ok(e) => {
+                groups
+                    .entry((e.type_name.clone(), e.message.clone()))
+                    .or_default()
+                    .push(e.address);
+                list.push(HeapException {
+                    address: hex(e.address),
+                    method_table: hex(e.mt),
+                    type_name: e.type_name,
+                    message: e.message,
+                    hresult: format!("{:08x}", e.hresult as u32),
+                    inner_exception: (e.inner != 0).then(|| hex(e.inner)),
+                    stack_frames: e.stack_trace.len(),
+                });
+            }
+            Err(e) => errors.push(format!("{addr:#x}: {e}")),
+        }
+    }
+    let mut gs: Vec<Group> = groups
+        .into_iter()
+        .map(|((t, msg), addrs)| Group {
+            type_name: t,
+            message: msg,
+            count: addrs.len(),
+            addresses: addrs.into_iter().map(hex).collect(),
+        })
+        .collect();
+    gs.sort_by(|a, b| b.count.cmp(&a.count).then(a.type_name.cmp(&b.type_name)));
+    let mut t = table(&["Address", "MethodTable", "Type", "Message"]);
+    for e in &list {
+        t.add_row(vec![
+            fmt_addr(found_addr(&e.address)),
+            fmt_addr(found_addr(&e.method_table)),
+            e.type_name.clone(),
+            e.message.clone().unwrap_or_default(),
+        ]);
+    }
+    let mut text = render(&t);
+    text.push_str(&format!("\nTotal: {} exception objects\n\n", list.len()));
+    let mut g = table(&["Count", "Type", "Message"]);
+    for gr in &gs {
+        g.add_row(vec![
+            gr.count.to_string(),
+            gr.type_name.clone(),
+            gr.message.clone().unwrap_or_else(|| "<none>".into()),
+        ]);
+    }
+    text.push_str(&render(&g));
+    for e in &errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    let out = DumpExceptionsOut {
+        total: list.len(),
+        exceptions: list,
+        groups: gs,
+        errors,
+    };
+    Ok(Output::new("dumpexceptions", &out, text))
+}
+
+fn found_addr(h: &str) -> u64 {
+    u64::from_str_radix(h.trim_start_matches("0x"), 16).unwrap_or(0)
+}

@@ -1,0 +1,516 @@
+//! Monitors: `syncblk` (owned and waited-for locks) and `deadlock` (the wait-for graph).
+
+use super::heap::clr;
+use super::native::{render, table};
+use super::CommandSpec;
+use crate::addr::{fmt_addr, hex};
+use crate::output::{CommandError, Output};
+use crate::session::{Clr, Session};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::locks::{find_deadlocks, Deadlocks, SyncBlockData, WaitKind, WaitSource};
+use clrdata::stack::{StackWalker, ThreadStack};
+use clrdata::threads::ThreadData;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The lock commands.
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "syncblk",
+        aliases: &[],
+        about: "monitors: owner thread, recursion and waiters of each held or awaited lock, \
+                thin locks included",
+        grammar: || {
+            Command::new("syncblk")
+                .arg(
+                    Arg::new("all")
+                        .long("all")
+                        .action(ArgAction::SetTrue)
+                        .help("every SyncBlock in use, not only held or awaited ones (SOS: -all)"),
+                )
+                .arg(Arg::new("index").help("only the sync block with this index (decimal)"))
+                .arg(
+                    Arg::new("nothin")
+                        .long("nothin")
+                        .action(ArgAction::SetTrue)
+                        .help("skip the heap walk that finds thin locks held in object headers"),
+                )
+        },
+        run: syncblk,
+    },
+    CommandSpec {
+        name: "deadlock",
+        aliases: &[],
+        about: "the wait-for graph of monitor owners and waiters: deadlock cycles and the \
+                threads blocked behind them",
+        grammar: || Command::new("deadlock"),
+        run: deadlock,
+    },
+];
+
+struct Threads {
+    list: Vec<ThreadData>,
+    by_addr: HashMap<u64, (u32, u64)>,
+}
+
+fn threads(c: &Clr) -> Result<Threads, CommandError> {
+    let list =
+        c.rt.threads()
+            .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+    let by_addr = list
+        .iter()
+        .map(|t| (t.address, (t.managed_id, t.os_id)))
+        .collect();
+    Ok(Threads { list, by_addr })
+}
+
+#[derive(Serialize)]
+struct ThreadRef {
+    thread: String,
+    managed_id: Option<u32>,
+    os_id: Option<u64>,
+}
+
+impl Threads {
+    fn reference(&self, t: u64) -> ThreadRef {
+        let k = self.by_addr.get(&t);
+        ThreadRef {
+            thread: hex(t),
+            managed_id: k.map(|k| k.0),
+            os_id: k.map(|k| k.1),
+        }
+    }
+
+    fn label(&self, t: u64) -> String {
+        match self.by_addr.get(&t) {
+            Some((id, os)) => format!("{id} (os {os:#x})"),
+            None => format!("Thread {t:#x} (not in the thread list)"),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------ syncblk
+
+#[derive(Serialize)]
+struct SyncBlockOut {
+    index: u32,
+    sync_block: String,
+    object: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    monitor_held: u32,
+    lock_state: u32,
+    locked: bool,
+    recursion: u32,
+    owner: Option<ThreadRef>,
+    owner_os_thread_id: Option<u64>,
+    enter_waiters: u32,
+    wait_threads: Vec<ThreadRef>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ThinLockOut {
+    object: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    thread_id: u32,
+    owner: Option<ThreadRef>,
+    recursion: u32,
+}
+
+#[derive(Serialize)]
+struct SyncBlkOut {
+    sync_table: String,
+    used_entries: u32,
+    table_size: u32,
+    active_sync_blocks: u32,
+    free_entries: u32,
+    sync_blocks: Vec<SyncBlockOut>,
+    /// None when not searched (--nothin).
+    thin_locks: Option<Vec<ThinLockOut>>,
+    notes: Vec<String>,
+}
+
+fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
+    let type_name =
+        c.rt.memory()
+            .read_u64(s.object)
+            .map(|mt| c.type_name(mt & !7))
+            .unwrap_or_else(|_| "<object not in the dump>".into());
+    SyncBlockOut {
+        index: s.index,
+        sync_block: hex(s.sync_block),
+        object: hex(s.object),
+        type_name,
+        monitor_held: s.monitor_held,
+        lock_state: s.lock_state,
+        locked: s.locked,
+        recursion: s.recursion,
+        owner: s.locked.then(|| th.reference(s.holding_thread)),
+        owner_os_thread_id: s.locked.then_some(s.holding_os_thread_id),
+        enter_waiters: s.enter_waiters,
+        wait_threads: s.wait_threads.iter().map(|&t| th.reference(t)).collect(),
+        notes: s.notes.clone(),
+    }
+}
+
+fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let th = threads(&c)?;
+    let table_data =
+        c.rt.sync_table()
+            .map_err(|e| CommandError::Failed(format!("reading the sync table: {e}")))?;
+    let all = m.get_flag("all");
+    let only: Option<u32> = match m.get_one::<String>("index") {
+        Some(i) => Some(
+            i.parse()
+                .map_err(|_| CommandError::Usage(format!("'{i}' is not a sync block index")))?,
+        ),
+        None => None,
+    };
+    let mut notes = table_data.notes.clone();
+    let blocks: Vec<SyncBlockOut> = table_data
+        .sync_blocks
+        .iter()
+        .filter(|b| match only {
+            Some(i) => b.index == i,
+            None => all || b.is_interesting(),
+        })
+        .map(|b| sync_block_out(&c, &th, b))
+        .collect();
+    let thin = if m.get_flag("nothin") || only.is_some() {
+        None
+    } else {
+        let heap = c.heap().map_err(CommandError::Failed)?;
+        let (list, errors) = c.rt.thin_locks(heap, &th.list);
+        notes.extend(errors.into_iter().map(|e| format!("heap walk: {e}")));
+        Some(
+            list.iter()
+                .map(|t| ThinLockOut {
+                    object: hex(t.object),
+                    type_name: c.type_name(t.mt),
+                    thread_id: t.thread_id,
+                    owner: t.thread.map(|a| th.reference(a)),
+                    recursion: t.recursion,
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut t = table(&[
+        "Index",
+        "SyncBlock",
+        "MonitorHeld",
+        "Recursion",
+        "Owning Thread Info",
+        "Waiters",
+        "SyncBlock Owner",
+    ]);
+    for b in &blocks {
+        let owner = match &b.owner {
+            Some(o) => format!(
+                "{} {:x} {}",
+                fmt_addr(parse_hex(&o.thread)),
+                o.os_id.unwrap_or(b.owner_os_thread_id.unwrap_or(0)),
+                o.managed_id.map(|i| i.to_string()).unwrap_or("?".into())
+            ),
+            None => "none".into(),
+        };
+        let mut waiters = Vec::new();
+        if b.enter_waiters > 0 {
+            waiters.push(format!("{} entering", b.enter_waiters));
+        }
+        if !b.wait_threads.is_empty() {
+            let ids: Vec<String> = b
+                .wait_threads
+                .iter()
+                .map(|w| w.managed_id.map(|i| i.to_string()).unwrap_or("?".into()))
+                .collect();
+            let shown = ids.len().min(8);
+            let more = if ids.len() > shown {
+                format!(",... (+{})", ids.len() - shown)
+            } else {
+                String::new()
+            };
+            waiters.push(format!(
+                "{} in Monitor.Wait: {}{more}",
+                ids.len(),
+                ids[..shown].join(",")
+            ));
+        }
+        t.add_row(vec![
+            b.index.to_string(),
+            fmt_addr(parse_hex(&b.sync_block)),
+            b.monitor_held.to_string(),
+            b.recursion.to_string(),
+            owner,
+            waiters.join("; "),
+            format!("{} {}", fmt_addr(parse_hex(&b.object)), b.type_name),
+        ]);
+    }
+    let mut text = render(&t);
+    text.push_str("-----------------------------\n");
+    text.push_str(&format!(
+        "Total           {}\nActive          {}\nFree            {}\n",
+        table_data.used_entries.saturating_sub(1),
+        table_data.active_count,
+        table_data.free_entries
+    ));
+    if let Some(thin) = &thin {
+        if thin.is_empty() {
+            text.push_str("\nNo thin locks are held.\n");
+        } else {
+            text.push_str("\nThin locks (held in object headers):\n");
+            let mut tt = table(&["Object", "Type", "Owner (ID, OS id)", "Recursion"]);
+            for l in thin {
+                tt.add_row(vec![
+                    fmt_addr(parse_hex(&l.object)),
+                    l.type_name.clone(),
+                    match &l.owner {
+                        Some(o) => format!(
+                            "{} ({:#x})",
+                            o.managed_id.unwrap_or(l.thread_id),
+                            o.os_id.unwrap_or(0)
+                        ),
+                        None => format!("thread id {} (no such thread)", l.thread_id),
+                    },
+                    l.recursion.to_string(),
+                ]);
+            }
+            text.push_str(&render(&tt));
+        }
+    }
+    for b in &blocks {
+        for n in &b.notes {
+            text.push_str(&format!("note: sync block {}: {n}\n", b.index));
+        }
+    }
+    for n in &notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    let out = SyncBlkOut {
+        sync_table: hex(table_data.table),
+        used_entries: table_data.used_entries,
+        table_size: table_data.size,
+        active_sync_blocks: table_data.active_count,
+        free_entries: table_data.free_entries,
+        sync_blocks: blocks,
+        thin_locks: thin,
+        notes,
+    };
+    Ok(Output::new("syncblk", &out, text))
+}
+
+fn parse_hex(h: &str) -> u64 {
+    u64::from_str_radix(h.trim_start_matches("0x"), 16).unwrap_or(0)
+}
+
+// ----------------------------------------------------------------------------------- deadlock
+
+#[derive(Serialize)]
+struct WaitOut {
+    thread: ThreadRef,
+    kind: WaitKind,
+    object: Option<String>,
+    #[serde(rename = "type")]
+    type_name: Option<String>,
+    sync_block: Option<String>,
+    owner: Option<ThreadRef>,
+    found_by: WaitSource,
+    blocked_in: Option<String>,
+    wait_frame: Option<String>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct CycleOut {
+    /// Each thread waits for the lock the next one holds (the last for the first's).
+    threads: Vec<ThreadRef>,
+    /// The lock each thread waits for.
+    locks: Vec<LockOut>,
+}
+
+#[derive(Serialize)]
+struct LockOut {
+    object: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    waiter: ThreadRef,
+    owner: ThreadRef,
+    wait_frame: Option<String>,
+}
+
+#[derive(Serialize)]
+struct BehindOut {
+    thread: ThreadRef,
+    cycle: usize,
+    through: Vec<ThreadRef>,
+}
+
+#[derive(Serialize)]
+struct DeadlockOut {
+    deadlocked: bool,
+    waits: Vec<WaitOut>,
+    cycles: Vec<CycleOut>,
+    waiting_on_cycles: Vec<BehindOut>,
+    notes: Vec<String>,
+}
+
+fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let th = threads(&c)?;
+    let table_data =
+        c.rt.sync_table()
+            .map_err(|e| CommandError::Failed(format!("reading the sync table: {e}")))?;
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let stacks: HashMap<u64, ThreadStack> = th
+        .list
+        .iter()
+        .filter(|t| t.os_id != 0)
+        .map(|t| (t.address, w.walk(t)))
+        .collect();
+    let d: Deadlocks = find_deadlocks(&c.rt, &th.list, &table_data, &stacks);
+    let type_of = |o: u64| {
+        c.rt.memory()
+            .read_u64(o)
+            .map(|mt| c.type_name(mt & !7))
+            .unwrap_or_else(|_| "<object not in the dump>".into())
+    };
+    let wait_of: HashMap<u64, &clrdata::locks::LockWait> =
+        d.waits.iter().map(|w| (w.thread, w)).collect();
+    let waits: Vec<WaitOut> = d
+        .waits
+        .iter()
+        .map(|w| WaitOut {
+            thread: th.reference(w.thread),
+            kind: w.kind,
+            object: (w.object != 0).then(|| hex(w.object)),
+            type_name: (w.object != 0).then(|| type_of(w.object)),
+            sync_block: (w.sync_block != 0).then(|| hex(w.sync_block)),
+            owner: w.owner.map(|o| th.reference(o)),
+            found_by: w.source,
+            blocked_in: w.blocked_in.clone(),
+            wait_frame: w.wait_frame.clone(),
+            notes: w.notes.clone(),
+        })
+        .collect();
+    let cycles: Vec<CycleOut> = d
+        .cycles
+        .iter()
+        .map(|cy| {
+            let n = cy.threads.len();
+            CycleOut {
+                threads: cy.threads.iter().map(|&t| th.reference(t)).collect(),
+                locks: (0..n)
+                    .map(|i| LockOut {
+                        object: hex(cy.objects[i]),
+                        type_name: type_of(cy.objects[i]),
+                        waiter: th.reference(cy.threads[i]),
+                        owner: th.reference(cy.threads[(i + 1) % n]),
+                        wait_frame: wait_of
+                            .get(&cy.threads[i])
+                            .and_then(|w| w.wait_frame.clone()),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let behind: Vec<BehindOut> = d
+        .waiting_on_cycles
+        .iter()
+        .map(|b| BehindOut {
+            thread: th.reference(b.thread),
+            cycle: b.cycle,
+            through: b.through.iter().map(|&t| th.reference(t)).collect(),
+        })
+        .collect();
+    let mut text = String::new();
+    if cycles.is_empty() {
+        text.push_str("No deadlock: the wait-for graph of monitors has no cycle.\n");
+    }
+    for (i, cy) in cycles.iter().enumerate() {
+        text.push_str(&format!(
+            "Deadlock {} ({} threads):\n",
+            i + 1,
+            cy.threads.len()
+        ));
+        for l in &cy.locks {
+            let w = parse_hex(&l.waiter.thread);
+            let o = parse_hex(&l.owner.thread);
+            text.push_str(&format!(
+                "  thread {} waits for {} {} held by thread {}\n      in {}\n",
+                th.label(w),
+                l.object,
+                l.type_name,
+                th.label(o),
+                l.wait_frame.as_deref().unwrap_or("<no managed frame>")
+            ));
+        }
+    }
+    for b in &behind {
+        let t = parse_hex(&b.thread.thread);
+        let chain: Vec<String> = b
+            .through
+            .iter()
+            .map(|r| th.label(parse_hex(&r.thread)))
+            .collect();
+        let wl = wait_of.get(&t);
+        text.push_str(&format!(
+            "Thread {} waits on deadlock {}: for {} {} held by thread {}\n      in {}\n",
+            th.label(t),
+            b.cycle + 1,
+            wl.map(|w| hex(w.object)).unwrap_or_default(),
+            wl.map(|w| type_of(w.object)).unwrap_or_default(),
+            chain.join(" -> "),
+            wl.and_then(|w| w.wait_frame.as_deref())
+                .unwrap_or("<no managed frame>")
+        ));
+    }
+    if !waits.is_empty() {
+        text.push_str("\nThreads blocked on monitors:\n");
+        let mut t = table(&["ID", "OSID", "Waits", "Object", "Type", "Owner", "In"]);
+        for w in &waits {
+            t.add_row(vec![
+                w.thread
+                    .managed_id
+                    .map(|i| i.to_string())
+                    .unwrap_or_default(),
+                format!("{:x}", w.thread.os_id.unwrap_or(0)),
+                match w.kind {
+                    WaitKind::MonitorEnter => "enter".to_string(),
+                    WaitKind::MonitorWait => "Monitor.Wait (for a pulse)".to_string(),
+                },
+                w.object
+                    .as_deref()
+                    .map(|o| fmt_addr(parse_hex(o)))
+                    .unwrap_or_else(|| "?".into()),
+                w.type_name.clone().unwrap_or_default(),
+                match &w.owner {
+                    Some(o) => o.managed_id.map(|i| i.to_string()).unwrap_or("?".into()),
+                    None => "-".into(),
+                },
+                w.wait_frame.clone().unwrap_or_default(),
+            ]);
+        }
+        text.push_str(&render(&t));
+    }
+    for w in &waits {
+        for n in &w.notes {
+            text.push_str(&format!(
+                "note: thread {}: {n}\n",
+                w.thread.managed_id.unwrap_or(0)
+            ));
+        }
+    }
+    for n in &d.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    let out = DeadlockOut {
+        deadlocked: !cycles.is_empty(),
+        waits,
+        cycles,
+        waiting_on_cycles: behind,
+        notes: d.notes.clone(),
+    };
+    Ok(Output::new("deadlock", &out, text))
+}

@@ -1,0 +1,631 @@
+//! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
+
+use super::heap::clr;
+use super::native::{render, table};
+use super::CommandSpec;
+use crate::addr::{fmt_addr, hex, parse_address};
+use crate::output::{CommandError, Output};
+use crate::session::{Clr, Session};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::handles::{FinalizerSegment, HandleKind};
+use clrdata::objects::ObjectReader;
+use clrdata::roots::{gcroot as find_roots, static_slot_names, RootSource};
+use clrdata::stack::{StackWalker, ThreadStack};
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The root commands.
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "gchandles",
+        aliases: &[],
+        about: "the GC handles: each handle's kind and object, and counts by kind and type",
+        grammar: || Command::new("gchandles").arg(flag("stat", "only the statistics")),
+        run: gchandles,
+    },
+    CommandSpec {
+        name: "finalizequeue",
+        aliases: &["fq"],
+        about: "objects registered for finalization, per generation, and those ready for it",
+        grammar: || Command::new("finalizequeue").arg(flag("stat", "only the statistics")),
+        run: finalizequeue,
+    },
+    CommandSpec {
+        name: "gcroot",
+        aliases: &[],
+        about: "the roots keeping an object alive, with the shortest path from each",
+        grammar: || {
+            Command::new("gcroot")
+                .arg(
+                    Arg::new("address")
+                        .required(true)
+                        .help("the object's address"),
+                )
+                .arg(flag("nostacks", "leave out the stack roots"))
+        },
+        run: gcroot,
+    },
+];
+
+fn flag(name: &'static str, help: &'static str) -> Arg {
+    Arg::new(name)
+        .long(name)
+        .action(ArgAction::SetTrue)
+        .help(help)
+}
+
+fn failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Failed(e.to_string())
+}
+
+fn obj_mt(c: &Clr, obj: u64) -> u64 {
+    c.rt.memory().read_u64(obj).map(|w| w & !7).unwrap_or(0)
+}
+
+fn obj_size(r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>, obj: u64) -> u64 {
+    r.object_mt(obj)
+        .ok()
+        .and_then(|(_, i)| r.object_size(obj, &i).ok())
+        .unwrap_or(0)
+}
+
+#[derive(Serialize, Clone)]
+struct TypeRow {
+    mt: String,
+    count: u64,
+    total_size: u64,
+    name: String,
+}
+
+/// Per-type statistics, largest total first (as `dumpheap -stat`'s JSON).
+fn statistics(c: &Clr, objs: &[(u64, u64)]) -> Vec<TypeRow> {
+    let mut by: HashMap<u64, (u64, u64)> = HashMap::new();
+    for &(obj, size) in objs {
+        let e = by.entry(obj_mt(c, obj)).or_default();
+        e.0 += 1;
+        e.1 += size;
+    }
+    let mut rows: Vec<TypeRow> = by
+        .into_iter()
+        .map(|(mt, (count, total_size))| TypeRow {
+            mt: hex(mt),
+            count,
+            total_size,
+            name: c.type_name(mt),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_size
+            .cmp(&a.total_size)
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+    rows
+}
+
+fn statistics_text(rows: &[TypeRow]) -> String {
+    let mut t = table(&["MT", "Count", "TotalSize", "Class Name"]);
+    for r in rows {
+        t.add_row(vec![
+            r.mt.trim_start_matches("0x").to_string(),
+            r.count.to_string(),
+            r.total_size.to_string(),
+            r.name.clone(),
+        ]);
+    }
+    render(&t)
+}
+
+// ---------------------------------------------------------------------------------- gchandles
+
+#[derive(Serialize)]
+struct HandleRow {
+    handle: String,
+    kind: HandleKind,
+    object: String,
+    size: u64,
+    #[serde(rename = "type")]
+    type_name: String,
+    secondary: Option<String>,
+    strong: bool,
+    heap_slot: u32,
+}
+
+#[derive(Serialize)]
+struct HandlesResult {
+    handles: Option<Vec<HandleRow>>,
+    statistics: Vec<TypeRow>,
+    counts: BTreeMap<String, u64>,
+    total: u64,
+    null_handles: u64,
+    tables: usize,
+    segments: usize,
+    errors: Vec<String>,
+}
+
+fn gchandles(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let stat = m.get_flag("stat");
+    let h = c.rt.gc_handles().map_err(failed)?;
+    let live: Vec<_> = h.handles.iter().filter(|x| x.object != 0).collect();
+    let sizes: Vec<(u64, u64)> = live
+        .iter()
+        .map(|x| (x.object, obj_size(&r, x.object)))
+        .collect();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for x in &live {
+        *counts.entry(x.kind.short_name()).or_default() += 1;
+    }
+    let rows: Vec<HandleRow> = live
+        .iter()
+        .zip(&sizes)
+        .map(|(x, &(_, size))| HandleRow {
+            handle: hex(x.address),
+            kind: x.kind,
+            object: hex(x.object),
+            size,
+            type_name: c.type_name(obj_mt(&c, x.object)),
+            secondary: (x.kind == HandleKind::Dependent).then(|| hex(x.secondary)),
+            strong: x.is_strong(),
+            heap_slot: x.heap_slot,
+        })
+        .collect();
+    let res = HandlesResult {
+        statistics: statistics(&c, &sizes),
+        handles: (!stat).then_some(rows),
+        counts,
+        total: live.len() as u64,
+        null_handles: (h.handles.len() - live.len()) as u64,
+        tables: h.tables,
+        segments: h.segments,
+        errors: h.errors.clone(),
+    };
+    let mut t = String::new();
+    if let Some(rows) = &res.handles {
+        let mut tb = table(&["Handle", "Type", "Object", "Size", "Data", "Type"]);
+        for x in rows {
+            tb.add_row(vec![
+                x.handle.trim_start_matches("0x").to_string(),
+                x.kind.short_name(),
+                x.object.trim_start_matches("0x").to_string(),
+                x.size.to_string(),
+                x.secondary
+                    .as_deref()
+                    .map(|v| v.trim_start_matches("0x").to_string())
+                    .unwrap_or_default(),
+                x.type_name.clone(),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        t.push('\n');
+    }
+    t.push_str("Statistics:\n");
+    t.push_str(&statistics_text(&res.statistics));
+    t.push_str(&format!("Total {} objects\n\nHandles:\n", res.total));
+    for (k, n) in &res.counts {
+        t.push_str(&format!("    {:<22}{n}\n", format!("{k} Handles:")));
+    }
+    t.push_str(&format!(
+        "({} allocated handles hold no object: freed into the handle caches, or weak handles \
+         whose target was collected)\n",
+        res.null_handles
+    ));
+    for e in &res.errors {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    Ok(Output::new("gchandles", &res, t))
+}
+
+// ------------------------------------------------------------------------------ finalizequeue
+
+#[derive(Serialize)]
+struct QueueSegmentRow {
+    heap: usize,
+    segment: FinalizerSegment,
+    start: String,
+    end: String,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct QueueEntryRow {
+    heap: usize,
+    slot: String,
+    object: String,
+    segment: FinalizerSegment,
+    size: u64,
+    #[serde(rename = "type")]
+    type_name: String,
+}
+
+#[derive(Serialize)]
+struct QueueResult {
+    segments: Vec<QueueSegmentRow>,
+    objects: Option<Vec<QueueEntryRow>>,
+    statistics: Vec<TypeRow>,
+    total: u64,
+    ready_for_finalization: u64,
+    errors: Vec<String>,
+}
+
+fn seg_label(s: FinalizerSegment) -> &'static str {
+    match s {
+        FinalizerSegment::Gen0 => "generation 0",
+        FinalizerSegment::Gen1 => "generation 1",
+        FinalizerSegment::Gen2 => "generation 2",
+        FinalizerSegment::Loh => "large object heap",
+        FinalizerSegment::Poh => "pinned object heap",
+        FinalizerSegment::ReadyCritical => "ready (critical)",
+        FinalizerSegment::Ready => "ready",
+    }
+}
+
+fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let stat = m.get_flag("stat");
+    let q = c.rt.finalize_queue().map_err(failed)?;
+    let live: Vec<_> = q.entries.iter().filter(|x| x.object != 0).collect();
+    let sizes: Vec<(u64, u64)> = live
+        .iter()
+        .map(|x| (x.object, obj_size(&r, x.object)))
+        .collect();
+    let mut segments = Vec::new();
+    for h in &q.heaps {
+        for &(seg, start, end) in &h.ranges {
+            segments.push(QueueSegmentRow {
+                heap: h.heap,
+                segment: seg,
+                start: hex(start),
+                end: hex(end),
+                count: (end - start) / 8,
+            });
+        }
+    }
+    let res = QueueResult {
+        objects: (!stat).then(|| {
+            live.iter()
+                .zip(&sizes)
+                .map(|(x, &(_, size))| QueueEntryRow {
+                    heap: x.heap,
+                    slot: hex(x.slot),
+                    object: hex(x.object),
+                    segment: x.segment,
+                    size,
+                    type_name: c.type_name(obj_mt(&c, x.object)),
+                })
+                .collect()
+        }),
+        statistics: statistics(&c, &sizes),
+        total: live.len() as u64,
+        ready_for_finalization: live.iter().filter(|x| x.segment.is_ready()).count() as u64,
+        segments,
+        errors: q.errors.clone(),
+    };
+    let mut t = String::new();
+    for h in &q.heaps {
+        if q.heaps.len() > 1 {
+            t.push_str(&format!("Heap {}\n", h.heap));
+        }
+        let mut ready = (0u64, u64::MAX, 0u64);
+        // SOS's order: generation 0 first (the array holds them the other way round).
+        for &(seg, start, end) in h.ranges.iter().rev() {
+            if seg.is_ready() {
+                ready.0 += (end - start) / 8;
+                ready.1 = ready.1.min(start);
+                ready.2 = ready.2.max(end);
+            } else {
+                t.push_str(&format!(
+                    "{} has {} finalizable objects ({}->{})\n",
+                    seg_label(seg),
+                    (end - start) / 8,
+                    fmt_addr(start),
+                    fmt_addr(end)
+                ));
+            }
+        }
+        t.push_str(&format!(
+            "Ready for finalization {} objects ({}->{})\n",
+            ready.0,
+            fmt_addr(if ready.1 == u64::MAX { 0 } else { ready.1 }),
+            fmt_addr(ready.2)
+        ));
+        t.push_str("------------------------------\n");
+    }
+    if let Some(objs) = &res.objects {
+        let mut tb = table(&["Address", "MT", "Size", "Queue", "Class Name"]);
+        for (x, o) in live.iter().zip(objs) {
+            tb.add_row(vec![
+                fmt_addr(x.object),
+                format!("{:x}", obj_mt(&c, x.object)),
+                o.size.to_string(),
+                seg_label(x.segment).to_string(),
+                o.type_name.clone(),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        t.push('\n');
+    }
+    t.push_str(
+        "Statistics for all finalizable objects (including all objects ready for finalization):\n",
+    );
+    t.push_str(&statistics_text(&res.statistics));
+    t.push_str(&format!("Total {} objects\n", res.total));
+    for e in &res.errors {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    Ok(Output::new("finalizequeue", &res, t))
+}
+
+// ------------------------------------------------------------------------------------- gcroot
+
+#[derive(Serialize)]
+struct PathStep {
+    object: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    /// The slot of the previous object holding this reference (None for the root's object
+    /// and for a dependent handle's edge).
+    via_slot: Option<String>,
+    /// "static variable: Type.Field" or "dependent handle".
+    note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct RootRow {
+    root: serde_json::Value,
+    #[serde(skip)]
+    source: RootSource,
+    /// For a stack root: the frame holding the slot, when the stack walk places it.
+    frame: Option<String>,
+    path: Vec<PathStep>,
+}
+
+#[derive(Serialize)]
+struct GcRootJson {
+    target: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    roots: Vec<RootRow>,
+    found: usize,
+    roots_considered: usize,
+    objects: u64,
+    references: u64,
+    stacks_scanned: Vec<serde_json::Value>,
+    stack_scan: &'static str,
+    notes: Vec<String>,
+}
+
+fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let target = m
+        .get_one::<String>("address")
+        .map(|t| parse_address(t))
+        .transpose()
+        .map_err(CommandError::Usage)?
+        .ok_or_else(|| CommandError::Usage("missing <address>".into()))?;
+    let no_stacks = m.get_flag("nostacks");
+    let heap = c.heap().map_err(CommandError::Failed)?;
+    let res = find_roots(&c.rt, heap, &c.names, target).map_err(failed)?;
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let mut statics: Option<HashMap<u64, String>> = None;
+    let mut stacks: HashMap<u64, Option<ThreadStack>> = HashMap::new();
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let threads = c.rt.threads().unwrap_or_default();
+    let mut rows = Vec::new();
+    for p in &res.paths {
+        if no_stacks && matches!(p.root.source, RootSource::Stack { .. }) {
+            continue;
+        }
+        let mut path = Vec::new();
+        for (i, &o) in p.path.iter().enumerate() {
+            let type_name = c.type_name(obj_mt(&c, o));
+            let via = if i == 0 { None } else { p.slots[i - 1] };
+            let mut note = None;
+            if i > 0 && via.is_none() {
+                note = Some("dependent handle".to_string());
+            }
+            // .NET 8 keeps statics in object[]s held by handles: the slot names the static.
+            if i == 1
+                && matches!(p.root.source, RootSource::Handle { .. })
+                && path_is_object_array(&path)
+            {
+                if let Some(slot) = via {
+                    let map = statics.get_or_insert_with(|| static_slots(&c, &r));
+                    if let Some(name) = map.get(&slot) {
+                        note = Some(format!("static variable: {name}"));
+                    }
+                }
+            }
+            path.push(PathStep {
+                object: hex(o),
+                type_name,
+                via_slot: via.map(hex),
+                note,
+            });
+        }
+        let frame = match &p.root.source {
+            RootSource::Stack {
+                os_id,
+                slot: Some(slot),
+                ..
+            } => {
+                let st = stacks.entry(*os_id).or_insert_with(|| {
+                    threads
+                        .iter()
+                        .find(|t| t.os_id == *os_id)
+                        .map(|t| walker.walk(t))
+                });
+                st.as_ref().and_then(|st| frame_of(st, *slot))
+            }
+            _ => None,
+        };
+        rows.push(RootRow {
+            root: root_json(&p.root.source),
+            source: p.root.source.clone(),
+            frame,
+            path,
+        });
+    }
+    let out = GcRootJson {
+        target: hex(target),
+        type_name: c.type_name(obj_mt(&c, target)),
+        found: rows.len(),
+        roots: rows,
+        roots_considered: res.roots_considered,
+        objects: res.objects,
+        references: res.references,
+        stacks_scanned: res
+            .stacks_scanned
+            .iter()
+            .map(|&(os, managed, from, to)| {
+                serde_json::json!({"os_id": os, "managed_id": managed, "from": hex(from), "to": hex(to)})
+            })
+            .collect(),
+        stack_scan: "conservative: every stack word and register pointing at or into an object",
+        notes: res.notes.clone(),
+    };
+    Ok(Output::new("gcroot", &out, gcroot_text(&out)))
+}
+
+/// A root for JSON: addresses as hex strings.
+fn root_json(r: &RootSource) -> serde_json::Value {
+    match r {
+        RootSource::Handle {
+            handle,
+            handle_kind,
+        } => {
+            serde_json::json!({"kind": "handle", "handle": hex(*handle), "handle_kind": handle_kind})
+        }
+        RootSource::FinalizerQueue { slot } => {
+            serde_json::json!({"kind": "finalizer_queue", "slot": hex(*slot)})
+        }
+        RootSource::Stack {
+            os_id,
+            managed_id,
+            slot,
+            register,
+            interior,
+            value,
+        } => serde_json::json!({
+            "kind": "stack",
+            "os_id": os_id,
+            "managed_id": managed_id,
+            "slot": slot.map(hex),
+            "register": register,
+            "interior": interior,
+            "value": hex(*value),
+        }),
+    }
+}
+
+fn path_is_object_array(path: &[PathStep]) -> bool {
+    path.first()
+        .is_some_and(|p| p.type_name == "System.Object[]")
+}
+
+/// Static fields of the loaded types of the modules with objects on the heap, by slot.
+fn static_slots(
+    c: &Clr,
+    r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>,
+) -> HashMap<u64, String> {
+    let Ok(heap) = c.heap() else {
+        return HashMap::new();
+    };
+    let mts: Vec<u64> = heap.census(&c.rt).types.iter().map(|t| t.mt).collect();
+    static_slot_names(r, &mts)
+}
+
+/// The frame whose part of the stack holds `slot`: the innermost frame with SP <= slot.
+fn frame_of(st: &ThreadStack, slot: u64) -> Option<String> {
+    let f = st.frames.iter().rev().find(|f| f.sp <= slot)?;
+    let what = f
+        .method
+        .clone()
+        .or_else(|| f.frame_name.clone().map(|n| format!("[{n}]")))?;
+    Some(format!("{:x} {:x} {what}", f.sp, f.ip))
+}
+
+fn gcroot_text(o: &GcRootJson) -> String {
+    let mut t = String::new();
+    let mut last: Option<String> = None;
+    for row in &o.roots {
+        let (section, line) = match &row.source {
+            RootSource::Handle {
+                handle,
+                handle_kind,
+            } => (
+                "HandleTable:".to_string(),
+                format!("    {} ({})", fmt_addr(*handle), handle_kind.name()),
+            ),
+            RootSource::FinalizerQueue { slot } => (
+                "Finalizer Queue:".to_string(),
+                format!("    {} (finalizer root)", fmt_addr(*slot)),
+            ),
+            RootSource::Stack {
+                os_id,
+                slot,
+                register,
+                interior,
+                value,
+                ..
+            } => {
+                let mut l = String::new();
+                if let Some(f) = &row.frame {
+                    l.push_str(&format!("    {f}\n"));
+                }
+                let place = match (slot, register) {
+                    (Some(s), _) => format!("{s:x}"),
+                    (None, Some(r)) => r.to_string(),
+                    _ => String::new(),
+                };
+                l.push_str(&format!(
+                    "        {place}: {}{}",
+                    fmt_addr(*value),
+                    if *interior { " (interior)" } else { "" }
+                ));
+                (format!("Thread {os_id:x}:"), l)
+            }
+        };
+        if last.as_deref() != Some(section.as_str()) {
+            if last.is_some() {
+                t.push('\n');
+            }
+            t.push_str(&section);
+            t.push('\n');
+            last = Some(section);
+        }
+        t.push_str(&line);
+        t.push('\n');
+        for step in &row.path {
+            t.push_str(&format!(
+                "          -> {:x} {}{}\n",
+                parse_address(&step.object).unwrap_or(0),
+                step.type_name,
+                step.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if !o.roots.is_empty() {
+        t.push('\n');
+    }
+    t.push_str(&format!("Found {} unique roots.\n", o.found));
+    t.push_str(&format!(
+        "(stack roots from a conservative scan of {} thread stacks: a stale slot can appear as a \
+         root; {} roots, {} objects, {} references searched)\n",
+        o.stacks_scanned.len(),
+        o.roots_considered,
+        o.objects,
+        o.references
+    ));
+    for n in &o.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    t
+}

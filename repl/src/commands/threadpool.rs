@@ -1,0 +1,881 @@
+//! Tasks, timers and the thread pool: `taskstate` (`tks`), `timerinfo` (`ti`), `threadpool`,
+//! `threadpoolqueue` (`tpq`), `dumpconcurrentqueue` (`dcq`). SOS's names and options; the
+//! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
+
+use super::heap::clr;
+use super::CommandSpec;
+use crate::addr::{hex, parse_address, parse_count};
+use crate::output::{CommandError, Output};
+use crate::session::{Clr, Session};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::delegates::DelegateMethod;
+use clrdata::objects::{FieldValue, ObjectReader};
+use clrdata::stack::StackWalker;
+use clrdata::{tasks, threadpool, timers};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The commands of this file.
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "taskstate",
+        aliases: &["tks"],
+        about: "a Task's state flags decoded (from its address, or a raw m_stateFlags value)",
+        grammar: tks_grammar,
+        run: taskstate,
+    },
+    CommandSpec {
+        name: "timerinfo",
+        aliases: &["ti"],
+        about: "every timer: due time, period, callback and state, then a summary with counts",
+        grammar: ti_grammar,
+        run: timerinfo,
+    },
+    CommandSpec {
+        name: "threadpool",
+        aliases: &[],
+        about: "the thread pool: worker counts and limits, CPU utilization, worker threads",
+        grammar: tp_grammar,
+        run: threadpool_cmd,
+    },
+    CommandSpec {
+        name: "threadpoolqueue",
+        aliases: &["tpq"],
+        about: "work items queued to the thread pool (global and per thread), with callbacks",
+        grammar: tpq_grammar,
+        run: threadpoolqueue,
+    },
+    CommandSpec {
+        name: "dumpconcurrentqueue",
+        aliases: &["dcq"],
+        about: "the items of a ConcurrentQueue<T>, oldest first",
+        grammar: dcq_grammar,
+        run: dumpconcurrentqueue,
+    },
+];
+
+type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
+type Walker<'a> = StackWalker<'a, Arc<dyn dumpreader::Target>>;
+
+fn tools(c: &Clr) -> (Reader<'_>, Walker<'_>) {
+    (
+        ObjectReader::new(&c.rt, &c.names),
+        StackWalker::new(&c.rt, &c.names, HashMap::new()),
+    )
+}
+
+fn failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Failed(e.to_string())
+}
+
+fn opt_hex(a: u64) -> Option<String> {
+    (a != 0).then(|| hex(a))
+}
+
+/// A delegate's method as JSON: `{delegate, method, method_desc, target, ...}` or
+/// `{delegate, error}`.
+#[derive(Serialize)]
+struct MethodOut {
+    delegate: String,
+    method: Option<String>,
+    method_desc: Option<String>,
+    target: Option<String>,
+    target_type: Option<String>,
+    is_static: Option<bool>,
+    resolved_by: Option<&'static str>,
+    error: Option<String>,
+}
+
+fn method_out(delegate: u64, m: &Option<Result<DelegateMethod, String>>) -> Option<MethodOut> {
+    let m = m.as_ref()?;
+    Some(match m {
+        Ok(d) => MethodOut {
+            delegate: hex(delegate),
+            method: Some(d.method.clone()),
+            method_desc: Some(hex(d.method_desc)),
+            target: opt_hex(d.target),
+            target_type: d.target_type.clone(),
+            is_static: Some(d.is_static),
+            resolved_by: Some(d.resolved_by),
+            error: None,
+        },
+        Err(e) => MethodOut {
+            delegate: hex(delegate),
+            method: None,
+            method_desc: None,
+            target: None,
+            target_type: None,
+            is_static: None,
+            resolved_by: None,
+            error: Some(e.clone()),
+        },
+    })
+}
+
+/// SOS's spelling of a callback: `Type.Method`, `(TargetType)Type.Method` when the target's
+/// type is not the method's, `<why>` when unknown.
+fn method_text(m: &Option<Result<DelegateMethod, String>>) -> String {
+    match m {
+        None => "[no callback]".into(),
+        Some(Err(e)) => format!("<method unknown: {e}>"),
+        Some(Ok(d)) => {
+            let name = d.short_name();
+            match &d.target_type {
+                Some(t) if !name.starts_with(&format!("{t}.")) => format!("({t}){name}"),
+                _ => name.to_string(),
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------- taskstate
+
+fn tks_grammar() -> Command {
+    Command::new("taskstate")
+        .arg(Arg::new("address").help("the Task's address"))
+        .arg(
+            Arg::new("value")
+                .long("value")
+                .short('v')
+                .value_name("FLAGS")
+                .help("an m_stateFlags value (decimal, or hex with 0x)"),
+        )
+}
+
+#[derive(Serialize)]
+struct TaskStateOut {
+    address: Option<String>,
+    type_name: Option<String>,
+    id: Option<i64>,
+    state_flags: u32,
+    state_flags_hex: String,
+    status: &'static str,
+    flags: Vec<String>,
+    callback: Option<MethodOut>,
+    state_object: Option<String>,
+    state_type: Option<String>,
+    scheduler_type: Option<String>,
+}
+
+fn parse_value(t: &str) -> Result<u32, CommandError> {
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else {
+        t.parse::<u64>().ok()
+    };
+    v.and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| CommandError::Usage(format!("'{t}' is not a 32-bit m_stateFlags value")))
+}
+
+fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let res = if let Some(v) = m.get_one::<String>("value") {
+        let f = parse_value(v)?;
+        TaskStateOut {
+            address: None,
+            type_name: None,
+            id: None,
+            state_flags: f,
+            state_flags_hex: format!("{f:#x}"),
+            status: tasks::task_status(f),
+            flags: tasks::flag_names(f),
+            callback: None,
+            state_object: None,
+            state_type: None,
+            scheduler_type: None,
+        }
+    } else {
+        let a = m.get_one::<String>("address").ok_or_else(|| {
+            CommandError::Usage("taskstate needs a Task address or -v <m_stateFlags value>".into())
+        })?;
+        let a = parse_address(a).map_err(CommandError::Usage)?;
+        let c = clr(s)?;
+        let (r, w) = tools(&c);
+        let t = tasks::read_task(&r, &w, a).map_err(failed)?;
+        TaskStateOut {
+            address: Some(hex(t.address)),
+            type_name: Some(t.type_name.clone()),
+            id: Some(t.id),
+            state_flags: t.state_flags,
+            state_flags_hex: format!("{:#x}", t.state_flags),
+            status: t.status,
+            flags: t.flags.clone(),
+            callback: method_out(t.action, &t.method),
+            state_object: opt_hex(t.state_object),
+            state_type: t.state_type.clone(),
+            scheduler_type: t.scheduler_type.clone(),
+        }
+    };
+    let mut t = format!("{}\n", res.status);
+    t.push_str(&format!(
+        "m_stateFlags {} ({}): {}\n",
+        res.state_flags_hex,
+        res.state_flags,
+        if res.flags.is_empty() {
+            "none".to_string()
+        } else {
+            res.flags.join(" | ")
+        }
+    ));
+    if let Some(a) = &res.address {
+        t.push_str(&format!(
+            "Task {a} {}\n",
+            res.type_name.as_deref().unwrap_or("")
+        ));
+    }
+    if let Some(cb) = &res.callback {
+        match (&cb.method, &cb.error) {
+            (Some(mname), _) => t.push_str(&format!("m_action {} -> {mname}\n", cb.delegate)),
+            (None, Some(e)) => t.push_str(&format!("m_action {}: {e}\n", cb.delegate)),
+            _ => {}
+        }
+    }
+    if let Some(so) = &res.state_object {
+        t.push_str(&format!(
+            "m_stateObject {so} ({})\n",
+            res.state_type.as_deref().unwrap_or("?")
+        ));
+    }
+    Ok(Output::new("taskstate", &res, t))
+}
+
+// ------------------------------------------------------------------------------- timerinfo
+
+fn ti_grammar() -> Command {
+    Command::new("timerinfo")
+}
+
+#[derive(Serialize)]
+struct TimerOut {
+    address: String,
+    queue: String,
+    queue_index: usize,
+    list: &'static str,
+    due_ms: u32,
+    period_ms: Option<u32>,
+    start_ticks: i64,
+    due_at_ticks: i64,
+    canceled: bool,
+    callback: Option<MethodOut>,
+    state: Option<String>,
+    state_type: Option<String>,
+}
+
+#[derive(Serialize)]
+struct TimerGroupOut {
+    count: usize,
+    list: &'static str,
+    due_ms: u32,
+    period_ms: Option<u32>,
+    state_type: Option<String>,
+    method: String,
+}
+
+#[derive(Serialize)]
+struct TimerInfoOut {
+    timers: Vec<TimerOut>,
+    summary: Vec<TimerGroupOut>,
+    total: usize,
+    queues: usize,
+    errors: Vec<String>,
+}
+
+/// (method, period, due, list, state type): what SOS groups timers by.
+type TimerKey = (String, Option<u32>, u32, &'static str, Option<String>);
+
+fn period_text(p: Option<u32>) -> String {
+    match p {
+        Some(p) => format!("{p:>8}"),
+        None => "  ------".into(),
+    }
+}
+
+fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let (r, w) = tools(&c);
+    let mut all = timers::timers(&r, &w);
+    // SOS orders by period (one-shot timers, whose period is UnsignedInfinite, last).
+    all.timers
+        .sort_by_key(|t| (t.period_ms.unwrap_or(u32::MAX), t.address));
+    let mut text = String::new();
+    let mut groups: BTreeMap<TimerKey, usize> = BTreeMap::new();
+    for tm in &all.timers {
+        let method = method_text(&tm.method);
+        text.push_str(&format!(
+            "({}) {} @{:>8} ms every {} ms |  {} ({}) -> {}{}\n",
+            if tm.list == "short" { "S" } else { "L" },
+            hex(tm.address),
+            tm.due_ms,
+            period_text(tm.period_ms),
+            hex(tm.state),
+            tm.state_type.as_deref().unwrap_or(""),
+            method,
+            if tm.canceled { " [canceled]" } else { "" }
+        ));
+        *groups
+            .entry((
+                method,
+                tm.period_ms,
+                tm.due_ms,
+                tm.list,
+                tm.state_type.clone(),
+            ))
+            .or_default() += 1;
+    }
+    let mut summary: Vec<TimerGroupOut> = groups
+        .into_iter()
+        .map(
+            |((method, period_ms, due_ms, list, state_type), count)| TimerGroupOut {
+                count,
+                list,
+                due_ms,
+                period_ms,
+                state_type,
+                method,
+            },
+        )
+        .collect();
+    summary.sort_by(|a, b| a.count.cmp(&b.count).then(a.method.cmp(&b.method)));
+    text.push_str(&format!(
+        "\n   {} timers in {} queues\n-----------------------------------------------\n",
+        all.timers.len(),
+        all.queues.len()
+    ));
+    for g in &summary {
+        text.push_str(&format!(
+            "{:>4} | ({}) @{:>8} ms every {} ms | ({}) -> {}\n",
+            g.count,
+            if g.list == "short" { "S" } else { "L" },
+            g.due_ms,
+            period_text(g.period_ms),
+            g.state_type.as_deref().unwrap_or(""),
+            g.method
+        ));
+    }
+    if all.instances == 0 && all.errors.is_empty() {
+        text.push_str("No timer was ever created (TimerQueue.Instances is null).\n");
+    }
+    for e in &all.errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    text.push_str("(due: ms after the timer was last scheduled, as SOS shows it)\n");
+    let res = TimerInfoOut {
+        timers: all
+            .timers
+            .iter()
+            .map(|t| TimerOut {
+                address: hex(t.address),
+                queue: hex(t.queue),
+                queue_index: t.queue_index,
+                list: t.list,
+                due_ms: t.due_ms,
+                period_ms: t.period_ms,
+                start_ticks: t.start_ticks,
+                due_at_ticks: t.due_at_ticks,
+                canceled: t.canceled,
+                callback: method_out(t.callback, &t.method),
+                state: opt_hex(t.state),
+                state_type: t.state_type.clone(),
+            })
+            .collect(),
+        summary,
+        total: all.timers.len(),
+        queues: all.queues.len(),
+        errors: all.errors.clone(),
+    };
+    Ok(Output::new("timerinfo", &res, text))
+}
+
+// ------------------------------------------------------------------------------ threadpool
+
+fn tp_grammar() -> Command {
+    Command::new("threadpool").arg(
+        Arg::new("wi")
+            .long("wi")
+            .action(ArgAction::SetTrue)
+            .help("also list the queued work items (as threadpoolqueue does)"),
+    )
+}
+
+#[derive(Serialize)]
+struct WorkerOut {
+    thread: String,
+    managed_id: u32,
+    os_id: u64,
+    state: Vec<&'static str>,
+    role: Option<&'static str>,
+    activity: Option<&'static str>,
+    innermost: Option<String>,
+    work_item_method: Option<String>,
+    stack_incomplete: Option<String>,
+}
+
+#[derive(Serialize)]
+struct HillOut {
+    address: String,
+    last_thread_count: Option<i64>,
+    total_samples: Option<i64>,
+    current_sample_ms: Option<i64>,
+    accumulated_completion_count: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct ThreadPoolOut {
+    kind: &'static str,
+    instance: Option<String>,
+    cpu_utilization: Option<i64>,
+    workers_total: Option<i64>,
+    workers_running: Option<i64>,
+    workers_idle: Option<i64>,
+    min_threads: Option<i64>,
+    max_threads: Option<i64>,
+    threads_goal: Option<i64>,
+    counts_raw: Option<String>,
+    requested_workers: Option<i64>,
+    blocked_threads: Option<i64>,
+    hill_climbing: Option<HillOut>,
+    worker_threads: Vec<WorkerOut>,
+    queued: Option<usize>,
+    work_items: Option<Vec<WorkItemOut>>,
+    errors: Vec<String>,
+}
+
+fn opt(v: Option<i64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".into())
+}
+
+fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let (r, w) = tools(&c);
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let p = threadpool::thread_pool(&r, Some(&walker));
+    let q = threadpool::work_queue(&r, &w);
+    let idle = match (p.existing_threads, p.processing_work) {
+        (Some(e), Some(r)) => Some(e - r),
+        _ => None,
+    };
+    let mut t = String::from("Using the Portable thread pool.\n\n");
+    if p.instance == 0 && p.errors.is_empty() {
+        t.push_str(
+            "The thread pool was never started (PortableThreadPool.ThreadPoolInstance is null).\n",
+        );
+    }
+    if p.instance != 0 {
+        t.push_str(&format!("CPU utilization:  {}%\n", opt(p.cpu_utilization)));
+        t.push_str(&format!("Workers Total:    {}\n", opt(p.existing_threads)));
+        t.push_str(&format!("Workers Running:  {}\n", opt(p.processing_work)));
+        t.push_str(&format!("Workers Idle:     {}\n", opt(idle)));
+        t.push_str(&format!("Worker Min Limit: {}\n", opt(p.min_threads)));
+        t.push_str(&format!("Worker Max Limit: {}\n", opt(p.max_threads)));
+        t.push_str(&format!("Threads Goal:     {}\n", opt(p.threads_goal)));
+        t.push_str(&format!("Requested:        {}\n", opt(p.requested_workers)));
+    }
+    t.push_str(&format!(
+        "Queued work items: {} (threadpoolqueue lists them)\n",
+        q.items.len()
+    ));
+    if let Some(h) = &p.hill_climbing {
+        t.push_str(&format!(
+            "Hill climbing:    last thread count {}, {} samples\n",
+            opt(h.last_thread_count),
+            opt(h.total_samples)
+        ));
+    }
+    if !p.workers.is_empty() {
+        t.push_str("\nPool threads:\n   ID      OSID  Thread          Role    Activity\n");
+        for wk in &p.workers {
+            let a = wk.activity.as_ref();
+            let mut line = format!(
+                "  {:>3} {:>9}  {:<14}  {:<6}  {}",
+                wk.managed_id,
+                format!("{:#x}", wk.os_id),
+                hex(wk.thread),
+                a.map_or("?", |a| a.role),
+                a.map_or("?", |a| a.activity)
+            );
+            if let Some(m) = a.and_then(|a| a.work_item_method.as_deref()) {
+                line.push_str(&format!(": {m}"));
+            }
+            if let Some(m) = a.and_then(|a| a.innermost.as_deref()) {
+                line.push_str(&format!("; in {m}"));
+            }
+            t.push_str(&line);
+            t.push('\n');
+        }
+    }
+    let wi = m.get_flag("wi");
+    if wi {
+        t.push('\n');
+        t.push_str(&queue_text(&q));
+    }
+    for e in p.errors.iter().chain(if wi { &q.errors[..] } else { &[] }) {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    let res = ThreadPoolOut {
+        kind: "portable",
+        instance: opt_hex(p.instance),
+        cpu_utilization: p.cpu_utilization,
+        workers_total: p.existing_threads,
+        workers_running: p.processing_work,
+        workers_idle: idle,
+        min_threads: p.min_threads,
+        max_threads: p.max_threads,
+        threads_goal: p.threads_goal,
+        counts_raw: p.counts_raw.map(hex),
+        requested_workers: p.requested_workers,
+        blocked_threads: p.blocked_threads,
+        hill_climbing: p.hill_climbing.as_ref().map(|h| HillOut {
+            address: hex(h.address),
+            last_thread_count: h.last_thread_count,
+            total_samples: h.total_samples,
+            current_sample_ms: h.current_sample_ms,
+            accumulated_completion_count: h.accumulated_completion_count,
+        }),
+        worker_threads: p
+            .workers
+            .iter()
+            .map(|wk| WorkerOut {
+                thread: hex(wk.thread),
+                managed_id: wk.managed_id,
+                os_id: wk.os_id,
+                state: wk.state.clone(),
+                role: wk.activity.as_ref().map(|a| a.role),
+                activity: wk.activity.as_ref().map(|a| a.activity),
+                innermost: wk.activity.as_ref().and_then(|a| a.innermost.clone()),
+                work_item_method: wk
+                    .activity
+                    .as_ref()
+                    .and_then(|a| a.work_item_method.clone()),
+                stack_incomplete: wk.activity.as_ref().and_then(|a| a.incomplete.clone()),
+            })
+            .collect(),
+        queued: Some(q.items.len()),
+        work_items: wi.then(|| q.items.iter().map(item_out).collect()),
+        errors: p.errors.clone(),
+    };
+    Ok(Output::new("threadpool", &res, t))
+}
+
+// ------------------------------------------------------------------------- threadpoolqueue
+
+fn tpq_grammar() -> Command {
+    Command::new("threadpoolqueue")
+}
+
+#[derive(Serialize)]
+struct WorkItemOut {
+    address: String,
+    type_name: String,
+    queue: String,
+    local_queue: Option<String>,
+    kind: &'static str,
+    callback: Option<MethodOut>,
+    state: Option<String>,
+    state_type: Option<String>,
+    task_status: Option<&'static str>,
+}
+
+fn item_out(i: &threadpool::WorkItem) -> WorkItemOut {
+    WorkItemOut {
+        address: hex(i.address),
+        type_name: i.type_name.clone(),
+        queue: i.queue.clone(),
+        local_queue: i.local_queue.map(hex),
+        kind: i.kind,
+        callback: method_out(i.callback, &i.method),
+        state: opt_hex(i.state),
+        state_type: i.state_type.clone(),
+        task_status: i.task_status,
+    }
+}
+
+#[derive(Serialize)]
+struct GroupOut {
+    kind: &'static str,
+    method: String,
+    count: usize,
+}
+
+#[derive(Serialize)]
+struct TpqOut {
+    work_queue: Option<String>,
+    items: Vec<WorkItemOut>,
+    summary: Vec<GroupOut>,
+    global: usize,
+    local: usize,
+    local_queues: usize,
+    errors: Vec<String>,
+}
+
+fn summary(q: &threadpool::WorkQueue) -> Vec<GroupOut> {
+    let mut g: BTreeMap<(&'static str, String), usize> = BTreeMap::new();
+    for i in &q.items {
+        let name = match i.kind {
+            "Task" | "QueueUserWorkItem" | "Timer" | "Delegate" => method_text(&i.method),
+            _ => i.type_name.clone(),
+        };
+        *g.entry((i.kind, name)).or_default() += 1;
+    }
+    let mut v: Vec<GroupOut> = g
+        .into_iter()
+        .map(|((kind, method), count)| GroupOut {
+            kind,
+            method,
+            count,
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        a.kind
+            .cmp(b.kind)
+            .then(a.count.cmp(&b.count))
+            .then(a.method.cmp(&b.method))
+    });
+    v
+}
+
+fn queue_text(q: &threadpool::WorkQueue) -> String {
+    let mut t = String::new();
+    let line = |i: &threadpool::WorkItem| {
+        let what = match i.kind {
+            "Task" => format!("Task | {}", method_text(&i.method)),
+            "QueueUserWorkItem" => format!("Work | {}", method_text(&i.method)),
+            "Timer" => format!("Timer | {}", method_text(&i.method)),
+            "Delegate" => format!("Delegate | {}", method_text(&i.method)),
+            _ => i.type_name.clone(),
+        };
+        let state = match (&i.state_type, i.state) {
+            (Some(st), s) if s != 0 => format!("  (state {} {st})", hex(s)),
+            _ => String::new(),
+        };
+        let status = i.task_status.map(|s| format!(" [{s}]")).unwrap_or_default();
+        format!("{} {what}{status}{state}\n", hex(i.address))
+    };
+    t.push_str("global work item queue________________________________\n");
+    for i in q.items.iter().filter(|i| i.queue != "local") {
+        if i.queue != "global" {
+            t.push_str(&format!("[{}] ", i.queue));
+        }
+        t.push_str(&line(i));
+    }
+    t.push_str("\nlocal per thread work items_____________________________________\n");
+    for i in q.items.iter().filter(|i| i.queue == "local") {
+        t.push_str(&line(i));
+    }
+    t.push('\n');
+    let s = summary(q);
+    for kind in ["Task", "QueueUserWorkItem", "Timer", "Delegate", "Other"] {
+        let rows: Vec<&GroupOut> = s.iter().filter(|g| g.kind == kind).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let label = match kind {
+            "QueueUserWorkItem" => "Work",
+            k => k,
+        };
+        let mut n = 0;
+        for g in rows {
+            t.push_str(&format!(" {:>4} {label:<5} {}\n", g.count, g.method));
+            n += g.count;
+        }
+        t.push_str(&format!(" ----\n {n:>4}\n\n"));
+    }
+    t
+}
+
+fn threadpoolqueue(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let (r, w) = tools(&c);
+    let q = threadpool::work_queue(&r, &w);
+    let mut t = queue_text(&q);
+    if q.work_queue == 0 && q.errors.is_empty() {
+        t.push_str("The thread pool was never used (ThreadPool.s_workQueue is null).\n");
+    }
+    for e in &q.errors {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    let local = q.items.iter().filter(|i| i.queue == "local").count();
+    let res = TpqOut {
+        work_queue: opt_hex(q.work_queue),
+        items: q.items.iter().map(item_out).collect(),
+        summary: summary(&q),
+        global: q.items.len() - local,
+        local,
+        local_queues: q.local_queues.len(),
+        errors: q.errors.clone(),
+    };
+    Ok(Output::new("threadpoolqueue", &res, t))
+}
+
+// --------------------------------------------------------------------- dumpconcurrentqueue
+
+fn dcq_grammar() -> Command {
+    Command::new("dumpconcurrentqueue")
+        .arg(
+            Arg::new("address")
+                .required(true)
+                .help("the ConcurrentQueue<T>'s address"),
+        )
+        .arg(
+            Arg::new("limit")
+                .long("limit")
+                .value_name("N")
+                .help("list at most N items (default: all, up to 1,000,000)"),
+        )
+}
+
+use super::objects::value_json;
+
+#[derive(Serialize)]
+struct ItemOut {
+    position: i64,
+    segment: String,
+    slot: String,
+    value: serde_json::Value,
+    type_name: Option<String>,
+    fields: Vec<FieldOut>,
+    published: bool,
+}
+
+#[derive(Serialize)]
+struct FieldOut {
+    name: String,
+    value: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct SegmentOut {
+    address: String,
+    slots: String,
+    capacity: u64,
+    head: i64,
+    tail: i64,
+    frozen: bool,
+    count: u64,
+}
+
+#[derive(Serialize)]
+struct DcqOut {
+    address: String,
+    type_name: String,
+    element_type: Option<String>,
+    count: u64,
+    segments: Vec<SegmentOut>,
+    items: Vec<ItemOut>,
+    errors: Vec<String>,
+}
+
+fn value_text(
+    v: &FieldValue,
+    type_name: &Option<String>,
+    fields: &[(String, FieldValue)],
+) -> String {
+    match v {
+        FieldValue::Object { address: 0, .. } => "null".into(),
+        FieldValue::Object {
+            address,
+            string: Some(s),
+            ..
+        } => format!("{} \"{s}\"", hex(*address)),
+        FieldValue::Object { address, .. } => {
+            format!("{} {}", hex(*address), type_name.as_deref().unwrap_or(""))
+        }
+        FieldValue::ValueType { address, .. } => {
+            let inner: Vec<String> = fields
+                .iter()
+                .map(|(n, v)| format!("{n}={}", v.display()))
+                .collect();
+            format!(
+                "{} {} {{{}}}",
+                hex(*address),
+                type_name.as_deref().unwrap_or(""),
+                inner.join(", ")
+            )
+        }
+        v => v.display(),
+    }
+}
+
+fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let a = m
+        .get_one::<String>("address")
+        .ok_or_else(|| CommandError::Usage("missing <address>".into()))?;
+    let a = parse_address(a).map_err(CommandError::Usage)?;
+    let limit = match m.get_one::<String>("limit") {
+        Some(l) => parse_count(l).map_err(CommandError::Usage)? as usize,
+        None => threadpool::MAX_ITEMS,
+    };
+    let c = clr(s)?;
+    let (r, _) = tools(&c);
+    let d =
+        threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS)).map_err(failed)?;
+    let count: u64 = d.segments.iter().map(|s| s.count).sum();
+    let mut t = format!(
+        "{} {} ({} items of {} in {} segments)\n",
+        hex(d.address),
+        d.type_name,
+        count,
+        d.element_type.as_deref().unwrap_or("?"),
+        d.segments.len()
+    );
+    for (i, it) in d.items.iter().enumerate() {
+        t.push_str(&format!(
+            "[{i}] {}{}\n",
+            value_text(&it.value, &it.type_name, &it.fields),
+            if it.published {
+                ""
+            } else {
+                " (enqueue not yet published)"
+            }
+        ));
+    }
+    if (d.items.len() as u64) < count {
+        t.push_str(&format!(
+            "... {} more not listed\n",
+            count - d.items.len() as u64
+        ));
+    }
+    for e in &d.errors {
+        t.push_str(&format!("error: {e}\n"));
+    }
+    let res = DcqOut {
+        address: hex(d.address),
+        type_name: d.type_name.clone(),
+        element_type: d.element_type.clone(),
+        count,
+        segments: d
+            .segments
+            .iter()
+            .map(|s| SegmentOut {
+                address: hex(s.address),
+                slots: hex(s.slots),
+                capacity: s.capacity,
+                head: s.head,
+                tail: s.tail,
+                frozen: s.frozen,
+                count: s.count,
+            })
+            .collect(),
+        items: d
+            .items
+            .iter()
+            .map(|it| ItemOut {
+                position: it.position,
+                segment: hex(it.segment),
+                slot: hex(it.slot_address),
+                value: value_json(&r, &it.value),
+                type_name: it.type_name.clone(),
+                fields: it
+                    .fields
+                    .iter()
+                    .map(|(n, v)| FieldOut {
+                        name: n.clone(),
+                        value: value_json(&r, v),
+                    })
+                    .collect(),
+                published: it.published,
+            })
+            .collect(),
+        errors: d.errors.clone(),
+    };
+    Ok(Output::new("dumpconcurrentqueue", &res, t))
+}

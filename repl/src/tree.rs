@@ -1,0 +1,89 @@
+//! Merged stacks: many stacks (root first) folded into one tree with counts, and the
+//! renderer chrisnas's pstacks made familiar. Used by `pstacks` (thread stacks) and
+//! `pstacks --async` (async logical stacks).
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// One node of the merged tree: a frame and the stacks passing through it.
+#[derive(Serialize, Default, Debug, Clone)]
+pub struct Node {
+    /// The frame (a method name).
+    pub method: String,
+    /// How many stacks pass through it.
+    pub count: usize,
+    /// Their ids (OS thread ids, or box addresses for async stacks).
+    pub threads: Vec<u64>,
+    /// The frames called from here.
+    pub children: Vec<Node>,
+    #[serde(skip)]
+    index: HashMap<String, usize>,
+}
+
+impl Node {
+    /// Adds one stack (frames root first) with its id.
+    pub fn insert<S: AsRef<str>>(&mut self, frames: &[S], id: u64) {
+        let mut node = self;
+        for f in frames {
+            let f = f.as_ref();
+            let i = match node.index.get(f) {
+                Some(&i) => i,
+                None => {
+                    node.children.push(Node {
+                        method: f.to_string(),
+                        ..Node::default()
+                    });
+                    node.index.insert(f.to_string(), node.children.len() - 1);
+                    node.children.len() - 1
+                }
+            };
+            node = &mut node.children[i];
+            node.count += 1;
+            node.threads.push(id);
+        }
+    }
+}
+
+const PADDING: usize = 5;
+
+/// The ids of a leaf: 4 unless `all`, hexadecimal.
+pub fn id_list(ids: &[u64], all: bool) -> String {
+    let shown: Vec<String> = ids
+        .iter()
+        .take(if all { usize::MAX } else { 4 })
+        .map(|i| format!("{i:x}"))
+        .collect();
+    let mut s = shown.join(",");
+    if !all && ids.len() > 4 {
+        s.push_str("...");
+    }
+    s
+}
+
+/// A node's children (fewest stacks first) before the node, leaves with their `~~~~ ids`
+/// line; a child indented one step unless it holds all the node's stacks.
+pub fn render_node(n: &Node, depth: usize, all: bool, out: &mut String) {
+    let pad = " ".repeat(PADDING * depth);
+    if n.children.is_empty() {
+        out.push_str(&format!("\n{pad} ~~~~ {}", id_list(&n.threads, all)));
+        out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
+        return;
+    }
+    let mut kids: Vec<&Node> = n.children.iter().collect();
+    kids.sort_by_key(|k| k.count);
+    for k in kids {
+        let d = if k.count == n.count { depth } else { depth + 1 };
+        render_node(k, d, all, out);
+    }
+    out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
+}
+
+/// Every root, each under a separator line.
+pub fn render(roots: &[Node], all: bool) -> String {
+    let mut text = String::new();
+    for r in roots {
+        text.push_str("\n________________________________________________");
+        render_node(r, 0, all, &mut text);
+    }
+    text
+}

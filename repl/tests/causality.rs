@@ -1,0 +1,202 @@
+//! `causality` and `pstacks --async` against the scenarios' manifests: the threads blocked on
+//! tasks (Task.Wait, .Result, GetAwaiter().GetResult()) linked to the chains the program says
+//! they wait on, and what each chain waits for.
+
+use repl::{commands, Session};
+use serde_json::Value;
+
+fn run(s: &Session, line: &str) -> Value {
+    let (out, _) = commands::execute(s, line)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .unwrap();
+    out.json_document()["result"].clone()
+}
+
+fn session(e: &tests::Entry) -> Session {
+    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+}
+
+/// The manifest chain's methods, innermost first.
+fn chain_methods(e: &tests::Entry, name: &str) -> Vec<String> {
+    e.manifest["async_chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no chain {name} in the manifest"))["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn methods(chain: &Value) -> Vec<String> {
+    chain["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn waits(e: &tests::Entry) -> Vec<Value> {
+    match &e.manifest["sync_over_async"] {
+        Value::Array(a) => a.clone(),
+        Value::Null => Vec::new(),
+        v => vec![v.clone()],
+    }
+}
+
+#[test]
+fn blocked_threads_are_linked_to_the_chains_they_wait_on() {
+    for name in ["hang", "async", "servergc", "windows-hang"] {
+        let e = tests::entry(name);
+        let s = session(&e);
+        let r = run(&s, "causality");
+        let threads = r["threads"].as_array().unwrap();
+        let chains = r["chains"].as_array().unwrap();
+        let want = waits(&e);
+        assert!(!want.is_empty(), "{name}: manifest names no blocked thread");
+        assert_eq!(threads.len(), want.len(), "{name}: {r}");
+        for w in &want {
+            let os = w["os_id"].as_u64().unwrap();
+            let t = threads
+                .iter()
+                .find(|t| t["os_id"].as_u64() == Some(os))
+                .unwrap_or_else(|| panic!("{name}: thread {os} not linked to a task: {r}"));
+            assert_eq!(t["managed_id"], w["managed_id"]);
+            let want_methods = chain_methods(&e, w["waits_on_chain"].as_str().unwrap());
+            let linked: Vec<Vec<String>> = t["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| methods(&chains[i.as_u64().unwrap() as usize]))
+                .collect();
+            assert!(
+                linked.contains(&want_methods),
+                "{name}: thread {os} linked to {linked:?}, manifest says {want_methods:?}"
+            );
+            // The waited task is the chain's outermost box.
+            let c = chains.iter().find(|c| methods(c) == want_methods).unwrap();
+            assert_eq!(
+                c["boxes"].as_array().unwrap().last().unwrap(),
+                &t["task"],
+                "{name}"
+            );
+            assert!(c["waited_by_threads"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from(os)));
+        }
+        assert!(
+            r["unresolved_waits"].as_array().unwrap().is_empty(),
+            "{name}: {r}"
+        );
+    }
+}
+
+/// What the manifest says a chain awaits → the cause kind the tool must find.
+fn expected_kind(awaits: &str) -> &'static str {
+    match awaits {
+        "System.Threading.Tasks.TaskCompletionSource`1.Task" => "task_completion_source",
+        "System.Threading.SemaphoreSlim.WaitAsync" => "semaphore",
+        "System.Threading.Tasks.Task.Delay" => "delay",
+        "System.Threading.Tasks.Task.Run" => "queued",
+        other => panic!("no expectation for {other}"),
+    }
+}
+
+#[test]
+fn every_chain_says_what_it_waits_for() {
+    for name in ["hang", "async", "windows-hang"] {
+        let e = tests::entry(name);
+        let s = session(&e);
+        let r = run(&s, "causality");
+        let chains = r["chains"].as_array().unwrap();
+        for m in e.manifest["async_chains"].as_array().unwrap() {
+            let want = chain_methods(&e, m["name"].as_str().unwrap());
+            let c = chains
+                .iter()
+                .find(|c| methods(c) == want)
+                .unwrap_or_else(|| panic!("{name}: chain {want:?} not in {r}"));
+            let kind = expected_kind(m["awaits"].as_str().unwrap());
+            assert_eq!(c["cause"]["kind"], kind, "{name}: {c}");
+            assert_eq!(c["awaited_type"], m["awaited_type"], "{name}: {c}");
+            if kind == "semaphore" {
+                // SemaphoreSlim(0) with one async waiter, in both scenarios.
+                assert_eq!(c["cause"]["current_count"], 0, "{c}");
+                assert_eq!(c["cause"]["position"], 1, "{c}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pstacks_async_merges_logical_stacks() {
+    let e = tests::entry("async");
+    let s = session(&e);
+    let r = run(&s, "pstacks --async");
+    let roots = r["roots"].as_array().unwrap();
+    let total: u64 = roots.iter().map(|n| n["count"].as_u64().unwrap()).sum();
+    let manifest_chains = e.manifest["async_chains"].as_array().unwrap().len() as u64;
+    assert_eq!(total, manifest_chains, "{r}");
+    assert_eq!(r["chains"].as_u64(), Some(manifest_chains));
+    // The two WhenAll legs share their root, the outer method.
+    let when_all = chain_methods(&e, "whenall-a").last().unwrap().clone();
+    let n = roots
+        .iter()
+        .find(|n| n["method"] == when_all.as_str())
+        .unwrap_or_else(|| panic!("no root {when_all}: {r}"));
+    assert_eq!(n["count"], 2);
+    assert_eq!(n["children"].as_array().unwrap().len(), 2);
+    // Text: the footer counts stacks and roots.
+    let (out, _) = commands::execute(&s, "pstacks --async").unwrap().unwrap();
+    assert!(
+        out.text.contains(&format!(
+            "==> {manifest_chains} async logical stacks with {} roots",
+            roots.len()
+        )),
+        "{}",
+        out.text
+    );
+}
+
+/// The chain awaiting `Task.Run` work behind a starved pool says so: the delegate's method is
+/// the program's callback, the task sits in the global queue, and the pool's busy workers are
+/// the ones the program blocked.
+#[test]
+fn a_chain_awaiting_queued_work_names_it_and_the_starved_pool() {
+    let e = tests::entry("async");
+    let s = session(&e);
+    let r = run(&s, "causality");
+    let tp = &e.manifest["thread_pool"];
+    let want = chain_methods(&e, tp["queued_chain"].as_str().unwrap());
+    let c = r["chains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| methods(c) == want)
+        .unwrap();
+    let cause = &c["cause"];
+    assert_eq!(cause["kind"], "queued", "{c}");
+    let method = cause["method"].as_str().unwrap();
+    assert_eq!(
+        method.split('(').next().unwrap(),
+        tp["queued_callback"].as_str().unwrap(),
+        "{c}"
+    );
+    assert_eq!(cause["queue"], "global", "{c}");
+    let workers = tp["workers"].as_i64().unwrap();
+    assert_eq!(tp["blocked_workers"].as_i64(), Some(workers));
+    assert_eq!(
+        cause["pool"]["processing_work"].as_i64(),
+        Some(workers),
+        "{c}"
+    );
+    assert_eq!(cause["pool"]["max_threads"].as_i64(), Some(workers), "{c}");
+    assert!(
+        c["explanation"].as_str().unwrap().contains("starvation"),
+        "{c}"
+    );
+}

@@ -1,0 +1,184 @@
+//! Statics beyond those of plain types: thread statics (each thread's value, as SOS's
+//! `>> Thread:Value id:value <<`) against the heap program's manifest, and statics of generic
+//! instantiations against what the runtime library guarantees: `List<T>.s_emptyArray` is
+//! `new T[0]`, so on every .NET 8 dump each `List<T>` on the heap whose statics are allocated
+//! must show a `T[]` of length 0 there.
+
+use repl::{commands, Session};
+use serde_json::Value;
+
+fn run(s: &Session, line: &str) -> Value {
+    let (out, _) = commands::execute(s, line)
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .unwrap();
+    out.json_document()["result"].clone()
+}
+
+fn session(e: &tests::Entry) -> Session {
+    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+}
+
+fn field<'a>(fields: &'a Value, name: &str) -> &'a Value {
+    fields
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .unwrap_or_else(|| panic!("no field {name} in {fields}"))
+}
+
+#[test]
+fn thread_statics_equal_the_manifest() {
+    let e = tests::entry("heap");
+    let s = session(&e);
+    let mut checked = 0;
+    for st in e.manifest["statics"].as_array().unwrap() {
+        if st["kind"] != "thread-static" {
+            continue;
+        }
+        let ty = st["type"].as_str().unwrap();
+        let n = run(&s, &format!("name2ee * {ty}"));
+        let ee = n["matches"][0]["ee_class"].as_str().unwrap();
+        let c = run(&s, &format!("dumpclass {ee}"));
+        let f = field(&c["fields"], st["field"].as_str().unwrap());
+        assert_eq!(f["attr"], "TLstatic", "{f}");
+        let id = st["managed_id"].as_u64().unwrap();
+        let per_thread = f["thread_values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no thread values: {f}"));
+        let tv = per_thread
+            .iter()
+            .find(|v| v["thread"].as_u64() == Some(id))
+            .unwrap_or_else(|| panic!("thread {id} missing: {f}"));
+        let obj = tv["value"]["address"].as_str().unwrap();
+        let o = run(&s, &format!("dumpobj {obj}"));
+        assert_eq!(o["name"], st["value_type"], "{o}");
+        assert_eq!(
+            field(&o["fields"], "Id")["value"].as_u64(),
+            st["value_id"].as_u64(),
+            "thread {id}: {o}"
+        );
+        // The text shows each thread's value, SOS style.
+        let text = f["value_text"].as_str().unwrap();
+        assert!(text.starts_with(">> Thread:Value") && text.ends_with("<<"));
+        assert!(
+            text.contains(&format!(" {id:x}:{:0>16}", obj.trim_start_matches("0x"))),
+            "{text}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
+#[test]
+fn generic_statics_of_list_instantiations_are_empty_arrays_of_t() {
+    let mut checked = 0;
+    for e in tests::net8() {
+        let s = session(&e);
+        let stat = run(&s, "dumpheap -stat");
+        for t in stat["statistics"].as_array().unwrap() {
+            let name = t["name"].as_str().unwrap();
+            let Some(arg) = name
+                .strip_prefix("System.Collections.Generic.List`1[[")
+                .and_then(|r| r.strip_suffix("]]"))
+            else {
+                continue;
+            };
+            // "Heap.Person, heap" → "Heap.Person"; nested instantiations keep their brackets.
+            let elem = arg.rsplit_once(", ").map_or(arg, |(n, _)| n);
+            let objs = run(
+                &s,
+                &format!("dumpheap -mt {} -short", t["mt"].as_str().unwrap()),
+            );
+            let first = objs["objects"][0]["address"]
+                .as_str()
+                .or_else(|| objs["objects"][0].as_str())
+                .unwrap_or_else(|| panic!("{}: {objs}", e.name))
+                .to_string();
+            let o = run(&s, &format!("dumpobj {first}"));
+            let f = field(&o["fields"], "s_emptyArray");
+            assert_eq!(f["attr"], "static", "{f}");
+            let Some(arr) = f["value"]["address"].as_str() else {
+                // Not allocated (the class constructor never ran): must say so.
+                assert!(f["value"]["unavailable"].is_string(), "{}: {f}", e.name);
+                continue;
+            };
+            let a = run(&s, &format!("dumpobj {arr}"));
+            assert_eq!(a["name"], format!("{elem}[]"), "{} {name}: {a}", e.name);
+            assert_eq!(a["array"]["length"], 0, "{} {name}: {a}", e.name);
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 10,
+        "only {checked} List<T> instantiations checked"
+    );
+}
+
+/// The MT column of field tables against the DAC's GetFieldDescData MTOfType (the MethodTable
+/// SOS prints) for classes of a scenario (`dumps/<name>.methods.dac.json`,
+/// `field_classes`): ours is never a different MethodTable; fields of array and generic
+/// instantiation types, embedded generic structs included, get theirs. Returns (matched,
+/// known to the DAC, array or generic typed matched).
+fn field_type_mts(name: &str) -> (usize, usize, usize) {
+    let e = tests::entry(name);
+    let s = session(&e);
+    let p = tests::dumps_dir().join(format!("{name}.methods.dac.json"));
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let hexu =
+        |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let (mut matched, mut dac_known, mut constructed) = (0, 0, 0);
+    for c in t["field_classes"].as_array().unwrap() {
+        let r = run(
+            &s,
+            &format!("dumpclass {}", c["ee_class"].as_str().unwrap()),
+        );
+        for f in c["fields"].as_array().unwrap() {
+            let ours = r["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| hexu(&o["token"]) == hexu(&f["token"]))
+                .unwrap_or_else(|| panic!("field {} missing: {r}", f["token"]));
+            let dac = hexu(&f["mt_of_type"]);
+            let what = format!(
+                "{name} {} {}: ours {}, DAC {dac:#x}",
+                c["name"], ours["name"], ours["type_mt"]
+            );
+            if !ours["type_mt"].is_null() {
+                assert_eq!(hexu(&ours["type_mt"]), dac, "{what}");
+                matched += 1;
+                if ours["type"].as_str().unwrap().ends_with(']') {
+                    constructed += 1;
+                }
+            }
+            if dac != 0 {
+                dac_known += 1;
+                if ours["type_mt"].is_null() {
+                    eprintln!("not found: {what}");
+                }
+            }
+        }
+    }
+    (matched, dac_known, constructed)
+}
+
+#[test]
+fn field_type_mts_agree_with_the_dac() {
+    // heap: Person.Tags (string[]), Roots' array and generic statics (Teams, a
+    // Dictionary<string, List<Person>>, is declared through heap.dll's TypeRefs as mscorlib's).
+    let (matched, known, constructed) = field_type_mts("heap");
+    assert!(
+        constructed >= 15,
+        "heap: {constructed} array/generic fields with their MT"
+    );
+    assert_eq!(matched, known, "heap: {matched} of {known}");
+    // hang: CoreLib generic types (an enumerator's embedded KeyValuePair, a
+    // TaskCompletionSource<int>'s Task<int>, SemaphoreSlim's StrongBox<bool> and TaskNodes).
+    let (matched, known, constructed) = field_type_mts("hang");
+    assert!(
+        constructed >= 3,
+        "hang: {constructed} array/generic fields with their MT"
+    );
+    assert_eq!(matched, known, "hang: {matched} of {known}");
+}

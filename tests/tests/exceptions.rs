@@ -1,0 +1,300 @@
+//! Exceptions (`printexception`, `dumpexceptions`) read without the DAC, against the truths:
+//! the crash and heap scenarios' manifests (type, message, thrown_in of the exception and its
+//! inner one; the crashing thread), the DAC's heap census (how many objects of each exception
+//! type) and the DAC's own view of the exception objects (`dumps/<name>.locks.dac.json`, from
+//! `dumps/tools/dacprobe/lockprobe.py`: GetObjectExceptionData, GetMethodDescName and
+//! GetCodeHeaderData for every recorded frame).
+
+use clrdata::exceptions::{
+    current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
+};
+use clrdata::objects::ObjectReader;
+use clrdata::stack::StackWalker;
+use clrdata::{Runtime, TypeNames};
+use dumpreader::{Dump, Target};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn hex(v: &Value) -> u64 {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("not a hex string: {v}"));
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+fn open(e: &tests::Entry) -> (Arc<Dump>, Runtime<Arc<Dump>>) {
+    let d = Arc::new(e.open());
+    let rt = Runtime::discover(d.clone()).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+    (d, rt)
+}
+
+/// The DAC's exceptions and sync blocks of an entry, checked to belong to the committed dump.
+fn dac_locks(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.locks.dac.json", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["dump_sha256"], e.dac["dump_file"]["sha256"],
+        "{}.locks.dac.json was written for another dump: regenerate it",
+        e.name
+    );
+    Some(v)
+}
+
+/// A DAC-style method name without its signature.
+fn bare(m: &str) -> &str {
+    m.split('(').next().unwrap_or(m)
+}
+
+fn trace_methods(e: &ExceptionData) -> Vec<String> {
+    e.stack_trace
+        .iter()
+        .map(|f| bare(f.method.as_deref().unwrap_or("?")).to_string())
+        .collect()
+}
+
+#[test]
+fn crash_pe_is_the_unhandled_exception_with_its_inner() {
+    let e = tests::entry("crash");
+    let (d, rt) = open(&e);
+    let names = TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    let w = StackWalker::new(&rt, &names, Default::default());
+    let ex = &e.manifest["exceptions"][0];
+    let crasher = e.manifest["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["managed_id"] == ex["thrown_on_managed_id"])
+        .unwrap();
+    // The current thread of a crash dump is the faulting one: the thread that threw.
+    let threads = rt.threads().unwrap();
+    let cur = current_thread(d.info().crashing_thread, &threads).unwrap();
+    assert_eq!(Some(cur.os_id), crasher["os_id"].as_u64());
+    assert_eq!(Some(cur.managed_id as u64), crasher["managed_id"].as_u64());
+    let (_, obj) = rt.last_thrown_object(cur.address).unwrap();
+    assert_ne!(obj, 0, "the crasher has a last thrown object");
+    let chain = exception_chain(&r, &w, obj).unwrap();
+    assert_eq!(chain.len(), 2, "the exception and its inner one");
+    let (outer, inner) = (&chain[0], &chain[1]);
+    assert_eq!(outer.type_name, ex["type"].as_str().unwrap());
+    assert_eq!(outer.message.as_deref(), ex["message"].as_str());
+    assert_eq!(outer.inner, inner.address);
+    assert_eq!(outer.inner_type.as_deref(), ex["inner"]["type"].as_str());
+    assert_eq!(outer.hresult as u32, 0x8013_1509, "COR_E_INVALIDOPERATION");
+    assert_eq!(inner.type_name, ex["inner"]["type"].as_str().unwrap());
+    assert_eq!(inner.message.as_deref(), ex["inner"]["message"].as_str());
+    assert_eq!(inner.hresult as u32, 0x8013_1537, "COR_E_FORMAT");
+    assert_eq!(inner.inner, 0);
+    // The outer trace: thrown in ProcessOrder, called by CrashWorker (the crasher's own frames).
+    let own: Vec<String> = crasher["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(trace_methods(outer), own);
+    assert_eq!(own[0], ex["thrown_in"].as_str().unwrap());
+    // The inner trace: thrown in ParseOrder, caught in ProcessOrder.
+    assert_eq!(
+        trace_methods(inner),
+        vec![
+            ex["inner"]["thrown_in"].as_str().unwrap().to_string(),
+            ex["thrown_in"].as_str().unwrap().to_string()
+        ]
+    );
+    for x in &chain {
+        assert_eq!(
+            x.stack_trace_thread,
+            Some(cur.address),
+            "the trace's Thread"
+        );
+        assert!(x.notes.is_empty(), "{:?}", x.notes);
+        assert!(x
+            .stack_trace
+            .iter()
+            .all(|f| f.module.as_deref() == Some("crash")));
+    }
+}
+
+#[test]
+fn crash_trace_frames_are_the_dacs_stack_frames() {
+    // The unhandled exception's frames (SP, MethodDesc) are the crasher's stack frames as the
+    // DAC's stack walk reports them (it stopped where it threw); the IP is one less than the
+    // return address (STEF_IP_ADJUSTED).
+    let e = tests::entry("crash");
+    let (_, rt) = open(&e);
+    let names = TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    let w = StackWalker::new(&rt, &names, Default::default());
+    let dt = e.dac["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| hex(&t["lastThrownObjectHandle"]) != 0)
+        .unwrap();
+    let (_, obj) = rt.last_thrown_object(hex(&dt["address"])).unwrap();
+    let ex = read_exception(&r, &w, obj).unwrap();
+    let st = e.dac["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["osThreadId"] == dt["osThreadId"])
+        .unwrap();
+    let managed: Vec<&Value> = st["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["frame_name"].is_null())
+        .collect();
+    assert_eq!(ex.stack_trace.len(), managed.len());
+    for (t, f) in ex.stack_trace.iter().zip(managed) {
+        assert_eq!(t.sp, hex(&f["sp"]));
+        assert_eq!(t.method_desc, hex(&f["methodDesc"]));
+        assert_eq!(t.ip + 1, hex(&f["ip"]));
+        assert_eq!(t.flags, 2, "STEF_IP_ADJUSTED");
+    }
+}
+
+#[test]
+fn exceptions_equal_the_dacs_view() {
+    let mut checked = 0;
+    for e in tests::net8() {
+        let Some(dac) = dac_locks(&e) else { continue };
+        let (_, rt) = open(&e);
+        let names = TypeNames::new();
+        let r = ObjectReader::new(&rt, &names);
+        let w = StackWalker::new(&rt, &names, Default::default());
+        for de in dac["exceptions"].as_array().unwrap() {
+            let a = hex(&de["address"]);
+            let what = format!("{}: exception {a:#x}", e.name);
+            let ours = read_exception(&r, &w, a).unwrap_or_else(|err| panic!("{what}: {err}"));
+            assert_eq!(ours.type_name, de["type"].as_str().unwrap(), "{what}");
+            assert_eq!(ours.message.as_deref(), de["message"].as_str(), "{what}");
+            assert_eq!(
+                format!("{:08x}", ours.hresult as u32),
+                de["hresult"].as_str().unwrap(),
+                "{what}"
+            );
+            let inner = de["inner_exception"]
+                .as_str()
+                .map(|_| hex(&de["inner_exception"]));
+            assert_eq!(ours.inner, inner.unwrap_or(0), "{what}");
+            let arr = de["stack_trace_array"]
+                .as_str()
+                .map(|_| hex(&de["stack_trace_array"]));
+            assert_eq!(ours.stack_trace_array, arr.unwrap_or(0), "{what}");
+            let frames = de["stack_trace"].as_array().unwrap();
+            assert_eq!(ours.stack_trace.len(), frames.len(), "{what}");
+            for (o, f) in ours.stack_trace.iter().zip(frames) {
+                assert_eq!(o.ip, hex(&f["ip"]), "{what}");
+                assert_eq!(o.sp, hex(&f["sp"]), "{what}");
+                assert_eq!(o.method_desc, hex(&f["method_desc"]), "{what}");
+                assert_eq!(o.method.as_deref(), f["method"].as_str(), "{what}");
+                assert_eq!(
+                    o.offset,
+                    Some(hex(&f["ip"]) - hex(&f["method_start"])),
+                    "{what}: offset from the DAC's method start"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 8, "only {checked} frames checked");
+}
+
+#[test]
+fn heap_keeps_the_manifests_exception_and_inner() {
+    let e = tests::entry("heap");
+    let (_, rt) = open(&e);
+    let names = TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    let w = StackWalker::new(&rt, &names, Default::default());
+    let heap = rt.gc_heap().unwrap();
+    let ex = &e.manifest["exceptions"][0];
+    let (found, errors) = heap_exceptions(&r, &heap);
+    assert!(errors.is_empty(), "{errors:?}");
+    let outer: Vec<ExceptionData> = found
+        .iter()
+        .map(|(a, _)| read_exception(&r, &w, *a).unwrap())
+        .filter(|x| x.type_name == ex["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(outer.len(), 1, "one {}", ex["type"]);
+    let chain = exception_chain(&r, &w, outer[0].address).unwrap();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(chain[0].message.as_deref(), ex["message"].as_str());
+    assert_eq!(chain[1].type_name, ex["inner"]["type"].as_str().unwrap());
+    assert_eq!(chain[1].message.as_deref(), ex["inner"]["message"].as_str());
+    assert_eq!(
+        trace_methods(&chain[0]).first().map(String::as_str),
+        ex["thrown_in"].as_str()
+    );
+    assert_eq!(
+        trace_methods(&chain[1]),
+        vec![
+            ex["inner"]["thrown_in"].as_str().unwrap().to_string(),
+            ex["thrown_in"].as_str().unwrap().to_string()
+        ],
+        "the inner exception: thrown in CheckQuantity, caught in ValidateOrder"
+    );
+}
+
+#[test]
+fn heap_exceptions_are_the_dac_census_exception_types() {
+    // Every net8 dump, Windows included: the exception objects found (by MethodTable) are the
+    // census's types named `...Exception`, with the same counts.
+    for e in tests::net8() {
+        let (_, rt) = open(&e);
+        let names = TypeNames::new();
+        let r = ObjectReader::new(&rt, &names);
+        let heap = rt.gc_heap().unwrap();
+        let (found, errors) = heap_exceptions(&r, &heap);
+        assert!(errors.is_empty(), "{}: {errors:?}", e.name);
+        let mut ours: BTreeMap<u64, u64> = BTreeMap::new();
+        for (_, mt) in &found {
+            *ours.entry(*mt).or_default() += 1;
+        }
+        let census: BTreeMap<u64, u64> = e.dac["heap_stat"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["type"].as_str().unwrap().ends_with("Exception"))
+            .map(|t| (hex(&t["mt"]), t["count"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            ours, census,
+            "{}: exception MethodTables and counts",
+            e.name
+        );
+        assert!(
+            ours.len() >= 3,
+            "{}: the runtime's preallocated ones",
+            e.name
+        );
+    }
+}
+
+#[test]
+fn a_non_exception_is_refused_precisely() {
+    let e = tests::entry("heap");
+    let (_, rt) = open(&e);
+    let names = TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    let w = StackWalker::new(&rt, &names, Default::default());
+    let heap = rt.gc_heap().unwrap();
+    let s = heap
+        .objects(&rt)
+        .find(|o| o.mt == rt.globals.string_mt)
+        .unwrap();
+    let err = read_exception(&r, &w, s.address).unwrap_err().to_string();
+    assert!(
+        err.contains("does not derive from System.Exception"),
+        "{err}"
+    );
+    for bad in [0u64, 8, u64::MAX - 3] {
+        let err = read_exception(&r, &w, bad).unwrap_err().to_string();
+        assert!(!err.is_empty());
+        assert!(exception_chain(&r, &w, bad).is_err());
+    }
+}

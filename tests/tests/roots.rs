@@ -1,0 +1,574 @@
+//! Roots: the GC handle table, the finalization queue and gcroot, against two independent
+//! truths: the heap scenario's manifest (the handles, finalizable objects and statics the
+//! program made) and the runtime DAC's own view of the same dumps (`dumps/<name>.roots.dac.json`,
+//! written by `dumps/tools/dacroots.py`: GetHandleEnum, GetFinalizationFillPointers,
+//! GetStackReferences).
+
+use clrdata::handles::{FinalizerSegment, HandleKind};
+use clrdata::{Runtime, TypeNames};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn hex(v: &Value) -> u64 {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("not a hex string: {v}"));
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// The DAC's roots truth of an entry, when one is committed (Linux dumps only), checked to
+/// belong to the committed dump.
+fn dac_roots(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.roots.dac.json", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["dump_sha256"], e.dac["dump_file"]["sha256"],
+        "{}.roots.dac.json was written for another dump: regenerate it",
+        e.name
+    );
+    Some(v)
+}
+
+fn dac_kind(k: HandleKind) -> &'static str {
+    match k {
+        HandleKind::WeakShort => "weak_short",
+        HandleKind::WeakLong => "weak_long",
+        HandleKind::Strong => "strong",
+        HandleKind::Pinned => "pinned",
+        HandleKind::Variable => "variable",
+        HandleKind::RefCounted => "ref_counted",
+        HandleKind::Dependent => "dependent",
+        HandleKind::AsyncPinned => "async_pinned",
+        HandleKind::SizedRef => "sized_ref",
+        HandleKind::WeakNativeCom => "weak_native_com",
+        HandleKind::Other(_) => "other",
+    }
+}
+
+#[test]
+fn handles_are_the_dacs() {
+    let mut checked = 0;
+    for e in tests::net8() {
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let h = rt
+            .gc_handles()
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        assert!(h.errors.is_empty(), "{}: {:?}", e.name, h.errors);
+        assert!(h.tables >= 1 && h.segments >= 1, "{}", e.name);
+        let strong = h
+            .handles
+            .iter()
+            .filter(|x| x.object != 0 && x.is_strong())
+            .count();
+        assert!(strong > 0, "{}: no strong handle at all", e.name);
+        let Some(truth) = dac_roots(&e) else { continue };
+        // The DAC enumerates the handles holding an object (the GC's scan skips null ones).
+        let ours: BTreeSet<(u64, &str, u64)> = h
+            .handles
+            .iter()
+            .filter(|x| x.object != 0)
+            .map(|x| (x.address, dac_kind(x.kind), x.object))
+            .collect();
+        let dac: BTreeSet<(u64, &str, u64)> = truth["handles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    hex(&x["handle"]),
+                    x["type"].as_str().unwrap(),
+                    hex(&x["object"]),
+                )
+            })
+            .collect();
+        assert_eq!(ours, dac, "{}: handles (address, kind, object)", e.name);
+        for x in truth["handles"].as_array().unwrap() {
+            let ours = h
+                .handles
+                .iter()
+                .find(|y| y.address == hex(&x["handle"]))
+                .unwrap();
+            if ours.kind == HandleKind::Dependent {
+                assert_eq!(
+                    ours.secondary,
+                    hex(&x["secondary"]),
+                    "{}: dependent secondary",
+                    e.name
+                );
+            }
+            assert_eq!(
+                ours.is_strong(),
+                x["strong"].as_bool().unwrap(),
+                "{}: handle {} strength",
+                e.name,
+                x["handle"]
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "DAC handle truth for only {checked} dumps");
+}
+
+#[test]
+fn heap_scenario_handles_are_found_with_kind_and_target() {
+    let e = tests::entry("heap");
+    let d = e.open();
+    let rt = Runtime::discover(&d).unwrap();
+    let names = TypeNames::new();
+    let h = rt.gc_handles().unwrap();
+    let handles = e.manifest["handles"].as_array().unwrap();
+    assert_eq!(handles.len(), 5);
+    for m in handles {
+        // GCHandle.ToIntPtr sets bit 0 of a pinned handle.
+        let addr = hex(&m["handle"]) & !1;
+        let found = h
+            .handles
+            .iter()
+            .find(|x| x.address == addr)
+            .unwrap_or_else(|| panic!("manifest handle {addr:#x} ({}) not found", m["kind"]));
+        let kind = match m["kind"].as_str().unwrap() {
+            "normal" => HandleKind::Strong,
+            "weak" => HandleKind::WeakShort,
+            "weak-track-resurrection" => HandleKind::WeakLong,
+            "pinned" => HandleKind::Pinned,
+            k => panic!("unexpected kind {k}"),
+        };
+        assert_eq!(found.kind, kind, "handle {addr:#x}");
+        if m["alive"].as_bool().unwrap() {
+            assert_ne!(found.object, 0, "handle {addr:#x} lost its target");
+            let mt = d_mt(&d, found.object);
+            assert_eq!(
+                names.name_or_note(&rt, mt),
+                m["target_type"].as_str().unwrap(),
+                "handle {addr:#x}: target type"
+            );
+        } else {
+            assert_eq!(found.object, 0, "handle {addr:#x}: target collected");
+        }
+    }
+}
+
+fn d_mt(d: &dumpreader::Dump, obj: u64) -> u64 {
+    use dumpreader::Memory;
+    d.read_u64(obj).unwrap() & !7
+}
+
+#[test]
+fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
+    let mut checked = 0;
+    for e in tests::net8() {
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap();
+        let q = rt
+            .finalize_queue()
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        assert!(q.errors.is_empty(), "{}: {:?}", e.name, q.errors);
+        let heaps = e.manifest["runtime"]["gc_heap_count"].as_u64().unwrap_or(1) as usize;
+        assert_eq!(q.heaps.len(), heaps, "{}: one queue per heap", e.name);
+        if let Some(truth) = dac_roots(&e) {
+            let dac = truth["finalization_fill_pointers"].as_array().unwrap();
+            assert_eq!(dac.len(), q.heaps.len(), "{}", e.name);
+            for (hq, dq) in q.heaps.iter().zip(dac) {
+                let ends: Vec<u64> = hq.ranges.iter().map(|r| r.2).collect();
+                let dends: Vec<u64> = dq["fill_pointers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(hex)
+                    .collect();
+                assert_eq!(ends, dends, "{}: heap {} fill pointers", e.name, hq.heap);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3);
+
+    // The heap scenario: 5 Heap.Finalizable still registered (none ready: the program waited
+    // for pending finalizers after its last collection), no Heap.DeadFinalizable.
+    let e = tests::entry("heap");
+    let d = e.open();
+    let rt = Runtime::discover(&d).unwrap();
+    let names = TypeNames::new();
+    let q = rt.finalize_queue().unwrap();
+    let mut by_type: BTreeMap<String, usize> = BTreeMap::new();
+    for x in &q.entries {
+        assert!(!x.segment.is_ready(), "nothing is ready for finalization");
+        *by_type
+            .entry(names.name_or_note(&rt, d_mt(&d, x.object)))
+            .or_default() += 1;
+    }
+    for f in e.manifest["finalizers"]["live_finalizable"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(
+            by_type
+                .get(f["type"].as_str().unwrap())
+                .copied()
+                .unwrap_or(0) as u64,
+            f["count"].as_u64().unwrap(),
+            "{}",
+            f["type"]
+        );
+    }
+    for f in e.manifest["finalizers"]["finalized_before_dump"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(!by_type.contains_key(f["type"].as_str().unwrap()));
+    }
+    // After two full collections the Finalizables are in generation 2.
+    let gen2 = q
+        .entries
+        .iter()
+        .filter(|x| x.segment == FinalizerSegment::Gen2)
+        .filter(|x| names.name_or_note(&rt, d_mt(&d, x.object)) == "Heap.Finalizable")
+        .count();
+    assert_eq!(gen2, 5);
+}
+
+// ------------------------------------------------------------------------------------ gcroot
+
+use clrdata::objects::ObjectReader;
+use clrdata::roots::{gcroot, static_slot_names, ObjectIndex, RootSource};
+
+/// The first object of `type_name` on the heap whose `Id` field is `id` (or any, when None).
+fn find_object(
+    rt: &Runtime<&dumpreader::Dump>,
+    names: &TypeNames,
+    type_name: &str,
+    id: Option<i64>,
+) -> Vec<u64> {
+    let heap = rt.gc_heap().unwrap();
+    let r = ObjectReader::new(rt, names);
+    let mut out = Vec::new();
+    for o in heap.objects(rt) {
+        if o.is_free || names.name_or_note(rt, o.mt) != type_name {
+            continue;
+        }
+        if let Some(id) = id {
+            let f = r.object(o.address, false).unwrap();
+            let v = f.fields.iter().find(|f| f.name == "Id").unwrap();
+            if v.value.display() != id.to_string() {
+                continue;
+            }
+        }
+        out.push(o.address);
+    }
+    out
+}
+
+#[test]
+fn object_index_numbers_every_object_the_dac_counts() {
+    for name in ["heap", "hang", "servergc"] {
+        let e = tests::entry(name);
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap();
+        let heap = rt.gc_heap().unwrap();
+        let index = ObjectIndex::build(&rt, &heap).unwrap();
+        let dac: u64 = e.dac["heap_stat"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            index.len(),
+            dac,
+            "{name}: objects indexed vs the DAC's census"
+        );
+        // Numbering round-trips.
+        for o in heap.objects(&rt).filter(|o| !o.is_free).step_by(7) {
+            let i = index.index_of(o.address).unwrap();
+            assert_eq!(index.address_of(i), Some(o.address));
+            assert_eq!(index.index_of(o.address + 8), None);
+        }
+    }
+}
+
+#[test]
+fn stack_roots_cover_the_dacs_precise_stack_references() {
+    let mut refs = 0;
+    for name in ["heap", "hang", "servergc"] {
+        let e = tests::entry(name);
+        let truth = dac_roots(&e).unwrap();
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let index = ObjectIndex::build(&rt, &heap).unwrap();
+        let roots = rt.roots(&index, &names).unwrap();
+        for t in truth["stack_refs"].as_array().unwrap() {
+            let os = t["os_id"].as_u64().unwrap();
+            for x in t["refs"].as_array().unwrap() {
+                let (slot, value) = (hex(&x["address"]), hex(&x["object"]));
+                let interior = x["flags"].as_u64().unwrap() & 1 != 0;
+                if value == 0 {
+                    continue; // a live slot holding null: no root
+                }
+                let found = roots.roots.iter().find(|r| match &r.source {
+                    // A slot: the same slot. A register of an outer frame (address 0): the
+                    // value is still in a register or was saved on the stack by a callee.
+                    RootSource::Stack {
+                        os_id,
+                        slot: s,
+                        value: v,
+                        interior: i,
+                        ..
+                    } => {
+                        *os_id == os
+                            && (slot == 0 || *s == Some(slot))
+                            && *v == value
+                            && *i == (interior && r.object != value)
+                    }
+                    _ => false,
+                });
+                assert!(
+                    found.is_some(),
+                    "{name}: thread {os}: the DAC's stack root {value:#x} at {slot:#x} (interior \
+                     {interior}) is not among the conservative scan's roots"
+                );
+                refs += 1;
+            }
+        }
+    }
+    assert!(refs >= 50, "only {refs} DAC stack references checked");
+}
+
+fn handle_root(p: &clrdata::roots::RootPath) -> Option<(u64, HandleKind)> {
+    match p.root.source {
+        RootSource::Handle {
+            handle,
+            handle_kind,
+        } => Some((handle, handle_kind)),
+        _ => None,
+    }
+}
+
+#[test]
+fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
+    let e = tests::entry("heap");
+    let d = e.open();
+    let rt = Runtime::discover(&d).unwrap();
+    let names = TypeNames::new();
+    let heap = rt.gc_heap().unwrap();
+    let r = ObjectReader::new(&rt, &names);
+    let mts: Vec<u64> = heap.census(&rt).types.iter().map(|t| t.mt).collect();
+    let statics = static_slot_names(&r, &mts);
+    let handle_of = |kind: &str| -> u64 {
+        let h = e.manifest["handles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["kind"] == kind)
+            .unwrap();
+        hex(&h["handle"]) & !1
+    };
+    // The static naming the path's second object, for paths from a handle through object[].
+    let static_of = |p: &clrdata::roots::RootPath| -> Option<String> {
+        handle_root(p)?;
+        if p.path.len() < 2 || names.name_or_note(&rt, d_mt(&d, p.path[0])) != "System.Object[]" {
+            return None;
+        }
+        statics.get(&p.slots[0]?).cloned()
+    };
+
+    // The two HandleTargets: one only in the normal (strong) handle, one only in Roots.Target.
+    let targets = find_object(&rt, &names, "Heap.HandleTarget", None);
+    assert_eq!(targets.len(), 2);
+    let mut seen_handle = false;
+    let mut seen_static = false;
+    for t in targets {
+        let res = gcroot(&rt, &heap, &names, t).unwrap();
+        let handles: Vec<_> = res.paths.iter().filter_map(handle_root).collect();
+        if res.paths.iter().any(|p| {
+            p.path == vec![t] && handle_root(p) == Some((handle_of("normal"), HandleKind::Strong))
+        }) {
+            seen_handle = true;
+        } else {
+            assert!(
+                res.paths
+                    .iter()
+                    .any(|p| static_of(p).as_deref() == Some("Heap.Roots.Target")),
+                "{handles:x?}"
+            );
+            seen_static = true;
+        }
+    }
+    assert!(seen_handle && seen_static);
+
+    // The WeakTarget: held by the static Roots.Weak; the two weak handles are no roots.
+    let weak = find_object(&rt, &names, "Heap.WeakTarget", None);
+    assert_eq!(weak.len(), 1);
+    let res = gcroot(&rt, &heap, &names, weak[0]).unwrap();
+    assert!(res
+        .paths
+        .iter()
+        .any(|p| static_of(p).as_deref() == Some("Heap.Roots.Weak")));
+    for p in &res.paths {
+        if let Some((h, k)) = handle_root(p) {
+            assert!(k == HandleKind::Strong || k == HandleKind::Pinned, "{k:?}");
+            assert_ne!(h, handle_of("weak"));
+            assert_ne!(h, handle_of("weak-track-resurrection"));
+        }
+    }
+
+    // The pinned int[64]: its pinned handle (a path of the object alone) and Roots.PinnedInts.
+    let pinned = hex(&d_handle_target(&d, handle_of("pinned")));
+    let res = gcroot(&rt, &heap, &names, pinned).unwrap();
+    assert!(res.paths.iter().any(|p| p.path == vec![pinned]
+        && handle_root(p) == Some((handle_of("pinned"), HandleKind::Pinned))));
+    assert!(res
+        .paths
+        .iter()
+        .any(|p| static_of(p).as_deref() == Some("Heap.Roots.PinnedInts")));
+
+    // Registry.Owner is Person 3; every path is a shortest one: through the static's slot
+    // directly (object[] -> Person), not through the People list.
+    let owner = find_object(&rt, &names, "Heap.Person", Some(3));
+    assert_eq!(owner.len(), 1);
+    let res = gcroot(&rt, &heap, &names, owner[0]).unwrap();
+    let p = res
+        .paths
+        .iter()
+        .find(|p| static_of(p).as_deref() == Some("Heap.Registry.Owner"))
+        .expect("Person 3 rooted by the static Heap.Registry.Owner");
+    assert_eq!(p.path.len(), 2);
+
+    // The Finalizables: held by Roots.Finalizables (a Finalizable[]); being registered for
+    // finalization does not root them (only the f-reachable queue does).
+    for f in find_object(&rt, &names, "Heap.Finalizable", None) {
+        let res = gcroot(&rt, &heap, &names, f).unwrap();
+        assert!(res
+            .paths
+            .iter()
+            .all(|p| !matches!(p.root.source, RootSource::FinalizerQueue { .. })));
+        let p = res
+            .paths
+            .iter()
+            .find(|p| static_of(p).as_deref() == Some("Heap.Roots.Finalizables"))
+            .unwrap();
+        assert_eq!(p.path.len(), 3, "object[] -> Finalizable[] -> Finalizable");
+        assert_eq!(
+            names.name_or_note(&rt, d_mt(&d, p.path[1])),
+            "Heap.Finalizable[]"
+        );
+    }
+
+    // Thread statics: Registry.CurrentUser is Person 1 on the main thread and Person 2 on
+    // thread-static-holder. .NET 8 keeps each thread's statics in an object[] of its own held
+    // by a strong handle [E]: each Person has such a path, through no named static, and the
+    // two arrays differ.
+    let mut per_thread = Vec::new();
+    for id in [1, 2] {
+        let p = find_object(&rt, &names, "Heap.Person", Some(id));
+        let res = gcroot(&rt, &heap, &names, p[0]).unwrap();
+        let arrays: Vec<u64> = res
+            .paths
+            .iter()
+            .filter(|x| handle_root(x).map(|h| h.1) == Some(HandleKind::Strong))
+            .filter(|x| x.path.len() == 2 && static_of(x).is_none())
+            .filter(|x| names.name_or_note(&rt, d_mt(&d, x.path[0])) == "System.Object[]")
+            .map(|x| x.path[0])
+            .collect();
+        assert_eq!(
+            arrays.len(),
+            1,
+            "Person {id}: one thread-static array holds it"
+        );
+        per_thread.push(arrays[0]);
+    }
+    assert_ne!(per_thread[0], per_thread[1]);
+
+    // Locals: every object the DAC reports on the main thread's stack (Park's arguments, ...)
+    // has a stack root on that thread.
+    let truth = dac_roots(&e).unwrap();
+    let main_os = e.manifest["threads"][0]["os_id"].as_u64().unwrap();
+    let main = truth["stack_refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["os_id"].as_u64() == Some(main_os))
+        .unwrap();
+    let objs: BTreeSet<u64> = main["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| hex(&x["object"]))
+        .collect();
+    assert!(!objs.is_empty());
+    for o in objs {
+        let res = gcroot(&rt, &heap, &names, o).unwrap();
+        assert!(
+            res.paths.iter().any(
+                |p| matches!(p.root.source, RootSource::Stack { os_id, .. } if os_id == main_os)
+                    && p.path == vec![o]
+            ),
+            "{o:#x}: no stack root on the main thread"
+        );
+    }
+}
+
+fn d_handle_target(d: &dumpreader::Dump, h: u64) -> Value {
+    use dumpreader::Memory;
+    Value::String(format!("{:#x}", d.read_u64(h).unwrap()))
+}
+
+#[test]
+fn gcroot_of_a_non_object_is_a_precise_error() {
+    let e = tests::entry("heap");
+    let d = e.open();
+    let rt = Runtime::discover(&d).unwrap();
+    let names = TypeNames::new();
+    let heap = rt.gc_heap().unwrap();
+    let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
+    let err = gcroot(&rt, &heap, &names, t + 8).unwrap_err().to_string();
+    assert!(err.contains("not the start of an object"), "{err}");
+}
+
+#[test]
+fn gcroot_on_the_windows_dump_and_server_gc() {
+    // hang's Hang.Gate: the 4 GateThreadMain threads wait on it (locals) and Hang.Program keeps it.
+    for name in ["windows-hang", "servergc", "hang"] {
+        let e = tests::entry(name);
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let gate = find_object(&rt, &names, "Hang.Gate", None);
+        assert_eq!(gate.len(), 1, "{name}");
+        let res = gcroot(&rt, &heap, &names, gate[0]).unwrap();
+        assert!(res.notes.is_empty(), "{name}: {:?}", res.notes);
+        let waiters: BTreeSet<u64> = e.manifest["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["frames"].as_array().is_some_and(|f| {
+                    f.iter()
+                        .any(|m| m.as_str().is_some_and(|m| m.ends_with("WaitOnGate")))
+                })
+            })
+            .map(|t| t["os_id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(waiters.len(), 4, "{name}");
+        let stack_threads: BTreeSet<u64> = res
+            .paths
+            .iter()
+            .filter_map(|p| match p.root.source {
+                RootSource::Stack { os_id, .. } if p.path == vec![gate[0]] => Some(os_id),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            waiters.is_subset(&stack_threads),
+            "{name}: waiters {waiters:?}, stack roots {stack_threads:?}"
+        );
+        assert!(
+            res.paths.iter().any(|p| handle_root(p).is_some()),
+            "{name}: no handle root"
+        );
+    }
+}
