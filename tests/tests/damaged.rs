@@ -299,9 +299,19 @@ fn every_command_survives_damaged_dumps() {
                     }
                 }
                 Class::ThreadStore => {
-                    // Zero threads listed is wrong but unprovable from memory; a zeroed
-                    // ThreadStore reads as an empty list. The stack walk must not invent
-                    // threads.
+                    // A zeroed ThreadStore reads as an empty list. The stack walk must not
+                    // invent threads, and clrthreads must say the list cannot be right (a .NET
+                    // process always has its finalizer thread).
+                    let th = ok(&outs, "clrthreads");
+                    if !th.is_some_and(|v| {
+                        v.to_string().contains("ThreadStore")
+                            && v["notes"].as_array().is_some_and(|n| !n.is_empty())
+                    }) {
+                        rep.failures.push(format!(
+                            "{}/{name}: clrthreads does not say the ThreadStore looks damaged: {th:?}",
+                            e.name
+                        ));
+                    }
                 }
                 _ => {}
             }

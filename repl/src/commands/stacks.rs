@@ -162,6 +162,34 @@ struct ClrThreads {
     dead: i32,
     finalizer: String,
     threads: Vec<ClrThread>,
+    /// What looks wrong with the thread list.
+    notes: Vec<String>,
+}
+
+/// A running .NET process always has its finalizer thread: a ThreadStore that lists no thread,
+/// or none marked as the finalizer, or fewer threads than it counts, is damaged or was read
+/// from the wrong place.
+fn thread_store_notes(ts: &clrdata::threads::ThreadStoreData, listed: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if listed == 0 {
+        notes.push(format!(
+            "the ThreadStore at {} lists no thread, yet a .NET process always has its finalizer \
+             thread: the ThreadStore's memory may be damaged",
+            hex(ts.address)
+        ));
+    } else if ts.finalizer_thread == 0 {
+        notes.push(format!(
+            "the ThreadStore at {} names no finalizer thread: it may be damaged",
+            hex(ts.address)
+        ));
+    }
+    if ts.thread_count >= 0 && (listed as i64) < ts.thread_count as i64 {
+        notes.push(format!(
+            "the ThreadStore counts {} threads but its list holds {listed}",
+            ts.thread_count
+        ));
+    }
+    notes
 }
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -229,6 +257,7 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         dead: ts.dead_thread_count,
         finalizer: hex(ts.finalizer_thread),
         threads: rows,
+        notes: thread_store_notes(&ts, threads.len()),
     };
     let mut text = format!(
         "ThreadCount:      {}\nUnstartedThread:  {}\nBackgroundThread: {}\nPendingThread:    {}\n\
@@ -284,6 +313,9 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         ]);
     }
     text.push_str(&render(&t));
+    for n in &r.notes {
+        text.push_str(&format!("Note: {n}\n"));
+    }
     Ok(Output::new("clrthreads", &r, text))
 }
 
