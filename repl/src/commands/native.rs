@@ -14,21 +14,6 @@ use serde::Serialize;
 /// The native commands.
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
-        name: "sleep",
-        aliases: &[],
-        about: "wait N milliseconds (as WinDbg's .sleep; Ctrl-C ends it): for scripts that pace \
-                themselves, and to check that Ctrl-C reaches a running command",
-        grammar: || {
-            Command::new("sleep").arg(
-                Arg::new("ms")
-                    .required(true)
-                    .value_parser(clap::value_parser!(u64))
-                    .help("milliseconds"),
-            )
-        },
-        run: sleep,
-    },
-    CommandSpec {
         name: "info",
         aliases: &["dumpinfo"],
         about: "what the dump is: format, OS, architecture, process id, exception",
@@ -94,6 +79,21 @@ pub static SPECS: &[CommandSpec] = &[
         about: "display memory as 64-bit words",
         grammar: || memory_grammar("dq", 16),
         run: |s, m| display_memory(s, m, 8, "dq"),
+    },
+    CommandSpec {
+        name: "sleep",
+        aliases: &[],
+        about: "wait N milliseconds (as WinDbg's .sleep; Ctrl-C ends it): for scripts that pace \
+                themselves, and to check that Ctrl-C reaches a running command",
+        grammar: || {
+            Command::new("sleep").arg(
+                Arg::new("ms")
+                    .required(true)
+                    .value_parser(clap::value_parser!(u64))
+                    .help("milliseconds"),
+            )
+        },
+        run: sleep,
     },
 ];
 
