@@ -266,3 +266,57 @@ impl Entry {
             .unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }
 }
+
+/// The stack walk against the runtime DAC's own (`<name>.dac.json` `stacks`), the dump opened
+/// with `opts`: (threads equal, threads the DAC walked, the differences). A thread is equal when
+/// its frames with a method are the DAC's, in order, and its managed frames' SP and IP too.
+pub fn stack_diffs(e: &Entry, opts: &dumpreader::OpenOptions) -> (usize, usize, Vec<String>) {
+    use clrdata::stack::{FrameKind, StackWalker};
+    let name = &e.name;
+    let hex = |v: &Value| {
+        u64::from_str_radix(v.as_str().unwrap_or("").trim_start_matches("0x"), 16).unwrap_or(0)
+    };
+    let d = dumpreader::Dump::open_with(&e.dump_path(), opts)
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+    let rt = clrdata::Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let names = clrdata::TypeNames::new();
+    let w = StackWalker::for_target(&rt, &names);
+    let stacks = w.walk_all().unwrap_or_else(|err| panic!("{name}: {err}"));
+    let mut diffs = Vec::new();
+    let mut ok = 0;
+    let dac = e.dac["stacks"].as_array().cloned().unwrap_or_default();
+    for ds in &dac {
+        let os = ds["osThreadId"].as_u64().unwrap_or(0);
+        let Some(ours) = stacks.iter().find(|s| s.os_id == os) else {
+            diffs.push(format!("{name}: thread {os} not walked"));
+            continue;
+        };
+        let frames = ds["frames"].as_array().cloned().unwrap_or_default();
+        let want: Vec<&str> = frames.iter().filter_map(|f| f["method"].as_str()).collect();
+        let got: Vec<&str> = ours.methods().collect();
+        if want != got {
+            diffs.push(format!(
+                "{name}: thread {os}:\n  dac  {want:?}\n  ours {got:?}\n  stop {:?}",
+                ours.incomplete
+            ));
+            continue;
+        }
+        let dm: Vec<(u64, u64)> = frames
+            .iter()
+            .filter(|f| f.get("frame").is_none())
+            .map(|f| (hex(&f["sp"]), hex(&f["ip"])))
+            .collect();
+        let om: Vec<(u64, u64)> = ours
+            .frames
+            .iter()
+            .filter(|f| f.kind == FrameKind::Managed)
+            .map(|f| (f.sp, f.ip))
+            .collect();
+        if dm != om {
+            diffs.push(format!("{name}: thread {os}: sp/ip {dm:x?} != {om:x?}"));
+            continue;
+        }
+        ok += 1;
+    }
+    (ok, dac.len(), diffs)
+}

@@ -452,33 +452,10 @@ fn managed_frames_equal_the_dac_from_the_dump_alone() {
     };
     let mut threads = 0;
     for name in NET8 {
-        let e = tests::entry(name);
-        let d = Dump::open_with(&e.dump_path(), &opts).unwrap();
-        let rt = Runtime::discover(&d).unwrap();
-        let names = TypeNames::new();
-        let w = StackWalker::for_target(&rt, &names);
-        let stacks = w.walk_all().unwrap();
-        for ds in e.dac["stacks"].as_array().unwrap() {
-            let os = ds["osThreadId"].as_u64().unwrap();
-            let ours = stacks.iter().find(|s| s.os_id == os).unwrap();
-            let frames = ds["frames"].as_array().unwrap();
-            let want: Vec<&str> = frames.iter().filter_map(|f| f["method"].as_str()).collect();
-            let got: Vec<&str> = ours.methods().collect();
-            assert_eq!(got, want, "{name}: thread {os}: {:?}", ours.incomplete);
-            let dm: Vec<(u64, u64)> = frames
-                .iter()
-                .filter(|f| f.get("frame").is_none())
-                .map(|f| (hex(&f["sp"]), hex(&f["ip"])))
-                .collect();
-            let om: Vec<(u64, u64)> = ours
-                .frames
-                .iter()
-                .filter(|f| f.kind == FrameKind::Managed)
-                .map(|f| (f.sp, f.ip))
-                .collect();
-            assert_eq!(om, dm, "{name}: thread {os}: managed frames' sp/ip");
-            threads += 1;
-        }
+        let (ok, n, diffs) = tests::stack_diffs(&tests::entry(name), &opts);
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+        assert_eq!(ok, n);
+        threads += n;
     }
     let expected: usize = NET8
         .iter()
