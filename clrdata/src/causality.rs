@@ -14,6 +14,7 @@
 use crate::asyncsm::{task_flags, AsyncAnalysis};
 use crate::fields::{int, obj as ref_field};
 use crate::objects::ObjectReader;
+use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
 use crate::stack::StackWalker;
 use dumpreader::Memory;
 use serde::Serialize;
@@ -21,8 +22,6 @@ use std::collections::{HashMap, HashSet};
 
 /// `TASK_STATE_DELEGATE_INVOKED`.
 const DELEGATE_INVOKED: u32 = 0x20000;
-/// Bound on a scanned stack (bytes).
-pub const MAX_STACK_SCAN: u64 = 64 << 20;
 /// Bound on the items of a `List<object>` continuation read.
 const MAX_LIST: u64 = 4096;
 
@@ -350,21 +349,9 @@ pub fn analyze<M: Memory>(
 /// The aligned pointer-sized values of `[sp, end)`, innermost first (bounded).
 fn scan<M: Memory>(m: &M, sp: u64, end: u64) -> Vec<u64> {
     let start = sp & !7;
-    let end = end.min(start.saturating_add(MAX_STACK_SCAN));
+    let end = end.min(start.saturating_add(MAX_STACK_BYTES));
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut at = start;
-    while at < end {
-        let n = ((end - at) as usize).min(buf.len());
-        let got = m.read(at, &mut buf[..n]);
-        for c in buf[..got - got % 8].chunks_exact(8) {
-            out.push(u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
-        }
-        if got < n {
-            break;
-        }
-        at += n as u64;
-    }
+    for_each_word(m, start, end, |_, v| out.push(v));
     out
 }
 

@@ -29,6 +29,7 @@ use crate::heap::{GcHeap, WalkError};
 use crate::names::TypeNames;
 use crate::objects::{GcLayout, ObjectReader};
 use crate::runtime::Runtime;
+use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
 use dumpreader::{Memory, Target};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -36,8 +37,6 @@ use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Bound on the words of one thread's stack scanned (64 MB).
-const MAX_STACK_WORDS: u64 = 8 << 20;
 /// Largest object whose references are read (the heap walk checked sizes against segments;
 /// this bounds what a corrupt count could make the reader allocate).
 const MAX_OBJECT_BYTES: u64 = 1 << 32;
@@ -676,22 +675,18 @@ impl<M: Memory + Target> Runtime<M> {
                 ));
                 continue;
             };
-            let to = end.min(from + 8 * MAX_STACK_WORDS);
+            let to = end.min(from + MAX_STACK_BYTES);
             if to <= from {
                 continue;
             }
-            let mut buf = vec![0u8; (to - from) as usize];
-            let got = self.memory().read(from, &mut buf);
-            if got < buf.len() {
+            let stopped = for_each_word(self.memory(), from, to, |slot, v| {
+                consider(Some(slot), None, v)
+            });
+            if stopped < to {
                 res.notes.push(format!(
-                    "thread {:#x}: stack {from:#x}..{to:#x} readable only to {:#x}",
-                    t.os_id,
-                    from + got as u64
+                    "thread {:#x}: stack {from:#x}..{to:#x} readable only to {stopped:#x}",
+                    t.os_id
                 ));
-            }
-            for (k, w) in buf[..got - got % 8].chunks_exact(8).enumerate() {
-                let v = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
-                consider(Some(from + 8 * k as u64), None, v);
             }
             res.stacks_scanned.push((t.os_id, t.managed_id, from, to));
         }

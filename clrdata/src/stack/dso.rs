@@ -121,35 +121,51 @@ pub fn stack_objects<M: Memory>(
     // Cheap filter before the segment lookup: the heap's overall extent.
     let lo = heap.segments.iter().map(|s| s.mem).min().unwrap_or(0);
     let hi = heap.segments.iter().map(|s| s.walk_end).max().unwrap_or(0);
-    let mut a = start;
+    let stopped = for_each_word(mem, start, end, |slot, v| {
+        if v < lo || v >= hi {
+            return;
+        }
+        if let Some(mt) = plausible_object(reader, heap, v) {
+            out.objects.push(StackObject {
+                slot: Some(slot),
+                register: None,
+                object: v,
+                method_table: mt,
+            });
+        }
+    });
+    if stopped < end && out.note.is_none() {
+        out.note = Some(format!(
+            "the stack from {stopped:#x} to {end:#x} is not in the dump"
+        ));
+    }
+    out
+}
+
+/// Calls `f(slot, value)` for each aligned word of `[start & !7, end)`, read in windows (what
+/// every conservative stack scan shares: dso, gcroot's stack roots, causality). Returns where
+/// reading stopped: `end`, or the first address the dump lacks.
+pub fn for_each_word<M: Memory + ?Sized>(
+    mem: &M,
+    start: u64,
+    end: u64,
+    mut f: impl FnMut(u64, u64),
+) -> u64 {
+    let mut a = start & !7;
     let mut buf = vec![0u8; WINDOW];
     while a < end {
         let n = ((end - a) as usize).min(WINDOW);
-        let got = mem.read(a, &mut buf[..n]) & !7;
-        for (k, c) in buf[..got].chunks_exact(8).enumerate() {
-            let v = u64::from_le_bytes(c.try_into().unwrap());
-            if v < lo || v >= hi {
-                continue;
-            }
-            if let Some(mt) = plausible_object(reader, heap, v) {
-                out.objects.push(StackObject {
-                    slot: Some(a + 8 * k as u64),
-                    register: None,
-                    object: v,
-                    method_table: mt,
-                });
-            }
+        let got = mem.read(a, &mut buf[..n]);
+        for (k, c) in buf[..got & !7].chunks_exact(8).enumerate() {
+            f(
+                a + 8 * k as u64,
+                u64::from_le_bytes(c.try_into().unwrap_or([0; 8])),
+            );
         }
         if got < n {
-            let missing = a + got as u64;
-            if out.note.is_none() {
-                out.note = Some(format!(
-                    "the stack from {missing:#x} to {end:#x} is not in the dump"
-                ));
-            }
-            break;
+            return a + got as u64;
         }
         a += n as u64;
     }
-    out
+    end
 }
