@@ -11,7 +11,7 @@
 //!   the task whose continuation is an event found on the same stack is the one waited on.
 //!   Without that proof nothing is claimed.
 
-use crate::asyncsm::{task_flags, AsyncAnalysis};
+use crate::asyncsm::{task_flags, task_status_of, AsyncAnalysis};
 use crate::fields::{int, obj as ref_field};
 use crate::objects::ObjectReader;
 use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
@@ -178,16 +178,6 @@ pub struct Causality {
     pub thread_waits: Vec<ThreadWait>,
     /// Threads with a task-wait frame whose task could not be proven.
     pub unresolved_waits: Vec<(u64, String)>,
-}
-
-fn status(flags: u32) -> &'static str {
-    if flags & task_flags::RAN_TO_COMPLETION != 0 {
-        "ran_to_completion"
-    } else if flags & task_flags::FAULTED != 0 {
-        "faulted"
-    } else {
-        "canceled"
-    }
 }
 
 /// Whether a frame is one of the runtime's ways of blocking on a task.
@@ -410,7 +400,7 @@ fn chain_cause<M: Memory>(
             awaited_type: None,
             cause: Cause::CompletedNotResumed {
                 task: b.address,
-                status: status(b.task_flags),
+                status: task_status_of(b.task_flags),
             },
         };
     }
@@ -468,7 +458,7 @@ fn classify<M: Memory>(
     if flags & task_flags::COMPLETED_MASK != 0 {
         return Cause::CompletedNotResumed {
             task: obj,
-            status: status(flags),
+            status: task_status_of(flags),
         };
     }
     if ty.starts_with("System.Threading.Tasks.Task+DelayPromise") {

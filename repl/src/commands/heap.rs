@@ -452,7 +452,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let short = m.get_flag("short");
     if m.get_flag("stat") || q.strings {
         let res = heap_walk(&c, &q, None)?;
-        return Ok(Output::new("dumpheap", &res, dumpheap_text(&res, false)));
+        return Ok(Output::new("dumpheap", &res, dumpheap_text(&res)));
     }
     // A listing: written as the walk goes (a heap can hold tens of millions of objects).
     Ok(Output::streamed("dumpheap", move |w, json| {
@@ -511,8 +511,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 .map_err(io)?;
             }
             writeln!(w).map_err(io)?;
-            w.write_all(dumpheap_text(&res, false).as_bytes())
-                .map_err(io)?;
+            w.write_all(dumpheap_text(&res).as_bytes()).map_err(io)?;
         }
         Ok(())
     }))
@@ -683,7 +682,7 @@ fn heap_walk(
 }
 
 /// The statistics part of `dumpheap`'s text (the listing is written as the walk goes).
-fn dumpheap_text(r: &DumpHeap, _short: bool) -> String {
+fn dumpheap_text(r: &DumpHeap) -> String {
     let mut t = String::new();
     if let Some(strings) = &r.strings {
         let mut tb = table(&["Count", "TotalSize", "String Value"]);
