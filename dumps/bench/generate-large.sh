@@ -1,24 +1,81 @@
 #!/usr/bin/env bash
-# dumps/bench/generate-large.sh [large-heap] [threads-1000]
+# dumps/bench/generate-large.sh [--rt net8|net10]... [large-heap] [threads-1000]
 #
-# Benchmark dumps for dumpshell (NOT run in CI, output NOT committed): builds them with
-# dumps/generate.sh into dumps/build/bench/ (gitignored) with the same truth files.
-#   large-heap    21,000,000 objects, ~1.85 GB of live heap (dump ~2 GB, needs ~4 GB RAM + disk)
+# Benchmark dumps for dumpshell (NOT run in CI, output NOT committed), into dumps/build/bench/
+# (gitignored):
+#   large-heap    21,000,000 Bench.Item objects, ~1.85 GB of live heap (core ~1.9 GB; needs
+#                 ~4 GB RAM and the disk for the core)
 #   threads-1000  1,000 blocked threads (plus the runtime's own)
-# Default: both.  zstd level 3 (-19 on a 2 GB dump takes very long); dacprobe samples one
-# object in 100,000 for its GetObjectData size cross-check on the large heap (the walk itself
-# still visits every object, which takes a few minutes in Python).
+# from bench/large.cs (+ scenarios/common.cs), compiled by the .NET SDK (Bench.csproj) and
+# published self-contained against a NuGet runtime pack: .NET 8 = 8.0.33, .NET 10 = 10.0.14
+# (restored by `dotnet publish` itself; no PyPI, no mcs). Each is run until it prints
+# "ready <pid>" and dumped with that pack's own `createdump --withheap`.
+#
+# Output per <target>-<rt> (e.g. large-heap-net8):
+#   dumps/build/bench/<target>-<rt>.dmp            the raw core (not compressed: bench.sh maps it)
+#   dumps/build/bench/<target>-<rt>.manifest.json  the program's manifest
+#   dumps/build/bench/<target>-<rt>.dac            one line: the pack's libmscordaccore.so (bench.sh reads it)
+# Default: --rt net8 --rt net10, both targets. Run as root (createdump needs ptrace).
+# Environment: READY_TIMEOUT (seconds, default 600).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DUMPS=$(dirname "$HERE")
-targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(threads-1000 large-heap)
-for t in "${targets[@]}"; do
-    case $t in
-        large-heap)   extra='--check-every 100000' ;;
-        threads-1000) extra='--check-every 50' ;;
-        *) echo "unknown benchmark '$t' (large-heap, threads-1000)" >&2; exit 1 ;;
+B=$DUMPS/build/bench
+mkdir -p "$B"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+
+rts=() targets=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --rt) rts+=("$2"); shift 2 ;;
+        large-heap|threads-1000) targets+=("$1"); shift ;;
+        *) echo "usage: $0 [--rt net8|net10]... [large-heap] [threads-1000]" >&2; exit 2 ;;
     esac
-    OUT_DIR=$DUMPS/build/bench ZSTD_LEVEL=${ZSTD_LEVEL:-3} READY_TIMEOUT=600 \
-        DACPROBE_ARGS="$extra" "$DUMPS/generate.sh" "$t"
+done
+[ ${#rts[@]} -gt 0 ] || rts=(net8 net10)
+[ ${#targets[@]} -gt 0 ] || targets=(threads-1000 large-heap)
+[ "$(id -u)" = 0 ] || { echo "generate-large.sh: run as root (createdump needs ptrace)" >&2; exit 1; }
+command -v dotnet >/dev/null || { echo "generate-large.sh: the .NET SDK (dotnet) is needed" >&2; exit 1; }
+
+for rt in "${rts[@]}"; do
+    case $rt in
+        net8)  tf=net8.0;  ver=8.0.33 ;;
+        net10) tf=net10.0; ver=10.0.14 ;;
+        *) echo "unknown runtime '$rt' (net8, net10)" >&2; exit 1 ;;
+    esac
+    app=$B/app-$rt
+    if [ ! -x "$app/large" ] || [ "$HERE/large.cs" -nt "$app/large" ] || [ "$HERE/Bench.csproj" -nt "$app/large" ]; then
+        echo "== publish large.cs for $ver (self-contained) -> $app" >&2
+        rm -rf "$app"
+        props=(-p:TargetFramework=$tf -p:RuntimeFrameworkVersion=$ver -p:SelfContained=true
+               "-p:BaseIntermediateOutputPath=$B/obj-$rt/" "-p:BaseOutputPath=$B/bin-$rt/")
+        # restore first, with the same properties (publish's implicit restore misses the TF)
+        dotnet restore "$HERE/Bench.csproj" -r linux-x64 "${props[@]}" --nologo -v quiet >&2
+        dotnet publish "$HERE/Bench.csproj" -c Release -r linux-x64 --self-contained true --no-restore \
+            "${props[@]}" -o "$app" --nologo -v quiet >&2
+    fi
+    [ -x "$app/createdump" ] && [ -f "$app/libmscordaccore.so" ] || { echo "no createdump/DAC in $app" >&2; exit 1; }
+    for t in "${targets[@]}"; do
+        name=$t-$rt
+        out=$B/$name.out err=$B/$name.err
+        rm -f "$B/$name.dmp" "$out" "$err"
+        echo "== run $name" >&2
+        # a clean environment: no DOTNET_* from the caller (server GC, DATAS etc. would change the dump)
+        env -i PATH=/usr/bin:/bin HOME=/root DOTNET_gcServer=0 "$app/large" "$B/$name.manifest.json" "$t" >"$out" 2>"$err" &
+        runner=$!
+        pid=
+        for _ in $(seq 1 $((${READY_TIMEOUT:-600} * 10))); do
+            pid=$(sed -n 's/^ready \([0-9]*\).*/\1/p' "$out" 2>/dev/null | head -n1)
+            [ -n "$pid" ] && break
+            kill -0 $runner 2>/dev/null || { echo "$name exited early:" >&2; cat "$err" >&2; exit 1; }
+            sleep 0.1
+        done
+        [ -n "$pid" ] || { echo "$name: no 'ready' within ${READY_TIMEOUT:-600}s" >&2; kill $runner; exit 1; }
+        echo "== createdump --withheap $name (pid $pid)" >&2
+        "$app/createdump" --withheap -f "$B/$name.dmp" "$pid" >&2 || { kill $runner; exit 1; }
+        kill $runner 2>/dev/null || true
+        wait $runner 2>/dev/null || true
+        echo "$app/libmscordaccore.so" > "$B/$name.dac"
+        ls -la "$B/$name.dmp" >&2
+    done
 done

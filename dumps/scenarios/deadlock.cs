@@ -12,11 +12,13 @@
 //       (Audit -> AuditLockA -> Monitor.Enter);
 //   * the main thread sleeps (Main -> Park -> Thread.Sleep).
 //   * own live objects: 1 Deadlock.LockA, 1 Deadlock.LockB, 4 Scenario.ThreadRecord.
-// `lock (x)` compiles (mcs) to Monitor.Enter(object, ref bool), which tail-calls
-// Monitor.ReliableEnter (the frame the blocked threads show); every contended lock is
+// `lock (x)` compiles (mcs and Roslyn) to Monitor.Enter(object, ref bool), which on .NET 8/9
+// tail-calls Monitor.ReliableEnter (the frame the blocked threads show; .NET 10: Monitor.Enter
+// -> Monitor.Enter_Slowpath, see `Enter` below); every contended lock is
 // inflated to a sync block (AwareLock) whose owner is the holding thread.
 
 using System;
+using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Threading;
 using Scenario;
@@ -29,9 +31,13 @@ namespace Deadlock
     class Program
     {
         const MethodImplOptions Keep = MethodImplOptions.NoInlining | MethodImplOptions.NoOptimization;
-        // `lock` calls Monitor.Enter(object, ref bool), which tail-calls the FCALL
-        // Monitor.ReliableEnter: on .NET 8 only the latter is on the blocked thread's stack.
-        const string Enter = "System.Threading.Monitor.ReliableEnter";
+        // `lock` calls Monitor.Enter(object, ref bool).  Up to .NET 9 it tail-calls the FCALL
+        // Monitor.ReliableEnter: only the latter is on the blocked thread's stack.  From .NET 10
+        // Monitor.Enter is managed and stays on the stack, blocking in Monitor.Enter_Slowpath
+        // (under an InlinedCallFrame): the first documented API on the stack is Monitor.Enter.
+        static readonly string Enter =
+            typeof(Monitor).GetMember("Enter_Slowpath", BindingFlags.NonPublic | BindingFlags.Static).Length > 0
+                ? "System.Threading.Monitor.Enter" : "System.Threading.Monitor.ReliableEnter";
 
         static readonly LockA lockA = new LockA();
         static readonly LockB lockB = new LockB();

@@ -18,8 +18,11 @@
 //       "semaphore": SemA   -> SemB   -> SemC     awaits SemaphoreSlim(0).WaitAsync()
 //     (the manifest's "awaited_type" is the awaited task's runtime type, e.g.
 //     System.Threading.Tasks.Task+DelayPromise, in the DAC's spelling)
-//     = 9 AsyncStateMachineBox objects (3 per chain), state machines are mcs structs
-//       Hang.Program+<DelayC>c__asyncN etc.
+//     = 9 AsyncStateMachineBox objects (3 per chain), state machines are structs named
+//       Hang.Program+<DelayC>c__asyncN (mcs) or Hang.Program+<DelayC>d__N (Roslyn, Release);
+//       the manifest takes the names from reflection.
+//   * under server GC with DATAS (.NET 9+ default) the manifest's runtime section also has
+//     gc_dynamic_adaptation: true and gc_heap_count_max (see GcDynamicAdaptation).
 //   * 1 thread blocked in Task.Wait() on the "tcs" chain's outer task (sync over async)
 //       (SyncOverAsyncOuter -> SyncOverAsyncWait -> Task.Wait).
 //   * the main thread in Thread.Sleep(Infinite) via Main -> ParkMainThread.
@@ -334,6 +337,19 @@ namespace Hang
             return v == null ? null : (object)Convert.ToInt32(v);
         }
 
+        // Server GC with dynamic adaptation to application sizes (DATAS) on: the GC's
+        // configuration has a *DynamicAdaptationMode entry equal to 1 (.NET 8: opt-in, .NET 9+: default).
+        static bool GcDynamicAdaptation()
+        {
+            if (!GCSettings.IsServerGC) return false;
+            MethodInfo m = typeof(GC).GetMethod("GetConfigurationVariables", BindingFlags.Public | BindingFlags.Static);
+            if (m == null) return false;
+            var d = (IDictionary)m.Invoke(null, null);
+            foreach (DictionaryEntry e in d)
+                if (((string)e.Key).EndsWith("DynamicAdaptationMode") && Convert.ToInt64(e.Value) == 1) return true;
+            return false;
+        }
+
         static void WriteManifest(string path, string scenario)
         {
             var threads = new List<object>();
@@ -354,15 +370,22 @@ namespace Hang
             }
             gateWaiters.Sort();
 
-            var manifest = new Json()
-                .Add("schema", 1)
-                .Add("scenario", scenario)
-                .Add("runtime", new Json()
+            var runtime = new Json()
                     .Add("version", Environment.Version.ToString())
                     .Add("os", Native.IsWindows ? "windows" : "linux")
                     .Add("gc", GCSettings.IsServerGC ? "server" : "workstation")
                     .Add("gc_heap_count", GcHeapCount())
-                    .Add("pointer_size", IntPtr.Size))
+                    .Add("pointer_size", IntPtr.Size);
+            if (GcDynamicAdaptation())
+            {
+                // DATAS (server GC's default from .NET 9): HeapCount is only the maximum; the
+                // number of heaps in use changes at run time and the program cannot see it.
+                runtime.Add("gc_dynamic_adaptation", true).Add("gc_heap_count_max", GcHeapCount());
+            }
+            var manifest = new Json()
+                .Add("schema", 1)
+                .Add("scenario", scenario)
+                .Add("runtime", runtime)
                 .Add("pid", Process.GetCurrentProcess().Id)
                 .Add("threads", threads)
                 .Add("types", new object[] {

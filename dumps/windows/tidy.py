@@ -3,7 +3,8 @@
 
 - 'dac': the wine path (Z:\\...\\Microsoft.NETCore.App\\8.0.4\\mscordaccore.dll) is cut to
   'Microsoft.NETCore.App/8.0.4/mscordaccore.dll', as dumps/tools/truth.py finish does for
-  libmscordaccore.so (it only knows '/'-paths). 'dump' is set by truth.py finish.
+  libmscordaccore.so (it only knows '/'-paths); a NuGet runtime pack's DAC to
+  'microsoft.netcore.app.runtime.win-x64/<v>/runtimes/win-x64/native/mscordaccore.dll'. 'dump' is set by truth.py finish.
 - 'tool' is 'dacprobe' (as on Linux); 'host' says which host made it.
 - 'validation': the same function as dacprobe.py's validate(), for the same shape (it checks
   dacprobe's own old test program, so for the hang scenario its *_ok values mean nothing).
@@ -45,6 +46,11 @@ def main():
     d['host'] = d.get('tool')
     d['tool'] = 'dacprobe'
     m = re.search(r'(Microsoft\.NETCore\.App[\\/][^\\/]+[\\/]mscordaccore\.dll)$', d.get('dac', ''), re.I)
+    if m:
+        d['dac'] = m.group(1).replace('\\', '/')
+    # a runtime pack in the NuGet cache: <packages>\microsoft.netcore.app.runtime.win-x64\<v>\...
+    m = re.search(r'(microsoft\.netcore\.app\.runtime\.[^\\/]+[\\/][^\\/]+[\\/].*mscordaccore\.dll)$',
+                  d.get('dac', ''), re.I)
     if m:
         d['dac'] = m.group(1).replace('\\', '/')
     d['validation'] = validate(d)

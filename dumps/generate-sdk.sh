@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# dumps/generate-sdk.sh [name...]
+#
+# Builds dumpshell's second Linux dump corpus: the scenario programs compiled by Roslyn (the .NET
+# SDK) and run on runtimes taken from NuGet runtime packs alone, in several app shapes and dump
+# kinds.  (dumps/generate.sh, untouched, still makes the mcs / .NET 8.0.4 / 3.1 dumps.)
+# Per dump name <scenario>-<rt>[-<shape>][-<kind>]:
+#   1. restores Microsoft.NETCore.App.Runtime.linux-x64 + .Host.linux-x64 <version> from NuGet
+#      (dumps/sdk/Fetch.csproj) and lays out a private dotnet root in dumps/build/roots/<version>/
+#      (the SDK's `dotnet` muxer, host/fxr/<v>/libhostfxr.so and shared/Microsoft.NETCore.App/<v>/
+#      made from the pack's lib/ and native/ files, deps.json included),
+#   2. `dotnet publish dumps/sdk/Scenario.csproj` with that exact RuntimeFrameworkVersion and the
+#      shape's properties, into dumps/build/sdk/<build key>/ (own obj/ and bin/ per build),
+#   3. runs it (framework-dependent: <root>/dotnet app.dll; others: the app's own executable) in a
+#      clean environment until it prints "ready <pid>", dumps it (createdump of that pack,
+#      gdb gcore, or the runtime itself on the unhandled exception for crash-*),
+#   4. zstd -19 -> dumps/<name>.dmp.zst (error above 30 MB),
+#   5. dacprobe (dumps/tools/dacprobe/dacprobe.py, a copy of shared/tools/dacprobe that also finds
+#      a single-file app's runtime) with that pack's libmscordaccore.so -> dumps/<name>.dac.json,
+#      the program's manifest plus app/dump fields -> dumps/<name>.manifest.json,
+#      tools/truth.py check, and (when dumps/tools/clrmd/truth.sh exists) ClrMD's view ->
+#      dumps/<name>.clrmd.json.
+# Default: every name in ALL, in priority order.  Work files: dumps/build/ (gitignored).
+# Environment:
+#   KEEP_DUMPS=1   keep the raw cores in dumps/build/<name>/
+#   ZSTD_LEVEL     (default 19)   READY_TIMEOUT seconds to wait for "ready" (default 120)
+#   NO_CLRMD=1     skip the ClrMD hook
+#   OUT_DIR        where the outputs go (default: dumps/; e.g. to try the generator without
+#                  touching the committed files)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+BUILD=$HERE/build
+ROOTS=$BUILD/roots
+DACPROBE=$HERE/tools/dacprobe/dacprobe.py
+TRUTH=$HERE/tools/truth.py
+CLRMD=$HERE/tools/clrmd/truth.sh
+MAX_ZST=$((30 * 1024 * 1024))
+ZSTD_LEVEL=${ZSTD_LEVEL:-19}
+OUT=${OUT_DIR:-$HERE}
+
+# Priority order (see dumps/README.md, "The SDK corpus").
+ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net10
+     hang-net8 heap-net8 async-net8 hang-net9 heap-net9 async-net9
+     hang-net10h heap-net10h async-net10h
+     hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
+     hang-net10-r2r hang-net10-trim hang-net8-single-gcore
+     hang-net10-triage hang-net10-gcore servergc-net10)
+# Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
+#   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
+
+die() { echo "generate-sdk.sh: error: $*" >&2; exit 1; }
+log() { echo "== $*" >&2; }
+
+[ "$(id -u)" = 0 ] || die "run as root (createdump and gcore need ptrace)"
+
+rt_version() {  # <rt> -> runtime pack version
+    case $1 in
+        net8) echo 8.0.33 ;;
+        net9) echo 9.0.22 ;;
+        net10) echo 10.0.14 ;;
+        net10h) echo 10.0.11 ;;   # the held-out .NET 10 patch, built exactly like net10
+        *) die "unknown runtime '$1' (net8 net9 net10 net10h)" ;;
+    esac
+}
+
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
+
+# ---------------------------------------------------------------- 1. tools and runtimes
+install_tools() {
+    local pkgs=()
+    command -v zstd >/dev/null || pkgs+=(zstd)
+    command -v python3 >/dev/null || pkgs+=(python3)
+    command -v gdb >/dev/null || pkgs+=(gdb)
+    if [ ${#pkgs[@]} -gt 0 ]; then
+        log "apt-get install ${pkgs[*]}"
+        apt-get update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}"
+    fi
+    command -v dotnet >/dev/null || die "the .NET SDK (dotnet) is needed: https://learn.microsoft.com/dotnet/core/install/linux-debian"
+}
+
+NUGET=${NUGET_PACKAGES:-$HOME/.nuget/packages}
+pack_dir() { echo "$NUGET/microsoft.netcore.app.runtime.linux-x64/$1/runtimes/linux-x64"; }
+
+fetch_packs() {  # <version>...
+    local need=() v
+    for v in "$@"; do
+        [ -f "$(pack_dir "$v")/native/libmscordaccore.so" ] && \
+            [ -d "$NUGET/microsoft.netcore.app.host.linux-x64/$v" ] || need+=("$v")
+    done
+    [ ${#need[@]} -gt 0 ] || return 0
+    local list
+    list=$(IFS=';'; echo "${need[*]}")
+    log "dotnet restore runtime packs ${need[*]}"
+    dotnet restore "$HERE/sdk/Fetch.csproj" -nologo -v:q "-p:FetchVersions=${list//;/%3B}" \
+        "-p:BaseIntermediateOutputPath=$BUILD/fetch/obj/" >&2
+}
+
+# A private dotnet root holding exactly one runtime: <root>/dotnet, host/fxr/<v>/, shared/Microsoft.NETCore.App/<v>/
+make_root() {  # <version>
+    local v=$1 r=$ROOTS/$1 p
+    p=$(pack_dir "$v")
+    [ -f "$r/.complete" ] && return 0
+    log "dotnet root $r from the runtime pack"
+    rm -rf "$r"
+    mkdir -p "$r/host/fxr/$v" "$r/shared/Microsoft.NETCore.App/$v"
+    cp "$(readlink -f "$(command -v dotnet)")" "$r/dotnet"     # the muxer only; it picks hostfxr from $r
+    cp "$p/native/libhostfxr.so" "$r/host/fxr/$v/"
+    cp "$p"/lib/net*/* "$r/shared/Microsoft.NETCore.App/$v/"
+    find "$p/native" -maxdepth 1 -type f ! -name libhostfxr.so -exec cp {} "$r/shared/Microsoft.NETCore.App/$v/" \;
+    chmod +x "$r/dotnet" "$r/shared/Microsoft.NETCore.App/$v/createdump"
+    [ -f "$r/shared/Microsoft.NETCore.App/$v/Microsoft.NETCore.App.deps.json" ] || die "pack $v has no deps.json"
+    touch "$r/.complete"
+}
+
+# ---------------------------------------------------------------- 2. per dump
+wait_ready() {  # <pid> <stdout file> <stderr file> -> echoes the reported pid
+    local pid=$1 out=$2 err=$3 i
+    for i in $(seq 1 $((${READY_TIMEOUT:-120} * 10))); do
+        if grep -q '^ready ' "$out" 2>/dev/null; then
+            sed -n 's/^ready \([0-9]*\).*/\1/p' "$out" | head -n1
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            cat "$out" "$err" >&2
+            die "program exited before it was ready"
+        fi
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    cat "$out" "$err" >&2
+    die "program did not become ready within ${READY_TIMEOUT:-120} s"
+}
+
+run_one() {
+    local name=$1
+    local scen rt shape=fd kind=withheap part
+    IFS=- read -r -a parts <<< "$name"
+    [ ${#parts[@]} -ge 2 ] || die "bad name '$name' (<scenario>-<rt>[-<shape>][-<kind>])"
+    scen=${parts[0]}; rt=${parts[1]}
+    for part in "${parts[@]:2}"; do
+        case $part in
+            sc|single|singlez|r2r|trim) shape=$part ;;
+            full|triage|normal|gcore) kind=$part ;;
+            *) die "unknown shape or kind '$part' in '$name'" ;;
+        esac
+    done
+    [ "$scen" != crash ] || kind=crash
+    local prog=$scen server=false
+    case $scen in
+        hang|heap|async|crash|deadlock|threadpool) ;;
+        servergc) prog=hang; server=true ;;
+        *) die "unknown scenario '$scen'" ;;
+    esac
+    local ver tfm
+    ver=$(rt_version "$rt")
+    tfm=net${ver%%.*}.0
+    fetch_packs "$ver"
+    make_root "$ver"
+    local root=$ROOTS/$ver fx=$ROOTS/$ver/shared/Microsoft.NETCore.App/$ver
+    local dac=$fx/libmscordaccore.so createdump=$fx/createdump
+
+    # ---- publish
+    local -a props=(-p:Scenario="$prog" -p:ScenarioTfm="$tfm" -p:RuntimeFrameworkVersion="$ver"
+                    -p:ServerGarbageCollection=$server)
+    local sc=false shape_name
+    case $shape in
+        fd) shape_name=framework-dependent ;;
+        sc) shape_name=self-contained; sc=true ;;
+        single) shape_name=single-file; sc=true; props+=(-p:PublishSingleFile=true) ;;
+        singlez) shape_name=single-file-compressed; sc=true
+                 props+=(-p:PublishSingleFile=true -p:EnableCompressionInSingleFile=true) ;;
+        r2r) shape_name=ready-to-run; props+=(-p:PublishReadyToRun=true) ;;
+        trim) shape_name=trimmed; sc=true
+              # ILLink.Tasks comes in the runtime's version and runs on that runtime, which the
+              # SDK's own dotnet root lacks: run it with the private root's muxer
+              props+=(-p:PublishTrimmed=true "-p:_DotNetHostDirectory=$root/") ;;
+    esac
+    if { [ $shape = single ] || [ $shape = singlez ]; } && { [ $kind != full ] && [ $kind != gcore ]; }; then
+        # createdump finds no libcoreclr.so in a single-file app, so it does not load the DAC
+        # and writes the dump from the memory map alone (with --singlefile it refuses anything but
+        # --full): the host's .data, the code heaps and the runtime's double-mapped memory are
+        # absent, and the DAC names no frame and cannot read the GC heap (tried: 10.0.14, 8.0.33).
+        die "[$name] a single-file app needs -gcore or -full (createdump --$kind gives the DAC too little)"
+    fi
+    local key=$prog-$ver-$shape-$server
+    local bw=$BUILD/sdk/$key
+    # the app sits in a folder named by the runtime version: for self-contained shapes the runtime
+    # is loaded from there, and truth.py checks that the DAC's runtime path names the version
+    local app=$bw/$ver
+    log "[$name] dotnet publish ($shape_name, $ver, server GC $server)"
+    rm -rf "$app"
+    mkdir -p "$bw"
+    dotnet publish "$HERE/sdk/Scenario.csproj" -nologo -v:q -c Release -r linux-x64 \
+        --self-contained $sc "${props[@]}" \
+        "-p:BaseIntermediateOutputPath=$bw/obj/" "-p:BaseOutputPath=$bw/bin/" -o "$app" \
+        > "$bw/publish.log" 2>&1 || { cat "$bw/publish.log" >&2; die "[$name] publish failed"; }
+    local -a cmd
+    if [ $sc = true ]; then
+        cmd=("$app/$prog")
+        if [ $shape = single ] || [ $shape = singlez ]; then
+            [ ! -e "$app/libcoreclr.so" ] || die "[$name] single-file publish left libcoreclr.so beside the app"
+        fi
+    else
+        cmd=("$root/dotnet" "$app/$prog.dll")
+    fi
+
+    # ---- run and dump
+    local w=$BUILD/$name
+    rm -rf "$w"
+    mkdir -p "$w"
+    local dmp=$w/$name.dmp manifest=$w/$name.manifest.json pid rpid rc tool
+    local -a check_args=()
+    local -a runenv=(env -i PATH=/usr/bin:/bin HOME="$HOME" LANG=C.UTF-8 DOTNET_CLI_TELEMETRY_OPTOUT=1
+                     DOTNET_ROOT="$root" DOTNET_MULTILEVEL_LOOKUP=0)
+    if [ $kind != crash ]; then
+        log "[$name] run: ${cmd[*]##*/}"
+        "${runenv[@]}" "${cmd[@]}" "$manifest" "$name" > "$w/stdout.txt" 2> "$w/stderr.txt" &
+        pid=$!
+        rpid=$(wait_ready "$pid" "$w/stdout.txt" "$w/stderr.txt")
+        [ "$rpid" = "$pid" ] || { kill -9 "$pid"; die "[$name] ready pid $rpid != launched pid $pid"; }
+        # the runtime that actually runs: the one the manifest names, from the expected place
+        local want=$fx/libcoreclr.so got
+        [ $sc = false ] || want=$app/libcoreclr.so
+        [ $shape != single ] && [ $shape != singlez ] || want=$app/$prog
+        got=$(awk -v w="$want" '$6 == w {print $6}' "/proc/$pid/maps" | head -n1)
+        [ "$got" = "$want" ] || { kill -9 "$pid"; die "[$name] $want is not mapped: not the expected runtime"; }
+        case $kind in
+            withheap|full|triage|normal)
+                local -a cdargs=(--$kind)
+                # single-file: createdump needs to be told (it then takes the runtime from the host)
+                if [ $shape = single ] || [ $shape = singlez ]; then cdargs+=(--singlefile); fi
+                log "[$name] createdump ${cdargs[*]} $pid"
+                tool="createdump $ver"
+                if ! "$createdump" "${cdargs[@]}" -f "$dmp" "$pid" > "$w/createdump.log" 2>&1; then
+                    cat "$w/createdump.log" >&2; kill -9 "$pid"; die "[$name] createdump failed"
+                fi ;;
+            gcore)
+                log "[$name] gdb gcore $pid"
+                tool="gdb gcore $(gdb --version | head -n1 | awk '{print $NF}')"
+                if ! gdb -nx -batch -p "$pid" -ex "gcore $dmp" > "$w/gcore.log" 2>&1 || [ ! -s "$dmp" ]; then
+                    cat "$w/gcore.log" >&2; kill -9 "$pid"; die "[$name] gcore failed"
+                fi ;;
+        esac
+        kill -9 "$pid"
+        wait "$pid" 2>/dev/null || true
+    else
+        log "[$name] run (the runtime writes the dump on the unhandled exception)"
+        tool="runtime (DbgEnableMiniDump, createdump $ver)"
+        rc=0
+        "${runenv[@]}" DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=2 \
+            DOTNET_DbgMiniDumpName="$dmp" DOTNET_CreateDumpDiagnostics=1 \
+            "${cmd[@]}" "$manifest" "$name" > "$w/stdout.txt" 2> "$w/stderr.txt" || rc=$?
+        [ $rc != 0 ] || die "[$name] the program was expected to crash"
+        [ -s "$dmp" ] || { cat "$w/stdout.txt" "$w/stderr.txt" >&2; die "[$name] the runtime wrote no dump"; }
+        echo "exit status $rc" >> "$w/stdout.txt"
+    fi
+    [ -s "$manifest" ] || die "[$name] no manifest written"
+    local mver
+    mver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runtime"]["version"])' "$manifest")
+    [ "$mver" = "$ver" ] || die "[$name] the program ran on $mver, not $ver"
+
+    # ---- compress (everything is staged in $w/out/ and moved to dumps/ once it all passed)
+    local st=$w/out
+    mkdir -p "$st"
+    log "[$name] zstd -$ZSTD_LEVEL ($(stat -c %s "$dmp") bytes)"
+    zstd -"$ZSTD_LEVEL" -T2 -q -f "$dmp" -o "$st/$name.dmp.zst"
+    chmod 644 "$st/$name.dmp.zst"
+    local zsz
+    zsz=$(stat -c %s "$st/$name.dmp.zst")
+    [ "$zsz" -lt $MAX_ZST ] || die "[$name] compressed dump is $zsz bytes (limit $MAX_ZST)"
+
+    # ---- truths
+    log "[$name] dacprobe"
+    python3 "$DACPROBE" --dac "$dac" "$dmp" > "$w/$name.dac.raw.json"
+    python3 - "$manifest" "$w/manifest.full.json" "$shape_name" "$kind" "$tool" "$tfm" "$ver" "$w/$name.dac.raw.json" <<'EOF'
+import json, subprocess, sys
+src, dst, shape, kind, tool, tfm, ver, raw = sys.argv[1:9]
+with open(src, encoding='utf-8') as f:
+    m = json.load(f)
+rt = m['runtime']
+if rt.get('gc_dynamic_adaptation'):
+    # DATAS: the program knows only the maximum heap count; record the count in use that the
+    # DAC saw (GetGCHeapData.HeapCount) and say so
+    with open(raw) as f:
+        gcd = json.load(f).get('gc_heap', {}).get('GetGCHeapData') or {}
+    rt['gc_heap_count'] = gcd.get('HeapCount')
+    rt['gc_heap_count_source'] = 'dac (GetGCHeapData.HeapCount; DATAS changes it at run time)'
+sdk = subprocess.run(['dotnet', '--version'], capture_output=True, text=True).stdout.strip()
+m['app'] = {'shape': shape, 'compiler': 'roslyn', 'sdk': sdk, 'tfm': tfm,
+            'runtime_pack': 'Microsoft.NETCore.App.Runtime.linux-x64 ' + ver}
+m['dump'] = {'kind': kind, 'tool': tool}
+with open(dst, 'w', encoding='utf-8') as f:
+    json.dump(m, f, indent=2, ensure_ascii=False)
+EOF
+    python3 "$TRUTH" finish --name "$name" --raw "$w/$name.dac.raw.json" --manifest "$w/manifest.full.json" \
+        --dump "$dmp" --zst "$st/$name.dmp.zst" --out-dir "$st"
+    local checked=$st/$name.manifest.json
+    if [ $kind = triage ] || [ $kind = normal ]; then
+        # no GC heap in these dumps (by design): check threads and stacks only, against a copy of
+        # the manifest without the heap's claims (types, async state machines)
+        checked=$w/check.manifest.json
+        check_args+=(--tolerate-dac-gaps)
+        python3 - "$st/$name.manifest.json" "$checked" <<'EOF'
+import json, sys
+with open(sys.argv[1], encoding='utf-8') as f:
+    m = json.load(f)
+m['types'] = []
+for c in m.get('async_chains', []):
+    c['state_machine_types'] = []
+    c['awaited_type'] = None
+with open(sys.argv[2], 'w', encoding='utf-8') as f:
+    json.dump(m, f, indent=2, ensure_ascii=False)
+EOF
+    fi
+    log "[$name] cross-check ${check_args[*]}"
+    python3 "$TRUTH" check "${check_args[@]}" "$checked" "$st/$name.dac.json" \
+        || die "[$name] the manifest and the DAC disagree (outputs left in $st)"
+    # ---- ClrMD truth: HOOK for dumps/tools/clrmd/truth.sh (written separately; skipped when absent)
+    rm -f "$OUT/$name.clrmd.json"
+    if [ "${NO_CLRMD:-0}" != 1 ] && [ -f "$CLRMD" ]; then
+        log "[$name] ClrMD truth"
+        if ! bash "$CLRMD" "$dmp" "$dac" "$st/$name.clrmd.json" > "$w/clrmd.log" 2>&1; then
+            tail -n 20 "$w/clrmd.log" >&2
+            log "[$name] WARNING: tools/clrmd/truth.sh failed: no $name.clrmd.json"
+            rm -f "$st/$name.clrmd.json"
+        fi
+    elif [ "${NO_CLRMD:-0}" != 1 ]; then
+        log "[$name] NOTE: $CLRMD not present: no $name.clrmd.json"
+    fi
+    mkdir -p "$OUT"
+    mv -f "$st"/* "$OUT/"
+    [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
+    log "[$name] $(numfmt --to=iec "$zsz") compressed"
+}
+
+install_tools
+start=$(date +%s)
+for n in "${names[@]}"; do
+    t0=$(date +%s)
+    run_one "$n"
+    log "[$n] done in $(( $(date +%s) - t0 )) s"
+done
+log "all done in $(( $(date +%s) - start )) s: ${names[*]}"
+total=0
+for n in "${ALL[@]}"; do
+    [ -f "$OUT/$n.dmp.zst" ] && total=$((total + $(stat -c %s "$OUT/$n.dmp.zst")))
+done
+log "the SDK corpus's compressed dumps: $total bytes ($(numfmt --to=iec $total))"
