@@ -159,6 +159,8 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
     }
 
     let mut st = NoteState::default();
+    let osabi = hdr[7];
+    let shnum = le_u16(hdr, 0x3c);
     for (off, size) in notes {
         parse_notes(data, off, size, strict, &mut st, &mut warnings)?;
     }
@@ -169,8 +171,35 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         auxv,
         prpsinfo,
         siginfo_first,
+        gdb_notes,
+        xstate_notes,
         ..
     } = st;
+    let producer = {
+        let mut ev = Vec::new();
+        let p = if gdb_notes > 0 || shnum > 0 {
+            if gdb_notes > 0 {
+                ev.push(format!("{gdb_notes} notes owned by \"GDB\""));
+            }
+            if shnum > 0 {
+                ev.push(format!(
+                    "{shnum} section headers (gdb writes them; the kernel and createdump do not)"
+                ));
+            }
+            DumpProducer::Gcore
+        } else if osabi == 3 && xstate_notes == 0 {
+            ev.push(
+                "EI_OSABI 3 (GNU/Linux) and no NT_X86_XSTATE notes, as createdump writes".into(),
+            );
+            DumpProducer::Createdump
+        } else {
+            ev.push(format!(
+                "EI_OSABI {osabi}, {xstate_notes} NT_X86_XSTATE notes, no GDB notes: the kernel's layout"
+            ));
+            DumpProducer::Kernel
+        };
+        (p, ev, None, Vec::new())
+    };
     let pid = prpsinfo
         .as_ref()
         .map(|p| p.pid)
@@ -237,6 +266,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         mappings,
         modules: None,
         regions: Vec::new(),
+        producer,
     })
 }
 
@@ -261,6 +291,10 @@ struct NoteState {
     auxv: Vec<(u64, u64)>,
     prpsinfo: Option<PrPsInfo>,
     siginfo_first: Option<SigInfo>,
+    /// Notes owned by "GDB" (gcore writes NT_GDB_TDESC).
+    gdb_notes: usize,
+    /// NT_X86_XSTATE notes (the kernel and gcore write them; createdump does not).
+    xstate_notes: usize,
 }
 
 fn cstr(b: &[u8]) -> String {
@@ -319,6 +353,12 @@ fn parse_notes(
         };
         let name = cstr(name);
         let desc_off = off + desc_start as u64;
+        if name == "GDB" {
+            st.gdb_notes += 1;
+        }
+        if name == "LINUX" && ntype == NT_X86_XSTATE {
+            st.xstate_notes += 1;
+        }
         if name == "CORE" || name == "LINUX" {
             if let Err(e) = handle_note(ntype, &name, desc, desc_off, st) {
                 crate::error::recoverable(e, strict, warnings)?;

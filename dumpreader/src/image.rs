@@ -236,7 +236,7 @@ pub fn elf_build_id(mem: &dyn Memory, base: u64) -> Option<Vec<u8>> {
     build_id_from(mem, &phdrs, bias)
 }
 
-fn elf_headers(mem: &dyn Memory, base: u64) -> Result<(Vec<ProgramHeader>, u64), Error> {
+pub(crate) fn elf_headers(mem: &dyn Memory, base: u64) -> Result<(Vec<ProgramHeader>, u64), Error> {
     let mut eh = [0u8; 64];
     mem.read_exact(base, &mut eh)?;
     if &eh[..4] != b"\x7fELF" {
@@ -288,7 +288,11 @@ fn elf_headers(mem: &dyn Memory, base: u64) -> Result<(Vec<ProgramHeader>, u64),
     Ok((phdrs, base.wrapping_sub(min_vaddr)))
 }
 
-fn build_id_from(mem: &dyn Memory, phdrs: &[ProgramHeader], bias: u64) -> Option<Vec<u8>> {
+pub(crate) fn build_id_from(
+    mem: &dyn Memory,
+    phdrs: &[ProgramHeader],
+    bias: u64,
+) -> Option<Vec<u8>> {
     for p in phdrs.iter().filter(|p| p.p_type == 4) {
         let notes = mem.read_bytes(bias.wrapping_add(p.p_vaddr), p.p_filesz.min(65536) as usize);
         let mut o = 0usize;

@@ -22,14 +22,22 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bundle;
 mod bytes;
 mod elf;
+mod elfmods;
 mod error;
 mod image;
 mod mdmp;
 mod memory;
 mod types;
 
+pub use bundle::{
+    find_marker as find_bundle_marker, parse_manifest as parse_bundle_manifest,
+    write_manifest as write_bundle_manifest, BundleEntry, BundleFileType, BundleManifest,
+    BUNDLE_SIGNATURE,
+};
+pub use elfmods::{BundlePlacement, HostBundle};
 pub use error::{Error, ReadError};
 pub use image::{
     pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout,
@@ -111,6 +119,8 @@ pub(crate) struct Parsed {
     /// Modules when the format lists them (minidump); ELF modules are derived lazily.
     pub modules: Option<Vec<ModuleInfo>>,
     pub regions: Vec<RegionInfo>,
+    /// Who wrote the dump, with the evidence; minidump type flags and streams.
+    pub producer: (DumpProducer, Vec<String>, Option<u64>, Vec<String>),
 }
 
 enum Backing {
@@ -159,6 +169,9 @@ pub struct Dump {
     index: SegmentIndex,
     mappings: Vec<FileMapping>,
     modules: OnceLock<Vec<ModuleInfo>>,
+    bundles: OnceLock<Vec<HostBundle>>,
+    producer: (DumpProducer, Vec<String>, Option<u64>, Vec<String>),
+    kind: OnceLock<DumpKind>,
     regions: Vec<RegionInfo>,
     images: Mutex<HashMap<u64, Result<Arc<ModuleImage>, Error>>>,
 }
@@ -262,6 +275,7 @@ impl Dump {
             mappings,
             modules,
             regions,
+            producer,
         } = parsed;
         if !opts.zero_fill {
             for s in segments.iter_mut() {
@@ -288,6 +302,9 @@ impl Dump {
             index,
             mappings,
             modules: ml,
+            bundles: OnceLock::new(),
+            producer,
+            kind: OnceLock::new(),
             regions,
             images: Mutex::new(HashMap::new()),
         })
@@ -357,13 +374,59 @@ impl Dump {
     pub fn modules(&self) -> &[ModuleInfo] {
         self.modules.get_or_init(|| {
             let mut m = if self.info.format == DumpFormat::ElfCore {
-                self.elf_modules()
+                let b = elfmods::build(self, &self.mappings, &self.opts);
+                let _ = self.bundles.set(b.bundles);
+                b.modules
             } else {
                 Vec::new()
             };
             m.sort_by_key(|x| x.base);
             m
         })
+    }
+
+    /// What kind of dump this is: who wrote it, what memory it holds (format facts).
+    pub fn dump_kind(&self) -> &DumpKind {
+        self.kind.get_or_init(|| {
+            let (producer, evidence, minidump_type, streams) = self.producer.clone();
+            let mut memory_bytes = 0u64;
+            for r in self.index.ranges() {
+                memory_bytes = memory_bytes.saturating_add(r.size);
+            }
+            // File pages present: walk the (sorted) mappings and ranges together.
+            let ranges: Vec<MemoryRange> = self.index.ranges().collect();
+            let (mut mapped, mut present) = (0u64, 0u64);
+            for m in &self.mappings {
+                mapped = mapped.saturating_add(m.end.saturating_sub(m.start));
+                let i = ranges.partition_point(|r| r.end() <= m.start);
+                for r in ranges[i..].iter().take_while(|r| r.address < m.end) {
+                    let a = r.address.max(m.start);
+                    let b = r.end().min(m.end);
+                    present = present.saturating_add(b.saturating_sub(a));
+                }
+            }
+            let full_memory = match producer {
+                DumpProducer::Minidump => minidump_type.is_some_and(|t| t & 2 != 0),
+                _ => mapped > 0 && present == mapped,
+            };
+            DumpKind {
+                producer,
+                evidence,
+                minidump_type,
+                streams,
+                file_bytes_mapped: mapped,
+                file_bytes_present: present,
+                memory_bytes,
+                full_memory,
+            }
+        })
+    }
+
+    /// The .NET single-file hosts found among the modules, each with its bundle manifest and
+    /// where its bundled files are mapped (ELF cores).
+    pub fn bundles(&self) -> &[HostBundle] {
+        self.modules();
+        self.bundles.get().map_or(&[], |b| b.as_slice())
     }
 
     /// The module containing `addr`.
@@ -377,92 +440,14 @@ impl Dump {
 
     /// The first module whose file name equals `name` (ASCII case-insensitive).
     pub fn module_by_name(&self, name: &str) -> Option<&ModuleInfo> {
-        self.modules()
-            .iter()
-            .find(|m| m.name().eq_ignore_ascii_case(name))
-    }
-
-    fn elf_modules(&self) -> Vec<ModuleInfo> {
-        let mut by_path: HashMap<&str, Vec<&FileMapping>> = HashMap::new();
-        let mut order = Vec::new();
-        for m in &self.mappings {
-            let e = by_path.entry(m.path.as_str()).or_default();
-            if e.is_empty() {
-                order.push(m.path.as_str());
-            }
-            e.push(m);
-        }
-        let mut out = Vec::new();
-        for path in order {
-            let maps = &by_path[path];
-            // Heads: mappings of file offset 0 whose memory starts with an image magic.
-            let mut groups: Vec<(u64, ModuleKind, Vec<FileMapping>)> = Vec::new();
-            for m in maps.iter() {
-                let mut magic = [0u8; 4];
-                let kind = if m.file_offset == 0 && self.read(m.start, &mut magic) == 4 {
-                    if &magic == b"\x7fELF" {
-                        Some(ModuleKind::Elf)
-                    } else if &magic[..2] == b"MZ" {
-                        Some(ModuleKind::Pe)
-                    } else {
-                        None
-                    }
-                } else {
-                    None
-                };
-                // A PE image loaded by the runtime on Linux maps its sections separately, and a
-                // section whose file offset rounds down to 0 also starts with "MZ": a mapping
-                // inside the previous PE head's SizeOfImage belongs to that image.
-                let inside_previous_pe = groups.last().is_some_and(|g| {
-                    g.1 == ModuleKind::Pe
-                        && matches!(image::pe_identity(self, g.0),
-                            Some(ModuleIdentity::Pe { size_of_image, .. })
-                                if m.start < g.0.saturating_add(u64::from(size_of_image)))
-                });
-                let kind = if inside_previous_pe { None } else { kind };
-                match (kind, groups.last_mut()) {
-                    (Some(k), Some(g)) if g.1 == ModuleKind::Other => {
-                        // The first head adopts the mappings seen before it.
-                        g.0 = m.start.min(g.0);
-                        g.1 = k;
-                        g.2.push((*m).clone());
-                    }
-                    (Some(k), _) => groups.push((m.start, k, vec![(*m).clone()])),
-                    (None, Some(g)) => g.2.push((*m).clone()),
-                    (None, None) => groups.push((m.start, ModuleKind::Other, vec![(*m).clone()])),
-                }
-            }
-            for (base, kind, mappings) in groups {
-                // Base: the head mapping (lowest start with offset 0 for non-images).
-                let base = if kind == ModuleKind::Other {
-                    mappings
-                        .iter()
-                        .filter(|m| m.file_offset == 0)
-                        .map(|m| m.start)
-                        .min()
-                        .unwrap_or(base)
-                } else {
-                    base
-                };
-                let end = mappings.iter().map(|m| m.end).max().unwrap_or(base);
-                let identity = match kind {
-                    ModuleKind::Elf => image::elf_build_id(self, base).map(ModuleIdentity::BuildId),
-                    ModuleKind::Pe => image::pe_identity(self, base),
-                    ModuleKind::Other => None,
-                };
-                out.push(ModuleInfo {
-                    path: path.to_string(),
-                    base,
-                    end,
-                    kind,
-                    identity,
-                    mappings,
-                    debug_file: None,
-                    debug_id: None,
-                });
-            }
-        }
-        out
+        let named = || {
+            self.modules()
+                .iter()
+                .filter(|m| m.name().eq_ignore_ascii_case(name))
+        };
+        named()
+            .find(|m| m.kind != ModuleKind::Other)
+            .or_else(|| named().next())
     }
 
     /// The module's parsed image (cached). Read from the dump's memory when its pages are
@@ -516,7 +501,19 @@ impl Dump {
                 None
             }
         };
-        // 2. Files on disk, matched by identity.
+        // 2. A bundled file: from the single-file host's file, matched by the host's identity.
+        if let Some((hb, entry)) = self.bundled(module) {
+            match self.image_from_bundle(module, hb, entry, is_pe, layout) {
+                Ok(mut img) => {
+                    if !refusals.is_empty() {
+                        img.note = format!("{} (after: {})", img.note, refusals.join("; "));
+                    }
+                    return Ok(img);
+                }
+                Err(why) => refusals.push(why),
+            }
+        }
+        // 3. Files on disk, matched by identity.
         let mut candidates: Vec<PathBuf> = self
             .opts
             .image_search_path
@@ -552,6 +549,91 @@ impl Dump {
         Err(Error::NoImage {
             module: module.path.clone(),
             reason: refusals.join("; "),
+        })
+    }
+
+    /// The bundle entry a module is a placement of.
+    pub fn bundled(&self, module: &ModuleInfo) -> Option<(&HostBundle, &BundleEntry)> {
+        self.bundles().iter().find_map(|hb| {
+            let (_, e) = hb.placement_at(module.base)?;
+            Some((hb, e))
+        })
+    }
+
+    fn image_from_bundle(
+        &self,
+        module: &ModuleInfo,
+        hb: &HostBundle,
+        entry: &BundleEntry,
+        is_pe: bool,
+        layout: PeLayout,
+    ) -> Result<ModuleImage, String> {
+        if entry.is_compressed() {
+            return Err(format!(
+                "{} is stored compressed in the bundle",
+                entry.relative_path
+            ));
+        }
+        let host_identity = self
+            .modules()
+            .iter()
+            .find(|m| m.base == hb.host_base)
+            .and_then(|m| m.identity.clone());
+        let (fpath, map, verdict) = elfmods::host_file(&hb.host_path, &host_identity, &self.opts)
+            .map_err(|e| format!("bundle host file: {e}"))?;
+        let bytes: &[u8] = &map;
+        // The build id names the host program, not its bundle: the marker must agree too.
+        let at_known = hb
+            .marker_file_offset
+            .and_then(|o| usize::try_from(o).ok())
+            .and_then(|o| bytes.get(o..o.checked_add(40)?))
+            .filter(|m| m[8..] == BUNDLE_SIGNATURE)
+            .map(|m| (0, bytes::le_u64(m, 0)));
+        match at_known.or_else(|| bundle::find_marker(bytes)) {
+            Some((_, off)) if off == hb.header_offset => {}
+            other => {
+                return Err(format!(
+                    "{}: {verdict}, but it carries another bundle (marker {:?}, the dump's \
+                     manifest at {:#x})",
+                    fpath.display(),
+                    other.map(|o| o.1),
+                    hb.header_offset
+                ))
+            }
+        }
+        let slice = usize::try_from(entry.offset)
+            .ok()
+            .and_then(|o| bytes.get(o..o.checked_add(usize::try_from(entry.size).ok()?)?))
+            .ok_or_else(|| {
+                format!(
+                    "{}: entry {} lies past the end of the file",
+                    fpath.display(),
+                    entry.relative_path
+                )
+            })?;
+        let fmt = if is_pe {
+            let mem = image::FileImageMemory::pe(slice, module.base, layout)
+                .map_err(|e| e.to_string())?;
+            let (p, _) = image::parse_pe(&mem, module.base, layout).map_err(|e| e.to_string())?;
+            ImageFormat::Pe(p)
+        } else {
+            let mem = image::FileImageMemory::elf(slice, module.base).map_err(|e| e.to_string())?;
+            let (mut e, _) =
+                image::parse_elf(&mem, module.base, false).map_err(|e| e.to_string())?;
+            image::add_file_symtab(slice, &mut e);
+            ImageFormat::Elf(e)
+        };
+        Ok(ModuleImage {
+            module_path: module.path.clone(),
+            base: module.base,
+            source: ImageSource::File(fpath.clone()),
+            note: format!(
+                "from bundle entry {} at {:#x} of file {}: host {verdict}",
+                entry.relative_path,
+                entry.offset,
+                fpath.display()
+            ),
+            format: fmt,
         })
     }
 
@@ -670,6 +752,15 @@ pub trait Target: Memory {
     fn use_recorded_paths(&self) -> bool {
         true
     }
+    /// The .NET single-file hosts among the modules, with their bundles (empty when the
+    /// target cannot tell).
+    fn bundles(&self) -> &[HostBundle] {
+        &[]
+    }
+    /// What kind of dump the target is, when it is a dump file.
+    fn dump_kind(&self) -> Option<&DumpKind> {
+        None
+    }
 
     /// The module containing `addr`.
     fn module_at(&self, addr: u64) -> Option<&ModuleInfo> {
@@ -728,6 +819,12 @@ macro_rules! forward_target {
             fn use_recorded_paths(&self) -> bool {
                 (**self).use_recorded_paths()
             }
+            fn bundles(&self) -> &[HostBundle] {
+                (**self).bundles()
+            }
+            fn dump_kind(&self) -> Option<&DumpKind> {
+                (**self).dump_kind()
+            }
         }
     )*};
 }
@@ -760,6 +857,12 @@ impl Target for Dump {
     }
     fn use_recorded_paths(&self) -> bool {
         self.opts.recorded_paths
+    }
+    fn bundles(&self) -> &[HostBundle] {
+        Dump::bundles(self)
+    }
+    fn dump_kind(&self) -> Option<&DumpKind> {
+        Some(Dump::dump_kind(self))
     }
 }
 

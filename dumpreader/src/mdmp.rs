@@ -428,6 +428,15 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         mappings: Vec::new(),
         modules: Some(modules),
         regions,
+        producer: (
+            DumpProducer::Minidump,
+            vec!["'MDMP' signature".to_string()],
+            Some(le_u64(hdr, 24)),
+            dirs.iter()
+                .filter(|d| d.stype != 0)
+                .map(|d| stream_name(d.stype))
+                .collect(),
+        ),
     })
 }
 

@@ -1508,3 +1508,405 @@ fn elf_crash_thread_marked_by_cursig_createdump_style() {
     assert_eq!(d.info().exception, None);
     assert_eq!(d.threads()[0].signal, 19);
 }
+
+// ---------------------------------------------------------------------------------------
+// .NET single-file bundles
+
+fn sample_manifest(major: u32) -> crate::BundleManifest {
+    use crate::{BundleEntry, BundleFileType};
+    let e = |offset, size, compressed_size, file_type, p: &str| BundleEntry {
+        offset,
+        size,
+        compressed_size,
+        file_type,
+        relative_path: p.to_string(),
+    };
+    crate::BundleManifest {
+        header_offset: 0x20000,
+        major_version: major,
+        minor_version: 0,
+        bundle_id: "AbCdEfGhIjKl".into(),
+        deps_json: (major >= 2).then_some((0x16000, 0x100)),
+        runtimeconfig_json: None,
+        flags: 0,
+        entries: vec![
+            e(0x10000, 0x3000, 0, BundleFileType::Assembly, "A.dll"),
+            e(0x13800, 0x1000, 0, BundleFileType::Assembly, "B.dll"),
+            e(
+                0x15000,
+                0x2000,
+                if major >= 6 { 0x800 } else { 0 },
+                BundleFileType::Assembly,
+                "sub/C.dll",
+            ),
+            e(0x16000, 0x100, 0, BundleFileType::DepsJson, "app.deps.json"),
+        ],
+        manifest_size: 0,
+    }
+}
+
+#[test]
+fn bundle_manifest_round_trips_in_every_version() {
+    for major in [1u32, 2, 6] {
+        let m = sample_manifest(major);
+        let bytes = crate::write_bundle_manifest(&m);
+        let got = crate::parse_bundle_manifest(&bytes, 0x20000, 0x20000, Some(0x30000)).unwrap();
+        assert_eq!(got.manifest_size, bytes.len() as u64, "v{major}");
+        assert_eq!(
+            crate::BundleManifest {
+                manifest_size: 0,
+                ..got.clone()
+            },
+            m,
+            "v{major}"
+        );
+        assert_eq!(got.entry_at_offset(0x12fff).unwrap().relative_path, "A.dll");
+        assert_eq!(got.entry_at_offset(0x13000), None, "between A and B");
+        assert_eq!(got.entry("SUB/c.DLL").unwrap().is_compressed(), major >= 6);
+    }
+    // v6 entries carry the compressed size: 8 bytes more each than v2.
+    let v2 = crate::write_bundle_manifest(&sample_manifest(2)).len();
+    let v6 = crate::write_bundle_manifest(&sample_manifest(6)).len();
+    assert_eq!(v6 - v2, 4 * 8);
+}
+
+#[test]
+fn bundle_manifest_known_bytes() {
+    // A v6 manifest written out by hand: 1 file "a.dll" at 0x100, 0x80 bytes, stored as is.
+    let mut b = Vec::new();
+    p32(&mut b, 6);
+    p32(&mut b, 0);
+    p32(&mut b, 1);
+    b.push(3);
+    b.extend_from_slice(b"xyz");
+    for v in [0u64, 0, 0x180, 0x20, 0] {
+        p64(&mut b, v);
+    }
+    p64(&mut b, 0x100);
+    p64(&mut b, 0x80);
+    p64(&mut b, 0);
+    b.push(1);
+    b.push(5);
+    b.extend_from_slice(b"a.dll");
+    let m = crate::parse_bundle_manifest(&b, 0x200, 0x200, None).unwrap();
+    assert_eq!((m.major_version, m.bundle_id.as_str()), (6, "xyz"));
+    assert_eq!(m.deps_json, None);
+    assert_eq!(m.runtimeconfig_json, Some((0x180, 0x20)));
+    assert_eq!(m.entries.len(), 1);
+    assert_eq!(
+        (
+            m.entries[0].offset,
+            m.entries[0].size,
+            m.entries[0].file_type
+        ),
+        (0x100, 0x80, crate::BundleFileType::Assembly)
+    );
+    // A 2-byte length prefix: 200 chars.
+    let mut long = b.clone();
+    let name = "n".repeat(200);
+    long.truncate(long.len() - 6);
+    long.extend_from_slice(&[0xc8, 0x01]);
+    long.extend_from_slice(name.as_bytes());
+    let m = crate::parse_bundle_manifest(&long, 0, 0, None).unwrap();
+    assert_eq!(m.entries[0].relative_path, name);
+}
+
+#[test]
+fn bundle_manifest_bad_bytes_give_precise_errors() {
+    let good = crate::write_bundle_manifest(&sample_manifest(6));
+    // Truncated anywhere: an error, never a panic.
+    for n in 0..good.len() {
+        let e = crate::parse_bundle_manifest(&good[..n], 0x20000, 0x20000, None).unwrap_err();
+        assert!(e.to_string().contains("bundle manifest"), "{n}: {e}");
+    }
+    // Absurd and negative counts.
+    let mut b = good.clone();
+    put32(&mut b, 8, 0xffff_fff0);
+    let e = crate::parse_bundle_manifest(&b, 0, 0, None).unwrap_err();
+    assert!(matches!(e, Error::AbsurdCount { .. }), "{e}");
+    let mut b = good.clone();
+    put32(&mut b, 8, 100_000);
+    let e = crate::parse_bundle_manifest(&b, 0, 0, None).unwrap_err();
+    assert!(e.to_string().contains("100000 entries need"), "{e}");
+    // Not a bundle version.
+    let mut b = good.clone();
+    put32(&mut b, 0, 0x4d5a_0000);
+    assert!(crate::parse_bundle_manifest(&b, 0, 0, None).is_err());
+    // An entry past the end of the file.
+    let e = crate::parse_bundle_manifest(&good, 0x20000, 0x20000, Some(0x14000)).unwrap_err();
+    assert!(e.to_string().contains("past the end of the file"), "{e}");
+    // The header outside the bytes at hand.
+    assert!(crate::parse_bundle_manifest(&good, 0x20000, 0x10, None).is_err());
+    // Every single-byte mutation: no panic.
+    for i in 0..good.len() {
+        for x in [0u8, 0x7f, 0x80, 0xff] {
+            let mut b = good.clone();
+            b[i] = x;
+            let _ = crate::parse_bundle_manifest(&b, 0x20000, 0x20000, Some(0x30000));
+        }
+    }
+}
+
+#[test]
+fn bundle_marker_is_found_after_its_offset() {
+    let mut b = vec![0u8; 100];
+    b.extend_from_slice(&0x1234_5678u64.to_le_bytes());
+    b.extend_from_slice(&crate::BUNDLE_SIGNATURE);
+    b.extend_from_slice(&[0u8; 7]);
+    assert_eq!(crate::find_bundle_marker(&b), Some((100, 0x1234_5678)));
+    // A signature without room for its offset is not a marker.
+    assert_eq!(crate::find_bundle_marker(&crate::BUNDLE_SIGNATURE), None);
+    assert_eq!(crate::find_bundle_marker(&[0x8b; 64]), None);
+}
+
+const HOST_BASE: u64 = 0x5555_0000_0000;
+
+/// A core of a single-file host "/app/host": the host image with the bundle marker in its data,
+/// A.dll mapped (as an image, page-aligned), B.dll mapped from the page before its start,
+/// and the manifest mapped (when `manifest_in_memory`).
+fn single_file_core(manifest_in_memory: bool) -> (CoreBuilder, u64) {
+    let mut host = tiny_elf(&[0xcd; 20], &[("DotNetRuntimeInfo", 0x100, 8)]);
+    let total = host.len();
+    let at = total - 64;
+    host[at..at + 8].copy_from_slice(&0x20000u64.to_le_bytes());
+    host[at + 8..at + 40].copy_from_slice(&crate::BUNDLE_SIGNATURE);
+    let man = crate::write_bundle_manifest(&sample_manifest(6));
+    let mut a = vec![0u8; 0x3000];
+    a[..2].copy_from_slice(b"MZ");
+    let mut b = vec![0u8; 0x2000];
+    b[0x800..0x802].copy_from_slice(b"MZ");
+    let mut files = vec![
+        (HOST_BASE, HOST_BASE + total as u64, 0, "/app/host"),
+        (0x5000_0000, 0x5000_3000, 0x10, "/app/host"),
+        (0x5100_0000, 0x5100_2000, 0x13, "/app/host"),
+        (0x7000_0000, 0x7000_1000, 0x10, "/app/host"), // A.dll again, flat
+    ];
+    if manifest_in_memory {
+        files.push((0x5200_0000, 0x5200_1000, 0x20, "/app/host"));
+    }
+    let mut c = CoreBuilder::default()
+        .note("CORE", 3, prpsinfo(7, "host", "/app/host"))
+        .note("CORE", 1, prstatus(7, 0, 0))
+        .note("CORE", 0x4649_4c45, nt_file(&files))
+        .load(HOST_BASE, host)
+        .load(0x5000_0000, a.clone())
+        .load(0x5100_0000, b)
+        .load(0x7000_0000, a[..0x1000].to_vec());
+    if manifest_in_memory {
+        let mut page = man.clone();
+        page.resize(0x1000, 0);
+        c = c.load(0x5200_0000, page);
+    }
+    (c, total as u64)
+}
+
+fn no_files() -> OpenOptions {
+    OpenOptions {
+        recorded_paths: false,
+        ..OpenOptions::default()
+    }
+}
+
+#[test]
+fn single_file_host_listed_once_with_its_bundled_files_named() {
+    let (c, total) = single_file_core(true);
+    let d = Dump::from_bytes_with(c.build(), &no_files()).unwrap();
+    let hosts: Vec<_> = d
+        .modules()
+        .iter()
+        .filter(|m| m.name() == "host" && m.kind == ModuleKind::Elf)
+        .collect();
+    assert_eq!(hosts.len(), 1, "{:#?}", d.modules());
+    let h = hosts[0];
+    assert_eq!((h.base, h.end), (HOST_BASE, HOST_BASE + total));
+    assert_eq!(h.identity, Some(ModuleIdentity::BuildId(vec![0xcd; 20])));
+    assert_eq!(h.mappings.len(), 1);
+
+    let bundles = d.bundles();
+    assert_eq!(bundles.len(), 1);
+    let hb = &bundles[0];
+    assert_eq!(hb.header_offset, 0x20000);
+    assert_eq!(hb.marker_address, Some(HOST_BASE + total - 64));
+    assert!(
+        hb.manifest_source.starts_with("dump memory"),
+        "{}",
+        hb.manifest_source
+    );
+    let man = hb.manifest.as_ref().unwrap();
+    assert_eq!(man.entries.len(), 4);
+
+    let a = d.module_at(0x5000_0010).unwrap();
+    assert_eq!(
+        (a.path.as_str(), a.base, a.kind),
+        ("/app/A.dll", 0x5000_0000, ModuleKind::Pe)
+    );
+    let b = d.module_at(0x5100_0900).unwrap();
+    assert_eq!((b.path.as_str(), b.base), ("/app/B.dll", 0x5100_0800));
+    let flat = d.module_at(0x7000_0010).unwrap();
+    assert_eq!((flat.path.as_str(), flat.base), ("/app/A.dll", 0x7000_0000));
+    assert_eq!(hb.placements.len(), 3);
+    let (_, e) = d.bundled(b).unwrap();
+    assert_eq!((e.offset, e.size), (0x13800, 0x1000));
+    // Nothing of the host spans the bundle's mappings.
+    assert!(
+        d.modules().iter().all(|m| m.size() < 0x1000_0000),
+        "{:#?}",
+        d.modules()
+    );
+    // The host is found by name before any other mapping of its file.
+    assert_eq!(d.module_by_name("host").map(|m| m.base), Some(HOST_BASE));
+    // The producer: createdump's EI_OSABI is not set by this builder, and no XSTATE notes.
+    assert_eq!(d.dump_kind().producer, DumpProducer::Kernel);
+}
+
+#[test]
+fn single_file_host_without_its_manifest_still_splits_its_mappings() {
+    let (c, total) = single_file_core(false);
+    let d = Dump::from_bytes_with(c.build(), &no_files()).unwrap();
+    let hb = &d.bundles()[0];
+    assert!(hb.manifest.is_err());
+    assert_eq!(hb.bundle_mappings, 3);
+    let h = d.module_by_name("host").unwrap();
+    assert_eq!(
+        (h.base, h.end, h.kind),
+        (HOST_BASE, HOST_BASE + total, ModuleKind::Elf)
+    );
+    // Each placement is its own module; none spans the others.
+    assert!(
+        d.modules().iter().all(|m| m.size() < 0x1000_0000),
+        "{:#?}",
+        d.modules()
+    );
+    assert_eq!(d.module_at(0x5000_0010).map(|m| m.base), Some(0x5000_0000));
+    // (No valid PE header at 0x5100_0800 to place it by: the run starts with its mapping.)
+    assert_eq!(d.module_at(0x5100_0900).map(|m| m.base), Some(0x5100_0000));
+    assert_eq!(d.module_at(0x6000_0000), None);
+}
+
+#[test]
+fn single_file_manifest_from_the_host_file_matched_by_build_id() {
+    let (c, total) = single_file_core(false);
+    // The host file: the image, then the bundled bytes, then the manifest at 0x20000.
+    let (mut file, _) = single_file_core(true);
+    let host = std::mem::take(&mut file.loads[0].bytes);
+    assert_eq!(host.len() as u64, total);
+    let mut bytes = host.clone();
+    bytes.resize(0x20000, 0);
+    // A.dll's bytes in the bundle: a PE image, read from the file when the dump lacks them.
+    let pe = tiny_pe(0x5eed_1234, 0x3000);
+    assert_eq!(pe.len(), 0x3000);
+    bytes[0x10000..0x13000].copy_from_slice(&pe);
+    bytes.extend_from_slice(&crate::write_bundle_manifest(&sample_manifest(6)));
+    let dir = std::env::temp_dir().join(format!("dumpreader-sf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("host"), &bytes).unwrap();
+    let opts = OpenOptions {
+        image_search_path: vec![dir.clone()],
+        ..no_files()
+    };
+    let d = Dump::from_bytes_with(c.build(), &opts).unwrap();
+    let hb = &d.bundles()[0];
+    assert!(
+        hb.manifest_source.contains("build-id cdcd"),
+        "{}",
+        hb.manifest_source
+    );
+    assert_eq!(
+        d.module_at(0x5100_0900).map(|m| m.path.as_str()),
+        Some("/app/B.dll")
+    );
+    let a = d.module_at(0x5000_0010).unwrap().clone();
+    let img = d.module_image(&a).unwrap();
+    assert!(
+        img.note.contains("from bundle entry A.dll at 0x10000"),
+        "{}",
+        img.note
+    );
+    assert_eq!(
+        img.identity(),
+        Some(ModuleIdentity::Pe {
+            timestamp: 0x5eed_1234,
+            size_of_image: 0x3000
+        })
+    );
+    // A file of another build is refused.
+    let mut other = bytes.clone();
+    let id = other.windows(20).position(|w| w == [0xcd; 20]).unwrap();
+    other[id] = 0xce;
+    std::fs::write(dir.join("host"), &other).unwrap();
+    let d = Dump::from_bytes_with(c.build(), &opts).unwrap();
+    let err = d.bundles()[0].manifest.clone().unwrap_err();
+    assert!(err.contains("dump has build-id cdcd"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mappings_of_one_file_far_apart_are_separate_modules() {
+    // gcore leaves out a PE file's unmodified pages: the runtime's flat mapping of an assembly
+    // and its image mapping far above (sections near the head) are two modules known by the
+    // file's name, neither spanning what lies between.
+    let c = CoreBuilder::default()
+        .note("CORE", 1, prstatus(7, 0, 0))
+        .note(
+            "CORE",
+            0x4649_4c45,
+            nt_file(&[
+                (
+                    0x1000_0000,
+                    0x1010_0000,
+                    0,
+                    "/fx/System.Private.CoreLib.dll",
+                ),
+                (
+                    0x7000_0000,
+                    0x7000_1000,
+                    0,
+                    "/fx/System.Private.CoreLib.dll",
+                ),
+                (
+                    0x7001_0000,
+                    0x7008_0000,
+                    0,
+                    "/fx/System.Private.CoreLib.dll",
+                ),
+                (
+                    0x7009_0000,
+                    0x700a_0000,
+                    0x80,
+                    "/fx/System.Private.CoreLib.dll",
+                ),
+                (0x2000_0000, 0x2000_1000, 0, "/data/file.bin"),
+                (0x6000_0000, 0x6000_1000, 0x5, "/data/file.bin"),
+            ]),
+        )
+        .load(0x3000_0000, vec![1u8; 0x1000]);
+    let d = Dump::from_bytes_with(c.build(), &no_files()).unwrap();
+    let corelib: Vec<_> = d
+        .modules()
+        .iter()
+        .filter(|m| m.name() == "System.Private.CoreLib.dll")
+        .map(|m| (m.base, m.end, m.kind))
+        .collect();
+    assert_eq!(
+        corelib,
+        vec![
+            (0x1000_0000, 0x1010_0000, ModuleKind::Pe),
+            (0x7000_0000, 0x700a_0000, ModuleKind::Pe)
+        ]
+    );
+    let data: Vec<_> = d
+        .modules()
+        .iter()
+        .filter(|m| m.name() == "file.bin")
+        .map(|m| (m.base, m.end))
+        .collect();
+    assert_eq!(
+        data,
+        vec![(0x2000_0000, 0x2000_1000), (0x6000_0000, 0x6000_1000)]
+    );
+    assert_eq!(
+        d.module_at(0x3000_0000),
+        None,
+        "the heap between is no module's"
+    );
+}

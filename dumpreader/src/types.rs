@@ -324,3 +324,95 @@ impl ModuleInfo {
         Path::new(&self.path)
     }
 }
+
+/// Who wrote a dump, as its layout tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DumpProducer {
+    /// The .NET runtime's `createdump` (ELF core: EI_OSABI GNU/Linux, no XSAVE notes).
+    Createdump,
+    /// gdb's `gcore` (ELF core with GDB notes or section headers).
+    Gcore,
+    /// The Linux kernel (core_pattern, systemd-coredump): an ELF core of neither kind above.
+    Kernel,
+    /// A Windows minidump (MiniDumpWriteDump, or createdump.exe which calls it).
+    Minidump,
+}
+
+impl DumpProducer {
+    /// A short name: "createdump", "gcore", "kernel", "minidump".
+    pub fn name(&self) -> &'static str {
+        match self {
+            DumpProducer::Createdump => "createdump",
+            DumpProducer::Gcore => "gcore",
+            DumpProducer::Kernel => "kernel",
+            DumpProducer::Minidump => "minidump",
+        }
+    }
+}
+
+/// What kind of dump this is: who wrote it and what memory it holds, from format facts only
+/// (whether the GC heap is in it is for the CLR layer to tell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpKind {
+    /// Who wrote it.
+    pub producer: DumpProducer,
+    /// The facts the producer was recognised by.
+    pub evidence: Vec<String>,
+    /// Minidumps: the `MINIDUMP_TYPE` flags the writer recorded in the header.
+    pub minidump_type: Option<u64>,
+    /// Minidumps: the names of the streams present, in directory order.
+    pub streams: Vec<String>,
+    /// ELF cores: bytes of mapped files (`NT_FILE`) in the process.
+    pub file_bytes_mapped: u64,
+    /// ELF cores: how many of those bytes the dump holds.
+    pub file_bytes_present: u64,
+    /// Bytes of memory the dump holds (including ranges that read as zeros).
+    pub memory_bytes: u64,
+    /// Whether the dump holds all of the process's memory: ELF, every page of every mapped file
+    /// too (createdump --full; never true of gcore, which leaves out unmodified file pages);
+    /// minidump, MiniDumpWithFullMemory.
+    pub full_memory: bool,
+}
+
+/// `MINIDUMP_TYPE` flag names, by bit.
+pub const MINIDUMP_TYPE_FLAGS: &[(u64, &str)] = &[
+    (0x1, "WithDataSegs"),
+    (0x2, "WithFullMemory"),
+    (0x4, "WithHandleData"),
+    (0x8, "FilterMemory"),
+    (0x10, "ScanMemory"),
+    (0x20, "WithUnloadedModules"),
+    (0x40, "WithIndirectlyReferencedMemory"),
+    (0x80, "FilterModulePaths"),
+    (0x100, "WithProcessThreadData"),
+    (0x200, "WithPrivateReadWriteMemory"),
+    (0x400, "WithoutOptionalData"),
+    (0x800, "WithFullMemoryInfo"),
+    (0x1000, "WithThreadInfo"),
+    (0x2000, "WithCodeSegs"),
+    (0x4000, "WithoutAuxiliaryState"),
+    (0x8000, "WithFullAuxiliaryState"),
+    (0x10000, "WithPrivateWriteCopyMemory"),
+    (0x20000, "IgnoreInaccessibleMemory"),
+    (0x40000, "WithTokenInformation"),
+    (0x80000, "WithModuleHeaders"),
+    (0x100000, "FilterTriage"),
+    (0x200000, "WithAvxXStateContext"),
+    (0x400000, "WithIptTrace"),
+    (0x800000, "ScanInaccessiblePartialPages"),
+];
+
+impl DumpKind {
+    /// The names of the `MINIDUMP_TYPE` flags set (empty for ELF cores; "Normal" for 0).
+    pub fn minidump_type_names(&self) -> Vec<&'static str> {
+        match self.minidump_type {
+            None => Vec::new(),
+            Some(0) => vec!["Normal"],
+            Some(t) => MINIDUMP_TYPE_FLAGS
+                .iter()
+                .filter(|(b, _)| t & b != 0)
+                .map(|(_, n)| *n)
+                .collect(),
+        }
+    }
+}

@@ -42,13 +42,21 @@ pub static SPECS: &[CommandSpec] = &[
         aliases: &["lm"],
         about: "loaded modules: base, size, identity, path",
         grammar: || {
-            Command::new("modules").arg(
-                Arg::new("all")
-                    .short('a')
-                    .long("all")
-                    .action(ArgAction::SetTrue)
-                    .help("include mapped files that are not images"),
-            )
+            Command::new("modules")
+                .arg(
+                    Arg::new("all")
+                        .short('a')
+                        .long("all")
+                        .action(ArgAction::SetTrue)
+                        .help("include mapped files that are not images"),
+                )
+                .arg(
+                    Arg::new("bundle")
+                        .short('b')
+                        .long("bundle")
+                        .action(ArgAction::SetTrue)
+                        .help("list every file of a single-file app's bundle, mapped or not"),
+                )
         },
         run: modules,
     },
@@ -176,7 +184,301 @@ struct InfoResult {
     memory_bytes: u64,
     memory_bytes_in_file: u64,
     exception: Option<ExceptionOut>,
+    /// Who wrote the dump and what memory it holds.
+    dump_kind: Option<DumpKindOut>,
+    /// How the app was published: single-file, framework-dependent, self-contained.
+    app_shape: Option<AppShapeOut>,
     warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct DumpKindOut {
+    /// "createdump", "gcore", "kernel", "minidump".
+    producer: &'static str,
+    /// One line for people.
+    description: String,
+    evidence: Vec<String>,
+    full_memory: bool,
+    /// ELF: bytes of mapped files in the process, and how many the dump holds.
+    file_bytes_mapped: u64,
+    file_bytes_present: u64,
+    /// Minidump: the MINIDUMP_TYPE flags recorded in the header, by name.
+    minidump_type: Option<String>,
+    minidump_type_flags: Vec<&'static str>,
+    streams: Vec<String>,
+    /// Whether the runtime module's writable data is in the dump (None: no runtime found).
+    runtime_data_present: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct AppShapeOut {
+    /// "single-file", "single-file-compressed", "framework-dependent", "self-contained", or
+    /// "none" (no .NET runtime found).
+    shape: &'static str,
+    description: String,
+    /// The single-file host's path.
+    host: Option<String>,
+    /// The runtime module's path.
+    runtime_module: Option<String>,
+    runtime_version: Option<String>,
+    /// The folder the runtime was loaded from (framework-dependent: the shared framework's).
+    runtime_dir: Option<String>,
+    bundle: Option<BundleOut>,
+}
+
+#[derive(Serialize)]
+struct BundleOut {
+    header_offset: u64,
+    version: Option<String>,
+    bundle_id: Option<String>,
+    files: Option<usize>,
+    compressed_files: Option<usize>,
+    mapped_files: usize,
+    manifest_source: String,
+    /// Why the manifest could not be read, if so.
+    manifest_error: Option<String>,
+}
+
+fn dir_of(path: &str) -> &str {
+    match path.rfind(['/', '\\']) {
+        Some(i) => &path[..i],
+        None => "",
+    }
+}
+
+/// The runtime's version: from the module's own bytes, else from the CLR layer's discovery.
+fn runtime_version(s: &Session, rt: &clrdata::RuntimeInfo) -> Option<String> {
+    if !rt.version.is_empty() {
+        return Some(rt.version.clone());
+    }
+    s.clr()
+        .ok()
+        .map(|c| c.rt.info.version.clone())
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the runtime module's writable PT_LOAD pages are in the dump (ELF only).
+fn runtime_data_present(s: &Session, rt: &clrdata::RuntimeInfo) -> Option<bool> {
+    let m = s.target.modules().iter().find(|m| m.base == rt.base)?;
+    let img = s.target.module_image(m).ok()?;
+    let dumpreader::ImageFormat::Elf(e) = &img.format else {
+        return None;
+    };
+    let (mut pages, mut present) = (0u64, 0u64);
+    for p in e
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == 1 && p.p_flags & 2 != 0)
+    {
+        let start = e.load_bias.wrapping_add(p.p_vaddr) & !0xfff;
+        // The initialised data (p_filesz: .data, .got): createdump leaves it out without the
+        // DAC; the zero-initialised rest is anonymous memory, dumped with the heap.
+        let end = e
+            .load_bias
+            .wrapping_add(p.p_vaddr)
+            .saturating_add(p.p_filesz);
+        let mut a = start;
+        while a < end && pages < 1 << 16 {
+            pages += 1;
+            let mut b = [0u8; 1];
+            if s.target
+                .read(a.max(e.load_bias.wrapping_add(p.p_vaddr)), &mut b)
+                == 1
+            {
+                present += 1;
+            }
+            a += 0x1000;
+        }
+    }
+    // With the DAC, createdump writes the globals the DAC names (some pages); without it,
+    // none.
+    (pages > 0).then_some(present > 0)
+}
+
+fn dump_kind_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> Option<DumpKindOut> {
+    let k = s.target.dump_kind()?;
+    let data = rt.and_then(|rt| runtime_data_present(s, rt));
+    let pct = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
+    let mut description = match k.producer {
+        dumpreader::DumpProducer::Createdump if k.full_memory => {
+            "createdump, every page of the mapped files too (--full; or a .NET Core 3.x \
+             createdump, whose dumps hold them all)"
+                .to_string()
+        }
+        dumpreader::DumpProducer::Createdump => format!(
+            "createdump (--withheap, --normal or --triage: memory it chose; {:.0}% of the mapped \
+             files' pages)",
+            pct(k.file_bytes_present, k.file_bytes_mapped)
+        ),
+        dumpreader::DumpProducer::Gcore => format!(
+            "gdb gcore: every written page, no DAC-curated memory; unmodified file pages left \
+             out ({:.0}% of the mapped files' pages held)",
+            pct(k.file_bytes_present, k.file_bytes_mapped)
+        ),
+        dumpreader::DumpProducer::Kernel => format!(
+            "kernel core (core_pattern / systemd-coredump): pages chosen by coredump_filter \
+             ({:.0}% of the mapped files' pages held)",
+            pct(k.file_bytes_present, k.file_bytes_mapped)
+        ),
+        dumpreader::DumpProducer::Minidump => {
+            let names = k.minidump_type_names();
+            let what = if k.full_memory {
+                "full memory"
+            } else if names.contains(&"WithPrivateReadWriteMemory") {
+                "with heap (private read/write memory)"
+            } else if names.contains(&"FilterTriage") {
+                "triage"
+            } else {
+                "mini (no heap)"
+            };
+            format!(
+                "Windows minidump, {what}: MINIDUMP_TYPE {}",
+                names.join("|")
+            )
+        }
+    };
+    let single_file_host = rt.is_some_and(|r| r.host == clrdata::runtime::RuntimeHost::SingleFile)
+        || !s.target.bundles().is_empty();
+    if data == Some(false) {
+        description.push_str(
+            "; none of the runtime's initialised data pages is in the dump: CLR commands \
+             cannot read the runtime's state",
+        );
+    } else if k.producer == dumpreader::DumpProducer::Createdump && single_file_host {
+        // Seen with the createdump of .NET 8.0.33 and 10.0.12: "InitializeDAC: coreclr not
+        // found; not using DAC".
+        description.push_str(
+            "; createdump finds no libcoreclr in a single-file app and works without the DAC: \
+             the runtime's globals are missing unless the heap holds them (gcore has them all)",
+        );
+    }
+    Some(DumpKindOut {
+        producer: k.producer.name(),
+        description,
+        evidence: k.evidence.clone(),
+        full_memory: k.full_memory,
+        file_bytes_mapped: k.file_bytes_mapped,
+        file_bytes_present: k.file_bytes_present,
+        minidump_type: k.minidump_type.map(|t| format!("{t:#x}")),
+        minidump_type_flags: k.minidump_type_names(),
+        streams: k.streams.clone(),
+        runtime_data_present: data,
+    })
+}
+
+fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut {
+    let bundle = s.target.bundles().first();
+    let version = rt.and_then(|r| runtime_version(s, r));
+    let ver_text = version
+        .clone()
+        .unwrap_or_else(|| "of unknown version".into());
+    if let Some(hb) = bundle {
+        let man = hb.manifest.as_ref().ok();
+        let compressed = man.map(|m| m.entries.iter().filter(|e| e.is_compressed()).count());
+        let host_name = hb
+            .host_path
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&hb.host_path);
+        let inside = match rt {
+            Some(r) if r.base == hb.host_base => format!(".NET {ver_text} inside"),
+            Some(r) => format!("the runtime from {}", r.module_path),
+            None => "no .NET runtime found in it".to_string(),
+        };
+        // Without the manifest: a compressed bundle maps none of its files from the host.
+        let is_compressed = match compressed {
+            Some(c) => c > 0,
+            None => hb.bundle_mappings == 0,
+        };
+        let shape = if is_compressed {
+            "single-file-compressed"
+        } else {
+            "single-file"
+        };
+        let mut description = format!("single-file host {host_name} with {inside}");
+        match man {
+            Some(m) => description.push_str(&format!(
+                "; bundle of {} files ({} compressed), {} mapped",
+                m.entries.len(),
+                compressed.unwrap_or(0),
+                hb.placements.len()
+            )),
+            None if is_compressed => description.push_str(
+                "; compressed bundle (none of its files is mapped from the host; manifest not \
+                 readable: give the host file with --image-path)",
+            ),
+            None => description.push_str(&format!(
+                "; {} mappings of bundled files (manifest not readable: give the host file with \
+                 --image-path)",
+                hb.bundle_mappings
+            )),
+        }
+        return AppShapeOut {
+            shape,
+            description,
+            host: Some(hb.host_path.clone()),
+            runtime_module: rt.map(|r| r.module_path.clone()),
+            runtime_version: version,
+            runtime_dir: rt.map(|r| dir_of(&r.module_path).to_string()),
+            bundle: Some(BundleOut {
+                header_offset: hb.header_offset,
+                version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
+                bundle_id: man.map(|m| m.bundle_id.clone()),
+                files: man.map(|m| m.entries.len()),
+                compressed_files: compressed,
+                mapped_files: hb.placements.len(),
+                manifest_source: hb.manifest_source.clone(),
+                manifest_error: hb.manifest.as_ref().err().cloned(),
+            }),
+        };
+    }
+    let Some(r) = rt else {
+        return AppShapeOut {
+            shape: "none",
+            description: "no .NET runtime found".into(),
+            host: None,
+            runtime_module: None,
+            runtime_version: None,
+            runtime_dir: None,
+            bundle: None,
+        };
+    };
+    let dir = dir_of(&r.module_path).to_string();
+    let norm = dir.replace('\\', "/").to_ascii_lowercase();
+    let (shape, description) = if norm.contains("/shared/microsoft.netcore.app/") {
+        (
+            "framework-dependent",
+            format!("framework-dependent, .NET {ver_text} from the shared framework at {dir}"),
+        )
+    } else if r.host == clrdata::runtime::RuntimeHost::SingleFile {
+        (
+            "single-file",
+            format!(
+                "single-file host {} with .NET {ver_text} inside (no bundle marker found)",
+                r.module_name
+            ),
+        )
+    } else {
+        (
+            "self-contained",
+            format!("self-contained, .NET {ver_text} next to the app in {dir}"),
+        )
+    };
+    AppShapeOut {
+        shape,
+        description,
+        host: None,
+        runtime_module: Some(r.module_path.clone()),
+        runtime_version: version,
+        runtime_dir: Some(dir),
+        bundle: None,
+    }
 }
 
 #[derive(Serialize)]
@@ -220,7 +522,15 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
             flags: e.flags,
             parameters: e.parameters.iter().map(|&p| hex(p)).collect(),
         }),
+        dump_kind: None,
+        app_shape: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
+    };
+    let rt = clrdata::find_runtime(&*s.target).ok();
+    let res = InfoResult {
+        dump_kind: dump_kind_out(s, rt.as_ref()),
+        app_shape: Some(app_shape_out(s, rt.as_ref())),
+        ..res
     };
     let mut t = String::new();
     let line = |t: &mut String, k: &str, v: String| t.push_str(&format!("{k:<16}{v}\n"));
@@ -261,6 +571,12 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
             format!("code {} at {} on thread {}", e.code, e.address, e.thread_id),
         ),
         None => line(&mut t, "Exception:", "none recorded".into()),
+    }
+    if let Some(k) = &res.dump_kind {
+        line(&mut t, "Dump kind:", k.description.clone());
+    }
+    if let Some(a) = &res.app_shape {
+        line(&mut t, "App shape:", a.description.clone());
     }
     for w in &res.warnings {
         line(&mut t, "Warning:", w.clone());
@@ -392,6 +708,45 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 #[derive(Serialize)]
 struct ModulesResult {
     modules: Vec<ModuleOut>,
+    /// Single-file hosts and their bundles.
+    bundles: Vec<BundleListOut>,
+}
+
+#[derive(Serialize)]
+struct BundleListOut {
+    host: String,
+    host_base: String,
+    header_offset: u64,
+    version: Option<String>,
+    bundle_id: Option<String>,
+    manifest_source: String,
+    manifest_error: Option<String>,
+    /// Every file of the bundle (only with --bundle).
+    files: Vec<BundleFileOut>,
+    file_count: Option<usize>,
+    compressed_count: Option<usize>,
+    mapped_count: usize,
+}
+
+#[derive(Serialize)]
+struct BundleFileOut {
+    relative_path: String,
+    kind: &'static str,
+    offset: u64,
+    size: u64,
+    compressed_size: u64,
+    /// Where the file is mapped (its first byte), if anywhere.
+    mapped_at: Vec<String>,
+}
+
+/// Where a bundled module lies in its host's bundle.
+#[derive(Serialize)]
+struct BundledOut {
+    host: String,
+    relative_path: String,
+    offset: u64,
+    size: u64,
+    compressed: bool,
 }
 
 #[derive(Serialize)]
@@ -407,6 +762,8 @@ struct ModuleOut {
     pe_timestamp: Option<u32>,
     pe_image_size: Option<u32>,
     debug_file: Option<String>,
+    /// A file of a single-file bundle: where it lies in the host.
+    bundle: Option<BundledOut>,
     /// Other places the same file is mapped as a whole (the .NET runtime on Linux maps each
     /// assembly twice: flat for its metadata and as a loaded image).
     also_mapped_at: Vec<AlsoMapped>,
@@ -437,13 +794,25 @@ fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
 fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");
     let mut groups: Vec<Vec<&dumpreader::ModuleInfo>> = Vec::new();
+    // Mappings of a single-file host's bundled files that no manifest names are still shown.
+    let unnamed_bundled = |md: &dumpreader::ModuleInfo| {
+        s.target
+            .bundles()
+            .iter()
+            .any(|hb| hb.manifest.is_err() && hb.host_path == md.path && hb.host_base != md.base)
+    };
     for md in s.target.modules() {
-        if !all && md.kind == ModuleKind::Other {
+        if !all && md.kind == ModuleKind::Other && !unnamed_bundled(md) {
+            continue;
+        }
+        if unnamed_bundled(md) {
+            // Each its own file of the bundle (which, no manifest tells).
+            groups.push(vec![md]);
             continue;
         }
         match groups
             .iter_mut()
-            .find(|g| g[0].path == md.path && g[0].kind == md.kind)
+            .find(|g| g[0].path == md.path && g[0].kind == md.kind && !unnamed_bundled(g[0]))
         {
             Some(g) => g.push(md),
             None => groups.push(vec![md]),
@@ -497,6 +866,16 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 pe_timestamp: ts,
                 pe_image_size: sz,
                 debug_file: md.debug_file.clone(),
+                bundle: s.target.bundles().iter().find_map(|hb| {
+                    let (_, e) = hb.placement_at(md.base)?;
+                    Some(BundledOut {
+                        host: hb.host_path.clone(),
+                        relative_path: e.relative_path.clone(),
+                        offset: e.offset,
+                        size: e.size,
+                        compressed: e.is_compressed(),
+                    })
+                }),
                 also_mapped_at: also,
             },
         ));
@@ -505,6 +884,19 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut t = table(&["base", "end", "kind", "identity", "path"]);
     for (md, mo) in &rows {
         let mut path = mo.path.clone();
+        if mo.bundle.is_none() && unnamed_bundled(md) {
+            path.push_str(&format!(
+                "\n  a bundled file, from host file offset {:#x} (unnamed: no manifest)",
+                md.mappings.first().map_or(0, |x| x.file_offset)
+            ));
+        }
+        if let Some(b) = &mo.bundle {
+            let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
+            path.push_str(&format!(
+                "\n  in the bundle of {host} at file offset {:#x}, {:#x} bytes",
+                b.offset, b.size
+            ));
+        }
         for a in &mo.also_mapped_at {
             path.push_str(&format!(
                 "\n  also mapped at {} ({})",
@@ -520,10 +912,101 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             path,
         ]);
     }
+    let list_files = m.get_flag("bundle");
+    let bundles: Vec<BundleListOut> = s
+        .target
+        .bundles()
+        .iter()
+        .map(|hb| {
+            let man = hb.manifest.as_ref().ok();
+            let files = match man {
+                Some(man) if list_files => man
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| BundleFileOut {
+                        relative_path: e.relative_path.clone(),
+                        kind: e.file_type.name(),
+                        offset: e.offset,
+                        size: e.size,
+                        compressed_size: e.compressed_size,
+                        mapped_at: hb
+                            .placements
+                            .iter()
+                            .filter(|p| p.entry == i)
+                            .map(|p| hex(p.base))
+                            .collect(),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            BundleListOut {
+                host: hb.host_path.clone(),
+                host_base: hex(hb.host_base),
+                header_offset: hb.header_offset,
+                version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
+                bundle_id: man.map(|m| m.bundle_id.clone()),
+                manifest_source: hb.manifest_source.clone(),
+                manifest_error: hb.manifest.as_ref().err().cloned(),
+                files,
+                file_count: man.map(|m| m.entries.len()),
+                compressed_count: man
+                    .map(|m| m.entries.iter().filter(|e| e.is_compressed()).count()),
+                mapped_count: hb.placements.len(),
+            }
+        })
+        .collect();
     let res = ModulesResult {
         modules: rows.into_iter().map(|(_, mo)| mo).collect(),
+        bundles,
     };
-    let text = format!("{}{} modules\n", render(&t), res.modules.len());
+    let mut text = format!("{}{} modules\n", render(&t), res.modules.len());
+    for b in &res.bundles {
+        let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
+        match (b.file_count, &b.manifest_error) {
+            (Some(n), _) => {
+                text.push_str(&format!(
+                "{host} is a .NET single-file host: bundle v{} of {n} files ({} compressed, {} \
+                 mapped), manifest at file offset {:#x}, read from {}{}\n",
+                b.version.as_deref().unwrap_or("?"),
+                b.compressed_count.unwrap_or(0),
+                b.mapped_count,
+                b.header_offset,
+                b.manifest_source,
+                if list_files { "" } else { " (modules -b lists them)" }
+            ))
+            }
+            (None, Some(e)) => text.push_str(&format!(
+                "{host} is a .NET single-file host (bundle manifest at file offset {:#x}), but \
+                 the manifest could not be read: {e}\n",
+                b.header_offset
+            )),
+            (None, None) => {}
+        }
+        if list_files && !b.files.is_empty() {
+            let mut ft = table(&["offset", "size", "stored", "kind", "mapped at", "file"]);
+            for f in &b.files {
+                ft.add_row(vec![
+                    format!("{:#x}", f.offset),
+                    format!("{:#x}", f.size),
+                    if f.compressed_size != 0 {
+                        format!("{:#x} compressed", f.compressed_size)
+                    } else {
+                        "as is".to_string()
+                    },
+                    f.kind.to_string(),
+                    if f.mapped_at.is_empty() {
+                        "-".to_string()
+                    } else {
+                        f.mapped_at.join(" ")
+                    },
+                    f.relative_path.clone(),
+                ]);
+            }
+            right(&mut ft, &[0, 1]);
+            text.push_str(&render(&ft));
+        }
+    }
     Ok(Output::new("modules", &res, text))
 }
 
