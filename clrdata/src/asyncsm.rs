@@ -456,6 +456,12 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
 
 /// Finds every async state machine box of the heap and the chains they form.
 pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> AsyncAnalysis {
+    if let Err(e) = rt.require(crate::layout::Capability::Fields) {
+        return AsyncAnalysis {
+            errors: vec![e.to_string()],
+            ..AsyncAnalysis::default()
+        };
+    }
     let reader = ObjectReader::new(rt, names);
     let task_mt = reader.corelib_type("System.Threading.Tasks.Task");
     let mut f = Finder {

@@ -21,6 +21,44 @@ pub enum ClrError {
         base: u64,
     },
 
+    /// The runtime is read, but what was asked needs layouts or algorithms not yet verified
+    /// against this family's DAC: refused rather than guessed.
+    #[error(
+        "{capability} is not verified for {runtime} yet (this build reads it on .NET 8 only); \
+         refusing rather than guessing"
+    )]
+    NotVerified {
+        /// The runtime as named for people, e.g. ".NET 10.0.12 (linux-x64)".
+        runtime: String,
+        /// What was asked, e.g. "the stack walk".
+        capability: &'static str,
+    },
+
+    /// A runtime type's field that neither the runtime's contract descriptor nor this build's
+    /// supplement for the family gives.
+    #[error(
+        "missing field {ty}.{field} for {runtime}: not in its contract descriptor nor in \
+             this build's supplement"
+    )]
+    MissingField {
+        /// The runtime type (the runtime's own name, e.g. "MethodTable").
+        ty: &'static str,
+        /// The field (e.g. "AuxiliaryData").
+        field: &'static str,
+        /// The runtime.
+        runtime: String,
+    },
+
+    /// The runtime's contract descriptor cannot be read, or names contract versions this
+    /// build does not know.
+    #[error("{runtime}: {detail}")]
+    Descriptor {
+        /// The runtime.
+        runtime: String,
+        /// What was wrong.
+        detail: String,
+    },
+
     /// Memory the structure needs is not in the dump.
     #[error("cannot read {what} at {addr:#x}: not in the dump")]
     Read {

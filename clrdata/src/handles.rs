@@ -273,6 +273,7 @@ impl<M: Memory> Runtime<M> {
 
     /// The handle tables: `(heap slot, HandleTable*)` of every bucket of `g_HandleTableMap`.
     pub fn handle_tables(&self) -> Result<Vec<(u32, u64)>> {
+        self.require(crate::layout::Capability::Roots)?;
         let l = self.rl();
         let slots = self.gc_heap_count()?;
         let mut map = self.ptr(
@@ -318,6 +319,7 @@ impl<M: Memory> Runtime<M> {
     /// Every allocated handle. A table or segment that cannot be read is reported in
     /// [`HandleTable::errors`]; the others are still read.
     pub fn gc_handles(&self) -> Result<HandleTable> {
+        self.require(crate::layout::Capability::Roots)?;
         let l = self.rl();
         let tables = self.handle_tables()?;
         let mut res = HandleTable {
@@ -492,6 +494,7 @@ impl<M: Memory> Runtime<M> {
 
     /// The finalization queue of every heap: each registered object, and the f-reachable ones.
     pub fn finalize_queue(&self) -> Result<FinalizeQueue> {
+        self.require(crate::layout::Capability::Roots)?;
         let l = self.rl();
         let mut res = FinalizeQueue {
             heaps: Vec::new(),

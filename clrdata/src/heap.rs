@@ -269,6 +269,10 @@ impl<M: Memory> Runtime<M> {
 
     /// Reads the GC's structure: heaps, generation tables, segments and allocation contexts.
     pub fn gc_heap(&self) -> Result<GcHeap> {
+        self.require(crate::layout::Capability::HeapWalk)?;
+        if self.gc_mode() == GcMode::Server {
+            self.require(crate::layout::Capability::ServerGc)?;
+        }
         self.read_gc_heap().map_err(|e| self.explain(e))
     }
 
@@ -442,7 +446,7 @@ impl<M: Memory> Runtime<M> {
         for t in threads {
             add(t.alloc_ptr, t.alloc_limit);
         }
-        let gac = self.globals.global_alloc_context;
+        let gac = self.globals.global_alloc_context + self.layout.global_alloc_context_offset;
         add(
             self.gc_read_u64(gac + acl.alloc_ptr, "g_global_alloc_context")?,
             self.gc_read_u64(gac + acl.alloc_limit, "g_global_alloc_context")?,

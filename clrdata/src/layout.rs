@@ -7,6 +7,9 @@
 /// each, holding the address of the global (absolute on .NET 8; see [`crate::Runtime`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DacTableIndices {
+    /// Where a later .NET 8 servicing build inserted one global into `dacvars.h`
+    /// ([`DacTableRevision`]): the first index (in this numbering) that moves up by one.
+    pub revision_probe: usize,
     /// `ExecutionManager::g_codeRangeMap` (the RangeSectionMap, stored inline).
     pub code_range_map: usize,
     /// `ExecutionManager::m_pEEJitManager`.
@@ -51,6 +54,55 @@ pub struct DacTableIndices {
     pub sync_table: usize,
     /// `SyncBlockCache::s_pSyncBlockCache`.
     pub sync_block_cache: usize,
+}
+
+/// The revisions of .NET 8's `g_dacTable` this layer knows. The tables of [`NET8_LINUX_X64`]
+/// and [`NET8_WINDOWS_X64`] number the entries as 8.0.4 has them; a later servicing build
+/// (seen in 8.0.33, Linux and Windows) added one global in `dacvars.h` at
+/// [`DacTableIndices::revision_probe`], so every entry from there on moves up by one (the sync
+/// table, the FCALL hash, the Frame vtables). Found by comparing both builds' tables entry by
+/// entry, and checked against the 8.0.33 DAC (sync blocks, FCALL MethodDescs, Frame names).
+/// The two are told apart by where the entry at the probe points: the new global sits right
+/// beside its predecessor in the image (4 bytes after it on Linux, 0x18 before it on Windows:
+/// both compilers put the two together), where 8.0.4's entry at the probe is a global in
+/// another part of the image (0xbf18 and 0x8340 bytes away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DacTableRevision {
+    /// Entries at or after this index (in the layout's numbering) are one further on; `None`
+    /// when the build numbers them as the layout does.
+    inserted_at: Option<usize>,
+}
+
+/// The raw entries [`DacTableRevision::detect`] compares.
+#[derive(Debug, Clone, Copy)]
+pub struct DacTableProbe {
+    /// The entry before the probe index.
+    pub before: u64,
+    /// The entry at the probe index.
+    pub at: u64,
+    /// [`DacTableIndices::revision_probe`].
+    pub probe_index: usize,
+}
+
+impl DacTableRevision {
+    /// The layout's own numbering (8.0.4's; and the .NET 9+ anchors, which carry their own).
+    pub const AS_NUMBERED: DacTableRevision = DacTableRevision { inserted_at: None };
+
+    /// The revision of a build's table from its entries around the probe.
+    pub fn detect(p: &DacTableProbe) -> DacTableRevision {
+        let inserted = p.before != 0 && p.at != 0 && p.at.abs_diff(p.before) < 0x100;
+        DacTableRevision {
+            inserted_at: inserted.then_some(p.probe_index),
+        }
+    }
+
+    /// This build's index of the entry the layout numbers `index`.
+    pub fn index(self, index: usize) -> usize {
+        match self.inserted_at {
+            Some(at) if index >= at => index + 1,
+            _ => index,
+        }
+    }
 }
 
 /// `GcDacVars` (gcinterface.dac.h): offsets of its members.
@@ -167,8 +219,12 @@ pub struct ThreadLayout {
     pub frame: u64,
     /// DWORD m_ThreadId (the managed thread id).
     pub thread_id: u64,
-    /// gc_alloc_context m_alloc_context.
+    /// gc_alloc_context m_alloc_context (from the Thread, or with
+    /// [`ThreadLayout::runtime_thread_locals`] from the block it points to).
     pub alloc_context: u64,
+    /// `Thread.RuntimeThreadLocals` (.NET 9+): the pointer to the thread's TLS block holding
+    /// its allocation context; `None` when the context is inline in the Thread (.NET 8).
+    pub runtime_thread_locals: Option<u64>,
     /// SLink m_Link (the ThreadStore list link).
     pub link: u64,
     /// SIZE_T m_OSThreadId.
@@ -184,7 +240,8 @@ pub struct MethodTableLayout {
     pub base_size: u64,
     /// WORD m_wFlags2.
     pub flags2: u64,
-    /// WORD m_wToken (0xFFFF: in an optional member).
+    /// WORD m_wToken (0xFFFF: in an optional member). Unused by
+    /// [`MethodTableScheme::Net9`] (the TypeDef rid is `MTFlags2 >> 8`).
     pub token: u64,
     /// WORD m_wNumVirtuals.
     pub num_virtuals: u64,
@@ -246,8 +303,12 @@ pub struct FieldDescLayout {
 pub struct ModuleLayout {
     /// Module::m_pPEAssembly.
     pub pe_assembly: u64,
-    /// Module::m_pSimpleName (UTF-8).
-    pub simple_name: u64,
+    /// Module::m_pSimpleName (UTF-8); `None` when the family's table does not give it (the
+    /// path's file stem stands in).
+    pub simple_name: Option<u64>,
+    /// `Module.Path` (.NET 9+): a pointer to the image path, UTF-16, NUL-terminated; `None`:
+    /// the path is the PEImage's `m_path` SString ([`ModuleLayout::pe_image_path_buffer`]).
+    pub path_pointer: Option<u64>,
     /// PEAssembly::m_PEImage.
     pub pe_assembly_image: u64,
     /// PEImage::m_path (an SString: its buffer pointer).
@@ -262,15 +323,110 @@ pub struct ModuleLayout {
     pub layout_size: u64,
     /// PEImageLayout: flags (PEDecoder::m_flags; 1 = mapped/loaded layout, RVA addressing).
     pub layout_flags: u64,
-    /// PEImageLayout: the CLI header (PEDecoder::m_pCorHeader).
-    pub layout_cor_header: u64,
+    /// PEImageLayout: the CLI header (PEDecoder::m_pCorHeader); `None`: found through the
+    /// image's own PE headers (data directory 14).
+    pub layout_cor_header: Option<u64>,
 }
+
+/// A runtime family: which versioned algorithms apply (chosen once at discovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// .NET 8: hand-written tables, `g_dacTable` indices.
+    Net8,
+    /// .NET 9: contract descriptor + supplements.
+    Net9,
+    /// .NET 10: contract descriptor + supplements.
+    Net10,
+}
+
+/// How a MethodTable encodes its TypeDef token and module (RuntimeTypeSystem).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MethodTableScheme {
+    /// .NET 8: `WORD m_wFlags2`, `WORD m_wToken`, `m_pLoaderModule` with a module override.
+    Net8,
+    /// .NET 9+: `DWORD MTFlags2` whose bits 8-31 are the TypeDef rid; `Module` direct;
+    /// `AuxiliaryData` where .NET 8 had m_pWriteableData.
+    Net9,
+}
+
+/// What a reader can do with a runtime: each capability is either verified against the
+/// runtime's DAC for the family (listed in [`Layout::verified`]) or refused with
+/// [`crate::ClrError::NotVerified`]. The one place that says what is checked on which family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// The GC heap's structure and its object walk (`dumpheap`, census), free and frozen
+    /// objects included; needs the thread list for allocation contexts.
+    HeapWalk,
+    /// The thread list (`ThreadStore`, each Thread's ids, state, frame, allocation context).
+    Threads,
+    /// Type names from MethodTable, EEClass, Module and metadata.
+    TypeNames,
+    /// Server-GC heaps (`gc_heap` field offsets published by the GC).
+    ServerGc,
+    /// Fields and FieldDescs (`dumpobj`, statics, managed layouts read by field name).
+    Fields,
+    /// MethodDescs, slots, code (`dumpmt -md`, method names, `ip2md`).
+    Methods,
+    /// The stack walk (code manager, Frames, unwinding).
+    Stacks,
+    /// GC handles and the finalization queue.
+    Roots,
+    /// SyncBlocks, thin locks, Monitor waits.
+    Locks,
+    /// Exceptions (`_stackTrace`, last thrown object).
+    Exceptions,
+    /// Statics and thread statics.
+    Statics,
+}
+
+impl Capability {
+    /// The capability named for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Capability::HeapWalk => "the GC heap walk",
+            Capability::Threads => "the thread list",
+            Capability::TypeNames => "type names",
+            Capability::ServerGc => "server-GC heaps",
+            Capability::Fields => "fields (FieldDesc)",
+            Capability::Methods => "MethodDescs and code",
+            Capability::Stacks => "the stack walk",
+            Capability::Roots => "GC handles and the finalization queue",
+            Capability::Locks => "sync blocks and locks",
+            Capability::Exceptions => "exceptions",
+            Capability::Statics => "statics and thread statics",
+        }
+    }
+}
+
+/// Every capability: what .NET 8 (verified on the 8.0.4 corpus) can do.
+pub const ALL_CAPABILITIES: &[Capability] = &[
+    Capability::HeapWalk,
+    Capability::Threads,
+    Capability::TypeNames,
+    Capability::ServerGc,
+    Capability::Fields,
+    Capability::Methods,
+    Capability::Stacks,
+    Capability::Roots,
+    Capability::Locks,
+    Capability::Exceptions,
+    Capability::Statics,
+];
 
 /// One runtime family's layout table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Human name ("NET 8 linux-x64").
     pub name: &'static str,
+    /// The family (which versioned algorithms apply).
+    pub family: Family,
+    /// How MethodTables encode token and module.
+    pub method_table_scheme: MethodTableScheme,
+    /// What has been verified against the DAC for this family; everything else is refused.
+    pub verified: &'static [Capability],
+    /// `EEAllocContext.GCAllocationContext`: where the `gc_alloc_context` sits inside
+    /// `g_global_alloc_context` (0 on .NET 8, where the global is a bare gc_alloc_context).
+    pub global_alloc_context_offset: u64,
     /// g_dacTable indices.
     pub dac: DacTableIndices,
     /// GcDacVars.
@@ -362,7 +518,12 @@ const FIELD_DESC_NET8: FieldDescLayout = FieldDescLayout {
 /// .NET 8 on Linux x64 (8.0.x; verified on 8.0.4).
 pub static NET8_LINUX_X64: Layout = Layout {
     name: ".NET 8 linux-x64",
+    family: Family::Net8,
+    method_table_scheme: MethodTableScheme::Net8,
+    verified: ALL_CAPABILITIES,
+    global_alloc_context_offset: 0,
     dac: DacTableIndices {
+        revision_probe: 68,
         code_range_map: 0,
         ee_jit_manager: 4,
         ready_to_run_jit_manager: 5,
@@ -411,6 +572,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
         frame: 0x10,
         thread_id: 0x20,
         alloc_context: 0x58,
+        runtime_thread_locals: None,
         link: 0xE8,
         os_thread_id: 0x1A8,
     },
@@ -425,7 +587,12 @@ pub static NET8_LINUX_X64: Layout = Layout {
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
 pub static NET8_WINDOWS_X64: Layout = Layout {
     name: ".NET 8 windows-x64",
+    family: Family::Net8,
+    method_table_scheme: MethodTableScheme::Net8,
+    verified: ALL_CAPABILITIES,
+    global_alloc_context_offset: 0,
     dac: DacTableIndices {
+        revision_probe: 70,
         code_range_map: 0,
         ee_jit_manager: 4,
         ready_to_run_jit_manager: 5,
@@ -474,6 +641,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
         frame: 0x10,
         thread_id: 0x20,
         alloc_context: 0x58,
+        runtime_thread_locals: None,
         link: 0xF8,
         os_thread_id: 0x1B8,
     },
@@ -508,7 +676,8 @@ const EE_CLASS_NET8_WINDOWS: EEClassLayout = EEClassLayout {
 };
 
 const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
-    simple_name: 0x108,
+    simple_name: Some(0x108),
+    path_pointer: None,
     pe_assembly: 0x110,
     pe_assembly_image: 8,
     pe_image_path_buffer: 0x10,
@@ -517,11 +686,11 @@ const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
     layout_base: 8,
     layout_size: 0x10,
     layout_flags: 0x14,
-    layout_cor_header: 0x20,
+    layout_cor_header: Some(0x20),
 };
 
 const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
-    simple_name: 0xA8,
+    simple_name: Some(0xA8),
     pe_assembly: 0xB0,
     ..MODULE_NET8_UNIX
 };

@@ -11,6 +11,7 @@
 pub mod asyncsm;
 pub mod causality;
 pub mod delegates;
+pub mod descriptor;
 pub mod error;
 pub mod exceptions;
 pub mod fields;
@@ -25,6 +26,7 @@ pub mod objects;
 pub mod roots;
 pub mod runtime;
 pub mod stack;
+pub mod supplement;
 pub mod tasks;
 pub mod threadpool;
 pub mod threads;

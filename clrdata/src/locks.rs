@@ -192,6 +192,7 @@ pub struct ThinLockData {
 impl<M: Memory> Runtime<M> {
     /// Reads the SyncBlock at `sb`, its owner and its Monitor.Wait list.
     pub fn sync_block(&self, index: u32, sb: u64, object: u64) -> Result<SyncBlockData> {
+        self.require(crate::layout::Capability::Locks)?;
         let l = self.layout.locks();
         let m = self.memory();
         let r32 = |off: u64, what: &str| {
@@ -260,6 +261,7 @@ impl<M: Memory> Runtime<M> {
 
     /// The sync table: every SyncBlock in use. An unreadable entry or SyncBlock becomes a note.
     pub fn sync_table(&self) -> Result<SyncTable> {
+        self.require(crate::layout::Capability::Locks)?;
         let l = self.layout.locks();
         let m = self.memory();
         let cache = self.globals.sync_block_cache;
@@ -321,6 +323,9 @@ impl<M: Memory> Runtime<M> {
         heap: &GcHeap,
         threads: &[ThreadData],
     ) -> (Vec<ThinLockData>, Vec<String>) {
+        if let Err(e) = self.require(crate::layout::Capability::Locks) {
+            return (Vec::new(), vec![e.to_string()]);
+        }
         let by_id: HashMap<u32, u64> = threads.iter().map(|t| (t.managed_id, t.address)).collect();
         let m = self.memory();
         let mut out = Vec::new();
@@ -353,6 +358,7 @@ impl<M: Memory> Runtime<M> {
     /// The debugger's blocking items of a thread, innermost first: (AwareLock/SyncBlock,
     /// kind, timeout).
     pub fn blocking_items(&self, thread: u64) -> Result<Vec<(u64, WaitKind, u32)>> {
+        self.require(crate::layout::Capability::Locks)?;
         let l = self.layout.locks();
         let m = self.memory();
         let mut p = m
@@ -400,6 +406,7 @@ impl<M: Memory> Runtime<M> {
 
     /// The object a HelperMethodFrame_1OBJ protects (`*gcPtrs[0]`), 0 when none.
     pub fn helper_frame_object(&self, frame: u64) -> Option<u64> {
+        self.require(crate::layout::Capability::Locks).ok()?;
         let m = self.memory();
         let slot = m
             .read_u64(frame.wrapping_add(self.layout.locks().hmf_1obj_gc_ptr))

@@ -99,6 +99,8 @@ impl MethodDescData {
 
 /// Decodes the MethodDesc at `md` (its chunk through m_chunkIndex).
 pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<MethodDescData, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut b = [0u8; 8];
@@ -157,6 +159,8 @@ pub fn introduced_methods<M: Memory>(
     r: &ObjectReader<'_, M>,
     ee_class: u64,
 ) -> Result<Vec<MethodDescData>, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut chunk = m
@@ -243,6 +247,8 @@ fn packed_field<M: Memory>(
 
 /// The slot counts of a MethodTable: (virtual slots, vtable slots, all slots = NumMethods).
 pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, u16, u32), String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
     let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
     let non_virtual = if info.flags2 & F2_HAS_NON_VIRTUAL_SLOTS != 0 {
@@ -363,6 +369,8 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
 /// The entry point in vtable slot `slot` of `mt` as the runtime's GetRestoredSlot reads it:
 /// from the canonical MethodTable, else (a null, inherited slot) from the parents.
 pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Result<u64, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let mut cur = mt;
     for _ in 0..MAX_DEPTH {
         let info = r.rt.method_table(cur).map_err(|e| e.to_string())?;
@@ -473,6 +481,8 @@ pub fn method_entry_point<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
 ) -> Result<u64, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let s = match d.non_vtable_slot {
         Some(s) => s,
         None => slot_address(r, d.method_table, d.slot as u32)?,
@@ -585,6 +595,8 @@ pub fn method_desc_name<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
 ) -> Result<String, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let mt = r.rt.method_table(d.method_table).map_err(|e| {
         format!(
             "its MethodTable {:#x} does not decode ({e})",
@@ -624,6 +636,8 @@ pub fn method_table_methods<M: Memory>(
     w: &StackWalker<'_, M>,
     mt: u64,
 ) -> Result<MethodTableMethods, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
     let (num_virtuals, num_vtable_slots, num_methods) = slot_counts(r, mt)?;
     let own = introduced_methods(r, info.ee_class)?;
@@ -756,6 +770,9 @@ pub fn native_code<M: Memory>(
     d: &MethodDescData,
     entry: u64,
 ) -> (Option<u64>, JitState) {
+    if r.rt.require(crate::layout::Capability::Methods).is_err() {
+        return (None, JitState::None);
+    }
     let kind = |code: u64, owned_only: bool| -> Option<JitState> {
         if code == 0 {
             return None;
@@ -833,6 +850,8 @@ pub fn available_param_types<M: Memory>(
     r: &ObjectReader<'_, M>,
     module: u64,
 ) -> Result<Vec<u64>, String> {
+    r.rt.require(crate::layout::Capability::Methods)
+        .map_err(|e| e.to_string())?;
     if r.rt.layout.name.contains("windows") {
         return Err("Module::m_pAvailableParamTypes is not verified on Windows".into());
     }

@@ -107,6 +107,8 @@ impl TypeNames {
         mt: u64,
         depth: usize,
     ) -> std::result::Result<String, String> {
+        rt.require(crate::layout::Capability::TypeNames)
+            .map_err(|e| e.to_string())?;
         if mt == rt.globals.free_mt {
             return Ok("Free".into());
         }

@@ -464,6 +464,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// The array's shape; `None` when `mt` is not an array type.
     pub fn array(&self, addr: u64, mt: &MethodTableInfo) -> Result<Option<ArrayData>> {
+        self.rt.require(crate::layout::Capability::Fields)?;
         let Some(a) = mt.array else { return Ok(None) };
         let length = self
             .mem()
@@ -505,6 +506,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// Decodes the object at `addr`: header facts and, unless `no_fields`, every field.
     pub fn object(&self, addr: u64, no_fields: bool) -> Result<ObjectData> {
+        self.rt.require(crate::layout::Capability::Fields)?;
         let (mt, info) = self.object_mt(addr)?;
         let size = self.object_size(addr, &info)?;
         let string = if mt == self.rt.globals.string_mt {
@@ -618,6 +620,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// The DomainLocalModule of a module (`Module::m_ModuleID`).
     pub fn domain_local_module(&self, module: u64) -> Result<u64> {
+        self.rt.require(crate::layout::Capability::Statics)?;
         let a = module + self.layout.module_id;
         let dlm = self
             .mem()
@@ -640,6 +643,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         info: &MethodTableInfo,
         f: &FieldInfo,
     ) -> std::result::Result<u64, String> {
+        self.rt
+            .require(crate::layout::Capability::Statics)
+            .map_err(|e| e.to_string())?;
         if f.is_thread_static {
             return Err("thread-static: per-thread value not read yet".into());
         }
@@ -741,6 +747,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         offset: u32,
         et: u8,
     ) -> std::result::Result<Vec<(u32, u64, u64)>, String> {
+        self.rt
+            .require(crate::layout::Capability::Statics)
+            .map_err(|e| e.to_string())?;
         let info = self.rt.method_table(mt).map_err(|e| e.to_string())?;
         if !info.has_component_size() && info.flags & 6 != 0 {
             return Err("thread statics of a generic or dynamic type: not read".into());
@@ -1104,6 +1113,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// The GC reference layout of `mt` (its GCDesc), cached.
     pub fn gc_layout(&self, mt: u64) -> std::result::Result<GcLayout, String> {
+        self.rt
+            .require(crate::layout::Capability::Roots)
+            .map_err(|e| e.to_string())?;
         if let Some(v) = self.gc_layout.borrow().get(&mt) {
             return v.clone();
         }

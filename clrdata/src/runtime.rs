@@ -55,6 +55,10 @@ pub enum VersionSource {
     VersionResource,
     /// The `Microsoft.NETCore.App/<version>/` folder of the module's path.
     ModulePath,
+    /// The `@(#)Version` sccsid string read from the runtime's image file (build id matched
+    /// to the dump's module), when the dump lacks that page and the path names no version (a
+    /// self-contained or single-file app).
+    ImageFileSccsid,
     /// CoreLib's `AssemblyInformationalVersion` (its metadata, read through the runtime once
     /// a layout's sanity checks passed): for hosts whose image and path tell nothing (a
     /// single-file app whose read-only data is not in the dump).
@@ -192,6 +196,11 @@ pub struct Runtime<M> {
     /// Problems the dump reported when opened (a truncated file...), for explaining missing
     /// memory ([`Runtime::explain`]).
     dump_problems: Vec<String>,
+    /// The runtime's contract descriptor (.NET 9+).
+    descriptor: Option<std::sync::Arc<crate::descriptor::ContractDescriptor>>,
+    /// Where this build's g_dacTable has an entry the layout's numbering lacks
+    /// ([`layout::DacTableRevision`]).
+    dac_revision: layout::DacTableRevision,
 }
 
 /// Where the image files of managed assemblies are looked for when the dump lacks pages of
@@ -312,6 +321,25 @@ pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
         }
     }
     Ok(info)
+}
+
+/// The sccsid version read from the runtime's image file (build id matched by dumpreader), for
+/// a runtime whose dump holds neither that page nor a versioned path: (product, file version,
+/// commit).
+fn image_file_version<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+) -> Option<(String, String, Option<String>)> {
+    let img = target.module_image(module).ok()?;
+    let (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) = (&img.source, &img.format)
+    else {
+        return None;
+    };
+    let overlay = crate::descriptor::ElfFileOverlay::new(target, path, e.load_bias)?;
+    let (start, end) = image_range(target, module);
+    let (fv, commit) = sccsid_version(&overlay, start, end)?;
+    let v = product_from_file_version(&fv)?;
+    Some((v, fv, commit))
 }
 
 /// .NET 5+ file versions are major.minor.(patch*100 + n).revision ("8.0.424.16909" is 8.0.4);
@@ -485,6 +513,34 @@ impl<M: Memory> Runtime<M> {
             base: info.base,
         };
         let unsupported = || refused.clone();
+        let mut info = info;
+        // A runtime that publishes a contract descriptor (.NET 9+) but whose version neither
+        // the dump nor the path tells (a self-contained or single-file app): its image file's
+        // sccsid names it.
+        if info.version.is_empty() {
+            let module = target
+                .modules()
+                .iter()
+                .find(|m| m.base == info.base)
+                .cloned();
+            if let Some(module) = module {
+                if target
+                    .find_export(&module, crate::descriptor::EXPORT_NAME)
+                    .is_some()
+                {
+                    if let Some((v, fv, commit)) = image_file_version(&target, &module) {
+                        info.version = v;
+                        info.version_source = VersionSource::ImageFileSccsid;
+                        info.file_version = Some(fv);
+                        info.commit = commit;
+                    }
+                }
+            }
+        }
+        // .NET 9 and 10: read through the runtime's own contract descriptor.
+        if let Some(family) = info.major().and_then(crate::supplement::family_of_major) {
+            return Self::discover_with_descriptor(target, info, family);
+        }
         // An unknown version (no sccsid, resource or framework path) is tried with the .NET 8
         // layout: accepted only if its sanity checks pass and CoreLib then says 8.x.
         let version_unknown = info.version.is_empty();
@@ -520,6 +576,8 @@ impl<M: Memory> Runtime<M> {
             dirs: target.image_search_path(),
             recorded_paths: target.use_recorded_paths(),
         };
+        let dac_revision =
+            layout::DacTableRevision::detect(&target_dac_probe(&target, dac_table, layout));
         let mut rt = Runtime {
             mem: target,
             info,
@@ -530,6 +588,8 @@ impl<M: Memory> Runtime<M> {
             },
             image_search,
             dump_problems: Vec::new(),
+            descriptor: None,
+            dac_revision,
         };
         if version_unknown {
             let tried = rt.resolve_globals(&module).and_then(|_| rt.sanity_check());
@@ -553,6 +613,253 @@ impl<M: Memory> Runtime<M> {
         rt.resolve_globals(&module)?;
         rt.sanity_check()?;
         Ok(rt)
+    }
+
+    /// .NET 9+: the layout from the contract descriptor and the family's supplements, the
+    /// globals from the descriptor and from `g_dacTable` entries anchored on descriptor
+    /// globals ([`crate::supplement::DacTableAnchors`]), then the same sanity checks as .NET 8.
+    fn discover_with_descriptor(
+        target: M,
+        info: RuntimeInfo,
+        family: crate::layout::Family,
+    ) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
+        use crate::supplement;
+        let os = target.info().os;
+        let windows = match os {
+            Os::Windows => true,
+            Os::Linux => false,
+            Os::Other(_) => {
+                return Err(ClrError::UnsupportedRuntime {
+                    found: info.display_name(),
+                    module: info.module_name.clone(),
+                    base: info.base,
+                })
+            }
+        };
+        let runtime = format!("{} ({}-x64)", info.display_name(), info.os);
+        let desc_err = |detail: String| ClrError::Descriptor {
+            runtime: runtime.clone(),
+            detail,
+        };
+        let module = target
+            .modules()
+            .iter()
+            .find(|m| m.base == info.base)
+            .cloned()
+            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+        // The export, when the dump holds the symbol table; else the one header in the
+        // runtime image (createdump saves .data but rarely .dynsym's pages).
+        let (img_start, img_end) = image_range(&target, &module);
+        let d = match crate::descriptor::read_from_module(&target, &module) {
+            Ok(Some(d)) => Some(d),
+            Ok(None) => crate::descriptor::find_in_image(&target, img_start, img_end)
+                .map_err(|e| desc_err(e.to_string()))?,
+            // The export is known (from an image file) but its pages are not in the dump.
+            Err(crate::descriptor::DescriptorError::Read { .. }) => None,
+            Err(e) => return Err(desc_err(e.to_string())),
+        };
+        // createdump saves neither .rodata nor the descriptor's page: read them from the
+        // runtime's image file when dumpreader found one whose build id matches the dump's.
+        let mut file_note = String::new();
+        let d = match d {
+            Some(d) => Some(d),
+            None => match target.module_image(&module) {
+                Ok(img) => match (&img.source, &img.format) {
+                    (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) => {
+                        match (
+                            img.find_export(crate::descriptor::EXPORT_NAME),
+                            crate::descriptor::ElfFileOverlay::new(&target, path, e.load_bias),
+                        ) {
+                            (Some(at), Some(overlay)) => {
+                                Some(crate::descriptor::read_at(&overlay, at).map_err(|e| {
+                                    desc_err(format!("{e} (from {})", path.display()))
+                                })?)
+                            }
+                            _ => {
+                                file_note = format!("; {} has no such export", path.display());
+                                None
+                            }
+                        }
+                    }
+                    _ => {
+                        file_note = format!("; its image file was not found ({})", img.note);
+                        None
+                    }
+                },
+                Err(e) => {
+                    file_note = format!("; its image file was not found ({e})");
+                    None
+                }
+            },
+        };
+        let d = d.ok_or_else(|| {
+            desc_err(format!(
+                "{} has no {} in the dump (createdump does not save its pages) and no \
+                     image file of the same build was found to read it from{file_note}; .NET 9 \
+                     and later are read only through it: put the runtime's {} in the image \
+                     search path",
+                info.module_name,
+                crate::descriptor::EXPORT_NAME,
+                info.module_name
+            ))
+        })?;
+        supplement::check_contracts(&d, &runtime)?;
+        let layout = supplement::build_layout(&d, family, windows, &runtime)?;
+        let global = |name: &'static str| -> Result<u64> {
+            d.global_number(name).ok_or_else(|| ClrError::MissingField {
+                ty: "globals",
+                field: name,
+                runtime: runtime.clone(),
+            })
+        };
+        let deref = |name: &'static str| -> Result<u64> {
+            let a = global(name)?;
+            target.read_u64(a).map_err(|_| ClrError::read(name, a))
+        };
+        // g_dacTable entries next to descriptor globals (see DacTableAnchors).
+        let anchors = supplement::ANCHORS_NET9_10;
+        let (start, end) = image_range(&target, &module);
+        let dac_export = target.find_export(&module, "g_dacTable");
+        let table = DacTableView::find(
+            &target,
+            (start, end),
+            dac_export,
+            &[
+                global("ThreadStore")?,
+                global("FinalizerThread")?,
+                global("GCThread")?,
+            ],
+        )
+        .ok_or_else(|| {
+            desc_err(format!(
+                "no g_dacTable entries ThreadStore, FinalizerThread, GCThread found in {}: \
+                 g_heap_type and g_gcDacGlobals cannot be located",
+                info.module_name
+            ))
+        })?;
+        let entry = |n: u64, what: &str| {
+            table
+                .entry_after(&target, table.slot, n)
+                .ok_or_else(|| desc_err(format!("g_dacTable entry of {what} unreadable")))
+        };
+        let heap_type_addr = entry(anchors.heap_type_after_thread_store, "g_heap_type")?;
+        let gc_dac_globals_addr =
+            entry(anchors.gc_dac_globals_after_thread_store, "g_gcDacGlobals")?;
+        if entry(anchors.app_domain_after_thread_store, "AppDomain")? != global("AppDomain")? {
+            return Err(desc_err(
+                "g_dacTable does not hold AppDomain where this build expects it (after \
+                 ThreadStore, FinalizerThread, GCThread, g_heap_type, g_gcDacGlobals): a \
+                 reordered table, not read"
+                    .into(),
+            ));
+        }
+        let object_slot = table
+            .slot_of(&target, global("ObjectMethodTable")?)
+            .ok_or_else(|| desc_err("g_dacTable entry of g_pObjectClass not found".into()))?;
+        let global_alloc_context = table
+            .entry_after(
+                &target,
+                object_slot,
+                0u64.wrapping_sub(anchors.global_alloc_context_before_object_class),
+            )
+            .ok_or_else(|| {
+                desc_err("g_dacTable entry of g_global_alloc_context unreadable".into())
+            })?;
+        let optional = |name: &'static str| -> u64 {
+            d.global_number(name)
+                .and_then(|a| target.read_u64(a).ok())
+                .unwrap_or(0)
+        };
+        let globals = Globals {
+            dac_table: dac_export.unwrap_or(0),
+            thread_store: deref("ThreadStore")?,
+            finalizer_thread: deref("FinalizerThread")?,
+            heap_type: target
+                .read_u32(heap_type_addr)
+                .map_err(|_| ClrError::read("g_heap_type", heap_type_addr))?,
+            gc_dac_vars: target
+                .read_u64(gc_dac_globals_addr)
+                .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
+            app_domain: deref("AppDomain")?,
+            system_domain: optional("SystemDomain"),
+            global_alloc_context,
+            object_mt: deref("ObjectMethodTable")?,
+            string_mt: deref("StringMethodTable")?,
+            object_array_mt: deref("ObjectArrayMethodTable")?,
+            exception_mt: deref("ExceptionMethodTable")?,
+            free_mt: deref("FreeObjectMethodTable")?,
+            sync_table: deref("SyncTableEntries")?,
+            code_range_map: d
+                .global_number("ExecutionManagerCodeRangeMapAddress")
+                .unwrap_or(0),
+            // Not read on this family yet (their capabilities are refused).
+            card_table: 0,
+            lowest_address: 0,
+            highest_address: 0,
+            gc_heap: 0,
+            array_mt: 0,
+            sync_block_cache: 0,
+            ee_jit_manager: 0,
+            ready_to_run_jit_manager: 0,
+        };
+        let image_search = ImageSearch {
+            dirs: target.image_search_path(),
+            recorded_paths: target.use_recorded_paths(),
+        };
+        let rt = Runtime {
+            mem: target,
+            info,
+            layout,
+            globals,
+            image_search,
+            dump_problems: Vec::new(),
+            descriptor: Some(std::sync::Arc::new(d)),
+            dac_revision: layout::DacTableRevision::AS_NUMBERED,
+        };
+        rt.sanity_check()?;
+        // The global allocation context must be empty or a range (a wrong anchor reads
+        // something else).
+        let m = rt.memory();
+        let gac = rt.globals.global_alloc_context + rt.layout.global_alloc_context_offset;
+        let acl = rt.layout.alloc_context;
+        let (p, lim) = (
+            m.read_u64(gac + acl.alloc_ptr)
+                .map_err(|_| ClrError::read("g_global_alloc_context", gac))?,
+            m.read_u64(gac + acl.alloc_limit)
+                .map_err(|_| ClrError::read("g_global_alloc_context", gac))?,
+        );
+        if p > lim || (p == 0) != (lim == 0) {
+            return Err(ClrError::SanityCheck {
+                version: rt.info.version.clone(),
+                detail: format!(
+                    "g_global_alloc_context at {gac:#x} reads ({p:#x}, {lim:#x}): not an \
+                     allocation range"
+                ),
+            });
+        }
+        Ok(rt)
+    }
+
+    /// The contract descriptor the runtime published (.NET 9+), as read at discovery.
+    pub fn descriptor(&self) -> Option<&crate::descriptor::ContractDescriptor> {
+        self.descriptor.as_deref()
+    }
+
+    /// `Ok` when `capability` has been verified against the DAC for this runtime's family;
+    /// else [`ClrError::NotVerified`] naming the capability and the runtime. Every reader of a
+    /// family-specific structure asks first (see [`crate::layout::Capability`]).
+    pub fn require(&self, capability: crate::layout::Capability) -> Result<()> {
+        if self.layout.verified.contains(&capability) {
+            Ok(())
+        } else {
+            Err(ClrError::NotVerified {
+                runtime: format!("{} ({}-x64)", self.info.display_name(), self.info.os),
+                capability: capability.describe(),
+            })
+        }
     }
 
     /// The product version in CoreLib's `AssemblyInformationalVersionAttribute`
@@ -611,7 +918,10 @@ impl<M: Memory> Runtime<M> {
 
     /// The address of the global at `index` of g_dacTable. .NET 8 stores absolute addresses;
     /// a value outside the runtime image is taken as an RVA (as .NET Core 3.1 on Linux did).
+    /// `index` is in the layout's numbering; this build's own index follows from
+    /// [`layout::DacTableRevision`].
     pub fn dac_global_address(&self, index: usize) -> Result<u64> {
+        let index = self.dac_revision.index(index);
         let slot = self.globals.dac_table + 8 * index as u64;
         let v = self
             .mem
@@ -782,6 +1092,21 @@ impl<M: Memory> Runtime<M> {
 /// whose String, Object and Free entries are addresses inside the image holding pointers to
 /// MethodTables of the right shape (String: base size 0x16, component size 2; Free: component
 /// size 1; Object: base size 0x18). None when there is no such place or more than one.
+/// The raw g_dacTable entries [`layout::DacTableRevision::detect`] looks at (0 where unreadable).
+fn target_dac_probe<T: Target + ?Sized>(
+    target: &T,
+    dac_table: u64,
+    layout: &Layout,
+) -> layout::DacTableProbe {
+    let at = layout.dac.revision_probe;
+    let read = |i: usize| target.read_u64(dac_table + 8 * i as u64).unwrap_or(0);
+    layout::DacTableProbe {
+        before: read(at - 1),
+        at: read(at),
+        probe_index: at,
+    }
+}
+
 fn scan_for_dac_table<T: Target + ?Sized>(
     target: &T,
     module: &ModuleInfo,
@@ -837,4 +1162,111 @@ fn scan_for_dac_table<T: Target + ?Sized>(
         off += 8;
     }
     found
+}
+
+/// A view of `g_dacTable` around adjacent entries the descriptor names (ThreadStore,
+/// FinalizerThread, GCThread): from the export when the dump holds it, else found in the
+/// runtime image.
+struct DacTableView {
+    /// Image extent, for telling absolute entries from RVAs.
+    image: (u64, u64),
+    /// The address of the first anchor's entry.
+    slot: u64,
+}
+
+impl DacTableView {
+    /// Entries searched from the export (g_dacTable has about 130-160 entries on .NET 9/10).
+    const MAX_ENTRIES: u64 = 512;
+
+    fn find<T: Target + ?Sized>(
+        target: &T,
+        image: (u64, u64),
+        export: Option<u64>,
+        run: &[u64],
+    ) -> Option<DacTableView> {
+        let (start, end) = image;
+        if end <= start || run.is_empty() {
+            return None;
+        }
+        let matches = |v: u64, want: u64| v == want || (v < end - start && start + v == want);
+        let search = |from: u64, bytes: &[u8]| -> Option<u64> {
+            let q = |o: usize| -> Option<u64> {
+                Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+            };
+            let mut found = None;
+            let mut o = 0usize;
+            while o + 8 * run.len() <= bytes.len() {
+                if run
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &want)| q(o + 8 * i).is_some_and(|v| matches(v, want)))
+                {
+                    if found.is_some() {
+                        return None; // ambiguous: refuse rather than guess
+                    }
+                    found = Some(from + o as u64);
+                }
+                o += 8;
+            }
+            found
+        };
+        let slot = match export {
+            Some(t) => {
+                let bytes = target.read_bytes(t, 8 * Self::MAX_ENTRIES as usize);
+                search(t, &bytes)?
+            }
+            None => {
+                const MAX_IMAGE: u64 = 256 << 20;
+                if end - start > MAX_IMAGE {
+                    return None;
+                }
+                let mut bytes = vec![0u8; (end - start) as usize];
+                let mut a = start;
+                while a < end {
+                    let got = target.read(a, &mut bytes[(a - start) as usize..]);
+                    a = if got == 0 {
+                        (a | 0xFFF) + 1
+                    } else {
+                        a + got as u64
+                    };
+                }
+                search(start, &bytes)?
+            }
+        };
+        Some(DacTableView { image, slot })
+    }
+
+    /// The global's address held `n` entries after `slot` (`n` wraps for entries before).
+    fn entry_after<T: Memory + ?Sized>(&self, mem: &T, slot: u64, n: u64) -> Option<u64> {
+        let v = mem.read_u64(slot.wrapping_add(n.wrapping_mul(8))).ok()?;
+        self.absolute(v)
+    }
+
+    fn absolute(&self, v: u64) -> Option<u64> {
+        let (start, end) = self.image;
+        if v >= start && v < end {
+            Some(v)
+        } else if v < end - start {
+            Some(start + v)
+        } else {
+            None
+        }
+    }
+
+    /// The slot (within `MAX_ENTRIES` of the anchor) holding `global`'s address.
+    fn slot_of<T: Memory + ?Sized>(&self, mem: &T, global: u64) -> Option<u64> {
+        let from = self.slot.saturating_sub(8 * Self::MAX_ENTRIES / 4);
+        let bytes = mem.read_bytes(from, 8 * Self::MAX_ENTRIES as usize);
+        let mut found = None;
+        for (i, c) in bytes.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(c.try_into().ok()?);
+            if self.absolute(v) == Some(global) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(from + 8 * i as u64);
+            }
+        }
+        found
+    }
 }

@@ -363,6 +363,10 @@ pub fn work_item<M: Memory>(
 /// Everything queued: the global queues, then the thread-local ones.
 pub fn work_queue<M: Memory>(r: &ObjectReader<'_, M>, w: &StackWalker<'_, M>) -> WorkQueue {
     let mut out = WorkQueue::default();
+    if let Err(e) = r.rt.require(crate::layout::Capability::Fields) {
+        out.errors.push(e.to_string());
+        return out;
+    }
     match corelib_static_object(r, "System.Threading.ThreadPool", "s_workQueue") {
         // The pool was never used: nothing queued (`work_queue` stays 0).
         Ok(0) => {}
@@ -672,6 +676,10 @@ pub fn thread_pool<M: Memory>(
     w: Option<&StackWalker<'_, M>>,
 ) -> ThreadPoolInfo {
     let mut out = ThreadPoolInfo::default();
+    if let Err(e) = r.rt.require(crate::layout::Capability::Fields) {
+        out.errors.push(e.to_string());
+        return out;
+    }
     match corelib_static_object(
         r,
         "System.Threading.PortableThreadPool",

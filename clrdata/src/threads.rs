@@ -55,6 +55,7 @@ pub struct ThreadData {
 impl<M: Memory> Runtime<M> {
     /// The ThreadStore's counters and first thread.
     pub fn thread_store(&self) -> Result<ThreadStoreData> {
+        self.require(crate::layout::Capability::Threads)?;
         let ts = self.globals.thread_store;
         let l = &self.layout.thread_store;
         let m = self.memory();
@@ -94,8 +95,24 @@ impl<M: Memory> Runtime<M> {
             m.read_u64(thread + off)
                 .map_err(|_| ClrError::read(format!("Thread::{what}"), thread + off))
         };
-        let ac = l.alloc_context;
         let acl = &self.layout.alloc_context;
+        // .NET 9+: the allocation context lives in the thread's RuntimeThreadLocals block
+        // (null until the thread first allocates); .NET 8: inline in the Thread.
+        let ac_base = match l.runtime_thread_locals {
+            None => Some(thread + l.alloc_context),
+            Some(off) => {
+                let p = r64(off, "RuntimeThreadLocals")?;
+                (p != 0).then(|| p + l.alloc_context)
+            }
+        };
+        let rd_ac = |field: u64, what: &str| -> Result<u64> {
+            match ac_base {
+                None => Ok(0),
+                Some(b) => m
+                    .read_u64(b + field)
+                    .map_err(|_| ClrError::read(format!("Thread::{what}"), b + field)),
+            }
+        };
         Ok(ThreadData {
             address: thread,
             managed_id: r32(l.thread_id, "m_ThreadId")?,
@@ -103,8 +120,8 @@ impl<M: Memory> Runtime<M> {
             state: r32(l.state, "m_State")?,
             preemptive_gc_disabled: r32(l.preemptive_gc_disabled, "m_fPreemptiveGCDisabled")?,
             frame: r64(l.frame, "m_pFrame")?,
-            alloc_ptr: r64(ac + acl.alloc_ptr, "m_alloc_context.alloc_ptr")?,
-            alloc_limit: r64(ac + acl.alloc_limit, "m_alloc_context.alloc_limit")?,
+            alloc_ptr: rd_ac(acl.alloc_ptr, "m_alloc_context.alloc_ptr")?,
+            alloc_limit: rd_ac(acl.alloc_limit, "m_alloc_context.alloc_limit")?,
             is_finalizer: thread == self.globals.finalizer_thread,
         })
     }
@@ -202,6 +219,7 @@ pub fn thread_state_names(state: u32) -> Vec<&'static str> {
 impl<M: Memory> Runtime<M> {
     /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none).
     pub fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)> {
+        self.require(crate::layout::Capability::Exceptions)?;
         let off = self.layout.stack().thread_last_thrown;
         let h = self
             .memory()

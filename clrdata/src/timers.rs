@@ -136,6 +136,10 @@ pub fn read_timer<M: Memory>(
 /// Every timer of every queue.
 pub fn timers<M: Memory>(r: &ObjectReader<'_, M>, w: &StackWalker<'_, M>) -> Timers {
     let mut out = Timers::default();
+    if let Err(e) = r.rt.require(crate::layout::Capability::Fields) {
+        out.errors.push(e.to_string());
+        return out;
+    }
     let instances = match corelib_static_object(
         r,
         "System.Threading.TimerQueue",

@@ -2,6 +2,7 @@
 
 use crate::error::{ClrError, Result};
 use crate::layout::mt_flags as f;
+use crate::layout::MethodTableScheme;
 use crate::runtime::Runtime;
 use dumpreader::Memory;
 use serde::Serialize;
@@ -164,8 +165,17 @@ impl<M: Memory> Runtime<M> {
         let l = &self.layout.method_table;
         let flags = self.r32(mt + l.flags, "MethodTable::m_dwFlags")?;
         let base_size = self.r32(mt + l.base_size, "MethodTable::m_BaseSize")?;
-        let flags2 = self.r16(mt + l.flags2, "MethodTable::m_wFlags2")?;
-        let raw_token = self.r16(mt + l.token, "MethodTable::m_wToken")?;
+        let net9 = self.layout.method_table_scheme == MethodTableScheme::Net9;
+        // .NET 9+: a DWORD MTFlags2 whose bits 8-31 are the TypeDef rid (its low byte holds
+        // the flags); .NET 8: WORD m_wFlags2 and WORD m_wToken.
+        let (flags2, raw_token) = if net9 {
+            let f2 = self.r32(mt + l.flags2, "MethodTable::MTFlags2")?;
+            ((f2 & 0xFF) as u16, (f2 >> 8 != 0).then_some(f2 >> 8))
+        } else {
+            let f2 = self.r16(mt + l.flags2, "MethodTable::m_wFlags2")?;
+            let t = self.r16(mt + l.token, "MethodTable::m_wToken")?;
+            (f2, (t != 0xFFFF).then_some(t as u32))
+        };
         let num_virtuals = self.r16(mt + l.num_virtuals, "MethodTable::m_wNumVirtuals")?;
         let num_interfaces = self.r16(mt + l.num_interfaces, "MethodTable::m_wNumInterfaces")?;
         let parent = self.r64(mt + l.parent, "MethodTable::m_pParentMethodTable")?;
@@ -214,12 +224,15 @@ impl<M: Memory> Runtime<M> {
         // The module: GetModule() = the canonical (or array) MT's loader module unless it has
         // a module override (kept in a multipurpose slot, not read here).
         let mod_mt = if is_array { mt } else { canonical };
-        let mod_flags2 = if mod_mt == mt {
+        let mod_flags2 = if mod_mt == mt || net9 {
             flags2
         } else {
             self.r16(mod_mt + l.flags2, "canonical MethodTable::m_wFlags2")?
         };
-        let module = if mod_flags2 & f::F2_HAS_MODULE_OVERRIDE != 0 {
+        let module = if net9 {
+            // MethodTable.Module is the module itself (no override slot).
+            Some(loader_module)
+        } else if mod_flags2 & f::F2_HAS_MODULE_OVERRIDE != 0 {
             None
         } else if mod_mt == mt {
             Some(loader_module)
@@ -229,13 +242,15 @@ impl<M: Memory> Runtime<M> {
                 "canonical MethodTable::m_pLoaderModule",
             )?)
         };
-        let token = if is_array || raw_token == 0xFFFF {
-            None
-        } else {
-            Some(0x0200_0000 | raw_token as u32)
+        let token = match raw_token {
+            Some(rid) if !is_array => Some(0x0200_0000 | rid),
+            _ => None,
         };
         let mut type_args = Vec::new();
-        if !has_comp && flags & f::GENERICS_MASK != 0 && flags2 & f::F2_HAS_PER_INST_INFO != 0 {
+        // .NET 9+: an instantiated type always has PerInstInfo (the cDAC reads it whenever the
+        // generics kind says so).
+        let has_pii = net9 || flags2 & f::F2_HAS_PER_INST_INFO != 0;
+        if !has_comp && flags & f::GENERICS_MASK != 0 && has_pii {
             let pii = self.r64(mt + l.per_inst_info, "MethodTable::m_pPerInstInfo")?;
             if pii != 0 {
                 // GenericsDictInfo { INT_PTR pad; WORD m_wNumDicts; WORD m_wNumTyPars } precedes
@@ -277,6 +292,7 @@ impl<M: Memory> Runtime<M> {
     /// The EEClass counters (NumInstanceFields incl. inherited ones, NumStaticFields), when
     /// the EEClass keeps them unpacked; `None` when they are bit-packed (not decoded here).
     pub fn field_counts(&self, ee_class: u64) -> Result<Option<(u32, u32)>> {
+        self.require(crate::layout::Capability::Fields)?;
         let l = &self.layout.ee_class;
         let m = self.memory();
         let packed = m
@@ -301,6 +317,7 @@ impl<M: Memory> Runtime<M> {
     /// in the parents' lists), from its EEClass. The list is the run of FieldDescs whose
     /// enclosing MethodTable is the canonical MT.
     pub fn fields(&self, mt: &MethodTableInfo) -> Result<Vec<FieldInfo>> {
+        self.require(crate::layout::Capability::Fields)?;
         let l = &self.layout.ee_class;
         let fl = &self.layout.field_desc;
         if mt.ee_class == 0 {
@@ -337,17 +354,28 @@ impl<M: Memory> Runtime<M> {
     /// A Module: its name, image path, the image layout in memory and its metadata location.
     pub fn module(&self, module: u64) -> Result<ModuleData> {
         let l = &self.layout.module;
-        let name_p = self.r64(module + l.simple_name, "Module::m_pSimpleName")?;
         // The name points into the image's metadata string heap, which a dump may not hold:
         // then the file name of the image path stands in for it.
-        let simple_name = self
-            .memory()
-            .read_cstr(name_p, 1024)
-            .ok()
-            .filter(|s| !s.is_empty());
+        let simple_name = match l.simple_name {
+            Some(off) => {
+                let name_p = self.r64(module + off, "Module::m_pSimpleName")?;
+                self.memory()
+                    .read_cstr(name_p, 1024)
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            }
+            None => None,
+        };
         let pe_assembly = self.r64(module + l.pe_assembly, "Module::m_pPEAssembly")?;
         let pe_image = self.r64(pe_assembly + l.pe_assembly_image, "PEAssembly::m_PEImage")?;
-        let path = {
+        let path = if let Some(off) = l.path_pointer {
+            let p = self.r64(module + off, "Module.Path")?;
+            if p == 0 {
+                String::new()
+            } else {
+                self.read_utf16z(p, 0x8000)
+            }
+        } else {
             let size = self.r32(pe_image, "PEImage::m_path")? as usize;
             let buf = self.r64(pe_image + l.pe_image_path_buffer, "PEImage::m_path buffer")?;
             if buf == 0 || size == 0 || size > 0x10000 {
@@ -379,8 +407,10 @@ impl<M: Memory> Runtime<M> {
             let image_size = self.r32(layout + l.layout_size, "PEImageLayout::m_size")?;
             let flags = self.r32(layout + l.layout_flags, "PEImageLayout::m_flags")?;
             let mapped = flags & 1 != 0;
-            let cor_header =
-                self.r64(layout + l.layout_cor_header, "PEImageLayout::m_pCorHeader")?;
+            let cor_header = match l.layout_cor_header {
+                Some(off) => self.r64(layout + off, "PEImageLayout::m_pCorHeader")?,
+                None => self.cor_header_from_pe(image_base, mapped).unwrap_or(0),
+            };
             let metadata = self.metadata_location(image_base, mapped, cor_header).ok();
             let better =
                 chosen
@@ -411,6 +441,79 @@ impl<M: Memory> Runtime<M> {
             cor_header,
             metadata,
         })
+    }
+
+    /// A NUL-terminated UTF-16 string of at most `max` units ("" when unreadable).
+    fn read_utf16z(&self, addr: u64, max: usize) -> String {
+        let mut units = Vec::new();
+        let mut buf = [0u8; 256];
+        let mut a = addr;
+        while units.len() < max {
+            let got = self.memory().read(a, &mut buf);
+            if got < 2 {
+                break;
+            }
+            let mut end = false;
+            for c in buf[..got & !1].chunks_exact(2) {
+                let u = u16::from_le_bytes([c[0], c[1]]);
+                if u == 0 {
+                    end = true;
+                    break;
+                }
+                units.push(u);
+            }
+            if end {
+                break;
+            }
+            a += (got & !1) as u64;
+        }
+        String::from_utf16_lossy(&units)
+    }
+
+    /// The CLI header's address from the image's own PE headers (data directory 14), for
+    /// families whose PEImageLayout does not publish m_pCorHeader.
+    pub(crate) fn cor_header_from_pe(&self, base: u64, mapped: bool) -> Result<u64> {
+        let lfanew = self.r32(base + 0x3C, "IMAGE_DOS_HEADER::e_lfanew")? as u64;
+        if lfanew > 0x1000 {
+            return Err(ClrError::corrupt(
+                "PE image",
+                base,
+                format!("e_lfanew {lfanew:#x}"),
+            ));
+        }
+        let nt = base + lfanew;
+        let magic = self.r16(nt + 24, "IMAGE_OPTIONAL_HEADER::Magic")?;
+        // Data directories: PE32 at +96, PE32+ at +112 of the optional header.
+        let dirs = nt + 24 + if magic == 0x20B { 112 } else { 96 };
+        let rva = self.r32(dirs + 14 * 8, "IMAGE_DATA_DIRECTORY[COR20]")?;
+        if rva == 0 {
+            return Err(ClrError::corrupt(
+                "PE image",
+                base,
+                "no CLI header directory",
+            ));
+        }
+        if mapped {
+            return Ok(base + rva as u64);
+        }
+        let nsec = self.r16(nt + 6, "IMAGE_FILE_HEADER::NumberOfSections")? as u64;
+        let opt_size = self.r16(nt + 20, "IMAGE_FILE_HEADER::SizeOfOptionalHeader")? as u64;
+        let sec = nt + 24 + opt_size;
+        for i in 0..nsec.min(96) {
+            let s = sec + 40 * i;
+            let vsize = self.r32(s + 8, "IMAGE_SECTION_HEADER")?;
+            let va = self.r32(s + 12, "IMAGE_SECTION_HEADER")?;
+            let rsize = self.r32(s + 16, "IMAGE_SECTION_HEADER")?;
+            let raw = self.r32(s + 20, "IMAGE_SECTION_HEADER")?;
+            if rva >= va && rva < va + vsize.max(rsize) {
+                return Ok(base + (rva - va + raw) as u64);
+            }
+        }
+        Err(ClrError::corrupt(
+            "PE image",
+            base,
+            format!("CLI header RVA {rva:#x} in no section"),
+        ))
     }
 
     /// The metadata (BSJB) of an image at `base`: from the CLI header's MetaData directory,

@@ -474,6 +474,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             frames: Vec::new(),
             incomplete: None,
         };
+        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+            st.incomplete = Some(e.to_string());
+            return st;
+        }
         let m = self.rt.memory();
         let l = self.rt.layout.stack();
         let ctx = self.contexts.get(&thread.os_id).copied();
@@ -570,6 +574,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
 
     /// Every managed thread's stack, in thread-list order.
     pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
+        self.rt.require(crate::layout::Capability::Stacks)?;
         Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
     }
 }
@@ -651,6 +656,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             gaps: Vec::new(),
             incomplete: None,
         };
+        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+            st.incomplete = Some(e.to_string());
+            return st;
+        }
         let Some(mut regs) = self.contexts.get(&os_id).copied() else {
             st.incomplete = Some(format!("the dump has no registers of thread {os_id:#x}"));
             return st;

@@ -217,8 +217,24 @@ struct Result {
     errors: Vec<String>,
 }
 
+/// What the async analyses read: managed fields by name (Task, boxes, continuations).
+const ASYNC_NEEDS: &[clrdata::layout::Capability] = &[
+    clrdata::layout::Capability::HeapWalk,
+    clrdata::layout::Capability::TypeNames,
+    clrdata::layout::Capability::Fields,
+];
+
+/// What causality reads besides: the threads' stacks (who blocks where) and their locks.
+const CAUSALITY_NEEDS: &[clrdata::layout::Capability] = &[
+    clrdata::layout::Capability::HeapWalk,
+    clrdata::layout::Capability::TypeNames,
+    clrdata::layout::Capability::Fields,
+    clrdata::layout::Capability::Stacks,
+    clrdata::layout::Capability::Locks,
+];
+
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr(s)?;
+    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let completed = m.get_flag("completed");
@@ -466,7 +482,7 @@ fn awaited_frame(cause: &Cause) -> String {
 /// `pstacks --async`: async logical stacks (root = the outermost method) merged like thread
 /// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
 pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr(s)?;
+    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
@@ -638,7 +654,7 @@ fn duration(ms: u64) -> String {
 }
 
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr(s)?;
+    let c = super::heap::clr_with(s, CAUSALITY_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let all = m.get_flag("all");
     let a = asyncsm::analyze(&c.rt, &c.names, heap);

@@ -50,6 +50,22 @@ pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
         .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
 }
 
+/// The CLR, when its layer has verified every capability a command needs on this runtime
+/// (clrdata's gate, `Runtime::require`); else the refusal naming the runtime and what is
+/// missing, before anything is printed. For commands whose analyses carry on past errors
+/// object by object, and so would otherwise print an empty answer instead of refusing.
+pub(crate) fn clr_with(
+    s: &Session,
+    needs: &[clrdata::layout::Capability],
+) -> Result<Arc<Clr>, CommandError> {
+    let c = clr(s)?;
+    for &cap in needs {
+        c.rt.require(cap)
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
+    }
+    Ok(c)
+}
+
 fn gc_mode_name(m: GcMode) -> &'static str {
     match m {
         GcMode::Workstation => "workstation",

@@ -58,6 +58,13 @@ pub static SPECS: &[CommandSpec] = &[
 type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
 type Walker<'a> = StackWalker<'a, Arc<dyn dumpreader::Target>>;
 
+/// What these commands read: CoreLib objects (thread pool, timers, queues) by field name.
+const FIELD_NEEDS: &[clrdata::layout::Capability] = &[
+    clrdata::layout::Capability::HeapWalk,
+    clrdata::layout::Capability::TypeNames,
+    clrdata::layout::Capability::Fields,
+];
+
 fn tools(c: &Clr) -> (Reader<'_>, Walker<'_>) {
     (
         ObjectReader::new(&c.rt, &c.names),
@@ -291,7 +298,7 @@ fn period_text(p: Option<u32>) -> String {
 }
 
 fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let mut all = timers::timers(&r, &w);
     // SOS orders by period (one-shot timers, whose period is UnsignedInfinite, last).
@@ -445,7 +452,7 @@ fn opt(v: Option<i64>) -> String {
 }
 
 fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let p = threadpool::thread_pool(&r, Some(&walker));
@@ -683,7 +690,7 @@ fn queue_text(q: &threadpool::WorkQueue) -> String {
 }
 
 fn threadpoolqueue(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let q = threadpool::work_queue(&r, &w);
     let mut t = queue_text(&q);
@@ -804,7 +811,7 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
         Some(l) => parse_count(l).map_err(CommandError::Usage)? as usize,
         None => threadpool::MAX_ITEMS,
     };
-    let c = clr(s)?;
+    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
     let d =
         threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS)).map_err(failed)?;
