@@ -192,7 +192,9 @@ fn missing_metadata_is_a_precise_error() {
 /// our DAC-style formatter makes of some MethodDef of the dump's modules.
 #[test]
 fn method_names_match_the_dac() {
-    for entry in tests::all() {
+    // Dumps whose assemblies' pages are not in the dump (gcore, single-file) have no metadata
+    // to name methods from.
+    for entry in tests::all().into_iter().filter(|e| e.images_in_dump()) {
         let dump = dumpreader::Dump::open(&entry.dump_path()).unwrap();
         let mut ours = HashSet::new();
         let mut corelib = false;

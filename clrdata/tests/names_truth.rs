@@ -8,7 +8,7 @@ use dumpreader::Dump;
 fn every_census_type_is_named_as_the_dac_names_it() {
     let mut checked = 0;
     let mut generic = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();

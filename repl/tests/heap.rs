@@ -18,7 +18,7 @@ fn session(e: &tests::Entry) -> Session {
 
 #[test]
 fn dumpheap_stat_equals_the_dac_census_on_every_net8_dump() {
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         // SOS's spelling (one dash) and ours give the same result.
         let r = run(&s, "dumpheap -stat");
@@ -95,7 +95,7 @@ fn dumpheap_listing_counts_every_object_the_dac_counted() {
 #[test]
 fn dumpheap_type_and_mt_find_the_manifests_objects() {
     let mut checked = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         for t in e.manifest["types"].as_array().into_iter().flatten() {
             let name = t["dac_name"].as_str().or(t["name"].as_str()).unwrap();
@@ -187,10 +187,15 @@ fn min_max_filter_by_size_and_unsupported_runtimes_are_named() {
 
 #[test]
 fn eeversion_and_eeheap_match_the_dac() {
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         let v = run(&s, "eeversion");
-        assert_eq!(v["version"], "8.0.4", "{}", e.name);
+        assert_eq!(
+            v["version"].as_str(),
+            Some(e.runtime_version()),
+            "{}",
+            e.name
+        );
         let want_gc = e.manifest["runtime"]["gc"].as_str().unwrap();
         assert_eq!(v["gc"], want_gc, "{}", e.name);
         let h = run(&s, "eeheap -gc");

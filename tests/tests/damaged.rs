@@ -219,7 +219,7 @@ fn vm_hwm_mb() -> u64 {
 fn every_command_survives_damaged_dumps() {
     let started = Instant::now();
     let entries: Vec<_> = if full() {
-        tests::net8()
+        tests::readable()
     } else {
         vec![tests::entry("async"), tests::entry("heap")]
     };

@@ -42,6 +42,16 @@ fn dac_locks(e: &tests::Entry) -> Option<Value> {
     Some(v)
 }
 
+/// The readable dumps of scenario `program` (see `tests::Entry::program`), at least one.
+fn of_program(program: &str) -> Vec<tests::Entry> {
+    let v: Vec<_> = tests::readable()
+        .into_iter()
+        .filter(|e| e.program() == program)
+        .collect();
+    assert!(!v.is_empty(), "no readable {program} dump");
+    v
+}
+
 /// A DAC-style method name without its signature.
 fn bare(m: &str) -> &str {
     m.split('(').next().unwrap_or(m)
@@ -56,8 +66,14 @@ fn trace_methods(e: &ExceptionData) -> Vec<String> {
 
 #[test]
 fn crash_pe_is_the_unhandled_exception_with_its_inner() {
-    let e = tests::entry("crash");
-    let (d, rt) = open(&e);
+    for e in of_program("crash") {
+        crash_pe(&e);
+    }
+}
+
+fn crash_pe(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
+    let (d, rt) = open(e);
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, Default::default());
@@ -123,8 +139,14 @@ fn crash_trace_frames_are_the_dacs_stack_frames() {
     // The unhandled exception's frames (SP, MethodDesc) are the crasher's stack frames as the
     // DAC's stack walk reports them (it stopped where it threw); the IP is one less than the
     // return address (STEF_IP_ADJUSTED).
-    let e = tests::entry("crash");
-    let (_, rt) = open(&e);
+    for e in of_program("crash") {
+        crash_trace_frames(&e);
+    }
+}
+
+fn crash_trace_frames(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
+    let (_, rt) = open(e);
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, Default::default());
@@ -160,7 +182,7 @@ fn crash_trace_frames_are_the_dacs_stack_frames() {
 #[test]
 fn exceptions_equal_the_dacs_view() {
     let mut checked = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let Some(dac) = dac_locks(&e) else { continue };
         let (_, rt) = open(&e);
         let names = TypeNames::new();
@@ -206,8 +228,14 @@ fn exceptions_equal_the_dacs_view() {
 
 #[test]
 fn heap_keeps_the_manifests_exception_and_inner() {
-    let e = tests::entry("heap");
-    let (_, rt) = open(&e);
+    for e in of_program("heap") {
+        heap_exception_and_inner(&e);
+    }
+}
+
+fn heap_exception_and_inner(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
+    let (_, rt) = open(e);
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, Default::default());
@@ -244,7 +272,7 @@ fn heap_keeps_the_manifests_exception_and_inner() {
 fn heap_exceptions_are_the_dac_census_exception_types() {
     // Every net8 dump, Windows included: the exception objects found (by MethodTable) are the
     // census's types named `...Exception`, with the same counts.
-    for e in tests::net8() {
+    for e in tests::readable() {
         let (_, rt) = open(&e);
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
@@ -277,8 +305,14 @@ fn heap_exceptions_are_the_dac_census_exception_types() {
 
 #[test]
 fn a_non_exception_is_refused_precisely() {
-    let e = tests::entry("heap");
-    let (_, rt) = open(&e);
+    for e in of_program("heap") {
+        non_exception_refused(&e);
+    }
+}
+
+fn non_exception_refused(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
+    let (_, rt) = open(e);
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, Default::default());

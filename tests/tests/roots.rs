@@ -30,6 +30,16 @@ fn dac_roots(e: &tests::Entry) -> Option<Value> {
     Some(v)
 }
 
+/// The readable dumps of the scenario programs named (see `tests::Entry::program`), at least one.
+fn of_programs(programs: &[&str]) -> Vec<tests::Entry> {
+    let v: Vec<_> = tests::readable()
+        .into_iter()
+        .filter(|e| programs.contains(&e.program()))
+        .collect();
+    assert!(!v.is_empty(), "no readable dump of {programs:?}");
+    v
+}
+
 fn dac_kind(k: HandleKind) -> &'static str {
     match k {
         HandleKind::WeakShort => "weak_short",
@@ -49,7 +59,7 @@ fn dac_kind(k: HandleKind) -> &'static str {
 #[test]
 fn handles_are_the_dacs() {
     let mut checked = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let h = rt
@@ -113,13 +123,20 @@ fn handles_are_the_dacs() {
 
 #[test]
 fn heap_scenario_handles_are_found_with_kind_and_target() {
-    let e = tests::entry("heap");
+    for e in of_programs(&["heap"]) {
+        heap_handles(&e);
+    }
+}
+
+fn heap_handles(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
+    let n = e.name.as_str();
     let d = e.open();
     let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
     let h = rt.gc_handles().unwrap();
     let handles = e.manifest["handles"].as_array().unwrap();
-    assert_eq!(handles.len(), 5);
+    assert_eq!(handles.len(), 5, "{n}");
     for m in handles {
         // GCHandle.ToIntPtr sets bit 0 of a pinned handle.
         let addr = hex(&m["handle"]) & !1;
@@ -127,7 +144,7 @@ fn heap_scenario_handles_are_found_with_kind_and_target() {
             .handles
             .iter()
             .find(|x| x.address == addr)
-            .unwrap_or_else(|| panic!("manifest handle {addr:#x} ({}) not found", m["kind"]));
+            .unwrap_or_else(|| panic!("{n}: manifest handle {addr:#x} ({}) not found", m["kind"]));
         let kind = match m["kind"].as_str().unwrap() {
             "normal" => HandleKind::Strong,
             "weak" => HandleKind::WeakShort,
@@ -135,17 +152,17 @@ fn heap_scenario_handles_are_found_with_kind_and_target() {
             "pinned" => HandleKind::Pinned,
             k => panic!("unexpected kind {k}"),
         };
-        assert_eq!(found.kind, kind, "handle {addr:#x}");
+        assert_eq!(found.kind, kind, "{n}: handle {addr:#x}");
         if m["alive"].as_bool().unwrap() {
-            assert_ne!(found.object, 0, "handle {addr:#x} lost its target");
+            assert_ne!(found.object, 0, "{n}: handle {addr:#x} lost its target");
             let mt = d_mt(&d, found.object);
             assert_eq!(
                 names.name_or_note(&rt, mt),
                 m["target_type"].as_str().unwrap(),
-                "handle {addr:#x}: target type"
+                "{n}: handle {addr:#x}: target type"
             );
         } else {
-            assert_eq!(found.object, 0, "handle {addr:#x}: target collected");
+            assert_eq!(found.object, 0, "{n}: handle {addr:#x}: target collected");
         }
     }
 }
@@ -158,7 +175,7 @@ fn d_mt(d: &dumpreader::Dump, obj: u64) -> u64 {
 #[test]
 fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
     let mut checked = 0;
-    for e in tests::net8() {
+    for e in tests::readable() {
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap();
         let q = rt
@@ -187,7 +204,13 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
 
     // The heap scenario: 5 Heap.Finalizable still registered (none ready: the program waited
     // for pending finalizers after its last collection), no Heap.DeadFinalizable.
-    let e = tests::entry("heap");
+    for e in of_programs(&["heap"]) {
+        heap_finalizables(&e);
+    }
+}
+
+fn heap_finalizables(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
     let d = e.open();
     let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
@@ -209,7 +232,8 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
                 .copied()
                 .unwrap_or(0) as u64,
             f["count"].as_u64().unwrap(),
-            "{}",
+            "{}: {}",
+            e.name,
             f["type"]
         );
     }
@@ -217,7 +241,12 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
         .as_array()
         .unwrap()
     {
-        assert!(!by_type.contains_key(f["type"].as_str().unwrap()));
+        assert!(
+            !by_type.contains_key(f["type"].as_str().unwrap()),
+            "{}: {}",
+            e.name,
+            f["type"]
+        );
     }
     // After two full collections the Finalizables are in generation 2.
     let gen2 = q
@@ -226,7 +255,7 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
         .filter(|x| x.segment == FinalizerSegment::Gen2)
         .filter(|x| names.name_or_note(&rt, d_mt(&d, x.object)) == "Heap.Finalizable")
         .count();
-    assert_eq!(gen2, 5);
+    assert_eq!(gen2, 5, "{}", e.name);
 }
 
 // ------------------------------------------------------------------------------------ gcroot
@@ -262,8 +291,8 @@ fn find_object(
 
 #[test]
 fn object_index_numbers_every_object_the_dac_counts() {
-    for name in ["heap", "hang", "servergc"] {
-        let e = tests::entry(name);
+    for e in of_programs(&["heap", "hang"]) {
+        let name = e.name.as_str();
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap();
         let heap = rt.gc_heap().unwrap();
@@ -290,10 +319,11 @@ fn object_index_numbers_every_object_the_dac_counts() {
 
 #[test]
 fn stack_roots_cover_the_dacs_precise_stack_references() {
-    let mut refs = 0;
-    for name in ["heap", "hang", "servergc"] {
-        let e = tests::entry(name);
-        let truth = dac_roots(&e).unwrap();
+    let (mut refs, mut dumps) = (0, 0);
+    for e in tests::readable() {
+        let Some(truth) = dac_roots(&e) else { continue };
+        dumps += 1;
+        let name = e.name.as_str();
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap();
         let names = TypeNames::new();
@@ -334,6 +364,7 @@ fn stack_roots_cover_the_dacs_precise_stack_references() {
             }
         }
     }
+    assert!(dumps >= 3, "DAC stack roots of only {dumps} dumps");
     assert!(refs >= 50, "only {refs} DAC stack references checked");
 }
 
@@ -349,7 +380,21 @@ fn handle_root(p: &clrdata::roots::RootPath) -> Option<(u64, HandleKind)> {
 
 #[test]
 fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
-    let e = tests::entry("heap");
+    // Every readable heap dump with the DAC's roots (its locals are checked against them).
+    let mut checked = 0;
+    for e in of_programs(&["heap"]) {
+        if dac_roots(&e).is_none() {
+            eprintln!("{}: skipped: no {}.roots.dac.json", e.name, e.name);
+            continue;
+        }
+        heap_gcroots(&e);
+        checked += 1;
+    }
+    assert!(checked >= 1, "no heap dump with a roots truth");
+}
+
+fn heap_gcroots(e: &tests::Entry) {
+    eprintln!("checking {}", e.name);
     let d = e.open();
     let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
@@ -484,7 +529,7 @@ fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
 
     // Locals: every object the DAC reports on the main thread's stack (Park's arguments, ...)
     // has a stack root on that thread.
-    let truth = dac_roots(&e).unwrap();
+    let truth = dac_roots(e).unwrap();
     let main_os = e.manifest["threads"][0]["os_id"].as_u64().unwrap();
     let main = truth["stack_refs"]
         .as_array()
@@ -497,8 +542,10 @@ fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
         .unwrap()
         .iter()
         .map(|x| hex(&x["object"]))
+        // A live slot holding null is no root (the Roslyn-compiled heap-net8 has one).
+        .filter(|&o| o != 0)
         .collect();
-    assert!(!objs.is_empty());
+    assert!(!objs.is_empty(), "{}", e.name);
     for o in objs {
         let res = gcroot(&rt, &heap, &names, o).unwrap();
         assert!(
@@ -506,7 +553,8 @@ fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
                 |p| matches!(p.root.source, RootSource::Stack { os_id, .. } if os_id == main_os)
                     && p.path == vec![o]
             ),
-            "{o:#x}: no stack root on the main thread"
+            "{}: {o:#x}: no stack root on the main thread",
+            e.name
         );
     }
 }
@@ -518,21 +566,27 @@ fn d_handle_target(d: &dumpreader::Dump, h: u64) -> Value {
 
 #[test]
 fn gcroot_of_a_non_object_is_a_precise_error() {
-    let e = tests::entry("heap");
-    let d = e.open();
-    let rt = Runtime::discover(&d).unwrap();
-    let names = TypeNames::new();
-    let heap = rt.gc_heap().unwrap();
-    let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
-    let err = gcroot(&rt, &heap, &names, t + 8).unwrap_err().to_string();
-    assert!(err.contains("not the start of an object"), "{err}");
+    for e in of_programs(&["heap"]) {
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
+        let err = gcroot(&rt, &heap, &names, t + 8).unwrap_err().to_string();
+        assert!(
+            err.contains("not the start of an object"),
+            "{}: {err}",
+            e.name
+        );
+    }
 }
 
 #[test]
 fn gcroot_on_the_windows_dump_and_server_gc() {
     // hang's Hang.Gate: the 4 GateThreadMain threads wait on it (locals) and Hang.Program keeps it.
-    for name in ["windows-hang", "servergc", "hang"] {
-        let e = tests::entry(name);
+    // Every readable dump of the hang program (Windows, server GC, Roslyn-compiled ones too).
+    for e in of_programs(&["hang"]) {
+        let name = e.name.as_str();
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap();
         let names = TypeNames::new();

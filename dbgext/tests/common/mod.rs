@@ -85,7 +85,15 @@ pub fn normalize_json(cmd: &str, v: &mut Value, os: &str) {
     let r = &mut v["result"];
     match cmd {
         "info" => {
-            for k in ["path", "source", "command_line", "memory_bytes_in_file"] {
+            // dump_kind: who wrote the dump is read from the file's own notes and streams,
+            // which a debugger engine does not hand on.
+            for k in [
+                "path",
+                "source",
+                "command_line",
+                "memory_bytes_in_file",
+                "dump_kind",
+            ] {
                 r[k] = Value::Null;
             }
             if os == "windows" {
@@ -119,7 +127,7 @@ pub fn normalize_text(cmd: &str, text: &str, os: &str) -> String {
         let l = line.trim_start();
         let drop = match cmd {
             "info" => {
-                ["Dump:", "Source:", "Command line:", "Memory:"]
+                ["Dump:", "Source:", "Command line:", "Memory:", "Dump kind:"]
                     .iter()
                     .any(|p| l.starts_with(p))
                     || (os == "windows" && l.starts_with("Process name:"))
