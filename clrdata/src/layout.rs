@@ -326,6 +326,10 @@ pub struct ModuleLayout {
     /// PEImageLayout: the CLI header (PEDecoder::m_pCorHeader); `None`: found through the
     /// image's own PE headers (data directory 14).
     pub layout_cor_header: Option<u64>,
+    /// `Module::m_TypeDefToMethodTableMap` (a LookupMap: pNext 0, pTable 8, dwCount 0x10,
+    /// supportedFlags 0x18): the loaded MethodTable of a TypeDef (the object layer's
+    /// `typedef_mt`, used by field types and CoreLib type lookups).
+    pub typedef_map: u64,
 }
 
 /// A runtime family: which versioned algorithms apply (chosen once at discovery).
@@ -687,11 +691,13 @@ const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
     layout_size: 0x10,
     layout_flags: 0x14,
     layout_cor_header: Some(0x20),
+    typedef_map: 0x2f0,
 };
 
 const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
     simple_name: Some(0xA8),
     pe_assembly: 0xB0,
+    typedef_map: 0x170,
     ..MODULE_NET8_UNIX
 };
 

@@ -340,11 +340,15 @@ fn align8(x: u64) -> u64 {
 impl<'r, M: Memory> ObjectReader<'r, M> {
     /// A reader over `rt` using the session's name caches.
     pub fn new(rt: &'r Runtime<M>, names: &'r TypeNames) -> Self {
-        let layout = if rt.layout.name.contains("windows") {
+        let mut layout = if rt.layout.name.contains("windows") {
             OBJECTS_NET8_WINDOWS_X64
         } else {
             OBJECTS_NET8_LINUX_X64
         };
+        // The TypeDef map is in the runtime's layout table (.NET 9/10: from the descriptor or
+        // the family's supplement); the statics offsets above are .NET 8's, and every reader
+        // of them is gated by Capability::Statics.
+        layout.typedef_map = rt.layout.module.typedef_map;
         ObjectReader {
             rt,
             names,

@@ -28,21 +28,25 @@ pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
 ];
 
 /// What is verified against the DAC on .NET 9 (Linux x64 workstation GC): the heap walk with
-/// its census, the thread list that gives the allocation contexts, and type names. Everything
-/// else is refused on the family until checked.
+/// its census, the thread list that gives the allocation contexts, type names, and instance
+/// fields (FieldDesc: `tests/tests/fields_net9_10.rs`, against the descriptor's Exception
+/// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest).
+/// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
     Capability::TypeNames,
+    Capability::Fields,
 ];
 
-/// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9, and
-/// server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0).
+/// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
+/// included), and server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0).
 pub const VERIFIED_NET10: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
     Capability::TypeNames,
     Capability::ServerGc,
+    Capability::Fields,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -115,11 +119,35 @@ pub fn check_contracts(d: &ContractDescriptor, runtime: &str) -> Result<()> {
 type Supplement = &'static [(&'static str, &'static str, u64)];
 
 /// .NET 10 supplement (both OSes): none of the fields the heap walk and names read is missing
-/// from its descriptor; the GC's own structures come from GcDacVars (see [`gc_layouts`]).
-const SUPPLEMENT_NET10: Supplement = &[];
+/// from its descriptor (the GC's own structures come from GcDacVars, see [`gc_layouts`]);
+/// FieldDesc is.
+const SUPPLEMENT_NET10: Supplement = &[
+    FIELD_DESC_NET9_10[0],
+    FIELD_DESC_NET9_10[1],
+    FIELD_DESC_NET9_10[2],
+    FIELD_DESC_NET9_10[3],
+];
+
+/// FieldDesc on .NET 9 and 10 (in neither descriptor; the cDAC's later descriptors name it
+/// `FieldDesc` {MTOfEnclosingClass, DWord1, DWord2}, the names used here). Read from
+/// `src/coreclr/vm/field.h` (class FieldDesc: `m_pMTOfEnclosingClass`, then two DWORD
+/// bitfields, `m_mb:24 m_isStatic:1 m_isThreadLocal:1 m_isRVA:1 m_prot:3
+/// m_requiresFullMbValue:1` and `m_dwOffset:27 m_type:5`; no `m_debugName` in release
+/// builds), unchanged from .NET 8. Verified on every 9.0.22 and 10.0.14 corpus dump by
+/// `tests/tests/fields_net9_10.rs`: the offsets of `System.Exception._message`/`_HResult`
+/// equal the descriptor's own `Exception` type, exception messages and HResults equal
+/// ClrMD's, dumpasync's boxes equal the DAC's, and the heap scenario's values equal the
+/// manifest's.
+const FIELD_DESC_NET9_10: [(&str, &str, u64); 4] = [
+    ("FieldDesc", "!", 16),
+    ("FieldDesc", "MTOfEnclosingClass", 0),
+    ("FieldDesc", "DWord1", 8),
+    ("FieldDesc", "DWord2", 12),
+];
 
 /// .NET 9 supplement: its descriptor (7 contracts, 29 types) lacks these. Each was checked on
-/// the 9.0.22 corpus dumps (names and census equal the DAC's). `"!"` is a type's size.
+/// the 9.0.22 corpus dumps (names and census equal the DAC's; EEClass.FieldDescList and
+/// FieldDesc by `tests/tests/fields_net9_10.rs`). `"!"` is a type's size.
 const SUPPLEMENT_NET9: Supplement = &[
     ("MethodTable", "!", 0x40),
     ("MethodTable", "AuxiliaryData", 0x20),
@@ -137,6 +165,10 @@ const SUPPLEMENT_NET9: Supplement = &[
     // No ee_alloc_context before .NET 10: RuntimeThreadLocals.AllocContext and
     // g_global_alloc_context are the gc_alloc_context itself.
     ("EEAllocContext", "GCAllocationContext", 0),
+    FIELD_DESC_NET9_10[0],
+    FIELD_DESC_NET9_10[1],
+    FIELD_DESC_NET9_10[2],
+    FIELD_DESC_NET9_10[3],
 ];
 
 struct Lookup<'a> {
@@ -296,12 +328,13 @@ pub fn build_layout(
             fields_are_packed: NOT_PUBLISHED,
             fixed_fields_size: NOT_PUBLISHED,
         },
-        // FieldDesc is not in the .NET 10 descriptor: Fields is refused.
+        // FieldDesc is in neither descriptor: the family's supplement gives it (a later
+        // descriptor that publishes it wins).
         field_desc: layout::FieldDescLayout {
-            size: NOT_PUBLISHED,
-            enclosing_mt: NOT_PUBLISHED,
-            dword1: NOT_PUBLISHED,
-            dword2: NOT_PUBLISHED,
+            size: l.size("FieldDesc")?,
+            enclosing_mt: l.field("FieldDesc", "MTOfEnclosingClass")?,
+            dword1: l.field("FieldDesc", "DWord1")?,
+            dword2: l.field("FieldDesc", "DWord2")?,
         },
         module: layout::ModuleLayout {
             pe_assembly: l.field("Module", "PEAssembly")?,
@@ -315,6 +348,7 @@ pub fn build_layout(
             layout_size: l.field("PEImageLayout", "Size")?,
             layout_flags: l.field("PEImageLayout", "Flags")?,
             layout_cor_header: None,
+            typedef_map: l.field("Module", "TypeDefToMethodTableMap")?,
         },
         min_object_size: 3 * d.pointer_size.max(8) as u64,
         string_base_size: u32::try_from(string_base_size).map_err(|_| ClrError::Descriptor {
@@ -368,7 +402,7 @@ mod tests {
             "PerInstInfo":48,"AuxiliaryData":32},
         "EEClass":{"MethodTable":16,"MethodDescChunk":32,"FieldDescList":24,"CorTypeAttr":40,
             "InternalCorElementType":48},
-        "Module":{"PEAssembly":216,"Path":200},"PEAssembly":{"PEImage":8},
+        "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
         "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,
             "RuntimeThreadLocals":32,"Frame":8,"LinkNext":[112,"pointer"]},

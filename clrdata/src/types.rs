@@ -291,9 +291,19 @@ impl<M: Memory> Runtime<M> {
 
     /// The EEClass counters (NumInstanceFields incl. inherited ones, NumStaticFields), when
     /// the EEClass keeps them unpacked; `None` when they are bit-packed (not decoded here).
+    /// .NET 9/10 (plain WORD counters): `ClrError::MissingField`, not read yet.
     pub fn field_counts(&self, ee_class: u64) -> Result<Option<(u32, u32)>> {
         self.require(crate::layout::Capability::Fields)?;
         let l = &self.layout.ee_class;
+        if l.fields_are_packed == crate::supplement::NOT_PUBLISHED {
+            // .NET 9/10 keep the counters as plain WORDs (EEClass.NumInstanceFields in the .NET
+            // 10 descriptor); not read yet (the field reader walks the FieldDesc list itself).
+            return Err(ClrError::MissingField {
+                ty: "EEClass",
+                field: "NumInstanceFields",
+                runtime: format!("{} ({}-x64)", self.info.display_name(), self.info.os),
+            });
+        }
         let m = self.memory();
         let packed = m
             .read_u8(ee_class + l.fields_are_packed)

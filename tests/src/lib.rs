@@ -199,8 +199,8 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames),
-        10 => matches!(cap, HeapWalk | Threads | TypeNames | ServerGc),
+        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields),
+        10 => matches!(cap, HeapWalk | Threads | TypeNames | ServerGc | Fields),
         _ => false,
     }
 }
