@@ -276,7 +276,8 @@ impl<M: Memory> Runtime<M> {
         self.read_gc_heap().map_err(|e| self.explain(e))
     }
 
-    fn read_gc_heap(&self) -> Result<GcHeap> {
+    /// The GC's tables (GcDacVars, each heap's generation table): what names the segments.
+    fn read_heap_tables(&self) -> Result<HeapTables> {
         let m = self.memory();
         let gl = &self.layout.gc_dac_vars;
         let dv = self.globals.gc_dac_vars;
@@ -425,6 +426,13 @@ impl<M: Memory> Runtime<M> {
                 }
             }
         }
+        Ok(((major, minor), max_generation, mode, heaps))
+    }
+
+    fn read_gc_heap(&self) -> Result<GcHeap> {
+        let m = self.memory();
+        let ((major, minor), max_generation, mode, heaps) = self.read_heap_tables()?;
+        let acl = self.layout.alloc_context;
 
         // Allocation contexts: threads, generations, global.
         let mut ctx = Vec::new();
@@ -560,6 +568,148 @@ impl<M: Memory> Runtime<M> {
             free_mt: self.globals.free_mt,
             min_object_size: self.layout.min_object_size,
         })
+    }
+}
+
+/// GcDacVars version, max_gen, mode, heaps.
+type HeapTables = ((u8, u8), u32, GcMode, Vec<HeapData>);
+
+/// How a dump shows that it holds no GC heap: the GC's own tables are in it (the runtime's
+/// DAC saved them) but the memory they point to is not. The evidence, not a guess from who
+/// wrote the dump; [`Runtime::gc_heap_absence`] decides it for every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum HeapAbsence {
+    /// Not one of the segments the generation tables start is in the dump, not even its
+    /// heap_segment header (createdump `--triage`): `segment` is the first of `count`.
+    Segments {
+        /// The first segment's heap_segment address.
+        segment: u64,
+        /// How many distinct segments the generation tables start.
+        count: usize,
+    },
+    /// The segments' heap_segment headers are in the dump, but not one object of any of them
+    /// (createdump `--normal`): `segment`'s first object at `mem` is absent, as are those of
+    /// the `count` - 1 other segments holding objects.
+    Objects {
+        /// The first segment holding objects.
+        segment: u64,
+        /// Its first object's address.
+        mem: u64,
+        /// How many segments hold objects.
+        count: usize,
+    },
+}
+
+impl std::fmt::Display for HeapAbsence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            HeapAbsence::Segments { segment, count } => {
+                write!(
+                f,
+                "the GC heap's segments are not in it (heap_segment at {segment:#x} not in the \
+                 dump{})",
+                match count {
+                    0 | 1 => String::new(),
+                    n => format!(", nor any of the {} others the generation tables name", n - 1),
+                }
+            )
+            }
+            HeapAbsence::Objects {
+                segment,
+                mem,
+                count,
+            } => write!(
+                f,
+                "the GC heap's objects are not in it (the heap_segment headers are, but the \
+                 first object of segment {segment:#x} at {mem:#x} is not in the dump{})",
+                match count {
+                    0 | 1 => String::new(),
+                    n => format!(", nor those of the {} other segments", n - 1),
+                }
+            ),
+        }
+    }
+}
+
+impl<M: Memory> Runtime<M> {
+    /// Whether the dump leaves the GC heap out, with the evidence ([`HeapAbsence`]); `None`
+    /// when some of it is there, or when the GC's own tables cannot be read (then
+    /// [`Runtime::gc_heap`]'s error says why). Every heap command asks this one question.
+    ///
+    /// `heap` is the heap's structure when already read. A dump that reported damage when
+    /// opened (a truncated file) is never said to be without a heap: its missing memory is
+    /// the damage's.
+    pub fn gc_heap_absence(&self, heap: Option<&GcHeap>) -> Option<HeapAbsence> {
+        if matches!(
+            self.explain(ClrError::read("", 0)),
+            ClrError::InDamagedDump { .. }
+        ) {
+            return None;
+        }
+        let m = self.memory();
+        let (_, _, _, heaps) = self.read_heap_tables().ok()?;
+        let sl = self.layout.heap_segment;
+        let absent = |a: u64| m.read_exact(a, &mut [0u8; 8]).is_err();
+        // Each generation's first GC segment: a list may begin with frozen (NonGC) segments,
+        // whose headers the runtime allocates apart (in the native heap, which a mini dump may
+        // hold); they are skipped to the first segment the GC owns.
+        let mut missing: Vec<u64> = Vec::new();
+        for g in heaps.iter().flat_map(|h| &h.generations) {
+            let mut a = g.start_segment;
+            let mut hops = 0;
+            while a != 0 && hops < 64 {
+                hops += 1;
+                let mut raw = [0u8; 0x40];
+                if m.read_exact(a, &mut raw).is_err() {
+                    if !missing.contains(&a) {
+                        missing.push(a);
+                    }
+                    break;
+                }
+                let f = |off: u64| {
+                    let o = off as usize;
+                    u64::from_le_bytes(raw[o..o + 8].try_into().unwrap_or([0; 8]))
+                };
+                if f(sl.flags) & sl.flag_readonly == 0 {
+                    // A GC segment's header is in the dump: not the first kind of absence.
+                    missing.clear();
+                    a = u64::MAX;
+                    break;
+                }
+                a = f(sl.next);
+            }
+            if a == u64::MAX {
+                break;
+            }
+        }
+        if let Some(&segment) = missing.first() {
+            return Some(HeapAbsence::Segments {
+                segment,
+                count: missing.len(),
+            });
+        }
+        let read;
+        let heap = match heap {
+            Some(h) => h,
+            None => {
+                read = self.read_gc_heap().ok()?;
+                &read
+            }
+        };
+        let holding: Vec<&Segment> = heap
+            .segments
+            .iter()
+            .filter(|s| s.walk_end > s.mem && s.mem != 0 && s.kind != SegmentKind::Frozen)
+            .collect();
+        let first = holding.first()?;
+        holding
+            .iter()
+            .all(|s| absent(s.mem))
+            .then_some(HeapAbsence::Objects {
+                segment: first.address,
+                mem: first.mem,
+                count: holding.len(),
+            })
     }
 }
 

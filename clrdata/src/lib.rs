@@ -34,6 +34,6 @@ pub mod timers;
 pub mod types;
 
 pub use error::{ClrError, Result};
-pub use heap::{Census, GcHeap, HeapObject, Segment, SegmentKind, WalkError};
+pub use heap::{Census, GcHeap, HeapAbsence, HeapObject, Segment, SegmentKind, WalkError};
 pub use names::TypeNames;
 pub use runtime::{find_runtime, GcMode, Globals, ImageSearch, Runtime, RuntimeInfo};

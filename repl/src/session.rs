@@ -19,11 +19,7 @@ impl Clr {
     /// The GC heap's structure (read once).
     pub fn heap(&self) -> Result<&GcHeap, String> {
         self.heap
-            .get_or_init(|| {
-                self.rt
-                    .gc_heap()
-                    .map_err(|e| format!("reading the GC heap: {e}"))
-            })
+            .get_or_init(|| crate::commands::heap::gc_heap_or_refusal(&self.rt))
             .as_ref()
             .map_err(Clone::clone)
     }

@@ -56,6 +56,9 @@ pub struct Triage {
     pub heap_objects: Option<u64>,
     /// Heap bytes.
     pub heap_bytes: Option<u64>,
+    /// When the dump holds no GC heap (a mini dump): the one statement saying so, with its
+    /// kind and the missing structure; the heap's commands are then not listed as problems.
+    pub heap_absent: Option<String>,
     /// What could not be read, command by command.
     pub problems: Vec<String>,
 }
@@ -270,7 +273,21 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
             .cloned()
             .collect();
     }
+    // A dump without a GC heap: one line says so, instead of each command that needs it.
+    if let Some(no_heap) = heap_absent(&s) {
+        t.problems.retain(|p| !p.ends_with(&no_heap));
+        t.heap_absent = Some(no_heap);
+    }
     t
+}
+
+/// The statement of a dump that holds no GC heap (the heap commands' own refusal), when it is
+/// one ([`commands::heap::gc_heap_or_refusal`] decides).
+fn heap_absent(s: &Session) -> Option<String> {
+    let c = s.clr().ok()?;
+    let e = c.heap().err()?;
+    c.rt.gc_heap_absence(None)?;
+    Some(e)
 }
 
 /// Triages many dumps, several at a time; the results come back in the order given.
@@ -337,6 +354,7 @@ fn empty(p: &Path) -> Triage {
         heaviest_types: Vec::new(),
         heap_objects: None,
         heap_bytes: None,
+        heap_absent: None,
         problems: Vec::new(),
     }
 }
@@ -480,6 +498,9 @@ pub fn render(t: &Triage) -> String {
                 ty["name"].as_str().unwrap_or("?")
             ));
         }
+    }
+    if let Some(h) = &t.heap_absent {
+        s.push_str(&format!("Heap: {h}\n"));
     }
     for p in &t.problems {
         s.push_str(&format!("Not read: {p}\n"));

@@ -50,6 +50,58 @@ pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
         .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
 }
 
+/// The GC heap's structure, or why it cannot be read. A dump that leaves the heap out (a mini
+/// dump: createdump `--normal` or `--triage`, a minidump without private memory) is refused
+/// by one statement naming the kind of dump and the missing structure, the same for every
+/// heap command; whether the heap is absent is clrdata's decision from the memory
+/// ([`clrdata::Runtime::gc_heap_absence`]), the kind's name follows from it and from who
+/// wrote the dump. Called once per session ([`Clr::heap`]).
+pub(crate) fn gc_heap_or_refusal(
+    rt: &clrdata::Runtime<Arc<dyn dumpreader::Target>>,
+) -> Result<clrdata::GcHeap, String> {
+    let read = rt.gc_heap();
+    // A runtime whose heap walk is not verified is refused as such: its GC tables' layout,
+    // and so the evidence, is not known.
+    if let Err(e @ clrdata::ClrError::NotVerified { .. }) = &read {
+        return Err(format!("reading the GC heap: {e}"));
+    }
+    match rt.gc_heap_absence(read.as_ref().ok()) {
+        Some(a) => Err(no_heap(rt.memory().dump_kind(), &a)),
+        None => read.map_err(|e| format!("reading the GC heap: {e}")),
+    }
+}
+
+/// The statement of a dump without a GC heap: its kind, then the evidence.
+pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbsence) -> String {
+    use clrdata::HeapAbsence;
+    use dumpreader::DumpProducer;
+    let what = match kind.map(|k| k.producer) {
+        // createdump's own DAC enumeration tells its kinds apart: --normal saves the
+        // segments' headers (not their objects), --triage not even those.
+        Some(DumpProducer::Createdump) => match a {
+            HeapAbsence::Segments { .. } => "createdump --triage dump".to_string(),
+            HeapAbsence::Objects { .. } => "createdump --normal dump".to_string(),
+        },
+        Some(DumpProducer::Minidump) => {
+            let names = kind.map(|k| k.minidump_type_names()).unwrap_or_default();
+            format!(
+                "minidump without the heap ({})",
+                if names.is_empty() {
+                    "no MINIDUMP_TYPE recorded".to_string()
+                } else {
+                    names.join("|")
+                }
+            )
+        }
+        Some(DumpProducer::Gcore) => "gdb gcore core".to_string(),
+        Some(DumpProducer::Kernel) => {
+            "kernel core (its coredump_filter left anonymous memory out)".to_string()
+        }
+        _ => "dump".to_string(),
+    };
+    format!("this {what} holds no GC heap: {a}")
+}
+
 /// The CLR, when its layer has verified every capability a command needs on this runtime
 /// (clrdata's gate, `Runtime::require`); else the refusal naming the runtime and what is
 /// missing, before anything is printed. For commands whose analyses carry on past errors
@@ -84,7 +136,8 @@ struct EeVersion {
     commit: Option<String>,
     module: String,
     module_base: String,
-    /// `workstation` or `server`; null when the GC heap could not be read (`gc_error` says why).
+    /// `workstation` or `server` (g_heap_type), also when the GC heap could not be read
+    /// (`gc_error` says why).
     gc: Option<&'static str>,
     gc_heaps: Option<usize>,
     gc_error: Option<String>,
@@ -106,7 +159,10 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         commit: i.commit.clone(),
         module: i.module_path.clone(),
         module_base: hex(i.base),
-        gc: heap.as_ref().ok().map(|h| gc_mode_name(h.mode)),
+        // g_heap_type, read at discovery: known even when the heap is not in the dump.
+        gc: Some(gc_mode_name(
+            heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode()),
+        )),
         gc_heaps: heap.as_ref().ok().map(|h| h.heaps.len()),
         gc_error: heap.as_ref().err().cloned(),
     };
@@ -129,7 +185,10 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
             GcMode::Workstation => t.push_str("Workstation mode\n"),
             GcMode::Server => t.push_str(&format!("Server mode with {} gc heaps\n", h.heaps.len())),
         },
-        Err(e) => t.push_str(&format!("GC mode unknown: {e}\n")),
+        Err(e) => match c.rt.gc_mode() {
+            GcMode::Workstation => t.push_str(&format!("Workstation mode ({e})\n")),
+            GcMode::Server => t.push_str(&format!("Server mode ({e})\n")),
+        },
     }
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
     Ok(Output::new("eeversion", &res, t))
