@@ -8,8 +8,14 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
     let entries = tests::all();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
     cmd.args(["triage", "--json", "--no-recorded-paths"]);
-    if let Some(fw) = tests::framework_dir() {
-        cmd.arg("--image-path").arg(fw);
+    // Every runtime's own files the corpus needs (a file is used only for the dump whose
+    // module it is: identity checked), as a user gives them.
+    let mut dirs: Vec<std::path::PathBuf> =
+        entries.iter().flat_map(|e| e.framework_dirs()).collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        cmd.arg("--image-path").arg(d);
     }
     for e in &entries {
         cmd.arg(e.dump_path());
@@ -37,15 +43,26 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
         .unwrap()
         .contains("/nonexistent/missing.dmp"));
 
+    let mut heaps_checked = 0;
     for (e, d) in entries.iter().zip(&docs) {
         let r = &d["result"];
         assert_eq!(d["command"], "triage");
         assert!(r["error"].is_null(), "{}: {}", e.name, r["error"]);
         assert_eq!(r["pid"], e.manifest["pid"], "{}", e.name);
-        if !tests::reads_clr(e) {
+        use tests::Capability::{HeapWalk, TypeNames};
+        if !tests::claims(e, HeapWalk) || !tests::claims(e, TypeNames) {
             // tests/tests/refusals.rs holds these to a precise refusal.
             continue;
         }
+        heaps_checked += 1;
+        assert!(
+            r["runtime"]
+                .as_str()
+                .is_some_and(|v| v.contains(e.runtime_version())),
+            "{}: runtime {}",
+            e.name,
+            r["runtime"]
+        );
         // The heaviest types are the DAC census's, largest first.
         let mut dac: Vec<&Value> = e.dac["heap_stat"]["types"]
             .as_array()
@@ -68,6 +85,17 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
             e.name
         );
     }
+
+    // Every dump whose heap and type names the tests claim: .NET 8, 9 and 10 alike.
+    assert!(
+        entries
+            .iter()
+            .filter(|e| e.family() >= 9 && tests::claims(e, tests::Capability::HeapWalk))
+            .count()
+            > 0
+            && heaps_checked > 0,
+        "no heap summary checked"
+    );
 
     // hang: the top stack is the 4 threads waiting on the gate, with the manifest's ids.
     let i = entries.iter().position(|e| e.name == "hang").unwrap();
