@@ -11,7 +11,7 @@ pub enum ClrError {
     NoRuntime(String),
 
     /// A runtime was found but this build has no layout for it. The native commands still work.
-    #[error("found {found} ({module} at {base:#x}); this build reads .NET 8")]
+    #[error("found {found} ({module} at {base:#x}); this build reads .NET 8, 9 and 10")]
     UnsupportedRuntime {
         /// The runtime as named for people, e.g. ".NET Core 3.1.23".
         found: String,
@@ -24,8 +24,8 @@ pub enum ClrError {
     /// The runtime is read, but what was asked needs layouts or algorithms not yet verified
     /// against this family's DAC: refused rather than guessed.
     #[error(
-        "{capability} is not verified for {runtime} yet (this build reads it on .NET 8 only); \
-         refusing rather than guessing"
+        "{capability} is not verified for {runtime} yet (README: what is read on each \
+         runtime); refusing rather than guessing"
     )]
     NotVerified {
         /// The runtime as named for people, e.g. ".NET 10.0.12 (linux-x64)".
