@@ -402,7 +402,7 @@ impl Capability {
     }
 }
 
-/// Every capability: what .NET 8 (verified on the 8.0.4 corpus) can do.
+/// Every capability: what .NET 8 (verified on the 8.0.4 and 8.0.33 corpus) can do.
 pub const ALL_CAPABILITIES: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,

@@ -176,22 +176,11 @@ pub fn all() -> Vec<Entry> {
 pub use clrdata::layout::Capability;
 
 /// Every capability the CLR layer names ([`Capability`]).
-pub const CAPABILITIES: &[Capability] = &[
-    Capability::HeapWalk,
-    Capability::Threads,
-    Capability::TypeNames,
-    Capability::ServerGc,
-    Capability::Fields,
-    Capability::Methods,
-    Capability::Stacks,
-    Capability::Roots,
-    Capability::Locks,
-    Capability::Exceptions,
-    Capability::Statics,
-];
+pub const CAPABILITIES: &[Capability] = clrdata::layout::ALL_CAPABILITIES;
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
-/// the heap census (heap walk, threads, type names); on .NET 10 also server-GC heaps. Written
+/// the heap census and objects (heap walk, threads, type names, fields); on .NET 10 also
+/// server-GC heaps. Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
