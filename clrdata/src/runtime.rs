@@ -1107,21 +1107,15 @@ fn target_dac_probe<T: Target + ?Sized>(
     }
 }
 
-fn scan_for_dac_table<T: Target + ?Sized>(
-    target: &T,
-    module: &ModuleInfo,
-    layout: &Layout,
-) -> Option<u64> {
+/// The bytes of a runtime image's extent `start..end` as the dump holds them, read range by
+/// range (absent pages stay zero, so they never match a search); `None` for an empty extent or
+/// one over 256 MB (no runtime image is that large: a corrupt module list).
+fn read_image_extent<T: Target + ?Sized>(target: &T, start: u64, end: u64) -> Option<Vec<u8>> {
     const MAX_IMAGE: u64 = 256 << 20;
-    let (start, end) = image_range(target, module);
     if end <= start || end - start > MAX_IMAGE {
         return None;
     }
-    let d = &layout.dac;
-    let idx = [d.string_class, d.object_class, d.free_object_method_table];
-    let span = 8 * (*idx.iter().max()? as u64 + 1);
     let mut bytes = vec![0u8; (end - start) as usize];
-    // Read what the dump holds, range by range (absent pages stay zero and never match).
     let mut a = start;
     while a < end {
         let got = target.read(a, &mut bytes[(a - start) as usize..]);
@@ -1131,6 +1125,19 @@ fn scan_for_dac_table<T: Target + ?Sized>(
             a + got as u64
         };
     }
+    Some(bytes)
+}
+
+fn scan_for_dac_table<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    layout: &Layout,
+) -> Option<u64> {
+    let (start, end) = image_range(target, module);
+    let d = &layout.dac;
+    let idx = [d.string_class, d.object_class, d.free_object_method_table];
+    let span = 8 * (*idx.iter().max()? as u64 + 1);
+    let bytes = read_image_extent(target, start, end)?;
     let q = |off: u64| -> Option<u64> {
         let o = off as usize;
         Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
@@ -1215,23 +1222,7 @@ impl DacTableView {
                 let bytes = target.read_bytes(t, 8 * Self::MAX_ENTRIES as usize);
                 search(t, &bytes)?
             }
-            None => {
-                const MAX_IMAGE: u64 = 256 << 20;
-                if end - start > MAX_IMAGE {
-                    return None;
-                }
-                let mut bytes = vec![0u8; (end - start) as usize];
-                let mut a = start;
-                while a < end {
-                    let got = target.read(a, &mut bytes[(a - start) as usize..]);
-                    a = if got == 0 {
-                        (a | 0xFFF) + 1
-                    } else {
-                        a + got as u64
-                    };
-                }
-                search(start, &bytes)?
-            }
+            None => search(start, &read_image_extent(target, start, end)?)?,
         };
         Some(DacTableView { image, slot })
     }
