@@ -719,6 +719,19 @@ impl<M: Memory> Runtime<M> {
             let a = global(name)?;
             target.read_u64(a).map_err(|_| ClrError::read(name, a))
         };
+        // The runtime's own data must be in the dump: a dump without it (createdump of a
+        // single-file app writes without the DAC, and its --triage/--normal kinds then leave
+        // the host's .data out) is named so, not searched for g_dacTable in vain.
+        let thread_store = global("ThreadStore")?;
+        if target.read_u64(thread_store).is_err() {
+            return Err(ClrError::read(
+                format!(
+                    "ThreadStore::s_pThreadStore (the runtime's own data, in {}'s .data)",
+                    info.module_name
+                ),
+                thread_store,
+            ));
+        }
         // g_dacTable entries next to descriptor globals (see DacTableAnchors).
         let anchors = supplement::ANCHORS_NET9_10;
         let (start, end) = image_range(&target, &module);
