@@ -499,7 +499,7 @@ mod tests {
             "Module":24,"ParentMethodTable":16,"NumInterfaces":14,"NumVirtuals":12,
             "PerInstInfo":48,"AuxiliaryData":32},
         "EEClass":{"MethodTable":16,"MethodDescChunk":32,"FieldDescList":24,"CorTypeAttr":40,
-            "InternalCorElementType":48},
+            "InternalCorElementType":48,"NumInstanceFields":50,"NumStaticFields":54},
         "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
         "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,
@@ -530,9 +530,76 @@ mod tests {
         assert_eq!(l.module.path_pointer, Some(200));
         assert!(l.verified.contains(&Capability::HeapWalk));
         assert!(!l.verified.contains(&Capability::Stacks));
+        assert_eq!(l.ee_class.field_counts, Some((50, 54)));
+        // No statics types in this descriptor: statics alone are unresolved, naming the first
+        // missing one.
+        assert_eq!(
+            l.statics,
+            layout::StaticsScheme::Unresolved {
+                ty: "MethodTableAuxiliaryData",
+                field: "Flags"
+            }
+        );
         // Interned: the same table for the same descriptor.
         let again = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
         assert!(std::ptr::eq(l, again));
+    }
+
+    #[test]
+    fn statics_resolve_from_the_descriptor_or_the_net9_supplement() {
+        // 10.0.14's statics types and globals.
+        let text = NET10
+            .replace(
+                r#""String":{"m_FirstChar":12}},"#,
+                r#""String":{"m_FirstChar":12},
+            "MethodTableAuxiliaryData":{"Flags":0,"LoaderModule":8},
+            "DynamicStaticsInfo":{"!":24,"GCStatics":0,"NonGCStatics":8},
+            "ThreadStaticsInfo":{"!":40,"GCTlsIndex":4,"NonGCTlsIndex":0},
+            "ThreadLocalData":{"NonCollectibleTlsDataCount":0,"NonCollectibleTlsArrayData":8,
+                "InFlightData":32},
+            "InFlightTLSData":{"Next":0,"TlsIndex":8,"TLSData":16}},"#,
+            )
+            .replace(
+                r#""LinkNext":[112,"pointer"]"#,
+                r#""LinkNext":[112,"pointer"],"ThreadLocalDataPtr":568"#,
+            )
+            .replace(
+                r#""ObjectHeaderSize":["0x8","uint64"],"#,
+                r#""ObjectHeaderSize":["0x8","uint64"],
+            "StaticsPointerMask":["0xfffffffffffffffe","uintptr_t"],
+            "PtrArrayOffsetToDataArray":["0x10","uintptr_t"],
+            "NumberOfTlsOffsetsNotUsedInNoncollectibleArray":["0x2","uint8"],"#,
+            );
+        let d = parse(text.as_bytes(), &[0x1000]).unwrap();
+        let l = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
+        let layout::StaticsScheme::PerType(p) = l.statics else {
+            panic!("{:?}", l.statics)
+        };
+        assert_eq!(p.thread_local_data, 568);
+        assert_eq!(p.statics_pointer_mask, !1);
+        assert_eq!((p.tls_offsets_not_used, p.ptr_array_data), (2, 0x10));
+        // .NET 9's descriptor has none of these: the supplement gives them on Linux; on
+        // Windows the Thread's ThreadLocalDataPtr stays unknown (statics unresolved).
+        let d = parse(NET10.as_bytes(), &[0x1000]).unwrap();
+        let l9 = build_layout(&d, Family::Net9, false, ".NET 9").unwrap();
+        let layout::StaticsScheme::PerType(p9) = l9.statics else {
+            panic!("{:?}", l9.statics)
+        };
+        assert_eq!(
+            p9,
+            layout::PerTypeStatics {
+                thread_local_data: 0x3a0,
+                ..p
+            }
+        );
+        let w9 = build_layout(&d, Family::Net9, true, ".NET 9").unwrap();
+        assert_eq!(
+            w9.statics,
+            layout::StaticsScheme::Unresolved {
+                ty: "Thread",
+                field: "ThreadLocalDataPtr"
+            }
+        );
     }
 
     #[test]
