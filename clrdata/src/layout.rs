@@ -282,6 +282,10 @@ pub struct EEClassLayout {
     pub fields_are_packed: u64,
     /// BYTE m_cbFixedEEClassFields (the packed fields start at this offset).
     pub fixed_fields_size: u64,
+    /// .NET 9+: the WORD counters `NumInstanceFields` (inherited ones included) and
+    /// `NumStaticFields` that bound the class's FieldDesc list; `None` (.NET 8): the list is
+    /// the run of FieldDescs whose enclosing MethodTable is the class's.
+    pub field_counts: Option<(u64, u64)>,
 }
 
 /// `FieldDesc`.
@@ -330,6 +334,69 @@ pub struct ModuleLayout {
     /// supportedFlags 0x18): the loaded MethodTable of a TypeDef (the object layer's
     /// `typedef_mt`, used by field types and CoreLib type lookups).
     pub typedef_map: u64,
+}
+
+/// Where a type's statics live (RuntimeTypeSystem): an algorithm chosen once at discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaticsScheme {
+    /// .NET 8: per module, in its DomainLocalModule (`objects::ObjectLayout`); thread statics
+    /// in each Thread's table of ThreadLocalModules.
+    DomainLocalModule,
+    /// .NET 9+: per type, in the `DynamicStaticsInfo` before its MethodTableAuxiliaryData;
+    /// thread statics through the type's `ThreadStaticsInfo` TLS indices into each thread's
+    /// `ThreadLocalData`.
+    PerType(PerTypeStatics),
+    /// .NET 9+, but a field or global the reader needs is neither in the descriptor nor in the
+    /// family's supplement: statics answer [`crate::ClrError::MissingField`] with these names.
+    Unresolved {
+        /// The runtime type (or "globals").
+        ty: &'static str,
+        /// Its field (or the global).
+        field: &'static str,
+    },
+}
+
+/// The .NET 9+ statics layout (descriptor names: `DynamicStaticsInfo`, `ThreadStaticsInfo`,
+/// `MethodTableAuxiliaryData`, `ThreadLocalData`, `InFlightTLSData`, `Thread.ThreadLocalDataPtr`
+/// and the globals `StaticsPointerMask`, `NumberOfTlsOffsetsNotUsedInNoncollectibleArray`,
+/// `PtrArrayOffsetToDataArray`). The MethodTable's `AuxiliaryData` pointer is
+/// [`MethodTableLayout::writeable_data`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerTypeStatics {
+    /// MethodTableAuxiliaryData.Flags (a DWORD; bit 0: the class is initialised).
+    pub aux_flags: u64,
+    /// sizeof(DynamicStaticsInfo): it ends where the auxiliary data starts.
+    pub dynamic_statics_size: u64,
+    /// DynamicStaticsInfo.GCStatics.
+    pub gc_statics: u64,
+    /// DynamicStaticsInfo.NonGCStatics.
+    pub non_gc_statics: u64,
+    /// Global StaticsPointerMask (clears the "class not initialised" bit of those pointers).
+    pub statics_pointer_mask: u64,
+    /// sizeof(ThreadStaticsInfo): it too ends where the auxiliary data starts.
+    pub thread_statics_size: u64,
+    /// ThreadStaticsInfo.GCTlsIndex (a TLSIndex: a DWORD raw index).
+    pub gc_tls_index: u64,
+    /// ThreadStaticsInfo.NonGCTlsIndex.
+    pub non_gc_tls_index: u64,
+    /// Thread.ThreadLocalDataPtr.
+    pub thread_local_data: u64,
+    /// ThreadLocalData.NonCollectibleTlsDataCount (INT32).
+    pub tld_non_collectible_count: u64,
+    /// ThreadLocalData.NonCollectibleTlsArrayData (an object[]).
+    pub tld_non_collectible_data: u64,
+    /// ThreadLocalData.InFlightData (InFlightTLSData list).
+    pub tld_in_flight: u64,
+    /// InFlightTLSData.Next.
+    pub in_flight_next: u64,
+    /// InFlightTLSData.TlsIndex.
+    pub in_flight_tls_index: u64,
+    /// InFlightTLSData.TLSData (an object handle).
+    pub in_flight_tls_data: u64,
+    /// Global NumberOfTlsOffsetsNotUsedInNoncollectibleArray.
+    pub tls_offsets_not_used: u64,
+    /// Global PtrArrayOffsetToDataArray.
+    pub ptr_array_data: u64,
 }
 
 /// A runtime family: which versioned algorithms apply (chosen once at discovery).
@@ -426,6 +493,8 @@ pub struct Layout {
     pub family: Family,
     /// How MethodTables encode token and module.
     pub method_table_scheme: MethodTableScheme,
+    /// Where statics live.
+    pub statics: StaticsScheme,
     /// What has been verified against the DAC for this family; everything else is refused.
     pub verified: &'static [Capability],
     /// `EEAllocContext.GCAllocationContext`: where the `gc_alloc_context` sits inside
@@ -524,6 +593,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     name: ".NET 8 linux-x64",
     family: Family::Net8,
     method_table_scheme: MethodTableScheme::Net8,
+    statics: StaticsScheme::DomainLocalModule,
     verified: ALL_CAPABILITIES,
     global_alloc_context_offset: 0,
     dac: DacTableIndices {
@@ -593,6 +663,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     name: ".NET 8 windows-x64",
     family: Family::Net8,
     method_table_scheme: MethodTableScheme::Net8,
+    statics: StaticsScheme::DomainLocalModule,
     verified: ALL_CAPABILITIES,
     global_alloc_context_offset: 0,
     dac: DacTableIndices {
@@ -666,6 +737,7 @@ const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
     norm_type: 0x30,
     fields_are_packed: 0x31,
     fixed_fields_size: 0x32,
+    field_counts: None,
 };
 
 const EE_CLASS_NET8_WINDOWS: EEClassLayout = EEClassLayout {
@@ -677,6 +749,7 @@ const EE_CLASS_NET8_WINDOWS: EEClassLayout = EEClassLayout {
     norm_type: 0x40,
     fields_are_packed: 0x41,
     fixed_fields_size: 0x42,
+    field_counts: None,
 };
 
 const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {

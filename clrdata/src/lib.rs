@@ -26,6 +26,7 @@ pub mod objects;
 pub mod roots;
 pub mod runtime;
 pub mod stack;
+pub mod statics;
 pub mod supplement;
 pub mod tasks;
 pub mod threadpool;

@@ -18,7 +18,7 @@
 
 use crate::error::{ClrError, Result};
 use crate::heap::{GcHeap, Segment};
-use crate::layout::mt_flags;
+use crate::layout::{mt_flags, StaticsScheme};
 use crate::metadata::{names::MetadataNames, sig::SigType, SigStyle, TableId, Token};
 use crate::names::TypeNames;
 use crate::runtime::Runtime;
@@ -128,7 +128,7 @@ pub const OBJECTS_NET8_WINDOWS_X64: ObjectLayout = ObjectLayout {
 
 /// Whether a static of element type `et` lives with the GC statics (references, and structs,
 /// which the runtime keeps boxed).
-fn is_gc_static(et: u8) -> bool {
+pub fn is_gc_static(et: u8) -> bool {
     matches!(
         et,
         elem::CLASS
@@ -622,9 +622,17 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         Ok(out)
     }
 
-    /// The DomainLocalModule of a module (`Module::m_ModuleID`).
+    /// The DomainLocalModule of a module (`Module::m_ModuleID`); .NET 9+ has none (statics
+    /// are per type).
     pub fn domain_local_module(&self, module: u64) -> Result<u64> {
         self.rt.require(crate::layout::Capability::Statics)?;
+        if self.rt.layout.statics != StaticsScheme::DomainLocalModule {
+            return Err(ClrError::MissingField {
+                ty: "Module",
+                field: "m_ModuleID (no DomainLocalModule: statics are per type since .NET 9)",
+                runtime: self.rt.layout.name.to_owned(),
+            });
+        }
         let a = module + self.layout.module_id;
         let dlm = self
             .mem()
@@ -655,6 +663,11 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         }
         if f.is_rva {
             return Err("RVA static: value in the image's data, not read".into());
+        }
+        match &self.rt.layout.statics {
+            StaticsScheme::DomainLocalModule => {}
+            StaticsScheme::PerType(p) => return self.per_type_static_address(p, info, f),
+            StaticsScheme::Unresolved { ty, field } => return Err(self.unresolved(ty, field)),
         }
         // m_dwFlags low bits: StaticsMask (2 dynamic, 4 generics, 6 cross-module generics).
         if !info.has_component_size() && info.flags & 6 != 0 {
@@ -755,6 +768,13 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             .require(crate::layout::Capability::Statics)
             .map_err(|e| e.to_string())?;
         let info = self.rt.method_table(mt).map_err(|e| e.to_string())?;
+        match &self.rt.layout.statics {
+            StaticsScheme::DomainLocalModule => {}
+            StaticsScheme::PerType(p) => {
+                return self.per_type_thread_static_addresses(p, &info, offset, et)
+            }
+            StaticsScheme::Unresolved { ty, field } => return Err(self.unresolved(ty, field)),
+        }
         if !info.has_component_size() && info.flags & 6 != 0 {
             return Err("thread statics of a generic or dynamic type: not read".into());
         }
@@ -810,6 +830,26 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             out.push((t.managed_id, t.address, base + offset as u64));
         }
         Ok(out)
+    }
+
+    /// The statics scheme's missing field, said as [`ClrError::MissingField`] says it.
+    fn unresolved(&self, ty: &'static str, field: &'static str) -> String {
+        ClrError::MissingField {
+            ty,
+            field,
+            runtime: self.rt.layout.name.to_owned(),
+        }
+        .to_string()
+    }
+
+    /// Whether the type keeps its statics apart from its module's (.NET 8: the DomainLocalModule
+    /// flags, dynamic or generic statics; .NET 9+: every type with statics does, the
+    /// MethodTable's DynamicStatics flag).
+    pub fn has_dynamic_statics(&self, info: &MethodTableInfo) -> bool {
+        match self.rt.layout.statics {
+            StaticsScheme::DomainLocalModule => !info.has_component_size() && info.flags & 6 != 0,
+            _ => info.flags2 & crate::statics::MT_FLAGS2_DYNAMIC_STATICS != 0,
+        }
     }
 
     /// Name, type and value of one field.

@@ -37,6 +37,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Threads,
     Capability::TypeNames,
     Capability::Fields,
+    Capability::Statics,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -47,6 +48,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::TypeNames,
     Capability::ServerGc,
     Capability::Fields,
+    Capability::Statics,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -153,6 +155,13 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("MethodTable", "AuxiliaryData", 0x20),
     ("EEClass", "FieldDescList", 0x18),
     ("EEClass", "MethodDescChunk", 0x20),
+    // The WORD counters that bound the FieldDesc list (class.h: m_NumInstanceFields,
+    // m_NumMethods, m_NumStaticFields ...; the descriptor's NumMethods 52 and
+    // NumNonVirtualSlots 62 are where 10.0 has them, and so are these): checked by
+    // tests/tests/statics.rs (every type's static FieldDescs equal the DAC's) and
+    // fields_net9_10.rs (instance fields).
+    ("EEClass", "NumInstanceFields", 50),
+    ("EEClass", "NumStaticFields", 54),
     // Module: m_pSimpleName 264, m_path 272 (the descriptor's Path), m_pPEAssembly 280,
     // m_baseAddress 288 (the descriptor's Base).
     ("Module", "PEAssembly", 280),
@@ -169,11 +178,55 @@ const SUPPLEMENT_NET9: Supplement = &[
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
     FIELD_DESC_NET9_10[3],
+    // Statics (per-type since 9.0; the 10 descriptor publishes these, with the same values):
+    // methodtable.h's MethodTableAuxiliaryData {DWORD m_dwFlags, ...}, the DynamicStaticsInfo
+    // {m_pGCStatics, m_pNonGCStatics, m_pMethodTable} right before it, and ThreadStaticsInfo
+    // {TLSIndex NonGCTlsIndex, TLSIndex GCTlsIndex, GenericsStaticsInfo {m_pFieldDescs,
+    // DynamicStaticsInfo}} ending there too; threadstatics.h's ThreadLocalData
+    // {cNonCollectibleTlsData, cCollectibleTlsData, pNonCollectibleTlsArrayData,
+    // pCollectibleTlsArrayData, pThread, pInFlightData, ...} and InFlightTLSData {pNext,
+    // tlsIndex, hTLSData}. Verified on heap-net9 by tests/tests/statics.rs: every type's GC and
+    // non-GC statics base and every thread's thread-statics base equal the DAC's
+    // (ISOSDacInterface14, dumps/heap-net9.statics.dac.json), the values the manifest's.
+    ("MethodTableAuxiliaryData", "Flags", 0),
+    ("DynamicStaticsInfo", "!", 24),
+    ("DynamicStaticsInfo", "GCStatics", 0),
+    ("DynamicStaticsInfo", "NonGCStatics", 8),
+    ("ThreadStaticsInfo", "!", 40),
+    ("ThreadStaticsInfo", "NonGCTlsIndex", 0),
+    ("ThreadStaticsInfo", "GCTlsIndex", 4),
+    ("ThreadLocalData", "NonCollectibleTlsDataCount", 0),
+    ("ThreadLocalData", "NonCollectibleTlsArrayData", 8),
+    ("ThreadLocalData", "InFlightData", 32),
+    ("InFlightTLSData", "Next", 0),
+    ("InFlightTLSData", "TlsIndex", 8),
+    ("InFlightTLSData", "TLSData", 16),
+];
+
+/// .NET 9 on Linux x64 only: `Thread::m_ThreadLocalDataPtr` (Windows' Thread differs in size
+/// before it; no 9.0 Windows dump checks it, so there it stays unpublished and thread statics
+/// are refused). 9.0.22: the one word of each Thread that points at a ThreadLocalData whose
+/// `pThread` (+24) points back (10.0's descriptor: 568), and the tests above check it.
+const SUPPLEMENT_NET9_LINUX: Supplement = &[("Thread", "ThreadLocalDataPtr", 0x3a0)];
+
+/// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
+/// values): `StaticsPointerMask` (~ISCLASSNOTINITED, methodtable.h),
+/// `NumberOfTlsOffsetsNotUsedInNoncollectibleArray` (threadstatics.h: the first two offsets of
+/// the non-collectible array are not used) and `PtrArrayOffsetToDataArray` (an object[]'s
+/// elements start after its MethodTable and length). Checked as the supplement above.
+const GLOBALS_NET9: &[(&str, u64)] = &[
+    ("StaticsPointerMask", !1),
+    ("NumberOfTlsOffsetsNotUsedInNoncollectibleArray", 2),
+    ("PtrArrayOffsetToDataArray", 0x10),
 ];
 
 struct Lookup<'a> {
     d: &'a ContractDescriptor,
     supplement: Supplement,
+    /// The family's supplement for one OS only (consulted after `supplement`).
+    os_supplement: Supplement,
+    /// Globals the family's descriptor lacks.
+    globals: &'static [(&'static str, u64)],
     runtime: &'a str,
 }
 
@@ -184,6 +237,7 @@ impl Lookup<'_> {
             .or_else(|| {
                 self.supplement
                     .iter()
+                    .chain(self.os_supplement)
                     .find(|(t, f, _)| *t == ty && *f == field)
                     .map(|s| s.2)
             })
@@ -212,6 +266,7 @@ impl Lookup<'_> {
     fn global(&self, name: &'static str) -> Result<u64> {
         self.d
             .global_number(name)
+            .or_else(|| self.globals.iter().find(|g| g.0 == name).map(|g| g.1))
             .ok_or_else(|| ClrError::MissingField {
                 ty: "globals",
                 field: name,
@@ -253,6 +308,14 @@ pub fn build_layout(
             Family::Net9 => SUPPLEMENT_NET9,
             _ => SUPPLEMENT_NET10,
         },
+        os_supplement: match (family, windows) {
+            (Family::Net9, false) => SUPPLEMENT_NET9_LINUX,
+            _ => &[],
+        },
+        globals: match family {
+            Family::Net9 => GLOBALS_NET9,
+            _ => &[],
+        },
         runtime,
     };
     let (gc_dac_vars, gc_heap_fields, generation, heap_segment) = gc_layouts();
@@ -270,6 +333,13 @@ pub fn build_layout(
         },
         family,
         method_table_scheme: MethodTableScheme::Net9,
+        statics: match per_type_statics(&l) {
+            Ok(p) => layout::StaticsScheme::PerType(p),
+            Err(ClrError::MissingField { ty, field, .. }) => {
+                layout::StaticsScheme::Unresolved { ty, field }
+            }
+            Err(e) => return Err(e),
+        },
         verified: match family {
             Family::Net9 => VERIFIED_NET9,
             _ => VERIFIED_NET10,
@@ -327,6 +397,10 @@ pub fn build_layout(
             norm_type: l.field("EEClass", "InternalCorElementType")?,
             fields_are_packed: NOT_PUBLISHED,
             fixed_fields_size: NOT_PUBLISHED,
+            field_counts: Some((
+                l.field("EEClass", "NumInstanceFields")?,
+                l.field("EEClass", "NumStaticFields")?,
+            )),
         },
         // FieldDesc is in neither descriptor: the family's supplement gives it (a later
         // descriptor that publishes it wins).
@@ -361,6 +435,30 @@ pub fn build_layout(
         l.global(g)?;
     }
     Ok(intern(built))
+}
+
+/// The per-type statics layout (.NET 9+). A missing field does not fail discovery: statics
+/// alone then answer `MissingField` ([`layout::StaticsScheme::Unresolved`]).
+fn per_type_statics(l: &Lookup<'_>) -> Result<layout::PerTypeStatics> {
+    Ok(layout::PerTypeStatics {
+        aux_flags: l.field("MethodTableAuxiliaryData", "Flags")?,
+        dynamic_statics_size: l.size("DynamicStaticsInfo")?,
+        gc_statics: l.field("DynamicStaticsInfo", "GCStatics")?,
+        non_gc_statics: l.field("DynamicStaticsInfo", "NonGCStatics")?,
+        statics_pointer_mask: l.global("StaticsPointerMask")?,
+        thread_statics_size: l.size("ThreadStaticsInfo")?,
+        gc_tls_index: l.field("ThreadStaticsInfo", "GCTlsIndex")?,
+        non_gc_tls_index: l.field("ThreadStaticsInfo", "NonGCTlsIndex")?,
+        thread_local_data: l.field("Thread", "ThreadLocalDataPtr")?,
+        tld_non_collectible_count: l.field("ThreadLocalData", "NonCollectibleTlsDataCount")?,
+        tld_non_collectible_data: l.field("ThreadLocalData", "NonCollectibleTlsArrayData")?,
+        tld_in_flight: l.field("ThreadLocalData", "InFlightData")?,
+        in_flight_next: l.field("InFlightTLSData", "Next")?,
+        in_flight_tls_index: l.field("InFlightTLSData", "TlsIndex")?,
+        in_flight_tls_data: l.field("InFlightTLSData", "TLSData")?,
+        tls_offsets_not_used: l.global("NumberOfTlsOffsetsNotUsedInNoncollectibleArray")?,
+        ptr_array_data: l.global("PtrArrayOffsetToDataArray")?,
+    })
 }
 
 /// The descriptor globals discovery reads.
@@ -401,7 +499,7 @@ mod tests {
             "Module":24,"ParentMethodTable":16,"NumInterfaces":14,"NumVirtuals":12,
             "PerInstInfo":48,"AuxiliaryData":32},
         "EEClass":{"MethodTable":16,"MethodDescChunk":32,"FieldDescList":24,"CorTypeAttr":40,
-            "InternalCorElementType":48},
+            "InternalCorElementType":48,"NumInstanceFields":50,"NumStaticFields":54},
         "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
         "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,
@@ -432,9 +530,76 @@ mod tests {
         assert_eq!(l.module.path_pointer, Some(200));
         assert!(l.verified.contains(&Capability::HeapWalk));
         assert!(!l.verified.contains(&Capability::Stacks));
+        assert_eq!(l.ee_class.field_counts, Some((50, 54)));
+        // No statics types in this descriptor: statics alone are unresolved, naming the first
+        // missing one.
+        assert_eq!(
+            l.statics,
+            layout::StaticsScheme::Unresolved {
+                ty: "MethodTableAuxiliaryData",
+                field: "Flags"
+            }
+        );
         // Interned: the same table for the same descriptor.
         let again = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
         assert!(std::ptr::eq(l, again));
+    }
+
+    #[test]
+    fn statics_resolve_from_the_descriptor_or_the_net9_supplement() {
+        // 10.0.14's statics types and globals.
+        let text = NET10
+            .replace(
+                r#""String":{"m_FirstChar":12}},"#,
+                r#""String":{"m_FirstChar":12},
+            "MethodTableAuxiliaryData":{"Flags":0,"LoaderModule":8},
+            "DynamicStaticsInfo":{"!":24,"GCStatics":0,"NonGCStatics":8},
+            "ThreadStaticsInfo":{"!":40,"GCTlsIndex":4,"NonGCTlsIndex":0},
+            "ThreadLocalData":{"NonCollectibleTlsDataCount":0,"NonCollectibleTlsArrayData":8,
+                "InFlightData":32},
+            "InFlightTLSData":{"Next":0,"TlsIndex":8,"TLSData":16}},"#,
+            )
+            .replace(
+                r#""LinkNext":[112,"pointer"]"#,
+                r#""LinkNext":[112,"pointer"],"ThreadLocalDataPtr":568"#,
+            )
+            .replace(
+                r#""ObjectHeaderSize":["0x8","uint64"],"#,
+                r#""ObjectHeaderSize":["0x8","uint64"],
+            "StaticsPointerMask":["0xfffffffffffffffe","uintptr_t"],
+            "PtrArrayOffsetToDataArray":["0x10","uintptr_t"],
+            "NumberOfTlsOffsetsNotUsedInNoncollectibleArray":["0x2","uint8"],"#,
+            );
+        let d = parse(text.as_bytes(), &[0x1000]).unwrap();
+        let l = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
+        let layout::StaticsScheme::PerType(p) = l.statics else {
+            panic!("{:?}", l.statics)
+        };
+        assert_eq!(p.thread_local_data, 568);
+        assert_eq!(p.statics_pointer_mask, !1);
+        assert_eq!((p.tls_offsets_not_used, p.ptr_array_data), (2, 0x10));
+        // .NET 9's descriptor has none of these: the supplement gives them on Linux; on
+        // Windows the Thread's ThreadLocalDataPtr stays unknown (statics unresolved).
+        let d = parse(NET10.as_bytes(), &[0x1000]).unwrap();
+        let l9 = build_layout(&d, Family::Net9, false, ".NET 9").unwrap();
+        let layout::StaticsScheme::PerType(p9) = l9.statics else {
+            panic!("{:?}", l9.statics)
+        };
+        assert_eq!(
+            p9,
+            layout::PerTypeStatics {
+                thread_local_data: 0x3a0,
+                ..p
+            }
+        );
+        let w9 = build_layout(&d, Family::Net9, true, ".NET 9").unwrap();
+        assert_eq!(
+            w9.statics,
+            layout::StaticsScheme::Unresolved {
+                ty: "Thread",
+                field: "ThreadLocalDataPtr"
+            }
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!   `highPriorityWorkItems` (`ConcurrentQueue<object>`), `_assignableWorkItemQueues`
 //!   (`ConcurrentQueue<object>[]`, used only when `s_assignableWorkItemQueueCount` > 0).
 //!   Per-thread local queues: `ThreadPoolWorkQueue+WorkStealingQueueList._queues`
-//!   (`WorkStealingQueue[]`), each with `m_array` (object[]) between `m_headIndex` and
+//!   (`s_queues` since 9.0; `WorkStealingQueue[]`), each with `m_array` (object[]) between `m_headIndex` and
 //!   `m_tailIndex` (masked by `m_mask`).
 //! - A work item is an `IThreadPoolWorkItem` or a delegate: `QueueUserWorkItemCallback*`
 //!   (`_callback`, `_state`), a `Task` (`m_action`, `m_stateObject`), a `TimerQueueTimer`, ...
@@ -376,11 +376,15 @@ pub fn work_queue<M: Memory>(r: &ObjectReader<'_, M>, w: &StackWalker<'_, M>) ->
         }
         Err(e) => out.errors.push(format!("the global work queue: {e}")),
     }
-    match corelib_static_object(
-        r,
-        "System.Threading.ThreadPoolWorkQueue+WorkStealingQueueList",
-        "_queues",
-    ) {
+    // The field is `_queues` in 8.0's CoreLib, `s_queues` since 9.0 (each dump's metadata
+    // names the one it has).
+    const LIST: &str = "System.Threading.ThreadPoolWorkQueue+WorkStealingQueueList";
+    let queues = match corelib_static_object(r, LIST, "_queues") {
+        Err(e) if e.contains("has no static field") => corelib_static_object(r, LIST, "s_queues")
+            .map_err(|e2| format!("{e}, nor s_queues ({e2})")),
+        other => other,
+    };
+    match queues {
         Ok(0) => {}
         Ok(a) => local_queues(r, w, a, &mut out),
         Err(e) => out.errors.push(format!("the local work queues: {e}")),

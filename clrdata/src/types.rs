@@ -338,7 +338,28 @@ impl<M: Memory> Runtime<M> {
         if list == 0 {
             return Ok(out);
         }
-        for i in 0..MAX_FIELDS as u64 {
+        // .NET 9+: the counters bound the list (a MethodDescChunk, whose first word is the
+        // MethodTable too, may follow the last FieldDesc).
+        let bound = match l.field_counts {
+            Some((inst, stat)) => {
+                let words = |ee: u64| -> Result<(u64, u64)> {
+                    Ok((
+                        self.r16(ee + inst, "EEClass.NumInstanceFields")? as u64,
+                        self.r16(ee + stat, "EEClass.NumStaticFields")? as u64,
+                    ))
+                };
+                let (all_inst, statics) = words(mt.ee_class)?;
+                let inherited = if mt.parent != 0 {
+                    let p = self.method_table(mt.parent)?;
+                    words(p.ee_class)?.0
+                } else {
+                    0
+                };
+                (all_inst.saturating_sub(inherited) + statics).min(MAX_FIELDS as u64)
+            }
+            None => MAX_FIELDS as u64,
+        };
+        for i in 0..bound {
             let a = list + i * fl.size;
             let Ok(encl) = self.memory().read_u64(a + fl.enclosing_mt) else {
                 break;

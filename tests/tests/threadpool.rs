@@ -5,6 +5,7 @@
 //! names, Message sequences and texts), the hang scenario's `Task.Delay(10 h)`
 //! (dumps/scenarios/hang.cs) and the DAC's heap census (TimerQueueTimer, DelayPromise counts).
 
+use clrdata::layout::Capability;
 use clrdata::objects::{FieldValue, ObjectReader};
 use clrdata::stack::StackWalker;
 use clrdata::{delegates, tasks, threadpool, timers, Runtime, TypeNames};
@@ -29,6 +30,20 @@ impl Open {
             .unwrap_or_else(|err| panic!("{}: {err}", e.name));
         Open { dump }
     }
+}
+
+/// The dumps of the threadpool scenario the tests claim Statics on (the pool, its queues and
+/// the timers are reached from CoreLib statics): .NET 8, 9 and 10.
+fn threadpool_dumps() -> Vec<tests::Entry> {
+    let v: Vec<_> = tests::readable_for(Capability::Statics)
+        .into_iter()
+        .filter(|e| e.program() == "threadpool")
+        .collect();
+    assert!(
+        v.iter().any(|e| e.family() >= 9),
+        "no .NET 9/10 threadpool dump claims Statics"
+    );
+    v
 }
 
 fn field(r: &ObjectReader<'_, &Dump>, obj: u64, name: &str) -> FieldValue {
@@ -70,7 +85,14 @@ fn dac_count(e: &tests::Entry, type_name: &str) -> u64 {
 
 #[test]
 fn queued_work_items_are_the_manifests_with_callbacks_states_and_order() {
-    let (o, e) = Open::new("threadpool");
+    for e in threadpool_dumps() {
+        eprintln!("checking {}", e.name);
+        queued_work_items_on(&e);
+    }
+}
+
+fn queued_work_items_on(e: &tests::Entry) {
+    let o = Open::of(e);
     let rt = Runtime::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
@@ -155,7 +177,14 @@ fn queued_work_items_are_the_manifests_with_callbacks_states_and_order() {
 
 #[test]
 fn timers_are_the_manifests_with_callbacks_due_times_periods_and_states() {
-    let (o, e) = Open::new("threadpool");
+    for e in threadpool_dumps() {
+        eprintln!("checking {}", e.name);
+        timers_on(&e);
+    }
+}
+
+fn timers_on(e: &tests::Entry) {
+    let o = Open::of(e);
     let rt = Runtime::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
@@ -166,7 +195,7 @@ fn timers_are_the_manifests_with_callbacks_due_times_periods_and_states() {
     assert_eq!(all.timers.len(), want.len());
     assert_eq!(
         all.timers.len() as u64,
-        dac_count(&e, "System.Threading.TimerQueueTimer")
+        dac_count(e, "System.Threading.TimerQueueTimer")
     );
     for t in want {
         let name = t["name"].as_str().unwrap();
@@ -202,7 +231,7 @@ const TEN_HOURS_MS: u32 = 10 * 3600 * 1000;
 #[test]
 fn task_delay_timers_of_the_hang_dumps_linux_and_windows() {
     // Every readable dump of the hang program (server GC, Windows, Roslyn-compiled ones too).
-    let hangs: Vec<_> = tests::readable()
+    let hangs: Vec<_> = tests::readable_for(Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "hang")
         .collect();
@@ -306,7 +335,14 @@ fn concurrent_queue_items_are_the_messages_in_order() {
 
 #[test]
 fn thread_pool_limits_counts_and_blocked_workers() {
-    let (o, e) = Open::new("threadpool");
+    for e in threadpool_dumps() {
+        eprintln!("checking {}", e.name);
+        thread_pool_on(&e);
+    }
+}
+
+fn thread_pool_on(e: &tests::Entry) {
+    let o = Open::of(e);
     let rt = Runtime::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
@@ -320,6 +356,26 @@ fn thread_pool_limits_counts_and_blocked_workers() {
     // Both workers are inside a work item (BlockWorker), none idle.
     assert_eq!(p.processing_work, Some(blocked));
     assert_eq!(p.existing_threads, Some(blocked));
+    let mut want: Vec<u64> = e.manifest["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["role"] == "pool-worker-blocked")
+        .map(|t| t["managed_id"].as_u64().unwrap())
+        .collect();
+    want.sort();
+    // The blocked workers carry the runtime's pool-worker thread state (no stack walk needed).
+    for id in &want {
+        assert!(
+            p.workers.iter().any(|wk| wk.managed_id as u64 == *id),
+            "{}: worker {id} not among the pool's threads",
+            e.name
+        );
+    }
+    if !tests::claims(e, Capability::Stacks) {
+        // What each worker runs comes from its stack: not claimed on this family.
+        return;
+    }
     let mut running: Vec<u64> = p
         .workers
         .iter()
@@ -339,14 +395,6 @@ fn thread_pool_limits_counts_and_blocked_workers() {
         })
         .collect();
     running.sort();
-    let mut want: Vec<u64> = e.manifest["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["role"] == "pool-worker-blocked")
-        .map(|t| t["managed_id"].as_u64().unwrap())
-        .collect();
-    want.sort();
     assert_eq!(running.len() as i64, blocked);
     assert_eq!(running, want);
 }

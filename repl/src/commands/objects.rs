@@ -771,7 +771,7 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         component_size: i.component_size,
         flags: format!("{:#x}", i.flags),
         flags2: format!("{:#x}", i.flags2),
-        dynamic_statics: !i.has_component_size() && i.flags & 6 != 0,
+        dynamic_statics: r.has_dynamic_statics(&i),
         contains_pointers: i.contains_pointers(),
         is_value_type: i.is_value_type(),
         is_array: i.is_array(),
