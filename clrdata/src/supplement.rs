@@ -47,6 +47,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::TypeNames,
     Capability::ServerGc,
     Capability::Fields,
+    Capability::Stacks,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -122,6 +123,15 @@ type Supplement = &'static [(&'static str, &'static str, u64)];
 /// from its descriptor (the GC's own structures come from GcDacVars, see [`gc_layouts`]);
 /// FieldDesc is.
 const SUPPLEMENT_NET10: Supplement = &[
+    // HeapList::CLRPersonalityRoutine, the base of a JIT'd method's unwind RVAs (as on 8.0;
+    // not published). Verified by clrdata/tests/stack_truth.rs: with another base no
+    // RUNTIME_FUNCTION of the RealCodeHeader covers the IP and the walk stops.
+    ("CodeHeapListNode", "ModuleBase", 0x48),
+    // InlinedCallFrame::m_Datum, right after Frame {FrameIdentifier, m_Next} and before the
+    // descriptor's CallSiteSP (24); the cDAC's later descriptors publish it. Verified by
+    // clrdata/tests/stack_truth.rs on hang-net10-trim, whose P/Invoke frames' MethodDescs the
+    // DAC reports from it.
+    ("InlinedCallFrame", "Datum", 16),
     FIELD_DESC_NET9_10[0],
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
@@ -355,12 +365,98 @@ pub fn build_layout(
             runtime: runtime.to_owned(),
             detail: format!("String.m_FirstChar gives a base size of {string_base_size}"),
         })?,
+        stack: stack_layout(&l, windows),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
         l.global(g)?;
     }
     Ok(intern(built))
+}
+
+/// The stack walk's table on .NET 9/10: what the descriptor publishes (.NET 10: the code
+/// manager, RealCodeHeader, MethodDesc, the Frames it names and their FrameIdentifier values;
+/// .NET 9: MethodDesc and MethodDescChunk only), the rest [`NOT_PUBLISHED`] (the Stacks
+/// capability is refused where they are missing: .NET 9). The two choices, how a Frame's
+/// class is told and how the nibble map is encoded, are made here once: a descriptor with
+/// FrameIdentifier globals has identifiers, ExecutionManager contract version 2 the
+/// constant-lookup nibble map.
+fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
+    let n8 = if windows {
+        layout::NET8_WINDOWS_X64_STACK
+    } else {
+        layout::NET8_LINUX_X64_STACK
+    };
+    let f = |ty: &'static str, field: &'static str| l.field(ty, field).unwrap_or(NOT_PUBLISHED);
+    let mut ids = [0u64; layout::FRAME_IDENTIFIERS.len()];
+    for (i, name) in layout::FRAME_IDENTIFIERS.iter().enumerate() {
+        ids[i] = l.d.global_number(&format!("{name}Identifier")).unwrap_or(0);
+    }
+    let frame_type = if ids.iter().any(|&v| v != 0) {
+        layout::FrameTypeSource::Identifier { ids }
+    } else {
+        layout::FrameTypeSource::Vtable
+    };
+    let nibble_map = match l.d.contract("ExecutionManager") {
+        Some(ContractVersion::Int(2)) => layout::NibbleMapEncoding::ConstantLookup,
+        _ => layout::NibbleMapEncoding::Linear,
+    };
+    let u = |v: u64| v as u32;
+    layout::StackLayout {
+        range_map_levels: 5,
+        range_map_low_bits: 17,
+        fragment_next: f("RangeSectionFragment", "Next"),
+        fragment_begin: f("RangeSectionFragment", "RangeBegin"),
+        fragment_end: f("RangeSectionFragment", "RangeEndOpen"),
+        fragment_range_section: f("RangeSectionFragment", "RangeSection"),
+        rs_begin: f("RangeSection", "RangeBegin"),
+        rs_end: f("RangeSection", "RangeEndOpen"),
+        rs_flags: f("RangeSection", "Flags"),
+        rs_jit_manager: f("RangeSection", "JitManager"),
+        rs_r2r_module: f("RangeSection", "R2RModule"),
+        rs_heap_list: f("RangeSection", "HeapList"),
+        heap_list_map_base: f("CodeHeapListNode", "MapBase"),
+        heap_list_hdr_map: f("CodeHeapListNode", "HeaderMap"),
+        heap_list_module_base: f("CodeHeapListNode", "ModuleBase"),
+        code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
+        code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
+        code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
+        method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),
+        chunk_method_table: f("MethodDescChunk", "MethodTable"),
+        chunk_token_range: f("MethodDescChunk", "FlagsAndTokenRange"),
+        md_chunk_index: f("MethodDesc", "ChunkIndex"),
+        md_alignment: l.global("MethodDescAlignment").unwrap_or(NOT_PUBLISHED),
+        md_token_remainder_bits: u(l.global("MethodDescTokenRemainderBitCount").unwrap_or(0)),
+        frame_next: f("Frame", "Next"),
+        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor).
+        hmf_method_desc: NOT_PUBLISHED,
+        hmf_fcall_entry: NOT_PUBLISHED,
+        hmf_mach_state: NOT_PUBLISHED,
+        fcall_methods_index: usize::MAX,
+        ms_rip: NOT_PUBLISHED,
+        ms_rsp: NOT_PUBLISHED,
+        ms_unwound: None,
+        ms_ptrs: NOT_PUBLISHED,
+        ms_ret_addr_ptr: NOT_PUBLISHED,
+        ms_capture: NOT_PUBLISHED,
+        ms_capture_rip: NOT_PUBLISHED,
+        ms_capture_rsp: NOT_PUBLISHED,
+        callee_saved: n8.callee_saved,
+        icf_datum: l.field("InlinedCallFrame", "Datum").ok(),
+        icf_call_site_sp: f("InlinedCallFrame", "CallSiteSP"),
+        icf_return_address: f("InlinedCallFrame", "CallerReturnAddress"),
+        icf_callee_saved_fp: f("InlinedCallFrame", "CalleeSavedFP"),
+        frame_vtables_index: usize::MAX,
+        frame_type,
+        nibble_map,
+        sef_target_context: l.d.field("SoftwareExceptionFrame", "TargetContext"),
+        module_r2r_info: f("Module", "ReadyToRunInfo"),
+        r2r_info_header: f("ReadyToRunInfo", "ReadyToRunHeader"),
+        r2r_info_module: None,
+        r2r_info_entry_map_buckets: f("ReadyToRunInfo", "EntryPointToMethodDescMap")
+            .saturating_add(f("HashMap", "Buckets")),
+        thread_last_thrown: NOT_PUBLISHED,
+    }
 }
 
 /// The descriptor globals discovery reads.
