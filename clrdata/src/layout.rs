@@ -878,6 +878,9 @@ pub struct StackLayout {
     /// SoftwareExceptionFrame: its inline CONTEXT (`m_Context`), on families that have the
     /// Frame (.NET 9+'s managed exception handling).
     pub sef_target_context: Option<u64>,
+    /// The first (type, field) the walk needs that the family's descriptor and supplement
+    /// lack: the walk is refused with it (`ClrError::MissingField`).
+    pub missing: Option<(&'static str, &'static str)>,
     /// `Thread::m_LastThrownObjectHandle` (an OBJECTHANDLE: the object pointer is at the
     /// handle's address). Linux verified on crash.dmp (= the DAC's lastThrownObjectHandle);
     /// Windows assumed +0x10 like m_OSThreadId (no Windows dump with an exception yet).
@@ -1019,6 +1022,7 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     r2r_info_header: 0x10,
     r2r_info_module: Some(0),
     r2r_info_entry_map_buckets: 0x1C0,
+    missing: None,
     thread_last_thrown: 0,
 };
 

@@ -387,7 +387,17 @@ fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
     } else {
         layout::NET8_LINUX_X64_STACK
     };
-    let f = |ty: &'static str, field: &'static str| l.field(ty, field).unwrap_or(NOT_PUBLISHED);
+    // The first field the walk needs that neither the descriptor nor the supplement has: the
+    // walk refuses with it (`StackLayout::missing`).
+    let missing = std::cell::Cell::new(None);
+    let f = |ty: &'static str, field: &'static str| {
+        l.field(ty, field).unwrap_or_else(|_| {
+            if missing.get().is_none() {
+                missing.set(Some((ty, field)));
+            }
+            NOT_PUBLISHED
+        })
+    };
     let mut ids = [0u64; layout::FRAME_IDENTIFIERS.len()];
     for (i, name) in layout::FRAME_IDENTIFIERS.iter().enumerate() {
         ids[i] = l.d.global_number(&format!("{name}Identifier")).unwrap_or(0);
@@ -456,6 +466,7 @@ fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
         r2r_info_entry_map_buckets: f("ReadyToRunInfo", "EntryPointToMethodDescMap")
             .saturating_add(f("HashMap", "Buckets")),
         thread_last_thrown: NOT_PUBLISHED,
+        missing: missing.get(),
     }
 }
 
@@ -527,7 +538,13 @@ mod tests {
         assert_eq!(l.string_base_size, 0x16);
         assert_eq!(l.module.path_pointer, Some(200));
         assert!(l.verified.contains(&Capability::HeapWalk));
-        assert!(!l.verified.contains(&Capability::Stacks));
+        // Stacks is verified on the family, but this descriptor lacks the code manager: the
+        // walk refuses, naming the first missing field; without ExecutionManager 2 and
+        // FrameIdentifier globals the choices are version 1's.
+        assert!(l.verified.contains(&Capability::Stacks));
+        assert_eq!(l.stack.missing, Some(("RangeSectionFragment", "Next")));
+        assert_eq!(l.stack.nibble_map, layout::NibbleMapEncoding::Linear);
+        assert_eq!(l.stack.frame_type, layout::FrameTypeSource::Vtable);
         // Interned: the same table for the same descriptor.
         let again = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
         assert!(std::ptr::eq(l, again));

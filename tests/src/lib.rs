@@ -477,6 +477,12 @@ pub fn stack_truth(e: &Entry, opts: &dumpreader::OpenOptions) -> StackComparison
             );
             if want != got {
                 thread_diffs.push(format!("frame {i}: dac {want:x?}\n    ours {got:x?}"));
+            } else if !c.names && of.method.is_some() {
+                // Names need Methods: where it is not claimed, the walk must not name.
+                thread_diffs.push(format!(
+                    "frame {i}: named {:?} though Methods is not claimed",
+                    of.method
+                ));
             } else if c.names && df["method"].as_str() != of.method.as_deref() {
                 thread_diffs.push(format!(
                     "frame {i}: dac {:?}, ours {:?} ({:?})",

@@ -261,6 +261,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     /// Names the method of a MethodDesc: (module, token, name or error).
     fn name_method_desc(&self, md: u64, f: &mut StackFrame) {
         f.method_desc = Some(md);
+        if let Some(e) = self.names_refused() {
+            f.method_error = Some(e);
+            return;
+        }
         let r = self.method_desc_info(md).and_then(|info| {
             let mt = self
                 .rt
@@ -295,6 +299,15 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         }
     }
 
+    /// Why frames get no method names: MethodDescs (their chunk, MethodTable and token) are
+    /// read by the Methods capability, which the family may not have verified.
+    fn names_refused(&self) -> Option<String> {
+        self.rt
+            .require(crate::layout::Capability::Methods)
+            .err()
+            .map(|e| e.to_string())
+    }
+
     /// A managed frame at `regs` described by `ci`.
     fn managed_frame(&self, regs: &Regs, ci: &CodeInfo) -> StackFrame {
         let mut f = StackFrame {
@@ -316,6 +329,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         } else if let (Some(module), Some(token)) = (ci.module, ci.token) {
             f.module = Some(module);
             f.token = Some(token);
+            if let Some(e) = self.names_refused() {
+                f.method_error = Some(e);
+                return f;
+            }
             match self.method_name(module, token) {
                 Ok(n) => f.method = Some(n),
                 Err(e) => f.method_error = Some(e),
@@ -501,7 +518,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             frames: Vec::new(),
             incomplete: None,
         };
-        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+        if let Err(e) = self.require() {
             st.incomplete = Some(e.to_string());
             return st;
         }
@@ -623,8 +640,21 @@ impl<'a, M: Memory> StackWalker<'a, M> {
 
     /// Every managed thread's stack, in thread-list order.
     pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
-        self.rt.require(crate::layout::Capability::Stacks)?;
+        self.require()?;
         Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
+    }
+
+    /// The walk is verified on the family and its table complete.
+    fn require(&self) -> crate::Result<()> {
+        self.rt.require(crate::layout::Capability::Stacks)?;
+        match self.rt.layout.stack().missing {
+            Some((ty, field)) => Err(crate::ClrError::MissingField {
+                ty,
+                field,
+                runtime: format!("{} ({})", self.rt.info.display_name(), self.rt.info.os),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -705,7 +735,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             gaps: Vec::new(),
             incomplete: None,
         };
-        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+        if let Err(e) = self.require() {
             st.incomplete = Some(e.to_string());
             return st;
         }
