@@ -37,6 +37,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Threads,
     Capability::TypeNames,
     Capability::Fields,
+    Capability::Stacks,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -66,6 +67,11 @@ pub struct DacTableAnchors {
     pub app_domain_after_thread_store: u64,
     /// Entries before the ObjectMethodTable entry: g_global_alloc_context.
     pub global_alloc_context_before_object_class: u64,
+    /// The ThreadStore entry's index in the table (16, as on 8.0): where the table starts
+    /// when its export is not in the dump.
+    pub thread_store_index: u64,
+    /// `ExecutionManager::g_codeRangeMap`'s index (0, as on 8.0; 9.0's descriptor lacks it).
+    pub code_range_map_index: u64,
 }
 
 /// The .NET 9 and 10 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
@@ -76,6 +82,8 @@ pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
     gc_dac_globals_after_thread_store: 4,
     app_domain_after_thread_store: 5,
     global_alloc_context_before_object_class: 3,
+    thread_store_index: 16,
+    code_range_map_index: 0,
 };
 
 /// The family a product major version belongs to, when this build has one for it.
@@ -159,6 +167,40 @@ const FIELD_DESC_NET9_10: [(&str, &str, u64); 4] = [
 /// the 9.0.22 corpus dumps (names and census equal the DAC's; EEClass.FieldDescList and
 /// FieldDesc by `tests/tests/fields_net9_10.rs`). `"!"` is a type's size.
 const SUPPLEMENT_NET9: Supplement = &[
+    // The stack walk's code manager and Frames (none in 9's descriptor): .NET 8's codeman.h
+    // and frames.h offsets, the names 10's descriptor gives them. Verified by
+    // clrdata/tests/stack_truth.rs on the 9.0.22 dumps (frames equal the DAC's).
+    ("RangeSectionFragment", "Next", 0),
+    ("RangeSectionFragment", "RangeBegin", 8),
+    ("RangeSectionFragment", "RangeEndOpen", 0x10),
+    ("RangeSectionFragment", "RangeSection", 0x18),
+    ("RangeSection", "RangeBegin", 0),
+    ("RangeSection", "RangeEndOpen", 8),
+    ("RangeSection", "Flags", 0x10),
+    ("RangeSection", "JitManager", 0x18),
+    ("RangeSection", "R2RModule", 0x20),
+    ("RangeSection", "HeapList", 0x28),
+    ("CodeHeapListNode", "MapBase", 0x20),
+    ("CodeHeapListNode", "HeaderMap", 0x28),
+    ("CodeHeapListNode", "ModuleBase", 0x48),
+    ("RealCodeHeader", "MethodDesc", 0x18),
+    ("RealCodeHeader", "NumUnwindInfos", 0x20),
+    ("RealCodeHeader", "UnwindInfos", 0x24),
+    ("Frame", "Next", 8),
+    // InlinedCallFrame as 10's descriptor has it (m_Datum, then CallSiteSP 0x18,
+    // CallerReturnAddress 0x20, CalleeSavedFP 0x28), not 8.0's table (0x20, 0x28, 0x30): with
+    // those the resumed SP is the return address.
+    ("InlinedCallFrame", "Datum", 0x10),
+    ("InlinedCallFrame", "CallSiteSP", 0x18),
+    ("InlinedCallFrame", "CallerReturnAddress", 0x20),
+    ("InlinedCallFrame", "CalleeSavedFP", 0x28),
+    // Module::m_pReadyToRunInfo (+0x490; +0x3d8 holds the same pointer), whose m_pModule
+    // (+0) is the Module and m_pHeader (+0x10) the READYTORUN_HEADER (both checked on use);
+    // its entry point map's buckets at +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10).
+    ("Module", "ReadyToRunInfo", 0x490),
+    ("ReadyToRunInfo", "ReadyToRunHeader", 0x10),
+    ("ReadyToRunInfo", "EntryPointToMethodDescMap", 0x1B0),
+    ("HashMap", "Buckets", 0x10),
     ("MethodTable", "!", 0x40),
     ("MethodTable", "AuxiliaryData", 0x20),
     ("EEClass", "FieldDescList", 0x18),
@@ -365,7 +407,7 @@ pub fn build_layout(
             runtime: runtime.to_owned(),
             detail: format!("String.m_FirstChar gives a base size of {string_base_size}"),
         })?,
-        stack: stack_layout(&l, windows),
+        stack: stack_layout(&l, family, windows),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
@@ -381,7 +423,7 @@ pub fn build_layout(
 /// class is told and how the nibble map is encoded, are made here once: a descriptor with
 /// FrameIdentifier globals has identifiers, ExecutionManager contract version 2 the
 /// constant-lookup nibble map.
-fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
+fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackLayout {
     let n8 = if windows {
         layout::NET8_WINDOWS_X64_STACK
     } else {
@@ -412,6 +454,27 @@ fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
         _ => layout::NibbleMapEncoding::Linear,
     };
     let u = |v: u64| v as u32;
+    // Frames told by vtable (9): HelperMethodFrame and its MachState as on 8.0, the vtables
+    // from g_dacTable index 125 ([`FRAME_VTABLES_NET9`]).
+    let vtables = frame_type == layout::FrameTypeSource::Vtable && family == Family::Net9;
+    let hmf = if vtables {
+        n8
+    } else {
+        layout::StackLayout {
+            hmf_method_desc: NOT_PUBLISHED,
+            hmf_fcall_entry: NOT_PUBLISHED,
+            hmf_mach_state: NOT_PUBLISHED,
+            ms_rip: NOT_PUBLISHED,
+            ms_rsp: NOT_PUBLISHED,
+            ms_unwound: None,
+            ms_ptrs: NOT_PUBLISHED,
+            ms_ret_addr_ptr: NOT_PUBLISHED,
+            ms_capture: NOT_PUBLISHED,
+            ms_capture_rip: NOT_PUBLISHED,
+            ms_capture_rsp: NOT_PUBLISHED,
+            ..n8
+        }
+    };
     layout::StackLayout {
         range_map_levels: 5,
         range_map_low_bits: 17,
@@ -438,37 +501,58 @@ fn stack_layout(l: &Lookup<'_>, windows: bool) -> layout::StackLayout {
         md_alignment: l.global("MethodDescAlignment").unwrap_or(NOT_PUBLISHED),
         md_token_remainder_bits: u(l.global("MethodDescTokenRemainderBitCount").unwrap_or(0)),
         frame_next: f("Frame", "Next"),
-        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor).
-        hmf_method_desc: NOT_PUBLISHED,
-        hmf_fcall_entry: NOT_PUBLISHED,
-        hmf_mach_state: NOT_PUBLISHED,
+        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor). The FCALL
+        // hash's index in 9's g_dacTable is not known: a lazily captured frame is not named.
+        hmf_method_desc: hmf.hmf_method_desc,
+        hmf_fcall_entry: hmf.hmf_fcall_entry,
+        hmf_mach_state: hmf.hmf_mach_state,
         fcall_methods_index: usize::MAX,
-        ms_rip: NOT_PUBLISHED,
-        ms_rsp: NOT_PUBLISHED,
-        ms_unwound: None,
-        ms_ptrs: NOT_PUBLISHED,
-        ms_ret_addr_ptr: NOT_PUBLISHED,
-        ms_capture: NOT_PUBLISHED,
-        ms_capture_rip: NOT_PUBLISHED,
-        ms_capture_rsp: NOT_PUBLISHED,
+        ms_rip: hmf.ms_rip,
+        ms_rsp: hmf.ms_rsp,
+        ms_unwound: hmf.ms_unwound,
+        ms_ptrs: hmf.ms_ptrs,
+        ms_ret_addr_ptr: hmf.ms_ret_addr_ptr,
+        ms_capture: hmf.ms_capture,
+        ms_capture_rip: hmf.ms_capture_rip,
+        ms_capture_rsp: hmf.ms_capture_rsp,
         callee_saved: n8.callee_saved,
         icf_datum: l.field("InlinedCallFrame", "Datum").ok(),
         icf_call_site_sp: f("InlinedCallFrame", "CallSiteSP"),
         icf_return_address: f("InlinedCallFrame", "CallerReturnAddress"),
         icf_callee_saved_fp: f("InlinedCallFrame", "CalleeSavedFP"),
-        frame_vtables_index: usize::MAX,
+        frame_vtables_index: if vtables {
+            FRAME_VTABLES_NET9
+        } else {
+            usize::MAX
+        },
         frame_type,
         nibble_map,
         sef_target_context: l.d.field("SoftwareExceptionFrame", "TargetContext"),
         module_r2r_info: f("Module", "ReadyToRunInfo"),
         r2r_info_header: f("ReadyToRunInfo", "ReadyToRunHeader"),
-        r2r_info_module: None,
+        // m_pModule: at +0 on 8.0 and 9.0 (checked on use); 10's descriptor does not say.
+        r2r_info_module: vtables.then_some(0),
         r2r_info_entry_map_buckets: f("ReadyToRunInfo", "EntryPointToMethodDescMap")
             .saturating_add(f("HashMap", "Buckets")),
         thread_last_thrown: NOT_PUBLISHED,
-        missing: missing.get(),
+        // 9.0 on Windows: its g_dacTable order (the Frame vtables, the FCALL hash) and
+        // MachState were not checked (no such dump): refused rather than guessed.
+        missing: if vtables && windows {
+            Some((
+                "g_dacTable",
+                "Frame vtables (9.0 windows-x64: not verified)",
+            ))
+        } else {
+            missing.get()
+        },
     }
 }
+
+/// g_dacTable index (from the table's start, [`DacTableAnchors::thread_store_index`]) of
+/// the first of [`layout::FRAME_VTABLES`] on 9.0: found on the 9.0.22 dumps, where the
+/// vtables of the Frames the DAC names DebuggerU2MCatchHandlerFrame, HelperMethodFrame and
+/// InlinedCallFrame sit at 128, 131 and 137 (3, 6 and 12 into the list, as on 8.0).
+pub const FRAME_VTABLES_NET9: usize = 125;
 
 /// The descriptor globals discovery reads.
 pub const GLOBALS_NEEDED: &[&str] = &[

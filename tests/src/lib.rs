@@ -188,7 +188,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields),
+        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Stacks),
         10 => matches!(
             cap,
             HeapWalk | Threads | TypeNames | ServerGc | Fields | Stacks
