@@ -31,6 +31,7 @@ pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
 /// its census, the thread list that gives the allocation contexts, type names, and instance
 /// fields (FieldDesc: `tests/tests/fields_net9_10.rs`, against the descriptor's Exception
 /// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest).
+/// The stack walk too (Linux: `clrdata/tests/stack_truth.rs`, frames equal the DAC's).
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
@@ -41,7 +42,8 @@ pub const VERIFIED_NET9: &[Capability] = &[
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
-/// included), and server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0).
+/// included), server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0), and
+/// the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the DAC's).
 pub const VERIFIED_NET10: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
