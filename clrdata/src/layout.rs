@@ -528,6 +528,8 @@ pub struct Layout {
     pub min_object_size: u64,
     /// STRING_BASE_SIZE (what String's MethodTable must say).
     pub string_base_size: u32,
+    /// The stack walk's table ([`Layout::stack`]).
+    pub stack: StackLayout,
 }
 
 const GC_DAC_VARS_V2: GcDacVarsLayout = GcDacVarsLayout {
@@ -656,6 +658,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     module: MODULE_NET8_UNIX,
     min_object_size: 24,
     string_base_size: 0x16,
+    stack: NET8_LINUX_X64_STACK,
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -726,6 +729,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     module: MODULE_NET8_WINDOWS,
     min_object_size: 24,
     string_base_size: 0x16,
+    stack: NET8_WINDOWS_X64_STACK,
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
@@ -918,8 +922,9 @@ pub struct StackLayout {
     /// Callee-saved registers in `CalleeSavedRegisters` order, as Windows unwind numbers
     /// (0 rax, 1 rcx, 2 rdx, 3 rbx, 4 rsp, 5 rbp, 6 rsi, 7 rdi, 8-15 r8-r15).
     pub callee_saved: &'static [u8],
-    /// InlinedCallFrame: m_Datum, m_pCallSiteSP, m_pCallerReturnAddress, m_pCalleeSavedFP.
-    pub icf_datum: u64,
+    /// InlinedCallFrame: m_Datum (a P/Invoke's MethodDesc, named on the frame), when the
+    /// family's table has it; m_pCallSiteSP, m_pCallerReturnAddress, m_pCalleeSavedFP.
+    pub icf_datum: Option<u64>,
     /// InlinedCallFrame m_pCallSiteSP.
     pub icf_call_site_sp: u64,
     /// InlinedCallFrame m_pCallerReturnAddress.
@@ -927,8 +932,28 @@ pub struct StackLayout {
     /// InlinedCallFrame m_pCalleeSavedFP.
     pub icf_callee_saved_fp: u64,
     /// g_dacTable index of the first Frame vtable of [`FRAME_VTABLES`]
-    /// (`DebuggerClassInitMarkFrame__vtAddr`).
+    /// (`DebuggerClassInitMarkFrame__vtAddr`), when Frames are told by their vtable.
     pub frame_vtables_index: usize,
+    /// How a Frame's class is told: its C++ vtable (.NET 8, 9) or the FrameIdentifier its
+    /// first field holds (.NET 10).
+    pub frame_type: FrameTypeSource,
+    /// How the code heaps' nibble map is encoded (ExecutionManager contract version).
+    pub nibble_map: NibbleMapEncoding,
+    /// `Module::m_pReadyToRunInfo`.
+    pub module_r2r_info: u64,
+    /// `ReadyToRunInfo::m_pHeader` (the image's READYTORUN_HEADER: checks the pointer).
+    pub r2r_info_header: u64,
+    /// `ReadyToRunInfo::m_pModule` (a check of the pointer too), where the table knows it.
+    pub r2r_info_module: Option<u64>,
+    /// `ReadyToRunInfo::m_entryPointToMethodDescMap.m_rgBuckets` (the runtime's entry point
+    /// → MethodDesc map of the image's methods).
+    pub r2r_info_entry_map_buckets: u64,
+    /// SoftwareExceptionFrame: its inline CONTEXT (`m_Context`), on families that have the
+    /// Frame (.NET 9+'s managed exception handling).
+    pub sef_target_context: Option<u64>,
+    /// The first (type, field) the walk needs that the family's descriptor and supplement
+    /// lack: the walk is refused with it (`ClrError::MissingField`).
+    pub missing: Option<(&'static str, &'static str)>,
     /// `Thread::m_LastThrownObjectHandle` (an OBJECTHANDLE: the object pointer is at the
     /// handle's address). Linux verified on crash.dmp (= the DAC's lastThrownObjectHandle);
     /// Windows assumed +0x10 like m_OSThreadId (no Windows dump with an exception yet).
@@ -966,6 +991,57 @@ pub const FRAME_VTABLES: &[&str] = &[
     "DynamicHelperFrame",
     "ExceptionFilterFrame",
 ];
+
+/// How a Frame's class is told (chosen once per family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameTypeSource {
+    /// The Frame's first field is its C++ vtable, compared with the `__vtAddr` entries of
+    /// g_dacTable from [`StackLayout::frame_vtables_index`] ([`FRAME_VTABLES`]).
+    Vtable,
+    /// The Frame's first field is a `FrameIdentifier` value; `ids[i]` is the value of
+    /// [`FRAME_IDENTIFIERS`]`[i]` (the descriptor's `<name>Identifier` globals; 0: not published).
+    Identifier {
+        /// Values by [`FRAME_IDENTIFIERS`] index.
+        ids: [u64; FRAME_IDENTIFIERS.len()],
+    },
+}
+
+/// The Frame classes a FrameIdentifier may name (frames.h `FRAME_TYPE_NAME` list, .NET 10);
+/// each one's value is the descriptor's `<name>Identifier` global.
+pub const FRAME_IDENTIFIERS: [&str; 22] = [
+    "InlinedCallFrame",
+    "ResumableFrame",
+    "RedirectedThreadFrame",
+    "FaultingExceptionFrame",
+    "SoftwareExceptionFrame",
+    "FuncEvalFrame",
+    "PInvokeCalliFrame",
+    "HijackFrame",
+    "PrestubMethodFrame",
+    "CallCountingHelperFrame",
+    "StubDispatchFrame",
+    "ExternalMethodFrame",
+    "DynamicHelperFrame",
+    "ProtectValueClassFrame",
+    "DebuggerClassInitMarkFrame",
+    "DebuggerExitFrame",
+    "DebuggerU2MCatchHandlerFrame",
+    "ExceptionFilterFrame",
+    "TailCallFrame",
+    "InterpreterFrame",
+    "ProtectByRefsFrame",
+    "FramedMethodFrame",
+];
+
+/// The encoding of a code heap's nibble map (ExecutionManager.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NibbleMapEncoding {
+    /// Contract version 1 (.NET 8, 9): one nibble per 32-byte bucket, scanned backwards.
+    Linear,
+    /// Contract version 2 (.NET 10): as version 1, and a DWORD wholly inside a method holds
+    /// a relative pointer to its start (low nibble 9-12).
+    ConstantLookup,
+}
 
 const STACK_NET8_COMMON: StackLayout = StackLayout {
     range_map_levels: 5,
@@ -1007,22 +1083,30 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     ms_capture_rsp: 0xB0,
     // Unix CalleeSavedRegisters: r12, r13, r14, r15, rbx, rbp.
     callee_saved: &[12, 13, 14, 15, 3, 5],
-    icf_datum: 0x10,
+    icf_datum: Some(0x10),
     icf_call_site_sp: 0x20,
     icf_return_address: 0x28,
     icf_callee_saved_fp: 0x30,
     frame_vtables_index: 122,
+    frame_type: FrameTypeSource::Vtable,
+    nibble_map: NibbleMapEncoding::Linear,
+    sef_target_context: None,
+    module_r2r_info: 0x480,
+    r2r_info_header: 0x10,
+    r2r_info_module: Some(0),
+    r2r_info_entry_map_buckets: 0x1C0,
+    missing: None,
     thread_last_thrown: 0,
 };
 
 /// .NET 8 linux-x64.
-pub static NET8_LINUX_X64_STACK: StackLayout = StackLayout {
+pub const NET8_LINUX_X64_STACK: StackLayout = StackLayout {
     thread_last_thrown: 0x1D0,
     ..STACK_NET8_COMMON
 };
 
 /// .NET 8 windows-x64: no `m_Unwound`; CalleeSavedRegisters rdi, rsi, rbx, rbp, r12-r15.
-pub static NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
+pub const NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     ms_unwound: None,
     ms_capture: 0x10,
     ms_ptrs: 0x50,
@@ -1032,18 +1116,17 @@ pub static NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
     frame_vtables_index: 134,
     fcall_methods_index: 80, // the hash chain holding Thread.SleepInternal's FCALL entry
+    // Module::m_pReadyToRunInfo and the entry point map's buckets (its Crst is smaller).
+    module_r2r_info: 0x2A0,
+    r2r_info_entry_map_buckets: 0x160,
     thread_last_thrown: 0x1E0,
     ..STACK_NET8_COMMON
 };
 
 impl Layout {
     /// The stack walk's table of this family.
-    pub fn stack(&self) -> &'static StackLayout {
-        if self.name == NET8_WINDOWS_X64.name {
-            &NET8_WINDOWS_X64_STACK
-        } else {
-            &NET8_LINUX_X64_STACK
-        }
+    pub fn stack(&self) -> &StackLayout {
+        &self.stack
     }
 }
 

@@ -786,8 +786,12 @@ impl<M: Memory> Runtime<M> {
                 .and_then(|a| target.read_u64(a).ok())
                 .unwrap_or(0)
         };
+        // The table itself: the export, else where the ThreadStore entry's index puts its
+        // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
+        let table_start =
+            dac_export.unwrap_or_else(|| table.slot.wrapping_sub(8 * anchors.thread_store_index));
         let globals = Globals {
-            dac_table: dac_export.unwrap_or(0),
+            dac_table: table_start,
             thread_store: deref("ThreadStore")?,
             finalizer_thread: deref("FinalizerThread")?,
             heap_type: target
@@ -805,8 +809,10 @@ impl<M: Memory> Runtime<M> {
             exception_mt: deref("ExceptionMethodTable")?,
             free_mt: deref("FreeObjectMethodTable")?,
             sync_table: deref("SyncTableEntries")?,
+            // The descriptor's (10), else g_dacTable's first entry (9).
             code_range_map: d
                 .global_number("ExecutionManagerCodeRangeMapAddress")
+                .or_else(|| table.entry_after(&target, table_start, anchors.code_range_map_index))
                 .unwrap_or(0),
             // Not read on this family yet (their capabilities are refused).
             card_table: 0,

@@ -31,6 +31,7 @@ pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
 /// its census, the thread list that gives the allocation contexts, type names, and instance
 /// fields (FieldDesc: `tests/tests/fields_net9_10.rs`, against the descriptor's Exception
 /// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest).
+/// The stack walk too (Linux: `clrdata/tests/stack_truth.rs`, frames equal the DAC's).
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
@@ -38,10 +39,12 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::TypeNames,
     Capability::Fields,
     Capability::Statics,
+    Capability::Stacks,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
-/// included), and server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0).
+/// included), server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0), and
+/// the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the DAC's).
 pub const VERIFIED_NET10: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
@@ -49,6 +52,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::ServerGc,
     Capability::Fields,
     Capability::Statics,
+    Capability::Stacks,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -67,6 +71,11 @@ pub struct DacTableAnchors {
     pub app_domain_after_thread_store: u64,
     /// Entries before the ObjectMethodTable entry: g_global_alloc_context.
     pub global_alloc_context_before_object_class: u64,
+    /// The ThreadStore entry's index in the table (16, as on 8.0): where the table starts
+    /// when its export is not in the dump.
+    pub thread_store_index: u64,
+    /// `ExecutionManager::g_codeRangeMap`'s index (0, as on 8.0; 9.0's descriptor lacks it).
+    pub code_range_map_index: u64,
 }
 
 /// The .NET 9 and 10 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
@@ -77,6 +86,8 @@ pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
     gc_dac_globals_after_thread_store: 4,
     app_domain_after_thread_store: 5,
     global_alloc_context_before_object_class: 3,
+    thread_store_index: 16,
+    code_range_map_index: 0,
 };
 
 /// The family a product major version belongs to, when this build has one for it.
@@ -124,6 +135,15 @@ type Supplement = &'static [(&'static str, &'static str, u64)];
 /// from its descriptor (the GC's own structures come from GcDacVars, see [`gc_layouts`]);
 /// FieldDesc is.
 const SUPPLEMENT_NET10: Supplement = &[
+    // HeapList::CLRPersonalityRoutine, the base of a JIT'd method's unwind RVAs (as on 8.0;
+    // not published). Verified by clrdata/tests/stack_truth.rs: with another base no
+    // RUNTIME_FUNCTION of the RealCodeHeader covers the IP and the walk stops.
+    ("CodeHeapListNode", "ModuleBase", 0x48),
+    // InlinedCallFrame::m_Datum, right after Frame {FrameIdentifier, m_Next} and before the
+    // descriptor's CallSiteSP (24); the cDAC's later descriptors publish it. Verified by
+    // clrdata/tests/stack_truth.rs on hang-net10-trim, whose P/Invoke frames' MethodDescs the
+    // DAC reports from it.
+    ("InlinedCallFrame", "Datum", 16),
     FIELD_DESC_NET9_10[0],
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
@@ -151,6 +171,40 @@ const FIELD_DESC_NET9_10: [(&str, &str, u64); 4] = [
 /// the 9.0.22 corpus dumps (names and census equal the DAC's; EEClass.FieldDescList and
 /// FieldDesc by `tests/tests/fields_net9_10.rs`). `"!"` is a type's size.
 const SUPPLEMENT_NET9: Supplement = &[
+    // The stack walk's code manager and Frames (none in 9's descriptor): .NET 8's codeman.h
+    // and frames.h offsets, the names 10's descriptor gives them. Verified by
+    // clrdata/tests/stack_truth.rs on the 9.0.22 dumps (frames equal the DAC's).
+    ("RangeSectionFragment", "Next", 0),
+    ("RangeSectionFragment", "RangeBegin", 8),
+    ("RangeSectionFragment", "RangeEndOpen", 0x10),
+    ("RangeSectionFragment", "RangeSection", 0x18),
+    ("RangeSection", "RangeBegin", 0),
+    ("RangeSection", "RangeEndOpen", 8),
+    ("RangeSection", "Flags", 0x10),
+    ("RangeSection", "JitManager", 0x18),
+    ("RangeSection", "R2RModule", 0x20),
+    ("RangeSection", "HeapList", 0x28),
+    ("CodeHeapListNode", "MapBase", 0x20),
+    ("CodeHeapListNode", "HeaderMap", 0x28),
+    ("CodeHeapListNode", "ModuleBase", 0x48),
+    ("RealCodeHeader", "MethodDesc", 0x18),
+    ("RealCodeHeader", "NumUnwindInfos", 0x20),
+    ("RealCodeHeader", "UnwindInfos", 0x24),
+    ("Frame", "Next", 8),
+    // InlinedCallFrame as 10's descriptor has it (m_Datum, then CallSiteSP 0x18,
+    // CallerReturnAddress 0x20, CalleeSavedFP 0x28), not 8.0's table (0x20, 0x28, 0x30): with
+    // those the resumed SP is the return address.
+    ("InlinedCallFrame", "Datum", 0x10),
+    ("InlinedCallFrame", "CallSiteSP", 0x18),
+    ("InlinedCallFrame", "CallerReturnAddress", 0x20),
+    ("InlinedCallFrame", "CalleeSavedFP", 0x28),
+    // Module::m_pReadyToRunInfo (+0x490; +0x3d8 holds the same pointer), whose m_pModule
+    // (+0) is the Module and m_pHeader (+0x10) the READYTORUN_HEADER (both checked on use);
+    // its entry point map's buckets at +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10).
+    ("Module", "ReadyToRunInfo", 0x490),
+    ("ReadyToRunInfo", "ReadyToRunHeader", 0x10),
+    ("ReadyToRunInfo", "EntryPointToMethodDescMap", 0x1B0),
+    ("HashMap", "Buckets", 0x10),
     ("MethodTable", "!", 0x40),
     ("MethodTable", "AuxiliaryData", 0x20),
     ("EEClass", "FieldDescList", 0x18),
@@ -429,6 +483,7 @@ pub fn build_layout(
             runtime: runtime.to_owned(),
             detail: format!("String.m_FirstChar gives a base size of {string_base_size}"),
         })?,
+        stack: stack_layout(&l, family, windows),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
@@ -460,6 +515,144 @@ fn per_type_statics(l: &Lookup<'_>) -> Result<layout::PerTypeStatics> {
         ptr_array_data: l.global("PtrArrayOffsetToDataArray")?,
     })
 }
+
+/// The stack walk's table on .NET 9/10: what the descriptor publishes (.NET 10: the code
+/// manager, RealCodeHeader, MethodDesc, the Frames it names and their FrameIdentifier values;
+/// .NET 9: MethodDesc and MethodDescChunk only), the rest [`NOT_PUBLISHED`] (the Stacks
+/// capability is refused where they are missing: .NET 9). The two choices, how a Frame's
+/// class is told and how the nibble map is encoded, are made here once: a descriptor with
+/// FrameIdentifier globals has identifiers, ExecutionManager contract version 2 the
+/// constant-lookup nibble map.
+fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackLayout {
+    let n8 = if windows {
+        layout::NET8_WINDOWS_X64_STACK
+    } else {
+        layout::NET8_LINUX_X64_STACK
+    };
+    // The first field the walk needs that neither the descriptor nor the supplement has: the
+    // walk refuses with it (`StackLayout::missing`).
+    let missing = std::cell::Cell::new(None);
+    let f = |ty: &'static str, field: &'static str| {
+        l.field(ty, field).unwrap_or_else(|_| {
+            if missing.get().is_none() {
+                missing.set(Some((ty, field)));
+            }
+            NOT_PUBLISHED
+        })
+    };
+    let mut ids = [0u64; layout::FRAME_IDENTIFIERS.len()];
+    for (i, name) in layout::FRAME_IDENTIFIERS.iter().enumerate() {
+        ids[i] = l.d.global_number(&format!("{name}Identifier")).unwrap_or(0);
+    }
+    let frame_type = if ids.iter().any(|&v| v != 0) {
+        layout::FrameTypeSource::Identifier { ids }
+    } else {
+        layout::FrameTypeSource::Vtable
+    };
+    let nibble_map = match l.d.contract("ExecutionManager") {
+        Some(ContractVersion::Int(2)) => layout::NibbleMapEncoding::ConstantLookup,
+        _ => layout::NibbleMapEncoding::Linear,
+    };
+    let u = |v: u64| v as u32;
+    // Frames told by vtable (9): HelperMethodFrame and its MachState as on 8.0, the vtables
+    // from g_dacTable index 125 ([`FRAME_VTABLES_NET9`]).
+    let vtables = frame_type == layout::FrameTypeSource::Vtable && family == Family::Net9;
+    let hmf = if vtables {
+        n8
+    } else {
+        layout::StackLayout {
+            hmf_method_desc: NOT_PUBLISHED,
+            hmf_fcall_entry: NOT_PUBLISHED,
+            hmf_mach_state: NOT_PUBLISHED,
+            ms_rip: NOT_PUBLISHED,
+            ms_rsp: NOT_PUBLISHED,
+            ms_unwound: None,
+            ms_ptrs: NOT_PUBLISHED,
+            ms_ret_addr_ptr: NOT_PUBLISHED,
+            ms_capture: NOT_PUBLISHED,
+            ms_capture_rip: NOT_PUBLISHED,
+            ms_capture_rsp: NOT_PUBLISHED,
+            ..n8
+        }
+    };
+    layout::StackLayout {
+        range_map_levels: 5,
+        range_map_low_bits: 17,
+        fragment_next: f("RangeSectionFragment", "Next"),
+        fragment_begin: f("RangeSectionFragment", "RangeBegin"),
+        fragment_end: f("RangeSectionFragment", "RangeEndOpen"),
+        fragment_range_section: f("RangeSectionFragment", "RangeSection"),
+        rs_begin: f("RangeSection", "RangeBegin"),
+        rs_end: f("RangeSection", "RangeEndOpen"),
+        rs_flags: f("RangeSection", "Flags"),
+        rs_jit_manager: f("RangeSection", "JitManager"),
+        rs_r2r_module: f("RangeSection", "R2RModule"),
+        rs_heap_list: f("RangeSection", "HeapList"),
+        heap_list_map_base: f("CodeHeapListNode", "MapBase"),
+        heap_list_hdr_map: f("CodeHeapListNode", "HeaderMap"),
+        heap_list_module_base: f("CodeHeapListNode", "ModuleBase"),
+        code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
+        code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
+        code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
+        method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),
+        chunk_method_table: f("MethodDescChunk", "MethodTable"),
+        chunk_token_range: f("MethodDescChunk", "FlagsAndTokenRange"),
+        md_chunk_index: f("MethodDesc", "ChunkIndex"),
+        md_alignment: l.global("MethodDescAlignment").unwrap_or(NOT_PUBLISHED),
+        md_token_remainder_bits: u(l.global("MethodDescTokenRemainderBitCount").unwrap_or(0)),
+        frame_next: f("Frame", "Next"),
+        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor). The FCALL
+        // hash's index in 9's g_dacTable is not known: a lazily captured frame is not named.
+        hmf_method_desc: hmf.hmf_method_desc,
+        hmf_fcall_entry: hmf.hmf_fcall_entry,
+        hmf_mach_state: hmf.hmf_mach_state,
+        fcall_methods_index: usize::MAX,
+        ms_rip: hmf.ms_rip,
+        ms_rsp: hmf.ms_rsp,
+        ms_unwound: hmf.ms_unwound,
+        ms_ptrs: hmf.ms_ptrs,
+        ms_ret_addr_ptr: hmf.ms_ret_addr_ptr,
+        ms_capture: hmf.ms_capture,
+        ms_capture_rip: hmf.ms_capture_rip,
+        ms_capture_rsp: hmf.ms_capture_rsp,
+        callee_saved: n8.callee_saved,
+        icf_datum: l.field("InlinedCallFrame", "Datum").ok(),
+        icf_call_site_sp: f("InlinedCallFrame", "CallSiteSP"),
+        icf_return_address: f("InlinedCallFrame", "CallerReturnAddress"),
+        icf_callee_saved_fp: f("InlinedCallFrame", "CalleeSavedFP"),
+        frame_vtables_index: if vtables {
+            FRAME_VTABLES_NET9
+        } else {
+            usize::MAX
+        },
+        frame_type,
+        nibble_map,
+        sef_target_context: l.d.field("SoftwareExceptionFrame", "TargetContext"),
+        module_r2r_info: f("Module", "ReadyToRunInfo"),
+        r2r_info_header: f("ReadyToRunInfo", "ReadyToRunHeader"),
+        // m_pModule: at +0 on 8.0 and 9.0 (checked on use); 10's descriptor does not say.
+        r2r_info_module: vtables.then_some(0),
+        r2r_info_entry_map_buckets: f("ReadyToRunInfo", "EntryPointToMethodDescMap")
+            .saturating_add(f("HashMap", "Buckets")),
+        thread_last_thrown: NOT_PUBLISHED,
+        // 9.0 on Windows: its g_dacTable order (the Frame vtables, the FCALL hash) and
+        // MachState were not checked (no such dump): refused rather than guessed.
+        missing: if vtables && windows {
+            Some((
+                "g_dacTable",
+                "Frame vtables (9.0 windows-x64: not verified)",
+            ))
+        } else {
+            missing.get()
+        },
+    }
+}
+
+/// g_dacTable index (from the table's start, [`DacTableAnchors::thread_store_index`]) of
+/// the first of [`layout::FRAME_VTABLES`] on 9.0: found on the 9.0.22 dumps, where the
+/// vtables of the Frames the DAC names DebuggerU2MCatchHandlerFrame, HelperMethodFrame and
+/// InlinedCallFrame sit at 128, 131 and 137 (3, 6 and 12 into the list, as on 8.0).
+pub const FRAME_VTABLES_NET9: usize = 125;
 
 /// The descriptor globals discovery reads.
 pub const GLOBALS_NEEDED: &[&str] = &[
@@ -529,7 +722,6 @@ mod tests {
         assert_eq!(l.string_base_size, 0x16);
         assert_eq!(l.module.path_pointer, Some(200));
         assert!(l.verified.contains(&Capability::HeapWalk));
-        assert!(!l.verified.contains(&Capability::Stacks));
         assert_eq!(l.ee_class.field_counts, Some((50, 54)));
         // No statics types in this descriptor: statics alone are unresolved, naming the first
         // missing one.
@@ -540,6 +732,13 @@ mod tests {
                 field: "Flags"
             }
         );
+        // Stacks is verified on the family, but this descriptor lacks the code manager: the
+        // walk refuses, naming the first missing field; without ExecutionManager 2 and
+        // FrameIdentifier globals the choices are version 1's.
+        assert!(l.verified.contains(&Capability::Stacks));
+        assert_eq!(l.stack.missing, Some(("RangeSectionFragment", "Next")));
+        assert_eq!(l.stack.nibble_map, layout::NibbleMapEncoding::Linear);
+        assert_eq!(l.stack.frame_type, layout::FrameTypeSource::Vtable);
         // Interned: the same table for the same descriptor.
         let again = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
         assert!(std::ptr::eq(l, again));

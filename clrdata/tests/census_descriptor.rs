@@ -414,7 +414,7 @@ fn runtime_threads_and_census_equal_the_dac_exactly() {
         checked += 1;
 
         // What is not verified on this family is refused by name.
-        for cap in [Capability::Stacks, Capability::Roots, Capability::Locks] {
+        for cap in [Capability::Roots, Capability::Locks] {
             match rt.require(cap) {
                 Err(ClrError::NotVerified { capability, .. }) => {
                     assert_eq!(capability, cap.describe())

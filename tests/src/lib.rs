@@ -188,10 +188,10 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Statics),
+        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Statics | Stacks),
         10 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | ServerGc | Fields | Statics
+            HeapWalk | Threads | TypeNames | ServerGc | Fields | Statics | Stacks
         ),
         _ => false,
     }
@@ -404,14 +404,32 @@ impl Entry {
     }
 }
 
+/// What [`stack_truth`] compared on one dump.
+#[derive(Debug, Default)]
+pub struct StackComparison {
+    /// Threads the DAC walked.
+    pub threads: usize,
+    /// Threads whose every frame equals the DAC's.
+    pub equal_threads: usize,
+    /// Frames compared (each: SP, IP, Frame address and class, MethodDesc, and the method's
+    /// name where the tests claim Methods).
+    pub frames: usize,
+    /// Whether method names were compared.
+    pub names: bool,
+    /// The differences, one line each.
+    pub diffs: Vec<String>,
+}
+
 /// The stack walk against the runtime DAC's own (`<name>.dac.json` `stacks`), the dump opened
-/// with `opts`: (threads equal, threads the DAC walked, the differences). A thread is equal when
-/// its frames with a method are the DAC's, in order, and its managed frames' SP and IP too.
-pub fn stack_diffs(e: &Entry, opts: &dumpreader::OpenOptions) -> (usize, usize, Vec<String>) {
-    use clrdata::stack::{FrameKind, StackWalker};
+/// with `opts`, frame for frame: every frame's SP, IP, explicit Frame address and class name,
+/// and MethodDesc exactly, the frames in the DAC's order, no more and no fewer; the method's
+/// name too where the tests claim [`Capability::Methods`] on the dump.
+pub fn stack_truth(e: &Entry, opts: &dumpreader::OpenOptions) -> StackComparison {
+    use clrdata::stack::StackWalker;
     let name = &e.name;
     let hex = |v: &Value| {
-        u64::from_str_radix(v.as_str().unwrap_or("").trim_start_matches("0x"), 16).unwrap_or(0)
+        v.as_str()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
     };
     let d = dumpreader::Dump::open_with(&e.dump_path(), opts)
         .unwrap_or_else(|err| panic!("{name}: {err}"));
@@ -419,41 +437,75 @@ pub fn stack_diffs(e: &Entry, opts: &dumpreader::OpenOptions) -> (usize, usize, 
     let names = clrdata::TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let stacks = w.walk_all().unwrap_or_else(|err| panic!("{name}: {err}"));
-    let mut diffs = Vec::new();
-    let mut ok = 0;
+    let mut c = StackComparison {
+        names: claims(e, Capability::Methods),
+        ..Default::default()
+    };
     let dac = e.dac["stacks"].as_array().cloned().unwrap_or_default();
+    c.threads = dac.len();
     for ds in &dac {
         let os = ds["osThreadId"].as_u64().unwrap_or(0);
         let Some(ours) = stacks.iter().find(|s| s.os_id == os) else {
-            diffs.push(format!("{name}: thread {os} not walked"));
+            c.diffs.push(format!("{name}: thread {os} not walked"));
             continue;
         };
         let frames = ds["frames"].as_array().cloned().unwrap_or_default();
-        let want: Vec<&str> = frames.iter().filter_map(|f| f["method"].as_str()).collect();
-        let got: Vec<&str> = ours.methods().collect();
-        if want != got {
-            diffs.push(format!(
-                "{name}: thread {os}:\n  dac  {want:?}\n  ours {got:?}\n  stop {:?}",
+        let mut thread_diffs = Vec::new();
+        if frames.len() != ours.frames.len() {
+            thread_diffs.push(format!(
+                "{} frames, the DAC's {} (stop: {:?})",
+                ours.frames.len(),
+                frames.len(),
                 ours.incomplete
             ));
-            continue;
         }
-        let dm: Vec<(u64, u64)> = frames
-            .iter()
-            .filter(|f| f.get("frame").is_none())
-            .map(|f| (hex(&f["sp"]), hex(&f["ip"])))
-            .collect();
-        let om: Vec<(u64, u64)> = ours
-            .frames
-            .iter()
-            .filter(|f| f.kind == FrameKind::Managed)
-            .map(|f| (f.sp, f.ip))
-            .collect();
-        if dm != om {
-            diffs.push(format!("{name}: thread {os}: sp/ip {dm:x?} != {om:x?}"));
-            continue;
+        for (i, (df, of)) in frames.iter().zip(&ours.frames).enumerate() {
+            c.frames += 1;
+            let want = (
+                hex(&df["sp"]),
+                hex(&df["ip"]),
+                hex(&df["frame"]),
+                df["frame_name"].as_str(),
+                hex(&df["methodDesc"]),
+            );
+            let got = (
+                Some(of.sp),
+                Some(of.ip),
+                of.frame,
+                of.frame_name.as_deref(),
+                of.method_desc,
+            );
+            if want != got {
+                thread_diffs.push(format!("frame {i}: dac {want:x?}\n    ours {got:x?}"));
+            } else if !c.names && of.method.is_some() {
+                // Names need Methods: where it is not claimed, the walk must not name.
+                thread_diffs.push(format!(
+                    "frame {i}: named {:?} though Methods is not claimed",
+                    of.method
+                ));
+            } else if c.names && df["method"].as_str() != of.method.as_deref() {
+                thread_diffs.push(format!(
+                    "frame {i}: dac {:?}, ours {:?} ({:?})",
+                    df["method"].as_str(),
+                    of.method,
+                    of.method_error
+                ));
+            }
         }
-        ok += 1;
+        if thread_diffs.is_empty() {
+            c.equal_threads += 1;
+        } else {
+            c.diffs.push(format!(
+                "{name}: thread {os}:\n  {}",
+                thread_diffs.join("\n  ")
+            ));
+        }
     }
-    (ok, dac.len(), diffs)
+    c
+}
+
+/// [`stack_truth`] as (threads equal, threads the DAC walked, the differences).
+pub fn stack_diffs(e: &Entry, opts: &dumpreader::OpenOptions) -> (usize, usize, Vec<String>) {
+    let c = stack_truth(e, opts);
+    (c.equal_threads, c.threads, c.diffs)
 }

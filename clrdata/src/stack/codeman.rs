@@ -12,6 +12,7 @@
 use super::image_file::{ImageFile, Overlay};
 use super::r2r::R2rImage;
 use super::unwind::RuntimeFunction;
+use crate::layout::NibbleMapEncoding;
 use crate::runtime::Runtime;
 use dumpreader::Memory;
 use serde::Serialize;
@@ -167,6 +168,8 @@ impl CodeIndex {
                     (main, main_end) = (s, e);
                     rid = None;
                 }
+                // The same method: the runtime's MethodDesc of it.
+                Ok((md, s, _)) if s == main => method_desc = Some(md),
                 Ok(_) => {}
                 Err(e) if rid.is_none() => method_note = Some(e),
                 Err(_) => {}
@@ -227,37 +230,15 @@ impl CodeIndex {
                 "ip {ip:#x} below its code heap's map base {map_base:#x}"
             ));
         }
-        // Nibble map: one nibble per 32-byte bucket, 8 per DWORD, most significant first;
-        // value n (1-8): a method starts at bucket + (n-1)*4.
-        let mut bucket = (ip - map_base) >> 5;
-        let mut start = None;
-        let mut cached: Option<(u64, u32)> = None;
-        for _ in 0..MAX_BUCKETS {
-            let di = bucket >> 3;
-            let dword = match cached {
-                Some((i, v)) if i == di => v,
-                _ => {
-                    let a = hdr_map + di * 4;
-                    let v = m
-                        .read_u32(a)
-                        .map_err(|_| format!("nibble map at {a:#x} is not in the dump"))?;
-                    cached = Some((di, v));
-                    v
-                }
-            };
-            let nib = (dword >> (28 - ((bucket & 7) << 2))) & 0xF;
-            if nib != 0 {
-                let s = map_base + (bucket << 5) + ((nib as u64 - 1) << 2);
-                if s <= ip {
-                    start = Some(s);
-                    break;
-                }
-            }
-            if bucket == 0 {
-                break;
-            }
-            bucket -= 1;
-        }
+        let read_unit = |di: u64| {
+            let a = hdr_map + di * 4;
+            m.read_u32(a)
+                .map_err(|_| format!("nibble map at {a:#x} is not in the dump"))
+        };
+        let start = match l.nibble_map {
+            NibbleMapEncoding::Linear => nibble_map_linear(read_unit, map_base, ip)?,
+            NibbleMapEncoding::ConstantLookup => nibble_map_constant(read_unit, map_base, ip)?,
+        };
         let start =
             start.ok_or_else(|| format!("no method start for {ip:#x} in the nibble map"))?;
         let hdr = rd(start - 8, "the code header pointer")?;
@@ -300,5 +281,133 @@ impl CodeIndex {
             code_end,
             method_note: None,
         })
+    }
+}
+
+/// Nibble map version 1 (ExecutionManager contract 1): one nibble per 32-byte bucket, 8 per
+/// DWORD, most significant first; value n (1-8): a method starts at bucket + (n-1)*4. Scans
+/// back from `ip`'s bucket to the nearest start at or before it.
+fn nibble_map_linear(
+    read_unit: impl Fn(u64) -> Result<u32, String>,
+    map_base: u64,
+    ip: u64,
+) -> Result<Option<u64>, String> {
+    let mut bucket = (ip - map_base) >> 5;
+    let mut cached: Option<(u64, u32)> = None;
+    for _ in 0..MAX_BUCKETS {
+        let di = bucket >> 3;
+        let dword = match cached {
+            Some((i, v)) if i == di => v,
+            _ => {
+                let v = read_unit(di)?;
+                cached = Some((di, v));
+                v
+            }
+        };
+        let nib = (dword >> (28 - ((bucket & 7) << 2))) & 0xF;
+        if nib != 0 {
+            let s = map_base + (bucket << 5) + ((nib as u64 - 1) << 2);
+            if s <= ip {
+                return Ok(Some(s));
+            }
+        }
+        if bucket == 0 {
+            break;
+        }
+        bucket -= 1;
+    }
+    Ok(None)
+}
+
+/// Nibble map version 2 (ExecutionManager contract 2, .NET 10): as version 1, and a DWORD
+/// wholly inside one method holds a pointer to its start relative to the map base: the
+/// DWORD's top 28 bits, plus (low nibble − 9) × 4 in its low nibble (9-12, where a nibble
+/// is at most 8). So the start is in `ip`'s DWORD or, failing that, in the one before it
+/// (a pointer, or its last non-zero nibble); an empty DWORD before it means no method.
+fn nibble_map_constant(
+    read_unit: impl Fn(u64) -> Result<u32, String>,
+    map_base: u64,
+    ip: u64,
+) -> Result<Option<u64>, String> {
+    let is_pointer = |u: u32| (u & 0xF) > 8;
+    let decode = |u: u32| map_base + ((u & !0xF) as u64) + ((((u & 0xF) - 9) as u64) << 2);
+    let rel = ip - map_base;
+    let bucket = rel >> 5;
+    let di = bucket >> 3;
+    let unit = read_unit(di)?;
+    if is_pointer(unit) {
+        return Ok(Some(decode(unit)));
+    }
+    // Nibbles of this DWORD from `ip`'s bucket back to the DWORD's first.
+    let mut b = bucket;
+    loop {
+        let nib = (unit >> (28 - ((b & 7) << 2))) & 0xF;
+        if nib != 0 {
+            let s = map_base + (b << 5) + ((nib as u64 - 1) << 2);
+            if s <= ip {
+                return Ok(Some(s));
+            }
+        }
+        if b & 7 == 0 {
+            break;
+        }
+        b -= 1;
+    }
+    if di == 0 {
+        return Ok(None);
+    }
+    let prev = read_unit(di - 1)?;
+    if prev == 0 {
+        return Ok(None);
+    }
+    if is_pointer(prev) {
+        return Ok(Some(decode(prev)));
+    }
+    // Its last non-zero nibble.
+    for k in (0..8u64).rev() {
+        let nib = (prev >> (28 - (k << 2))) & 0xF;
+        if nib != 0 {
+            return Ok(Some(
+                map_base + (((di - 1) * 8 + k) << 5) + ((nib as u64 - 1) << 2),
+            ));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A method at 0x130 relative to the base (ExecutionManager.md's example: nibble 5 in
+    /// bucket 9) is found from inside it, not from before it; a version-2 pointer DWORD
+    /// (0x100 relative, low nibble 9) names its method from anywhere in its 256 bytes.
+    #[test]
+    fn nibble_maps_find_method_starts() {
+        let base = 0x1000u64;
+        let units = [0u32, 0x0500_0000, 0, 0];
+        let read = |i: u64| Ok(units.get(i as usize).copied().unwrap_or(0));
+        assert_eq!(
+            nibble_map_linear(read, base, base + 0x132),
+            Ok(Some(base + 0x130))
+        );
+        assert_eq!(nibble_map_linear(read, base, base + 0x12E), Ok(None));
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x132),
+            Ok(Some(base + 0x130))
+        );
+        assert_eq!(nibble_map_constant(read, base, base + 0x12E), Ok(None));
+        // Next DWORD (buckets 16-23) empty: the start is the previous DWORD's last nibble.
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x210),
+            Ok(Some(base + 0x130))
+        );
+        // A pointer DWORD: a method starting at 0x104 covers the whole third DWORD.
+        let units = [0x0000_0000u32, 0x2000_0000, 0x0000_010A];
+        let read = |i: u64| Ok(units.get(i as usize).copied().unwrap_or(0));
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x2F0),
+            Ok(Some(base + 0x104))
+        );
     }
 }

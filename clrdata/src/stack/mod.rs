@@ -36,7 +36,7 @@ pub use codeman::{CodeIndex, CodeInfo, CodeKind};
 pub use native::{NativeModules, NativeName, Unwound};
 pub use unwind::{unwind_frame, Regs, RuntimeFunction};
 
-use crate::layout::FRAME_VTABLES;
+use crate::layout::{FrameTypeSource, FRAME_IDENTIFIERS, FRAME_VTABLES};
 use crate::names::TypeNames;
 use crate::runtime::Runtime;
 use crate::threads::ThreadData;
@@ -163,10 +163,23 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         contexts: HashMap<u64, Regs>,
     ) -> StackWalker<'a, M> {
         let l = rt.layout.stack();
+        // The values a Frame's first field may hold, by class: vtables from g_dacTable, or
+        // the FrameIdentifier values the descriptor publishes.
         let mut vtables = HashMap::new();
-        for (i, name) in FRAME_VTABLES.iter().enumerate() {
-            if let Ok(a) = rt.dac_global_address(l.frame_vtables_index + i) {
-                vtables.insert(a, *name);
+        match l.frame_type {
+            FrameTypeSource::Vtable => {
+                for (i, name) in FRAME_VTABLES.iter().enumerate() {
+                    if let Ok(a) = rt.dac_global_address(l.frame_vtables_index + i) {
+                        vtables.insert(a, *name);
+                    }
+                }
+            }
+            FrameTypeSource::Identifier { ids } => {
+                for (name, &v) in FRAME_IDENTIFIERS.iter().zip(ids.iter()) {
+                    if v != 0 {
+                        vtables.insert(v, *name);
+                    }
+                }
             }
         }
         StackWalker {
@@ -185,7 +198,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         &self.code
     }
 
-    /// The explicit Frame class of the Frame at `frame`, from its vtable.
+    /// The explicit Frame class of the Frame at `frame`, from its vtable or FrameIdentifier.
     pub fn frame_name(&self, frame: u64) -> Option<&'static str> {
         let vt = self.rt.memory().read_u64(frame).ok()?;
         self.vtables.get(&vt).copied()
@@ -248,6 +261,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     /// Names the method of a MethodDesc: (module, token, name or error).
     fn name_method_desc(&self, md: u64, f: &mut StackFrame) {
         f.method_desc = Some(md);
+        if let Some(e) = self.names_refused() {
+            f.method_error = Some(e);
+            return;
+        }
         let r = self.method_desc_info(md).and_then(|info| {
             let mt = self
                 .rt
@@ -282,6 +299,15 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         }
     }
 
+    /// Why frames get no method names: MethodDescs (their chunk, MethodTable and token) are
+    /// read by the Methods capability, which the family may not have verified.
+    fn names_refused(&self) -> Option<String> {
+        self.rt
+            .require(crate::layout::Capability::Methods)
+            .err()
+            .map(|e| e.to_string())
+    }
+
     /// A managed frame at `regs` described by `ci`.
     fn managed_frame(&self, regs: &Regs, ci: &CodeInfo) -> StackFrame {
         let mut f = StackFrame {
@@ -303,6 +329,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         } else if let (Some(module), Some(token)) = (ci.module, ci.token) {
             f.module = Some(module);
             f.token = Some(token);
+            if let Some(e) = self.names_refused() {
+                f.method_error = Some(e);
+                return f;
+            }
             match self.method_name(module, token) {
                 Ok(n) => f.method = Some(n),
                 Err(e) => f.method_error = Some(e),
@@ -399,11 +429,25 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     r.gpr[unwind::RSP] = m.read_u64(frame + l.icf_call_site_sp).unwrap_or(0);
                     r.gpr[unwind::RBP] = m.read_u64(frame + l.icf_callee_saved_fp).unwrap_or(0);
                     resume = Some(r);
-                    if let Ok(d) = m.read_u64(frame + l.icf_datum) {
+                    if let Some(Ok(d)) = l.icf_datum.map(|o| m.read_u64(frame + o)) {
                         // m_Datum is the MethodDesc of the P/Invoke when its low bits are clear.
                         if d != 0 && d & 7 == 0 && self.method_desc_info(d).is_ok() {
                             self.name_method_desc(d, &mut f);
                         }
+                    }
+                }
+            }
+            Some("SoftwareExceptionFrame") => {
+                // The CONTEXT it holds: IP, SP and the callee-saved registers.
+                if let Some(ctx) = l.sef_target_context {
+                    if let Ok(c) = context_at(m, frame + ctx) {
+                        let mut r = *regs;
+                        r.rip = c.rip;
+                        r.gpr[unwind::RSP] = c.sp();
+                        for &reg in l.callee_saved {
+                            r.gpr[reg as usize] = c.gpr[reg as usize];
+                        }
+                        resume = Some(r);
                     }
                 }
             }
@@ -474,7 +518,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             frames: Vec::new(),
             incomplete: None,
         };
-        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+        if let Err(e) = self.require() {
             st.incomplete = Some(e.to_string());
             return st;
         }
@@ -485,6 +529,8 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         let mut in_managed = ctx.is_some();
         let mut frame = thread.frame;
         let mut seen_frames = std::collections::HashSet::new();
+        // InlinedCallFrames kept as the next Frame once (each at most once: no loop).
+        let mut kept_icfs = std::collections::HashSet::new();
         let mut last_sp = 0u64;
         while st.frames.len() < MAX_FRAMES {
             if in_managed {
@@ -500,8 +546,20 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     in_managed = false;
                     continue;
                 };
-                // Explicit Frames deeper than this managed frame come first.
-                while frame != FRAME_TOP && frame != 0 && frame < regs.sp() {
+                // The caller's context first: its SP bounds this managed frame.
+                let before = regs;
+                let mut caller = regs;
+                let um = self.code.memory(m);
+                let unwound = unwind_frame(&um, &mut caller, ci.unwind);
+                let bound = if unwound.is_ok() {
+                    caller.sp()
+                } else {
+                    regs.sp()
+                };
+                // Explicit Frames below the caller's SP (deeper than this managed frame, or
+                // inside it, as an inlined P/Invoke's InlinedCallFrame) come first, with this
+                // frame's context: the DAC's skipped Frames.
+                while frame != FRAME_TOP && frame != 0 && frame < bound {
                     if !seen_frames.insert(frame) {
                         break;
                     }
@@ -510,12 +568,11 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
                 }
                 st.frames.push(self.managed_frame(&regs, &ci));
-                let before = regs;
-                let um = self.code.memory(m);
-                if let Err(e) = unwind_frame(&um, &mut regs, ci.unwind) {
+                if let Err(e) = unwound {
                     st.incomplete = Some(format!("unwinding at ip {:#x}: {e}", before.rip));
                     break;
                 }
+                regs = caller;
                 if regs.sp() <= before.sp() || regs.rip == 0 {
                     st.incomplete = Some(format!(
                         "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x})",
@@ -534,6 +591,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     st.incomplete = Some(format!("the Frame chain loops at {frame:#x}"));
                     break;
                 }
+                let this = frame;
                 let (f, resume) = self.explicit_frame(frame, &regs);
                 let next = match m.read_u64(frame + l.frame_next) {
                     Ok(n) => n,
@@ -548,12 +606,20 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     && f.frame_name
                         .as_deref()
                         .is_some_and(|n| n.starts_with("HelperMethodFrame"));
+                let is_icf = f.frame_name.as_deref() == Some("InlinedCallFrame");
                 st.frames.push(f);
                 frame = next;
                 if let Some(r) = resume {
                     if r.sp() >= last_sp {
                         regs = r;
                         in_managed = true;
+                        // An active InlinedCallFrame lies inside the managed frame it resumes:
+                        // it stays the next Frame, reported again (with that frame's context)
+                        // before it, as the DAC does.
+                        if is_icf && kept_icfs.insert(this) {
+                            seen_frames.remove(&this);
+                            frame = this;
+                        }
                     }
                 } else if lazy_hmf {
                     let fr = st.frames.last();
@@ -574,8 +640,21 @@ impl<'a, M: Memory> StackWalker<'a, M> {
 
     /// Every managed thread's stack, in thread-list order.
     pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
-        self.rt.require(crate::layout::Capability::Stacks)?;
+        self.require()?;
         Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
+    }
+
+    /// The walk is verified on the family and its table complete.
+    fn require(&self) -> crate::Result<()> {
+        self.rt.require(crate::layout::Capability::Stacks)?;
+        match self.rt.layout.stack().missing {
+            Some((ty, field)) => Err(crate::ClrError::MissingField {
+                ty,
+                field,
+                runtime: format!("{} ({})", self.rt.info.display_name(), self.rt.info.os),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -656,7 +735,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             gaps: Vec::new(),
             incomplete: None,
         };
-        if let Err(e) = self.rt.require(crate::layout::Capability::Stacks) {
+        if let Err(e) = self.require() {
             st.incomplete = Some(e.to_string());
             return st;
         }
@@ -826,6 +905,21 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
         st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
     }
     st
+}
+
+/// The registers of an AMD64 `CONTEXT` at `at` (Windows' layout, which the PAL's mirrors):
+/// Rax..R15 from 0x78 in unwind-number order, Rip at 0xF8.
+fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> Result<Regs, String> {
+    let mut b = [0u8; 0x88];
+    m.read_exact(at + 0x78, &mut b)
+        .map_err(|_| format!("the CONTEXT at {at:#x} is not in the dump"))?;
+    let q = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    let mut r = Regs::default();
+    for (i, g) in r.gpr.iter_mut().enumerate() {
+        *g = q(i);
+    }
+    r.rip = q(16);
+    Ok(r)
 }
 
 /// A type argument as the DAC writes it in a parameter list: the primitive value types by

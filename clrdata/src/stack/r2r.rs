@@ -30,12 +30,6 @@ const MAX_FUNCTIONS: u32 = 4 << 20;
 const MAX_SECTION_BYTES: u32 = 64 << 20;
 /// Bound on the buckets of the entry point map read.
 const MAX_BUCKETS: u64 = 1 << 20;
-/// `Module::m_pReadyToRunInfo` and `ReadyToRunInfo::m_entryPointToMethodDescMap.m_rgBuckets`
-/// (.NET 8, verified on the corpus: the ReadyToRunInfo's `m_pModule` (+0) is the Module and
-/// its `m_pHeader` (+0x10) the image's READYTORUN_HEADER, both checked on use).
-const R2R_INFO_LINUX: (u64, u64) = (0x480, 0x1C0);
-/// The same on Windows (its Crst is smaller).
-const R2R_INFO_WINDOWS: (u64, u64) = (0x2A0, 0x160);
 
 /// The RUNTIME_FUNCTIONs: all read, or only where they are (see the module comment).
 enum Functions {
@@ -352,19 +346,21 @@ fn entry_point_map<M: Memory>(
     header: u64,
 ) -> Result<HashMap<u64, u64>, String> {
     let m = rt.memory();
-    let (info_off, buckets_off) = if rt.layout.name.contains("windows") {
-        R2R_INFO_WINDOWS
-    } else {
-        R2R_INFO_LINUX
-    };
+    // Module::m_pReadyToRunInfo and the entry point map's buckets (.NET 8: verified on the
+    // corpus, the ReadyToRunInfo's `m_pModule` is the Module and its `m_pHeader` the image's
+    // READYTORUN_HEADER, both checked on use; .NET 10: the descriptor's, `m_pHeader` checked).
+    let l = rt.layout.stack();
+    let (info_off, buckets_off) = (l.module_r2r_info, l.r2r_info_entry_map_buckets);
     let rd = |a: u64, what: &str| {
         m.read_u64(a)
             .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
     };
     let info = rd(module + info_off, "Module::m_pReadyToRunInfo")?;
-    if rd(info, "ReadyToRunInfo::m_pModule")? != module
-        || rd(info + 0x10, "ReadyToRunInfo::m_pHeader")? != header
-    {
+    let module_ok = match l.r2r_info_module {
+        Some(o) => rd(info + o, "ReadyToRunInfo::m_pModule")? == module,
+        None => true,
+    };
+    if !module_ok || rd(info + l.r2r_info_header, "ReadyToRunInfo::m_pHeader")? != header {
         return Err(format!(
             "Module {module:#x}: {info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)"
         ));
