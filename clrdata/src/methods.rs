@@ -28,6 +28,7 @@
 //!   hierarchy), else the precode's.
 
 use crate::delegates::precode_method_desc;
+use crate::layout::SlotScheme;
 use crate::objects::ObjectReader;
 use crate::stack::{CodeKind, StackWalker};
 use dumpreader::Memory;
@@ -44,9 +45,8 @@ const MDC_HAS_NATIVE_CODE_SLOT: u16 = 0x0020;
 /// m_wFlags3AndTokenRemainder (above the 12-bit token remainder).
 const MD3_HAS_STABLE_ENTRY_POINT: u16 = 0x1000;
 const MD3_HAS_PRECODE: u16 = 0x2000;
-/// Base sizes by classification on 64-bit (IL, FCall, NDirect, EEImpl, Array, Instantiated,
-/// ComInterop, Dynamic).
-const BASE_SIZES: [u64; 8] = [8, 16, 48, 24, 24, 32, 16, 40];
+/// The FCall classification (m_wFlags & 7).
+const CLASSIFICATION_FCALL: u8 = 1;
 /// MethodTable m_wFlags2 bits.
 const F2_HAS_PER_INST_INFO: u16 = 0x0001;
 const F2_HAS_INTERFACE_MAP: u16 = 0x0002;
@@ -123,19 +123,20 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
     let rid =
         ((range as u32 & ((1 << (24 - bits)) - 1)) << bits) | (rem as u32 & ((1 << bits) - 1));
     let classification = (flags & 7) as u8;
-    let mut size = BASE_SIZES[classification as usize];
+    let ml = &r.rt.layout.methods;
+    let mut size = ml.method_desc_sizes[classification as usize];
     let mut non_vtable_slot = None;
     if flags & MDC_HAS_NON_VTABLE_SLOT != 0 {
         non_vtable_slot = Some(md + size);
-        size += 8;
+        size += ml.non_vtable_slot_size;
     }
     if flags & MDC_METHOD_IMPL != 0 {
-        size += 16;
+        size += ml.method_impl_size;
     }
     let mut native_code_slot = None;
     if flags & MDC_HAS_NATIVE_CODE_SLOT != 0 {
         native_code_slot = Some(md + size);
-        size += 8;
+        size += ml.native_code_slot_size;
     }
     Ok(MethodDescData {
         address: md,
@@ -250,11 +251,33 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, 
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
     let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
-    let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
-    let non_virtual = if info.flags2 & F2_HAS_NON_VIRTUAL_SLOTS != 0 {
-        packed_field(r, info.ee_class, PACKED_NUM_NON_VIRTUAL_SLOTS)?
-    } else {
-        0
+    let (num_methods, non_virtual) = match r.rt.layout.methods.slots {
+        SlotScheme::Net8Packed => {
+            let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
+            let non_virtual = if info.flags2 & F2_HAS_NON_VIRTUAL_SLOTS != 0 {
+                packed_field(r, info.ee_class, PACKED_NUM_NON_VIRTUAL_SLOTS)?
+            } else {
+                0
+            };
+            (num_methods, non_virtual)
+        }
+        SlotScheme::Net9Aux {
+            ee_class_num_methods,
+            ee_class_num_non_virtual_slots,
+            ..
+        } => {
+            let m = r.rt.memory();
+            let ee = info.ee_class;
+            let rd = |off: u64, what: &str| {
+                m.read_u16(ee + off)
+                    .map(u32::from)
+                    .map_err(|_| format!("EEClass {ee:#x}: {what} is not in the dump"))
+            };
+            (
+                rd(ee_class_num_methods, "NumMethods")?,
+                rd(ee_class_num_non_virtual_slots, "NumNonVirtualSlots")?,
+            )
+        }
     };
     if num_methods > 0xFFFF || non_virtual > 0xFFFF {
         return Err(format!(
@@ -339,6 +362,27 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
         })?;
         return Ok(chunk + 8 * (slot as u64 % 8));
     }
+    if let SlotScheme::Net9Aux {
+        method_table_aux,
+        aux_offset_to_non_virtual_slots,
+        ..
+    } = r.rt.layout.methods.slots
+    {
+        // .NET 9+: an array growing backwards from the auxiliary data's offset.
+        let aux = m.read_u64(mt + method_table_aux).map_err(|_| {
+            format!("MethodTable {mt:#x}: its AuxiliaryData pointer is not in the dump")
+        })?;
+        let off = m
+            .read_u16(aux + aux_offset_to_non_virtual_slots)
+            .map_err(|_| {
+                format!(
+                    "MethodTableAuxiliaryData {aux:#x} of MethodTable {mt:#x} is not in the dump"
+                )
+            })? as i16;
+        return Ok(aux
+            .wrapping_add_signed(off as i64)
+            .wrapping_sub(8 * (1 + (slot - nv) as u64)));
+    }
     let f2 = info.flags2;
     if f2 & F2_HAS_NON_VIRTUAL_SLOTS == 0 {
         return Err(format!(
@@ -367,7 +411,8 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
 }
 
 /// The entry point in vtable slot `slot` of `mt` as the runtime's GetRestoredSlot reads it:
-/// from the canonical MethodTable, else (a null, inherited slot) from the parents.
+/// from the canonical MethodTable, else (a null, inherited slot) from the parents; 0 when the
+/// slot is null up to System.Object (no entry point assigned yet).
 pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Result<u64, String> {
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
@@ -383,10 +428,16 @@ pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Re
             return Ok(v);
         }
         let parent = r.rt.method_table(canon).map_err(|e| e.to_string())?.parent;
-        if parent == 0 {
-            return Err(format!(
-                "slot {slot} of MethodTable {mt:#x} is null up to System.Object"
-            ));
+        // Only a virtual slot is inherited: a null non-virtual slot (or one the parents do not
+        // have) has no entry point yet (.NET 9+ assigns them lazily): the DAC's S_FALSE.
+        if parent == 0
+            || slot
+                >= r.rt
+                    .method_table(parent)
+                    .map_err(|e| e.to_string())?
+                    .num_virtuals as u32
+        {
+            return Ok(0);
         }
         cur = parent;
     }
@@ -473,6 +524,19 @@ fn precode_target<M: Memory>(r: &ObjectReader<'_, M>, code: u64) -> Option<u64> 
     let d = i32::from_le_bytes([b[at + 2], b[at + 3], b[at + 4], b[at + 5]]) as i64;
     m.read_u64((code + at as u64 + 6).wrapping_add_signed(d))
         .ok()
+}
+
+/// The type byte of a method's StubPrecode (`StubPrecodeData.Type`): the runtime's own
+/// `PrecodeMachineDescriptor.StubPrecodeType` where it publishes one (.NET 10, through the
+/// descriptor's `PlatformMetadata` global) and the dump holds it, else `StubPrecode::Type`.
+pub fn stub_precode_type<M: Memory>(r: &ObjectReader<'_, M>) -> u8 {
+    let ml = &r.rt.layout.methods;
+    ml.stub_precode_type_offset
+        .and_then(|off| {
+            let pm = r.rt.descriptor()?.global_number("PlatformMetadata")?;
+            r.rt.memory().read_u8(pm + off).ok()
+        })
+        .unwrap_or(ml.stub_precode_type)
 }
 
 /// A MethodDesc's entry point (MethodDesc::GetMethodEntryPoint): its own non-vtable slot, else
@@ -675,6 +739,23 @@ pub fn method_table_methods<M: Memory>(
             name: None,
             error: None,
         };
+        if entry == 0 {
+            // No entry point yet: the method of the slot is the most derived one of the
+            // hierarchy introducing it (MethodTable::GetMethodDescForSlot), its state NONE.
+            let h = hierarchy.get_or_insert_with(|| hierarchy_methods(r, mt));
+            match h.iter().find(|(_, d)| d.slot as u32 == n) {
+                Some((_, d)) => {
+                    row.method_desc = Some(d.address);
+                    match method_desc_name(r, d) {
+                        Ok(name) => row.name = Some(name),
+                        Err(e) => row.error = Some(e),
+                    }
+                }
+                None => row.error = Some(format!("no method of the type's hierarchy has slot {n}")),
+            }
+            slots.push(row);
+            continue;
+        }
         let mut entry_kind = None;
         match w.ip_to_method(entry) {
             Ok(Some((ci, f))) => {
@@ -717,7 +798,20 @@ pub fn method_table_methods<M: Memory>(
                 Ok((md, _)) => row.method_desc = Some(md),
                 // An FCALL's entry point is its implementation in the runtime, named through
                 // the runtime's FCALL hash.
-                Err(e) => match w.fcall_method(entry) {
+                Err(e) => match w.fcall_method(entry).or_else(|| {
+                    // Where the FCALL hash is not known (.NET 9+): an entry point inside the
+                    // runtime is the FCALL the type's hierarchy has in this slot
+                    // (MethodTable::GetMethodDescForSlot).
+                    let rt = &r.rt.info;
+                    if entry < rt.base || entry >= rt.base + rt.size {
+                        return None;
+                    }
+                    let h = hierarchy.get_or_insert_with(|| hierarchy_methods(r, mt));
+                    h.iter()
+                        .find(|(_, d)| d.slot as u32 == n)
+                        .filter(|(_, d)| d.classification == CLASSIFICATION_FCALL)
+                        .map(|(_, d)| d.address)
+                }) {
                     Some(md) => row.method_desc = Some(md),
                     None => row.error = Some(e),
                 },
@@ -834,10 +928,6 @@ fn hierarchy_methods<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Vec<(u64, M
     out
 }
 
-/// `Module::m_pAvailableParamTypes` on Linux x64 .NET 8.0.4 (found in the corpus: the
-/// EETypeHashTable whose m_pModule is the module and whose entries hold the instantiations and
-/// arrays the module loaded, e.g. List<Heap.Person> in CoreLib's); not verified on Windows.
-const MODULE_AVAILABLE_PARAM_TYPES_LINUX: u64 = 0x3c8;
 /// Bounds on the hash table read from the dump.
 const MAX_BUCKETS: u64 = 1 << 20;
 const MAX_PARAM_TYPES: usize = 1 << 20;
@@ -852,18 +942,19 @@ pub fn available_param_types<M: Memory>(
 ) -> Result<Vec<u64>, String> {
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
-    if r.rt.layout.name.contains("windows") {
-        return Err("Module::m_pAvailableParamTypes is not verified on Windows".into());
-    }
+    let Some(field) = r.rt.layout.methods.module_available_type_params else {
+        return Err(format!(
+            "Module::m_pAvailableParamTypes is not known for {} (not published by its \
+             descriptor, not verified)",
+            r.rt.layout.name
+        ));
+    };
     let m = r.rt.memory();
     let rd = |a: u64, what: &str| {
         m.read_u64(a)
             .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
     };
-    let table = rd(
-        module + MODULE_AVAILABLE_PARAM_TYPES_LINUX,
-        "Module::m_pAvailableParamTypes",
-    )?;
+    let table = rd(module + field, "Module::m_pAvailableParamTypes")?;
     if table == 0 {
         return Ok(Vec::new());
     }

@@ -792,9 +792,18 @@ impl<M: Memory> Runtime<M> {
             exception_mt: deref("ExceptionMethodTable")?,
             free_mt: deref("FreeObjectMethodTable")?,
             sync_table: deref("SyncTableEntries")?,
-            code_range_map: d
-                .global_number("ExecutionManagerCodeRangeMapAddress")
-                .unwrap_or(0),
+            code_range_map: match d.global_number("ExecutionManagerCodeRangeMapAddress") {
+                Some(a) => a,
+                // .NET 9 does not publish it: g_dacTable's first entry, 16 before ThreadStore
+                // as on 8.0 (see DacTableAnchors).
+                None => table
+                    .entry_after(
+                        &target,
+                        table.slot,
+                        0u64.wrapping_sub(anchors.code_range_map_before_thread_store),
+                    )
+                    .unwrap_or(0),
+            },
             // Not read on this family yet (their capabilities are refused).
             card_table: 0,
             lowest_address: 0,

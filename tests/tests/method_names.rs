@@ -1,0 +1,137 @@
+//! MethodDescs named as the DAC names them, on every corpus dump the tests claim Methods on
+//! (.NET 8, 9 and 10, Linux and the Windows minidump): the DAC's stack walk
+//! (`dumps/<name>.dac.json`, `stacks[].frames[]`) gives each managed frame's `methodDesc`
+//! (GetMethodDescPtrFromIP / GetMethodDescPtrFromFrame) and its `method` (GetMethodDescName).
+//! Each MethodDesc is decoded through its MethodDescChunk (`clrdata::methods::method_desc`: the
+//! MethodDesc size table, token remainder, chunk) and named from metadata
+//! (`method_desc_name`); the name must equal the DAC's, token and MethodTable must agree with
+//! the chunk's, and the MethodDesc must be one of its chunk's (the chunk walk of its class
+//! finds it at that address). This needs no stack walk of ours: the MethodDescs are the DAC's.
+//!
+//! Environment: `DUMPSHELL_SKIP_DUMPS=a,*-net10h` leaves corpus dumps out (development against
+//! one patch while the held-out patch waits).
+
+use clrdata::layout::Capability;
+use clrdata::methods::{introduced_methods, method_desc, method_desc_name};
+use clrdata::objects::ObjectReader;
+use clrdata::{Runtime, TypeNames};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn hex(v: &Value) -> u64 {
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("not a hex string: {v}"));
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("bad hex {s}"))
+}
+
+fn skipped(name: &str) -> bool {
+    std::env::var("DUMPSHELL_SKIP_DUMPS")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .any(|s| match s.strip_prefix('*') {
+            Some(suffix) => name.ends_with(suffix),
+            None => s == name,
+        })
+}
+
+/// The DAC's (MethodDesc, name) pairs of a dump's managed frames, each once.
+fn dac_method_descs(e: &tests::Entry) -> BTreeMap<u64, String> {
+    let mut out = BTreeMap::new();
+    for s in e.dac["stacks"].as_array().into_iter().flatten() {
+        for f in s["frames"].as_array().into_iter().flatten() {
+            let (Some(md), Some(name)) = (f.get("methodDesc"), f["method"].as_str()) else {
+                continue;
+            };
+            let md = hex(md);
+            if md != 0 {
+                let prev = out.insert(md, name.to_string());
+                assert!(
+                    prev.is_none() || prev.as_deref() == Some(name),
+                    "{}: the DAC names {md:#x} twice differently",
+                    e.name
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn stack_method_descs_are_named_as_the_dac_names_them() {
+    let mut total = 0;
+    let mut per_family: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut diffs = Vec::new();
+    for e in tests::readable_for(Capability::Methods) {
+        if skipped(&e.name) {
+            eprintln!("method_names: {} skipped (DUMPSHELL_SKIP_DUMPS)", e.name);
+            continue;
+        }
+        let pairs = dac_method_descs(&e);
+        if pairs.is_empty() {
+            continue;
+        }
+        if e.family() == 8 && !e.has_framework() {
+            // The 8.0.4 dumps' CoreLib metadata pages are partly missing: names need the
+            // framework's files (dumps/fetch-framework.sh), which tests never download.
+            eprintln!(
+                "method_names: {} skipped (the .NET {} framework files are not here)",
+                e.name,
+                e.runtime_version()
+            );
+            continue;
+        }
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let names = TypeNames::new();
+        let r = ObjectReader::new(&rt, &names);
+        let mut n = 0;
+        for (&md, dac_name) in &pairs {
+            let what = format!("{} MethodDesc {md:#x} ({dac_name})", e.name);
+            let decoded = match method_desc(&r, md) {
+                Ok(x) => x,
+                Err(err) => {
+                    diffs.push(format!("{what}: does not decode: {err}"));
+                    continue;
+                }
+            };
+            match method_desc_name(&r, &decoded) {
+                Ok(ours) if ours == *dac_name => {}
+                Ok(ours) => diffs.push(format!("{what}: ours {ours}")),
+                Err(err) => diffs.push(format!("{what}: not named: {err}")),
+            }
+            // The MethodDesc is one its class's chunk walk finds, at that address, with the
+            // same token and slot (sizes and flags read right up to it).
+            let ee = rt.method_table(decoded.method_table).map(|m| m.ee_class);
+            match ee
+                .map_err(|e| e.to_string())
+                .and_then(|ee| introduced_methods(&r, ee))
+            {
+                Ok(all) => match all.iter().find(|x| x.address == md) {
+                    Some(x) if *x == decoded => {}
+                    Some(x) => diffs.push(format!("{what}: the chunk walk reads {x:?}")),
+                    None => diffs.push(format!("{what}: not found by its class's chunk walk")),
+                },
+                Err(err) => diffs.push(format!("{what}: chunk walk: {err}")),
+            }
+            n += 1;
+        }
+        eprintln!("method_names: {}: {n} MethodDescs named", e.name);
+        total += n;
+        *per_family.entry(e.family()).or_default() += n;
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} of {total} MethodDescs differ from the DAC:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+    eprintln!("method_names: {total} MethodDescs, by family {per_family:?}");
+    for fam in [9, 10] {
+        assert!(
+            per_family.get(&fam).copied().unwrap_or(0) > 20,
+            ".NET {fam}: too few MethodDescs compared ({per_family:?})"
+        );
+    }
+}
