@@ -72,16 +72,6 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
         if pairs.is_empty() {
             continue;
         }
-        if e.family() == 8 && !e.has_framework() {
-            // The 8.0.4 dumps' CoreLib metadata pages are partly missing: names need the
-            // framework's files (dumps/fetch-framework.sh), which tests never download.
-            eprintln!(
-                "method_names: {} skipped (the .NET {} framework files are not here)",
-                e.name,
-                e.runtime_version()
-            );
-            continue;
-        }
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();
