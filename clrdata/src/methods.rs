@@ -113,12 +113,16 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
     let chunk = md
         .wrapping_sub(index * l.md_alignment)
         .wrapping_sub(l.method_desc_chunk_size);
-    let mt = m.read_u64(chunk + l.chunk_method_table).map_err(|_| {
-        format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-    })?;
-    let range = m.read_u16(chunk + l.chunk_token_range).map_err(|_| {
-        format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-    })?;
+    let mt = m
+        .read_u64(chunk.wrapping_add(l.chunk_method_table))
+        .map_err(|_| {
+            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
+        })?;
+    let range = m
+        .read_u16(chunk.wrapping_add(l.chunk_token_range))
+        .map_err(|_| {
+            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
+        })?;
     let bits = l.md_token_remainder_bits;
     let rid =
         ((range as u32 & ((1 << (24 - bits)) - 1)) << bits) | (rem as u32 & ((1 << bits) - 1));
@@ -127,7 +131,7 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
     let mut size = ml.method_desc_sizes[classification as usize];
     let mut non_vtable_slot = None;
     if flags & MDC_HAS_NON_VTABLE_SLOT != 0 {
-        non_vtable_slot = Some(md + size);
+        non_vtable_slot = Some(md.wrapping_add(size));
         size += ml.non_vtable_slot_size;
     }
     if flags & MDC_METHOD_IMPL != 0 {
@@ -135,7 +139,7 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
     }
     let mut native_code_slot = None;
     if flags & MDC_HAS_NATIVE_CODE_SLOT != 0 {
-        native_code_slot = Some(md + size);
+        native_code_slot = Some(md.wrapping_add(size));
         size += ml.native_code_slot_size;
     }
     Ok(MethodDescData {
@@ -165,7 +169,7 @@ pub fn introduced_methods<M: Memory>(
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut chunk = m
-        .read_u64(ee_class + r.rt.layout.ee_class.chunks)
+        .read_u64(ee_class.wrapping_add(r.rt.layout.ee_class.chunks))
         .map_err(|_| format!("EEClass {ee_class:#x}: m_pChunks is not in the dump"))?;
     let mut out = Vec::new();
     for _ in 0..MAX_CHUNKS {
@@ -173,19 +177,19 @@ pub fn introduced_methods<M: Memory>(
             return Ok(out);
         }
         let next = m
-            .read_u64(chunk + 8)
+            .read_u64(chunk.wrapping_add(8))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
         let size = m
-            .read_u8(chunk + 0x10)
+            .read_u8(chunk.wrapping_add(0x10))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
             as u64;
         let count = m
-            .read_u8(chunk + 0x11)
+            .read_u8(chunk.wrapping_add(0x11))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
             as usize
             + 1;
         let bytes = (size + 1) * l.md_alignment;
-        let first = chunk + l.method_desc_chunk_size;
+        let first = chunk.wrapping_add(l.method_desc_chunk_size);
         let mut off = 0u64;
         for i in 0..count {
             if off >= bytes {
@@ -194,9 +198,9 @@ pub fn introduced_methods<M: Memory>(
                      {bytes:#x} bytes"
                 ));
             }
-            let md = first + off;
+            let md = first.wrapping_add(off);
             let idx = m
-                .read_u8(md + l.md_chunk_index)
+                .read_u8(md.wrapping_add(l.md_chunk_index))
                 .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?
                 as u64;
             if idx * l.md_alignment != off {
@@ -232,7 +236,7 @@ fn packed_field<M: Memory>(
     let l = &r.rt.layout.ee_class;
     let m = r.rt.memory();
     let packed = m
-        .read_u8(ee_class + l.fields_are_packed)
+        .read_u8(ee_class.wrapping_add(l.fields_are_packed))
         .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))?;
     if packed != 0 {
         return Err(format!(
@@ -240,9 +244,9 @@ fn packed_field<M: Memory>(
         ));
     }
     let fixed = m
-        .read_u8(ee_class + l.fixed_fields_size)
+        .read_u8(ee_class.wrapping_add(l.fixed_fields_size))
         .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))? as u64;
-    m.read_u32(ee_class + fixed + 4 * index)
+    m.read_u32(ee_class.wrapping_add(fixed + 4 * index))
         .map_err(|_| format!("EEClass {ee_class:#x}: packed field {index} is not in the dump"))
 }
 
@@ -269,7 +273,7 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, 
             let m = r.rt.memory();
             let ee = info.ee_class;
             let rd = |off: u64, what: &str| {
-                m.read_u16(ee + off)
+                m.read_u16(ee.wrapping_add(off))
                     .map(u32::from)
                     .map_err(|_| format!("EEClass {ee:#x}: {what} is not in the dump"))
             };
@@ -356,11 +360,11 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     let base = r.rt.layout.method_table.size;
     let nv = info.num_virtuals as u32;
     if slot < nv {
-        let ind = mt + base + 8 * (slot as u64 / 8);
+        let ind = mt.wrapping_add(base + 8 * (slot as u64 / 8));
         let chunk = m.read_u64(ind).map_err(|_| {
             format!("MethodTable {mt:#x}: vtable chunk pointer at {ind:#x} is not in the dump")
         })?;
-        return Ok(chunk + 8 * (slot as u64 % 8));
+        return Ok(chunk.wrapping_add(8 * (slot as u64 % 8)));
     }
     if let SlotScheme::Net9Aux {
         method_table_aux,
@@ -369,11 +373,11 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     } = r.rt.layout.methods.slots
     {
         // .NET 9+: an array growing backwards from the auxiliary data's offset.
-        let aux = m.read_u64(mt + method_table_aux).map_err(|_| {
+        let aux = m.read_u64(mt.wrapping_add(method_table_aux)).map_err(|_| {
             format!("MethodTable {mt:#x}: its AuxiliaryData pointer is not in the dump")
         })?;
         let off = m
-            .read_u16(aux + aux_offset_to_non_virtual_slots)
+            .read_u16(aux.wrapping_add(aux_offset_to_non_virtual_slots))
             .map_err(|_| {
                 format!(
                     "MethodTableAuxiliaryData {aux:#x} of MethodTable {mt:#x} is not in the dump"
@@ -395,7 +399,7 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
         info.num_virtuals,
         F2_HAS_NON_VIRTUAL_SLOTS,
     );
-    let at = mt + off;
+    let at = mt.wrapping_add(off);
     if f2 & F2_HAS_SINGLE_NON_VIRTUAL_SLOT != 0 {
         if slot != nv {
             return Err(format!(
@@ -407,7 +411,7 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     let array = m.read_u64(at).map_err(|_| {
         format!("MethodTable {mt:#x}: non-virtual slots pointer at {at:#x} is not in the dump")
     })?;
-    Ok(array + 8 * (slot - nv) as u64)
+    Ok(array.wrapping_add(8 * (slot - nv) as u64))
 }
 
 /// The entry point in vtable slot `slot` of `mt` as the runtime's GetRestoredSlot reads it:
@@ -954,7 +958,7 @@ pub fn available_param_types<M: Memory>(
         m.read_u64(a)
             .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
     };
-    let table = rd(module + field, "Module::m_pAvailableParamTypes")?;
+    let table = rd(module.wrapping_add(field), "Module::m_pAvailableParamTypes")?;
     if table == 0 {
         return Ok(Vec::new());
     }
@@ -963,8 +967,8 @@ pub fn available_param_types<M: Memory>(
             "EETypeHashTable {table:#x} does not name its module {module:#x}"
         ));
     }
-    let buckets = rd(table + 0x10, "EETypeHashTable::m_pBuckets")?;
-    let count = rd(table + 0x18, "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
+    let buckets = rd(table.wrapping_add(0x10), "EETypeHashTable::m_pBuckets")?;
+    let count = rd(table.wrapping_add(0x18), "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
     let n = rd(buckets, "EETypeHashTable bucket count")?;
     if n > MAX_BUCKETS || count as usize > MAX_PARAM_TYPES {
         return Err(format!(
@@ -973,7 +977,7 @@ pub fn available_param_types<M: Memory>(
     }
     let mut out = Vec::new();
     for i in 0..n {
-        let mut e = rd(buckets + 8 * (2 + i), "EETypeHashTable bucket")?;
+        let mut e = rd(buckets.wrapping_add(8 * (2 + i)), "EETypeHashTable bucket")?;
         while e != 0 && e & 1 == 0 {
             if out.len() > count as usize {
                 return Err(format!(
@@ -981,7 +985,7 @@ pub fn available_param_types<M: Memory>(
                 ));
             }
             out.push(rd(e, "EETypeHashEntry")?);
-            e = rd(e + 8, "VolatileEntry::m_pNextEntry")?;
+            e = rd(e.wrapping_add(8), "VolatileEntry::m_pNextEntry")?;
         }
     }
     Ok(out)
