@@ -436,7 +436,13 @@ fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
             l.size("EEImplMethodDesc")?,
             l.size("ArrayMethodDesc")?,
             l.size("InstantiatedMethodDesc")?,
-            l.size("CLRToCOMCallMethodDesc")?,
+            // Without FEATURE_COMINTEROP (the descriptor's FeatureCOMInterop 0: Linux) the
+            // runtime's size table gives this classification a plain MethodDesc's size.
+            if l.d.global_number("FeatureCOMInterop") == Some(1) {
+                l.size("CLRToCOMCallMethodDesc")?
+            } else {
+                md
+            },
             l.size("DynamicMethodDesc")?,
         ],
         non_vtable_slot_size: l.size("NonVtableSlot")?,

@@ -125,3 +125,84 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
         );
     }
 }
+
+/// The MethodDesc sizes of the layout (descriptor types and supplement) against the runtime's
+/// own size table, on every .NET 10 dump claiming Methods: `MethodDescSizeTable` (the global
+/// the 10 descriptor publishes: `MethodDesc::s_ClassificationSizeTable`, indexed by the flags'
+/// classification | HasNonVtableSlot | MethodImpl | HasNativeCodeSlot bits) read from the dump,
+/// or from the runtime's image file (same build id) where the dump lacks its page. All 64
+/// entries are compared (classification sizes and the three optional slots). .NET 9 publishes
+/// no table: its sizes are checked by the chunk walks (`repl/tests/methods.rs`
+/// `every_heap_type_has_a_consistent_method_table`, and the test above).
+#[test]
+fn method_desc_sizes_equal_the_runtimes_size_table() {
+    let mut dumps = 0;
+    let mut compared = 0;
+    for e in tests::readable_for(Capability::Methods) {
+        if e.family() != 10 || skipped(&e.name) {
+            continue;
+        }
+        let d = e.open();
+        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let at = rt
+            .descriptor()
+            .and_then(|x| x.global_number("MethodDescSizeTable"))
+            .unwrap_or_else(|| panic!("{}: no MethodDescSizeTable global", e.name));
+        let mut table = [0u8; 64];
+        let from_dump = dumpreader::Memory::read_exact(rt.memory(), at, &mut table).is_ok();
+        if !from_dump {
+            let module = d
+                .modules()
+                .iter()
+                .find(|m| m.base == rt.info.base)
+                .unwrap_or_else(|| panic!("{}: no runtime module", e.name));
+            let img = d
+                .module_image(module)
+                .unwrap_or_else(|err| panic!("{}: runtime image: {err}", e.name));
+            let (dumpreader::ImageSource::File(path), dumpreader::ImageFormat::Elf(elf)) =
+                (&img.source, &img.format)
+            else {
+                // A Windows minidump: coreclr.dll's pages are in the dump.
+                panic!(
+                    "{}: the size table is neither in the dump nor in a file",
+                    e.name
+                );
+            };
+            let overlay = clrdata::descriptor::ElfFileOverlay::new(&d, path, elf.load_bias)
+                .unwrap_or_else(|| panic!("{}: {} unreadable", e.name, path.display()));
+            dumpreader::Memory::read_exact(&overlay, at, &mut table).unwrap_or_else(|_| {
+                panic!(
+                    "{}: the size table at {at:#x} is not in {}",
+                    e.name,
+                    path.display()
+                )
+            });
+        }
+        let ml = &rt.layout.methods;
+        for (flags, &want) in table.iter().enumerate() {
+            let f = flags as u64;
+            let mut size = ml.method_desc_sizes[(f & 7) as usize];
+            if f & 8 != 0 {
+                size += ml.non_vtable_slot_size;
+            }
+            if f & 0x10 != 0 {
+                size += ml.method_impl_size;
+            }
+            if f & 0x20 != 0 {
+                size += ml.native_code_slot_size;
+            }
+            assert_eq!(
+                size,
+                want as u64,
+                "{}: MethodDesc flags {flags:#x}: ours {size}, the runtime's table {want} \
+                 (read from the {})",
+                e.name,
+                if from_dump { "dump" } else { "image file" }
+            );
+            compared += 1;
+        }
+        dumps += 1;
+    }
+    eprintln!("method_names: {compared} size-table entries on {dumps} .NET 10 dumps");
+    assert!(dumps >= 3, "only {dumps} .NET 10 dumps compared");
+}
