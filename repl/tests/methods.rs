@@ -91,6 +91,7 @@ fn check_dump_against_dac(e: &tests::Entry, t: &Value) {
     let s = session(e);
     assert!(t["errors"].as_array().unwrap().is_empty(), "{name}");
     let mut rows = 0;
+    let mut ip2md_rows = 0;
     let mut diffs: Vec<String> = Vec::new();
     for mt in t["method_tables"].as_array().unwrap() {
         let addr = mt["mt"].as_str().unwrap();
@@ -155,6 +156,30 @@ fn check_dump_against_dac(e: &tests::Entry, t: &Value) {
                 );
                 ck(md["slot"] == d["md_slot"], "slot");
                 ck(hexv(&md["mt"]) == hexv(&d["md_mt"]), "MethodTable");
+                // `ip2md` of the method's JIT'd code (GetMethodDescData's NativeCodeAddr): the
+                // same MethodDesc and name. (ReadyToRun code is found through the image's
+                // ReadyToRunInfo, the stack walk's table, held to the DAC by the stack tests.)
+                let code = d["native_code"]
+                    .as_str()
+                    .map_or(0, |_| hexv(&d["native_code"]));
+                if d["jit"] == "JIT" && code != 0 && code != u64::MAX {
+                    ip2md_rows += 1;
+                    let ip = run(&s, &format!("ip2md {code:x}"));
+                    let mut ck = |ok: bool, what: &str| {
+                        if !ok {
+                            diffs.push(format!("ip2md {what}: {row} (ip2md {ip})"));
+                        }
+                    };
+                    match ip["method_desc"].as_str() {
+                        Some(_) => ck(hexv(&ip["method_desc"]) == dmd, "MethodDesc"),
+                        None => ck(
+                            ip["token"].as_str().map(|t| format!("0x{t}")).as_deref()
+                                == d["token"].as_str(),
+                            "token",
+                        ),
+                    }
+                    ck(ip["method"] == d["name"], "name");
+                }
             }
         }
         // The text table as SOS prints it.
@@ -171,6 +196,8 @@ fn check_dump_against_dac(e: &tests::Entry, t: &Value) {
         );
     }
     assert!(rows > 400, "{name}: only {rows} rows compared");
+    assert!(ip2md_rows > 10, "{name}: only {ip2md_rows} ip2md compared");
+    eprintln!("{name}: {rows} rows, {ip2md_rows} ip2md compared");
     assert!(
         diffs.is_empty(),
         "{name}: {} of {rows} rows differ from the DAC's:\n{}",
