@@ -26,6 +26,14 @@
 //!   entry point of the introduced method with that slot; the MethodDesc of an entry point is
 //!   its code's (JIT'd code header; ReadyToRun: the method of that token in the type's
 //!   hierarchy), else the precode's.
+//!
+//! .NET 9 and 10 (`layout::MethodsLayout`, filled from the contract descriptor and
+//! `supplement.rs`; docs/clr-layout-net9-10.md "Methods on .NET 9 and 10"): a 16-byte
+//! MethodDesc (`m_codeData` at 8) and subclasses 8 bytes larger, the same flag bits; slot counts
+//! as plain EEClass WORDs and the non-virtual slots in an array growing backwards from
+//! `MethodTableAuxiliaryData + OffsetToNonVirtualSlots`; entry points assigned lazily (a null
+//! slot: no entry point yet, the DAC's S_FALSE; only a virtual slot is inherited); a method
+//! StubPrecode's type byte as the runtime's PrecodeMachineDescriptor publishes it (10).
 
 use crate::delegates::precode_method_desc;
 use crate::layout::SlotScheme;
