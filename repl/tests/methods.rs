@@ -156,6 +156,16 @@ fn check_dump_against_dac(e: &tests::Entry, t: &Value) {
                 );
                 ck(md["slot"] == d["md_slot"], "slot");
                 ck(hexv(&md["mt"]) == hexv(&d["md_mt"]), "MethodTable");
+                // Its current code: GetMethodDescData's bHasNativeCode and NativeCodeAddr.
+                if d["has_native_code"] == true {
+                    ck(
+                        md["code_address"].as_str().map(|_| hexv(&md["code_address"]))
+                            == Some(hexv(&d["native_code"])),
+                        "native code",
+                    );
+                } else if d["has_native_code"] == false {
+                    ck(md["is_jitted"] == false, "no native code");
+                }
                 // `ip2md` of the method's JIT'd code (GetMethodDescData's NativeCodeAddr): the
                 // same MethodDesc and name. (ReadyToRun code is found through the image's
                 // ReadyToRunInfo, the stack walk's table, held to the DAC by the stack tests.)
