@@ -159,7 +159,9 @@ fn check_dump_against_dac(e: &tests::Entry, t: &Value) {
                 // Its current code: GetMethodDescData's bHasNativeCode and NativeCodeAddr.
                 if d["has_native_code"] == true {
                     ck(
-                        md["code_address"].as_str().map(|_| hexv(&md["code_address"]))
+                        md["code_address"]
+                            .as_str()
+                            .map(|_| hexv(&md["code_address"]))
                             == Some(hexv(&d["native_code"])),
                         "native code",
                     );
