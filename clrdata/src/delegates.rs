@@ -326,10 +326,10 @@ pub fn precode_method_desc<M: Memory>(
         .read_u64(slot)
         .map_err(|_| format!("{kind} at {code:#x}: its data slot {slot:#x} is not in the dump"))?;
     if kind == "StubPrecode" {
-        // StubPrecodeData {SecretParam, Target, Type}: only a method's precode (Type 0x4C,
-        // StubPrecode::Type on x64) holds a MethodDesc.
+        // StubPrecodeData {SecretParam, Target, Type}: only a method's precode (its type is
+        // StubPrecode::Type, 0x4C on x64, or what the runtime publishes) holds a MethodDesc.
         let ty = m.read_u8(slot + 16).unwrap_or(0);
-        if ty != 0x4C {
+        if ty != crate::methods::stub_precode_type(r) {
             return Err(format!(
                 "StubPrecode at {code:#x} of type {ty:#x} (not a method's precode: no MethodDesc)"
             ));

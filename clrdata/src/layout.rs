@@ -524,6 +524,8 @@ pub struct Layout {
     pub field_desc: FieldDescLayout,
     /// Module and its image.
     pub module: ModuleLayout,
+    /// MethodDescs, method slots and precodes ([`MethodsLayout`]).
+    pub methods: MethodsLayout,
     /// Minimum object size (3 pointers).
     pub min_object_size: u64,
     /// STRING_BASE_SIZE (what String's MethodTable must say).
@@ -656,6 +658,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     ee_class: EE_CLASS_NET8_UNIX,
     field_desc: FIELD_DESC_NET8,
     module: MODULE_NET8_UNIX,
+    methods: METHODS_NET8_LINUX,
     min_object_size: 24,
     string_base_size: 0x16,
     stack: NET8_LINUX_X64_STACK,
@@ -727,6 +730,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     ee_class: EE_CLASS_NET8_WINDOWS,
     field_desc: FIELD_DESC_NET8,
     module: MODULE_NET8_WINDOWS,
+    methods: METHODS_NET8_WINDOWS,
     min_object_size: 24,
     string_base_size: 0x16,
     stack: NET8_WINDOWS_X64_STACK,
@@ -1325,3 +1329,77 @@ impl Layout {
         }
     }
 }
+
+// ----------------------------------------------------------------------------------- methods
+
+/// How a type's slots beyond its virtuals (the non-virtual vtable slots) and its method counts
+/// are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotScheme {
+    /// .NET 8: the EEClass keeps NumMethods and NumNonVirtualSlots in its packed fields
+    /// (indices 1 and 10); the non-virtual slots are in a MethodTable multipurpose slot.
+    Net8Packed,
+    /// .NET 9+: `EEClass.NumMethods` / `NumNonVirtualSlots` are plain WORDs; the non-virtual
+    /// slots are an array growing backwards from `MethodTableAuxiliaryData +
+    /// OffsetToNonVirtualSlots` (slot `NumVirtuals + i` at `- 8 * (1 + i)`).
+    Net9Aux {
+        /// EEClass.NumMethods (WORD).
+        ee_class_num_methods: u64,
+        /// EEClass.NumNonVirtualSlots (WORD).
+        ee_class_num_non_virtual_slots: u64,
+        /// MethodTable.AuxiliaryData (a pointer).
+        method_table_aux: u64,
+        /// MethodTableAuxiliaryData.OffsetToNonVirtualSlots (int16).
+        aux_offset_to_non_virtual_slots: u64,
+    },
+}
+
+/// MethodDescs (`method.hpp`), slots and precodes: what `dumpmt -md`, `dumpmd`, `ip2md` and the
+/// method names read besides the MethodDescChunk fields of [`StackLayout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MethodsLayout {
+    /// sizeof the MethodDesc of each classification (IL, FCall, PInvoke/NDirect, EEImpl,
+    /// Array, Instantiated, ComInterop, Dynamic), before the optional slots.
+    pub method_desc_sizes: [u64; 8],
+    /// The optional trailing members, in this order when their flag is set: the non-vtable
+    /// slot (HasNonVtableSlot 0x8), MethodImpl (0x10) and the native code slot (0x20).
+    pub non_vtable_slot_size: u64,
+    /// sizeof(MethodImpl).
+    pub method_impl_size: u64,
+    /// sizeof the native code slot.
+    pub native_code_slot_size: u64,
+    /// Where the type's slot counts and non-virtual slots are.
+    pub slots: SlotScheme,
+    /// `Module::m_pAvailableParamTypes` (the EETypeHashTable of the module's constructed
+    /// types), when known for the family.
+    pub module_available_type_params: Option<u64>,
+    /// Where the StubPrecode type byte a method's precode has is published:
+    /// `PlatformMetadata.PrecodeMachineDescriptor + PrecodeMachineDescriptor.StubPrecodeType`,
+    /// an offset from the descriptor's `PlatformMetadata` global (.NET 10); `None`: the fixed
+    /// [`MethodsLayout::stub_precode_type`].
+    pub stub_precode_type_offset: Option<u64>,
+    /// `StubPrecode::Type` on x64 (the `mov r10` opcode byte) where nothing publishes it.
+    pub stub_precode_type: u8,
+}
+
+/// .NET 8 (x64): `method.hpp` v8.0.4; every size checked by the MethodDescChunk walk
+/// (`repl/tests/methods.rs`: each MethodDesc's m_chunkIndex equals its offset).
+pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
+    method_desc_sizes: [8, 16, 48, 24, 24, 32, 16, 40],
+    non_vtable_slot_size: 8,
+    method_impl_size: 16,
+    native_code_slot_size: 8,
+    slots: SlotScheme::Net8Packed,
+    // Found in the corpus: the EETypeHashTable whose m_pModule is the module and whose entries
+    // hold the instantiations and arrays it loaded (List<Heap.Person> in CoreLib's).
+    module_available_type_params: Some(0x3c8),
+    stub_precode_type_offset: None,
+    stub_precode_type: 0x4C,
+};
+
+/// .NET 8 on Windows: as Linux; `m_pAvailableParamTypes` not verified (no Windows .NET 8
+/// truth for it), so refused.
+pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
+    module_available_type_params: None,
+    ..METHODS_NET8_LINUX
+};

@@ -26,8 +26,17 @@
 //!   entry point of the introduced method with that slot; the MethodDesc of an entry point is
 //!   its code's (JIT'd code header; ReadyToRun: the method of that token in the type's
 //!   hierarchy), else the precode's.
+//!
+//! .NET 9 and 10 (`layout::MethodsLayout`, filled from the contract descriptor and
+//! `supplement.rs`; docs/clr-layout-net9-10.md "Methods on .NET 9 and 10"): a 16-byte
+//! MethodDesc (`m_codeData` at 8) and subclasses 8 bytes larger, the same flag bits; slot counts
+//! as plain EEClass WORDs and the non-virtual slots in an array growing backwards from
+//! `MethodTableAuxiliaryData + OffsetToNonVirtualSlots`; entry points assigned lazily (a null
+//! slot: no entry point yet, the DAC's S_FALSE; only a virtual slot is inherited); a method
+//! StubPrecode's type byte as the runtime's PrecodeMachineDescriptor publishes it (10).
 
 use crate::delegates::precode_method_desc;
+use crate::layout::SlotScheme;
 use crate::objects::ObjectReader;
 use crate::stack::{CodeKind, StackWalker};
 use dumpreader::Memory;
@@ -44,9 +53,8 @@ const MDC_HAS_NATIVE_CODE_SLOT: u16 = 0x0020;
 /// m_wFlags3AndTokenRemainder (above the 12-bit token remainder).
 const MD3_HAS_STABLE_ENTRY_POINT: u16 = 0x1000;
 const MD3_HAS_PRECODE: u16 = 0x2000;
-/// Base sizes by classification on 64-bit (IL, FCall, NDirect, EEImpl, Array, Instantiated,
-/// ComInterop, Dynamic).
-const BASE_SIZES: [u64; 8] = [8, 16, 48, 24, 24, 32, 16, 40];
+/// The FCall classification (m_wFlags & 7).
+const CLASSIFICATION_FCALL: u8 = 1;
 /// MethodTable m_wFlags2 bits.
 const F2_HAS_PER_INST_INFO: u16 = 0x0001;
 const F2_HAS_INTERFACE_MAP: u16 = 0x0002;
@@ -113,29 +121,34 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
     let chunk = md
         .wrapping_sub(index * l.md_alignment)
         .wrapping_sub(l.method_desc_chunk_size);
-    let mt = m.read_u64(chunk + l.chunk_method_table).map_err(|_| {
-        format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-    })?;
-    let range = m.read_u16(chunk + l.chunk_token_range).map_err(|_| {
-        format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-    })?;
+    let mt = m
+        .read_u64(chunk.wrapping_add(l.chunk_method_table))
+        .map_err(|_| {
+            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
+        })?;
+    let range = m
+        .read_u16(chunk.wrapping_add(l.chunk_token_range))
+        .map_err(|_| {
+            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
+        })?;
     let bits = l.md_token_remainder_bits;
     let rid =
         ((range as u32 & ((1 << (24 - bits)) - 1)) << bits) | (rem as u32 & ((1 << bits) - 1));
     let classification = (flags & 7) as u8;
-    let mut size = BASE_SIZES[classification as usize];
+    let ml = &r.rt.layout.methods;
+    let mut size = ml.method_desc_sizes[classification as usize];
     let mut non_vtable_slot = None;
     if flags & MDC_HAS_NON_VTABLE_SLOT != 0 {
-        non_vtable_slot = Some(md + size);
-        size += 8;
+        non_vtable_slot = Some(md.wrapping_add(size));
+        size += ml.non_vtable_slot_size;
     }
     if flags & MDC_METHOD_IMPL != 0 {
-        size += 16;
+        size += ml.method_impl_size;
     }
     let mut native_code_slot = None;
     if flags & MDC_HAS_NATIVE_CODE_SLOT != 0 {
-        native_code_slot = Some(md + size);
-        size += 8;
+        native_code_slot = Some(md.wrapping_add(size));
+        size += ml.native_code_slot_size;
     }
     Ok(MethodDescData {
         address: md,
@@ -164,7 +177,7 @@ pub fn introduced_methods<M: Memory>(
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut chunk = m
-        .read_u64(ee_class + r.rt.layout.ee_class.chunks)
+        .read_u64(ee_class.wrapping_add(r.rt.layout.ee_class.chunks))
         .map_err(|_| format!("EEClass {ee_class:#x}: m_pChunks is not in the dump"))?;
     let mut out = Vec::new();
     for _ in 0..MAX_CHUNKS {
@@ -172,19 +185,19 @@ pub fn introduced_methods<M: Memory>(
             return Ok(out);
         }
         let next = m
-            .read_u64(chunk + 8)
+            .read_u64(chunk.wrapping_add(8))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
         let size = m
-            .read_u8(chunk + 0x10)
+            .read_u8(chunk.wrapping_add(0x10))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
             as u64;
         let count = m
-            .read_u8(chunk + 0x11)
+            .read_u8(chunk.wrapping_add(0x11))
             .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
             as usize
             + 1;
         let bytes = (size + 1) * l.md_alignment;
-        let first = chunk + l.method_desc_chunk_size;
+        let first = chunk.wrapping_add(l.method_desc_chunk_size);
         let mut off = 0u64;
         for i in 0..count {
             if off >= bytes {
@@ -193,9 +206,9 @@ pub fn introduced_methods<M: Memory>(
                      {bytes:#x} bytes"
                 ));
             }
-            let md = first + off;
+            let md = first.wrapping_add(off);
             let idx = m
-                .read_u8(md + l.md_chunk_index)
+                .read_u8(md.wrapping_add(l.md_chunk_index))
                 .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?
                 as u64;
             if idx * l.md_alignment != off {
@@ -231,7 +244,7 @@ fn packed_field<M: Memory>(
     let l = &r.rt.layout.ee_class;
     let m = r.rt.memory();
     let packed = m
-        .read_u8(ee_class + l.fields_are_packed)
+        .read_u8(ee_class.wrapping_add(l.fields_are_packed))
         .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))?;
     if packed != 0 {
         return Err(format!(
@@ -239,9 +252,9 @@ fn packed_field<M: Memory>(
         ));
     }
     let fixed = m
-        .read_u8(ee_class + l.fixed_fields_size)
+        .read_u8(ee_class.wrapping_add(l.fixed_fields_size))
         .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))? as u64;
-    m.read_u32(ee_class + fixed + 4 * index)
+    m.read_u32(ee_class.wrapping_add(fixed + 4 * index))
         .map_err(|_| format!("EEClass {ee_class:#x}: packed field {index} is not in the dump"))
 }
 
@@ -250,11 +263,33 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, 
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
     let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
-    let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
-    let non_virtual = if info.flags2 & F2_HAS_NON_VIRTUAL_SLOTS != 0 {
-        packed_field(r, info.ee_class, PACKED_NUM_NON_VIRTUAL_SLOTS)?
-    } else {
-        0
+    let (num_methods, non_virtual) = match r.rt.layout.methods.slots {
+        SlotScheme::Net8Packed => {
+            let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
+            let non_virtual = if info.flags2 & F2_HAS_NON_VIRTUAL_SLOTS != 0 {
+                packed_field(r, info.ee_class, PACKED_NUM_NON_VIRTUAL_SLOTS)?
+            } else {
+                0
+            };
+            (num_methods, non_virtual)
+        }
+        SlotScheme::Net9Aux {
+            ee_class_num_methods,
+            ee_class_num_non_virtual_slots,
+            ..
+        } => {
+            let m = r.rt.memory();
+            let ee = info.ee_class;
+            let rd = |off: u64, what: &str| {
+                m.read_u16(ee.wrapping_add(off))
+                    .map(u32::from)
+                    .map_err(|_| format!("EEClass {ee:#x}: {what} is not in the dump"))
+            };
+            (
+                rd(ee_class_num_methods, "NumMethods")?,
+                rd(ee_class_num_non_virtual_slots, "NumNonVirtualSlots")?,
+            )
+        }
     };
     if num_methods > 0xFFFF || non_virtual > 0xFFFF {
         return Err(format!(
@@ -333,11 +368,32 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     let base = r.rt.layout.method_table.size;
     let nv = info.num_virtuals as u32;
     if slot < nv {
-        let ind = mt + base + 8 * (slot as u64 / 8);
+        let ind = mt.wrapping_add(base + 8 * (slot as u64 / 8));
         let chunk = m.read_u64(ind).map_err(|_| {
             format!("MethodTable {mt:#x}: vtable chunk pointer at {ind:#x} is not in the dump")
         })?;
-        return Ok(chunk + 8 * (slot as u64 % 8));
+        return Ok(chunk.wrapping_add(8 * (slot as u64 % 8)));
+    }
+    if let SlotScheme::Net9Aux {
+        method_table_aux,
+        aux_offset_to_non_virtual_slots,
+        ..
+    } = r.rt.layout.methods.slots
+    {
+        // .NET 9+: an array growing backwards from the auxiliary data's offset.
+        let aux = m.read_u64(mt.wrapping_add(method_table_aux)).map_err(|_| {
+            format!("MethodTable {mt:#x}: its AuxiliaryData pointer is not in the dump")
+        })?;
+        let off = m
+            .read_u16(aux.wrapping_add(aux_offset_to_non_virtual_slots))
+            .map_err(|_| {
+                format!(
+                    "MethodTableAuxiliaryData {aux:#x} of MethodTable {mt:#x} is not in the dump"
+                )
+            })? as i16;
+        return Ok(aux
+            .wrapping_add_signed(off as i64)
+            .wrapping_sub(8 * (1 + (slot - nv) as u64)));
     }
     let f2 = info.flags2;
     if f2 & F2_HAS_NON_VIRTUAL_SLOTS == 0 {
@@ -351,7 +407,7 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
         info.num_virtuals,
         F2_HAS_NON_VIRTUAL_SLOTS,
     );
-    let at = mt + off;
+    let at = mt.wrapping_add(off);
     if f2 & F2_HAS_SINGLE_NON_VIRTUAL_SLOT != 0 {
         if slot != nv {
             return Err(format!(
@@ -363,11 +419,12 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     let array = m.read_u64(at).map_err(|_| {
         format!("MethodTable {mt:#x}: non-virtual slots pointer at {at:#x} is not in the dump")
     })?;
-    Ok(array + 8 * (slot - nv) as u64)
+    Ok(array.wrapping_add(8 * (slot - nv) as u64))
 }
 
 /// The entry point in vtable slot `slot` of `mt` as the runtime's GetRestoredSlot reads it:
-/// from the canonical MethodTable, else (a null, inherited slot) from the parents.
+/// from the canonical MethodTable, else (a null, inherited slot) from the parents; 0 when the
+/// slot is null up to System.Object (no entry point assigned yet).
 pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Result<u64, String> {
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
@@ -383,10 +440,16 @@ pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Re
             return Ok(v);
         }
         let parent = r.rt.method_table(canon).map_err(|e| e.to_string())?.parent;
-        if parent == 0 {
-            return Err(format!(
-                "slot {slot} of MethodTable {mt:#x} is null up to System.Object"
-            ));
+        // Only a virtual slot is inherited: a null non-virtual slot (or one the parents do not
+        // have) has no entry point yet (.NET 9+ assigns them lazily): the DAC's S_FALSE.
+        if parent == 0
+            || slot
+                >= r.rt
+                    .method_table(parent)
+                    .map_err(|e| e.to_string())?
+                    .num_virtuals as u32
+        {
+            return Ok(0);
         }
         cur = parent;
     }
@@ -473,6 +536,19 @@ fn precode_target<M: Memory>(r: &ObjectReader<'_, M>, code: u64) -> Option<u64> 
     let d = i32::from_le_bytes([b[at + 2], b[at + 3], b[at + 4], b[at + 5]]) as i64;
     m.read_u64((code + at as u64 + 6).wrapping_add_signed(d))
         .ok()
+}
+
+/// The type byte of a method's StubPrecode (`StubPrecodeData.Type`): the runtime's own
+/// `PrecodeMachineDescriptor.StubPrecodeType` where it publishes one (.NET 10, through the
+/// descriptor's `PlatformMetadata` global) and the dump holds it, else `StubPrecode::Type`.
+pub fn stub_precode_type<M: Memory>(r: &ObjectReader<'_, M>) -> u8 {
+    let ml = &r.rt.layout.methods;
+    ml.stub_precode_type_offset
+        .and_then(|off| {
+            let pm = r.rt.descriptor()?.global_number("PlatformMetadata")?;
+            r.rt.memory().read_u8(pm + off).ok()
+        })
+        .unwrap_or(ml.stub_precode_type)
 }
 
 /// A MethodDesc's entry point (MethodDesc::GetMethodEntryPoint): its own non-vtable slot, else
@@ -675,6 +751,23 @@ pub fn method_table_methods<M: Memory>(
             name: None,
             error: None,
         };
+        if entry == 0 {
+            // No entry point yet: the method of the slot is the most derived one of the
+            // hierarchy introducing it (MethodTable::GetMethodDescForSlot), its state NONE.
+            let h = hierarchy.get_or_insert_with(|| hierarchy_methods(r, mt));
+            match h.iter().find(|(_, d)| d.slot as u32 == n) {
+                Some((_, d)) => {
+                    row.method_desc = Some(d.address);
+                    match method_desc_name(r, d) {
+                        Ok(name) => row.name = Some(name),
+                        Err(e) => row.error = Some(e),
+                    }
+                }
+                None => row.error = Some(format!("no method of the type's hierarchy has slot {n}")),
+            }
+            slots.push(row);
+            continue;
+        }
         let mut entry_kind = None;
         match w.ip_to_method(entry) {
             Ok(Some((ci, f))) => {
@@ -717,7 +810,20 @@ pub fn method_table_methods<M: Memory>(
                 Ok((md, _)) => row.method_desc = Some(md),
                 // An FCALL's entry point is its implementation in the runtime, named through
                 // the runtime's FCALL hash.
-                Err(e) => match w.fcall_method(entry) {
+                Err(e) => match w.fcall_method(entry).or_else(|| {
+                    // Where the FCALL hash is not known (.NET 9+): an entry point inside the
+                    // runtime is the FCALL the type's hierarchy has in this slot
+                    // (MethodTable::GetMethodDescForSlot).
+                    let rt = &r.rt.info;
+                    if entry < rt.base || entry >= rt.base + rt.size {
+                        return None;
+                    }
+                    let h = hierarchy.get_or_insert_with(|| hierarchy_methods(r, mt));
+                    h.iter()
+                        .find(|(_, d)| d.slot as u32 == n)
+                        .filter(|(_, d)| d.classification == CLASSIFICATION_FCALL)
+                        .map(|(_, d)| d.address)
+                }) {
                     Some(md) => row.method_desc = Some(md),
                     None => row.error = Some(e),
                 },
@@ -834,10 +940,6 @@ fn hierarchy_methods<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Vec<(u64, M
     out
 }
 
-/// `Module::m_pAvailableParamTypes` on Linux x64 .NET 8.0.4 (found in the corpus: the
-/// EETypeHashTable whose m_pModule is the module and whose entries hold the instantiations and
-/// arrays the module loaded, e.g. List<Heap.Person> in CoreLib's); not verified on Windows.
-const MODULE_AVAILABLE_PARAM_TYPES_LINUX: u64 = 0x3c8;
 /// Bounds on the hash table read from the dump.
 const MAX_BUCKETS: u64 = 1 << 20;
 const MAX_PARAM_TYPES: usize = 1 << 20;
@@ -852,18 +954,19 @@ pub fn available_param_types<M: Memory>(
 ) -> Result<Vec<u64>, String> {
     r.rt.require(crate::layout::Capability::Methods)
         .map_err(|e| e.to_string())?;
-    if r.rt.layout.name.contains("windows") {
-        return Err("Module::m_pAvailableParamTypes is not verified on Windows".into());
-    }
+    let Some(field) = r.rt.layout.methods.module_available_type_params else {
+        return Err(format!(
+            "Module::m_pAvailableParamTypes is not known for {} (not published by its \
+             descriptor, not verified)",
+            r.rt.layout.name
+        ));
+    };
     let m = r.rt.memory();
     let rd = |a: u64, what: &str| {
         m.read_u64(a)
             .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
     };
-    let table = rd(
-        module + MODULE_AVAILABLE_PARAM_TYPES_LINUX,
-        "Module::m_pAvailableParamTypes",
-    )?;
+    let table = rd(module.wrapping_add(field), "Module::m_pAvailableParamTypes")?;
     if table == 0 {
         return Ok(Vec::new());
     }
@@ -872,8 +975,8 @@ pub fn available_param_types<M: Memory>(
             "EETypeHashTable {table:#x} does not name its module {module:#x}"
         ));
     }
-    let buckets = rd(table + 0x10, "EETypeHashTable::m_pBuckets")?;
-    let count = rd(table + 0x18, "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
+    let buckets = rd(table.wrapping_add(0x10), "EETypeHashTable::m_pBuckets")?;
+    let count = rd(table.wrapping_add(0x18), "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
     let n = rd(buckets, "EETypeHashTable bucket count")?;
     if n > MAX_BUCKETS || count as usize > MAX_PARAM_TYPES {
         return Err(format!(
@@ -882,7 +985,7 @@ pub fn available_param_types<M: Memory>(
     }
     let mut out = Vec::new();
     for i in 0..n {
-        let mut e = rd(buckets + 8 * (2 + i), "EETypeHashTable bucket")?;
+        let mut e = rd(buckets.wrapping_add(8 * (2 + i)), "EETypeHashTable bucket")?;
         while e != 0 && e & 1 == 0 {
             if out.len() > count as usize {
                 return Err(format!(
@@ -890,7 +993,7 @@ pub fn available_param_types<M: Memory>(
                 ));
             }
             out.push(rd(e, "EETypeHashEntry")?);
-            e = rd(e + 8, "VolatileEntry::m_pNextEntry")?;
+            e = rd(e.wrapping_add(8), "VolatileEntry::m_pNextEntry")?;
         }
     }
     Ok(out)

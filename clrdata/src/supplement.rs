@@ -40,6 +40,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Fields,
     Capability::Statics,
     Capability::Stacks,
+    Capability::Methods,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -53,6 +54,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Fields,
     Capability::Statics,
     Capability::Stacks,
+    Capability::Methods,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -74,7 +76,11 @@ pub struct DacTableAnchors {
     /// The ThreadStore entry's index in the table (16, as on 8.0): where the table starts
     /// when its export is not in the dump.
     pub thread_store_index: u64,
-    /// `ExecutionManager::g_codeRangeMap`'s index (0, as on 8.0; 9.0's descriptor lacks it).
+    /// `ExecutionManager::g_codeRangeMap`'s index (0, as on 8.0), read where the descriptor
+    /// does not publish `ExecutionManagerCodeRangeMapAddress` (.NET 9). Verified on 9.0.22:
+    /// every JIT'd entry point and native code of `dumpmt -md` resolves to the DAC's code
+    /// header (`repl/tests/methods.rs`), and the stack walk's frames equal the DAC's; a wrong
+    /// map finds no code at all.
     pub code_range_map_index: u64,
 }
 
@@ -148,6 +154,34 @@ const SUPPLEMENT_NET10: Supplement = &[
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
     FIELD_DESC_NET9_10[3],
+    // MethodDesc subclasses the 10 descriptor gives no size for (`method.hpp` v10.0 with the
+    // 16-byte MethodDesc: .NET 8's sizes + 8). Checked by the MethodDescChunk walk
+    // (every MethodDesc's ChunkIndex equals its offset) on System.Threading.Thread's QCalls
+    // (PInvoke) and delegate types (EEImpl), and against the runtime's own size table
+    // (`MethodDescSizeTable`) in `repl/tests/methods.rs`.
+    ("PInvokeMethodDesc", "!", 56),
+    ("EEImplMethodDesc", "!", 32),
+    ("CLRToCOMCallMethodDesc", "!", 24),
+];
+
+/// MethodDesc sizes on .NET 9 (the descriptor gives none). Already the 16-byte MethodDesc of
+/// 10.0 (`m_codeData` at 8, unpublished in 9.0's descriptor): its own offsets say so
+/// (`InstantiatedMethodDesc.PerInstInfo` 24, `StoredSigMethodDesc.Sig` 16, as on 10), and so do
+/// the dumps (Hang.Gate's `.ctor` MethodDesc of 9.0.22 is followed by its code data pointer,
+/// then its native code slot holding the DAC's NativeCodeAddr). Checked as the .NET 10 ones
+/// are.
+const METHOD_DESC_SIZES_NET9: [(&str, &str, u64); 11] = [
+    ("MethodDesc", "!", 16),
+    ("FCallMethodDesc", "!", 24),
+    ("PInvokeMethodDesc", "!", 56),
+    ("EEImplMethodDesc", "!", 32),
+    ("ArrayMethodDesc", "!", 32),
+    ("InstantiatedMethodDesc", "!", 40),
+    ("CLRToCOMCallMethodDesc", "!", 24),
+    ("DynamicMethodDesc", "!", 48),
+    ("NonVtableSlot", "!", 8),
+    ("MethodImpl", "!", 16),
+    ("NativeCodeSlot", "!", 8),
 ];
 
 /// FieldDesc on .NET 9 and 10 (in neither descriptor; the cDAC's later descriptors name it
@@ -228,6 +262,21 @@ const SUPPLEMENT_NET9: Supplement = &[
     // No ee_alloc_context before .NET 10: RuntimeThreadLocals.AllocContext and
     // g_global_alloc_context are the gc_alloc_context itself.
     ("EEAllocContext", "GCAllocationContext", 0),
+    // MethodTableAuxiliaryData {union {DWORD m_dwFlags; {WORD m_loFlags; INT16
+    // m_offsetToNonVirtualSlots}}, m_cachedVersionResilientHashCode, Module* m_pLoaderModule}
+    // (the 10 descriptor's offsets: Flags 0, OffsetToNonVirtualSlots 2, LoaderModule 8).
+    ("MethodTableAuxiliaryData", "OffsetToNonVirtualSlots", 2),
+    METHOD_DESC_SIZES_NET9[0],
+    METHOD_DESC_SIZES_NET9[1],
+    METHOD_DESC_SIZES_NET9[2],
+    METHOD_DESC_SIZES_NET9[3],
+    METHOD_DESC_SIZES_NET9[4],
+    METHOD_DESC_SIZES_NET9[5],
+    METHOD_DESC_SIZES_NET9[6],
+    METHOD_DESC_SIZES_NET9[7],
+    METHOD_DESC_SIZES_NET9[8],
+    METHOD_DESC_SIZES_NET9[9],
+    METHOD_DESC_SIZES_NET9[10],
     FIELD_DESC_NET9_10[0],
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
@@ -478,6 +527,7 @@ pub fn build_layout(
             layout_cor_header: None,
             typedef_map: l.field("Module", "TypeDefToMethodTableMap")?,
         },
+        methods: methods_layout(&l)?,
         min_object_size: 3 * d.pointer_size.max(8) as u64,
         string_base_size: u32::try_from(string_base_size).map_err(|_| ClrError::Descriptor {
             runtime: runtime.to_owned(),
@@ -654,6 +704,52 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
 /// InlinedCallFrame sit at 128, 131 and 137 (3, 6 and 12 into the list, as on 8.0).
 pub const FRAME_VTABLES_NET9: usize = 125;
 
+/// MethodDescs, slots and precodes on .NET 9/10: sizes from the descriptor's types (10) or the
+/// supplement (9), the slot scheme of 9+, and what 10 alone publishes (the module's constructed
+/// types, the precode machine descriptor).
+fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
+    let md = l.size("MethodDesc")?;
+    let platform_stub_type = match (
+        l.d.field("PlatformMetadata", "PrecodeMachineDescriptor"),
+        l.d.field("PrecodeMachineDescriptor", "StubPrecodeType"),
+    ) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
+    };
+    Ok(layout::MethodsLayout {
+        method_desc_sizes: [
+            md,
+            l.size("FCallMethodDesc")?,
+            l.size("PInvokeMethodDesc")?,
+            l.size("EEImplMethodDesc")?,
+            l.size("ArrayMethodDesc")?,
+            l.size("InstantiatedMethodDesc")?,
+            // Without FEATURE_COMINTEROP (the descriptor's FeatureCOMInterop 0: Linux) the
+            // runtime's size table gives this classification a plain MethodDesc's size.
+            if l.d.global_number("FeatureCOMInterop") == Some(1) {
+                l.size("CLRToCOMCallMethodDesc")?
+            } else {
+                md
+            },
+            l.size("DynamicMethodDesc")?,
+        ],
+        non_vtable_slot_size: l.size("NonVtableSlot")?,
+        method_impl_size: l.size("MethodImpl")?,
+        native_code_slot_size: l.size("NativeCodeSlot")?,
+        slots: layout::SlotScheme::Net9Aux {
+            ee_class_num_methods: l.field("EEClass", "NumMethods")?,
+            ee_class_num_non_virtual_slots: l.field("EEClass", "NumNonVirtualSlots")?,
+            method_table_aux: l.field("MethodTable", "AuxiliaryData")?,
+            aux_offset_to_non_virtual_slots: l
+                .field("MethodTableAuxiliaryData", "OffsetToNonVirtualSlots")?,
+        },
+        // Published by the 10 descriptor only; not read on 9 (refused there by name).
+        module_available_type_params: l.d.field("Module", "AvailableTypeParams"),
+        stub_precode_type_offset: platform_stub_type,
+        stub_precode_type: layout::METHODS_NET8_LINUX.stub_precode_type,
+    })
+}
+
 /// The descriptor globals discovery reads.
 pub const GLOBALS_NEEDED: &[&str] = &[
     "ThreadStore",
@@ -692,7 +788,12 @@ mod tests {
             "Module":24,"ParentMethodTable":16,"NumInterfaces":14,"NumVirtuals":12,
             "PerInstInfo":48,"AuxiliaryData":32},
         "EEClass":{"MethodTable":16,"MethodDescChunk":32,"FieldDescList":24,"CorTypeAttr":40,
-            "InternalCorElementType":48,"NumInstanceFields":50,"NumStaticFields":54},
+            "InternalCorElementType":48,"NumInstanceFields":50,"NumStaticFields":54,
+            "NumMethods":52,"NumNonVirtualSlots":62},
+        "MethodTableAuxiliaryData":{"LoaderModule":8,"OffsetToNonVirtualSlots":2,"Flags":0},
+        "MethodDesc":{"!":16},"FCallMethodDesc":{"!":24},"ArrayMethodDesc":{"!":32},
+        "InstantiatedMethodDesc":{"!":40},"DynamicMethodDesc":{"!":48},"NonVtableSlot":{"!":8},
+        "MethodImpl":{"!":16},"NativeCodeSlot":{"!":8},
         "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
         "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,

@@ -32,6 +32,8 @@ from ctypes import POINTER, Structure, byref, c_int32, c_uint16, c_uint32, c_uin
 ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
 ap.add_argument('--dac', required=True)
 ap.add_argument('--mt', action='append', default=[], help='a MethodTable address (hex)')
+ap.add_argument('--mt-of-md', action='append', default=[],
+                help='a MethodDesc (hex) whose MethodTable (GetMethodDescData) to report too')
 ap.add_argument('--field-class', action='append', default=[],
                 help='an EEClass (hex) whose FieldDescs to report with GetFieldDescData')
 ap.add_argument('--dacprobe-dir',
@@ -123,7 +125,14 @@ def main():
             return 'FCALL'
         return 'NONE'
 
-    for mt_s in args.mt:
+    mts = list(args.mt)
+    for md_s in args.mt_of_md:
+        hr, d = md_data(int(md_s, 16))
+        if hr != 0:
+            res['errors'].append({'md': md_s, 'what': 'GetMethodDescData ' + dp.hr_str(hr)})
+            continue
+        mts.append(dp.hx(d.MethodTablePtr))
+    for mt_s in mts:
         mt = int(mt_s, 16)
         ent = {'mt': dp.hx(mt)}
         ent['name'], _ = dac.wname('GetMethodTableName', mt)
@@ -143,6 +152,11 @@ def main():
         for n in range(d.wNumMethods):
             v = c_uint64()
             hr = dac.sos('GetMethodTableSlot', [A, c_uint32, POINTER(c_uint64)], mt, n, byref(v))
+            if hr == 1 and v.value == 0:
+                # S_FALSE (.NET 9+): the slot holds no entry point yet (request.cpp: a null
+                # vtable slot, or an introduced method without GetMethodEntryPointIfExists).
+                methods.append({'slot': n, 'entry': '0x0', 'no_entry_point': True})
+                continue
             if hr != 0:
                 methods.append({'slot': n, 'error': 'GetMethodTableSlot ' + dp.hr_str(hr)})
                 continue

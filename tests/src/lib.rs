@@ -188,10 +188,13 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Statics | Stacks),
+        9 => matches!(
+            cap,
+            HeapWalk | Threads | TypeNames | Fields | Statics | Stacks | Methods
+        ),
         10 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | ServerGc | Fields | Statics | Stacks
+            HeapWalk | Threads | TypeNames | ServerGc | Fields | Statics | Stacks | Methods
         ),
         _ => false,
     }
