@@ -1000,7 +1000,7 @@ pub struct RootsLayout {
     pub buckets_per_map: u64,
     /// HandleTableBucket::pTable (one HandleTable* per heap slot).
     pub bucket_table: u64,
-    /// HandleTable::pSegmentList (after `uint32_t rgTypeFlags[12]`).
+    /// HandleTable::pSegmentList (after `uint32_t rgTypeFlags[HANDLE_MAX_INTERNAL_TYPES]`).
     pub table_segment_list: u64,
     /// HANDLE_SEGMENT_SIZE (segments are aligned to it).
     pub segment_size: u64,
@@ -1063,13 +1063,48 @@ pub static NET8_LINUX_X64_ROOTS: RootsLayout = ROOTS_NET8;
 /// .NET 8 windows-x64 (the same GC structures).
 pub static NET8_WINDOWS_X64_ROOTS: RootsLayout = ROOTS_NET8;
 
+/// The handle table's layout for a GC whose `HANDLE_MAX_INTERNAL_TYPES` (gc/handletableconstants.h)
+/// is `n`: `HandleTable` starts with `uint32_t rgTypeFlags[n]` (then `pSegmentList`, pointer
+/// aligned); the packed segment header holds `rgTail[n]`, `rgHint[n]` (bytes) and
+/// `rgFreeCount[n]` (u32) after `rgLocks` (0x708 + 120), then `pNextSegment`, `pHandleTable`,
+/// two flag bytes and `bEmptyLine`; the last type, `n - 1`, marks user-data blocks. With
+/// `n = 12` this gives .NET 8's offsets exactly.
+const fn roots_for_handle_types(n: u64) -> RootsLayout {
+    RootsLayout {
+        table_segment_list: (4 * n + 7) & !7,
+        seg_next: 0x780 + 6 * n,
+        seg_table: 0x788 + 6 * n,
+        seg_empty_line: 0x792 + 6 * n,
+        data_block_type: (n - 1) as u8,
+        ..ROOTS_NET8
+    }
+}
+
+/// .NET 9 (both OSes): the GC's own structures, which the contract descriptor does not
+/// describe. `GcDacVars` keeps major version 2 with members only appended
+/// (gc/gcinterface.dacvars.def: `finalize_queue` after `oom_info`, `handle_table_map` after
+/// `interesting_mechanism_bits_per_heap`, as on 8.0); `HANDLE_MAX_INTERNAL_TYPES` is still 12
+/// (`HNDTYPE_WEAK_INTERIOR_POINTER` = 10 is new, below the data-block type 11), so the handle
+/// table is .NET 8's. Verified by `tests/tests/roots.rs` (handles and fill pointers = the
+/// DAC's and ClrMD's, finalizable objects by type = ClrMD's).
+pub static NET9_ROOTS: RootsLayout = roots_for_handle_types(12);
+
+/// .NET 10 (both OSes): as .NET 9, but `HANDLE_MAX_INTERNAL_TYPES` is 13
+/// (`HNDTYPE_CROSSREFERENCE` = 11 is new; user-data blocks are type 12), which moves
+/// `HandleTable::pSegmentList` to 0x38 and the segment header's tail (`pNextSegment` 0x7CE,
+/// `pHandleTable` 0x7D6, `bEmptyLine` 0x7E0). Seen in the dumps (10.0.14 Linux and Windows:
+/// `pSegmentList` at 0x38 is the 64 KB-aligned segment whose `pHandleTable` points back) and
+/// verified as .NET 9 by `tests/tests/roots.rs`.
+pub static NET10_ROOTS: RootsLayout = roots_for_handle_types(13);
+
 impl Layout {
     /// The handle table's and finalization queue's table of this family.
     pub fn roots(&self) -> &'static RootsLayout {
-        if self.name == NET8_WINDOWS_X64.name {
-            &NET8_WINDOWS_X64_ROOTS
-        } else {
-            &NET8_LINUX_X64_ROOTS
+        match self.family {
+            Family::Net8 if self.name == NET8_WINDOWS_X64.name => &NET8_WINDOWS_X64_ROOTS,
+            Family::Net8 => &NET8_LINUX_X64_ROOTS,
+            Family::Net9 => &NET9_ROOTS,
+            Family::Net10 => &NET10_ROOTS,
         }
     }
 }
@@ -1167,5 +1202,18 @@ impl Layout {
         } else {
             &NET8_LINUX_X64_LOCKS
         }
+    }
+}
+
+#[cfg(test)]
+mod roots_layout_tests {
+    use super::*;
+
+    #[test]
+    fn twelve_handle_types_give_the_net8_handle_table() {
+        assert_eq!(roots_for_handle_types(12), ROOTS_NET8);
+        assert_eq!(NET10_ROOTS.table_segment_list, 0x38);
+        assert_eq!(NET10_ROOTS.seg_table, 0x7D6);
+        assert_eq!(NET10_ROOTS.data_block_type, 12);
     }
 }

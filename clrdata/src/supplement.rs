@@ -37,6 +37,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Threads,
     Capability::TypeNames,
     Capability::Fields,
+    Capability::Roots,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -47,6 +48,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::TypeNames,
     Capability::ServerGc,
     Capability::Fields,
+    Capability::Roots,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found

@@ -188,8 +188,11 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields),
-        10 => matches!(cap, HeapWalk | Threads | TypeNames | ServerGc | Fields),
+        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Roots),
+        10 => matches!(
+            cap,
+            HeapWalk | Threads | TypeNames | ServerGc | Fields | Roots
+        ),
         _ => false,
     }
 }
