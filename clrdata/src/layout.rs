@@ -1132,8 +1132,11 @@ pub struct LockLayout {
     pub lock_state: u64,
     /// AwareLock::m_Recursion.
     pub recursion: u64,
-    /// AwareLock::m_HoldingThread.
+    /// AwareLock::m_HoldingThread (a Thread*) or m_HoldingThreadId (a DWORD), per
+    /// [`LockLayout::holder`].
     pub holding_thread: u64,
+    /// What the AwareLock records of its owner.
+    pub holder: LockHolder,
     /// AwareLock::m_HoldingOSThreadId.
     pub holding_os_thread_id: u64,
     /// AwareLock::m_dwSyncIndex (bit 31: precious).
@@ -1154,8 +1157,20 @@ pub struct LockLayout {
     pub blocking_timeout: u64,
     /// DebugBlockingItem: pNext.
     pub blocking_next: u64,
-    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*).
-    pub hmf_1obj_gc_ptr: u64,
+    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
+    /// and 10: the debugger's blocking items name every waiter on the corpus).
+    pub hmf_1obj_gc_ptr: Option<u64>,
+}
+
+/// How an AwareLock names the thread holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockHolder {
+    /// `PTR_Thread m_HoldingThread` (.NET 8 and 9).
+    ThreadPointer,
+    /// `DWORD m_HoldingThreadId`: the owner's thin-lock thread id (`Thread::m_ThreadId`), which
+    /// the `ThinlockThreadIdDispenser` maps to its Thread (.NET 10: dotnet/runtime#107168 and
+    /// #112715 replaced the pointer by the id).
+    ThreadId,
 }
 
 const LOCKS_NET8_COMMON: LockLayout = LockLayout {
@@ -1167,6 +1182,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     lock_state: 0,
     recursion: 4,
     holding_thread: 8,
+    holder: LockHolder::ThreadPointer,
     holding_os_thread_id: 0x10,
     sync_index: 0x1C,
     sync_block_link: 0x48,
@@ -1177,7 +1193,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_type: 0x10,
     blocking_timeout: 0x14,
     blocking_next: 0x18,
-    hmf_1obj_gc_ptr: 0xE8,
+    hmf_1obj_gc_ptr: Some(0xE8),
 };
 
 /// .NET 8 linux-x64.
@@ -1190,17 +1206,66 @@ pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_free_sync_table_index: 0x54,
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x4D0,
-    hmf_1obj_gc_ptr: 0xD8,
+    hmf_1obj_gc_ptr: Some(0xD8),
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 9 linux-x64. Neither SyncBlockCache nor the debugger's blocking items are in the
+/// contract descriptor (it publishes `SyncTableEntry` and `SyncBlock.InteropInfo` = 0x38, as on
+/// 8.0, so SyncBlock's AwareLock is 8.0's); the SyncBlockCache is found in `g_dacTable` next to
+/// `g_pSyncTable` ([`crate::supplement::DacTableAnchors`]). Its counters sit where 8.0 has them;
+/// `Thread::m_DebugBlockingInfo` is at 0x408. Seen in hang-net9 (the four Monitor.Wait
+/// threads' items point at the gate's SyncBlock) and verified by `tests/tests/locks.rs`: every
+/// sync block equals the DAC's (object, SyncBlock, MonitorHeld, recursion, owner), the owners and
+/// waiters equal the manifests'.
+pub static NET9_LINUX_X64_LOCKS: LockLayout = LockLayout {
+    thread_first_blocking_item: 0x408,
+    hmf_1obj_gc_ptr: None,
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 10 linux-x64: the SyncBlockCache's CrstStatic is 0x48 bytes smaller than 8.0/9.0's
+/// (its counters: m_ActiveCount 0x5C, m_FreeSyncTableIndex 0x6C, m_SyncTableSize 0x78; the
+/// CrstStatic flags word 0x80000018 sits at 0x50 where 9.0 has its 0xC0000018 at 0x98), and
+/// `Thread::m_DebugBlockingInfo` is at 0x2A0; the AwareLock keeps its owner's thread id at 8
+/// where 9.0 has the Thread pointer ([`LockHolder::ThreadId`]; deadlock-net10: 5 and 4, the
+/// owners' `m_ThreadId`, with their OS ids at 0x10). Seen in deadlock-net10 and hang-net10,
+/// verified as .NET 9's (the owners are the DAC's and the manifest's).
+pub static NET10_LINUX_X64_LOCKS: LockLayout = LockLayout {
+    cache_active_count: 0x5C,
+    cache_free_sync_table_index: 0x6C,
+    cache_sync_table_size: 0x78,
+    thread_first_blocking_item: 0x2A0,
+    holder: LockHolder::ThreadId,
+    hmf_1obj_gc_ptr: None,
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 10 windows-x64: the SyncBlockCache counters where 8.0 Windows has them (windows-hang-net10:
+/// 3 active, index 4, size 250 = ClrMD's 3 sync blocks); `Thread::m_DebugBlockingInfo` at 0x2B8
+/// (its four Monitor.Wait threads' items point at the gate's SyncBlock).
+pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
+    cache_active_count: 0x44,
+    cache_free_sync_table_index: 0x54,
+    cache_sync_table_size: 0x60,
+    thread_first_blocking_item: 0x2B8,
+    holder: LockHolder::ThreadId,
+    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
 impl Layout {
-    /// The lock table of this family.
-    pub fn locks(&self) -> &'static LockLayout {
-        if self.name == NET8_WINDOWS_X64.name {
-            &NET8_WINDOWS_X64_LOCKS
-        } else {
-            &NET8_LINUX_X64_LOCKS
+    /// The lock table of this family and OS; `None` where none was checked (.NET 9 on
+    /// Windows: no dump of it).
+    pub fn locks(&self) -> Option<&'static LockLayout> {
+        let windows = self.name.contains("windows");
+        match (self.family, windows) {
+            (Family::Net8, true) => Some(&NET8_WINDOWS_X64_LOCKS),
+            (Family::Net8, false) => Some(&NET8_LINUX_X64_LOCKS),
+            (Family::Net9, false) => Some(&NET9_LINUX_X64_LOCKS),
+            (Family::Net9, true) => None,
+            (Family::Net10, false) => Some(&NET10_LINUX_X64_LOCKS),
+            (Family::Net10, true) => Some(&NET10_WINDOWS_X64_LOCKS),
         }
     }
 }

@@ -38,6 +38,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::TypeNames,
     Capability::Fields,
     Capability::Roots,
+    Capability::Locks,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -49,6 +50,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::ServerGc,
     Capability::Fields,
     Capability::Roots,
+    Capability::Locks,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -67,6 +69,14 @@ pub struct DacTableAnchors {
     pub app_domain_after_thread_store: u64,
     /// Entries before the ObjectMethodTable entry: g_global_alloc_context.
     pub global_alloc_context_before_object_class: u64,
+    /// Entries after `g_pSyncTable` (the descriptor's `SyncTableEntries`):
+    /// `SyncBlockCache::s_pSyncBlockCache`, on Linux (dacvars.h: nothing between them when
+    /// `TARGET_UNIX`).
+    pub sync_block_cache_after_sync_table_unix: u64,
+    /// The same on Windows: `g_pRCWCleanupList` (FEATURE_COMINTEROP),
+    /// `g_runtimeLoadedBaseAddress` and `g_runtimeVirtualSize` (!TARGET_UNIX) come between (as
+    /// in .NET 8's Windows table: indices 81 and 85).
+    pub sync_block_cache_after_sync_table_windows: u64,
 }
 
 /// The .NET 9 and 10 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
@@ -77,6 +87,8 @@ pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
     gc_dac_globals_after_thread_store: 4,
     app_domain_after_thread_store: 5,
     global_alloc_context_before_object_class: 3,
+    sync_block_cache_after_sync_table_unix: 1,
+    sync_block_cache_after_sync_table_windows: 4,
 };
 
 /// The family a product major version belongs to, when this build has one for it.

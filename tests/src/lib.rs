@@ -188,10 +188,10 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Roots),
+        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Roots | Locks),
         10 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | ServerGc | Fields | Roots
+            HeapWalk | Threads | TypeNames | ServerGc | Fields | Roots | Locks
         ),
         _ => false,
     }
