@@ -229,6 +229,13 @@ pub struct ThreadLayout {
     pub link: u64,
     /// SIZE_T m_OSThreadId.
     pub os_thread_id: u64,
+    /// `Thread.LastThrownObject` (.NET 9+: the descriptor's; an OBJECTHANDLE); `None`: the
+    /// family's [`StackLayout::thread_last_thrown`] (.NET 8).
+    pub last_thrown_object: Option<u64>,
+    /// `Thread.ExceptionTracker` (.NET 9+: the descriptor's; the innermost `ExInfo` of an
+    /// exception being dispatched) and `ExceptionInfo.ThrownObject` (its OBJECTHANDLE);
+    /// `None` where not published (.NET 8).
+    pub exception_tracker: Option<(u64, u64)>,
 }
 
 /// `MethodTable` (.NET 8, before the .NET 9 reshuffle).
@@ -579,6 +586,8 @@ pub static NET8_LINUX_X64: Layout = Layout {
         runtime_thread_locals: None,
         link: 0xE8,
         os_thread_id: 0x1A8,
+        last_thrown_object: None,
+        exception_tracker: None,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_UNIX,
@@ -648,6 +657,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
         runtime_thread_locals: None,
         link: 0xF8,
         os_thread_id: 0x1B8,
+        last_thrown_object: None,
+        exception_tracker: None,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_WINDOWS,

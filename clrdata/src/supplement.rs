@@ -39,6 +39,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Fields,
     Capability::Roots,
     Capability::Locks,
+    Capability::Exceptions,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -51,6 +52,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Fields,
     Capability::Roots,
     Capability::Locks,
+    Capability::Exceptions,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -316,6 +318,14 @@ pub fn build_layout(
             runtime_thread_locals: Some(l.field("Thread", "RuntimeThreadLocals")?),
             link: l.field("Thread", "LinkNext")?,
             os_thread_id: l.field("Thread", "OSId")?,
+            last_thrown_object: Some(l.field("Thread", "LastThrownObject")?),
+            exception_tracker: match (
+                l.field("Thread", "ExceptionTracker"),
+                l.field("ExceptionInfo", "ThrownObject"),
+            ) {
+                (Ok(t), Ok(o)) => Some((t, o)),
+                _ => None,
+            },
         },
         method_table: layout::MethodTableLayout {
             flags: l.field("MethodTable", "MTFlags")?,
@@ -418,7 +428,7 @@ mod tests {
             "InternalCorElementType":48},
         "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
-        "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,
+        "Thread":{"Id":16,"OSId":296,"LastThrownObject":336,"State":0,"PreemptiveGCDisabled":4,
             "RuntimeThreadLocals":32,"Frame":8,"LinkNext":[112,"pointer"]},
         "ThreadStore":{"FirstThreadLink":88,"ThreadCount":112,"UnstartedCount":116,
             "BackgroundCount":120,"PendingCount":124,"DeadCount":128},

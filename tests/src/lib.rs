@@ -188,10 +188,13 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
     use Capability::*;
     match family {
         8 => true,
-        9 => matches!(cap, HeapWalk | Threads | TypeNames | Fields | Roots | Locks),
+        9 => matches!(
+            cap,
+            HeapWalk | Threads | TypeNames | Fields | Roots | Locks | Exceptions
+        ),
         10 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | ServerGc | Fields | Roots | Locks
+            HeapWalk | Threads | TypeNames | ServerGc | Fields | Roots | Locks | Exceptions
         ),
         _ => false,
     }
