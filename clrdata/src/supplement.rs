@@ -30,7 +30,11 @@ pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
 /// What is verified against the DAC on .NET 9 (Linux x64 workstation GC): the heap walk with
 /// its census, the thread list that gives the allocation contexts, type names, and instance
 /// fields (FieldDesc: `tests/tests/fields_net9_10.rs`, against the descriptor's Exception
-/// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest).
+/// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest); GC
+/// handles and the finalization queue (`tests/tests/roots.rs`), sync blocks, thin locks and
+/// Monitor waits (`tests/tests/locks.rs`; Linux only: [`crate::layout::Layout::locks`] has no
+/// Windows 9.0 table), exception objects, their traces and last thrown objects
+/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD.
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,

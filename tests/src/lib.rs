@@ -179,8 +179,8 @@ pub use clrdata::layout::Capability;
 pub const CAPABILITIES: &[Capability] = clrdata::layout::ALL_CAPABILITIES;
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
-/// the heap census and objects (heap walk, threads, type names, fields); on .NET 10 also
-/// server-GC heaps. Written
+/// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
+/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps. Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
