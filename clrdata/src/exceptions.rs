@@ -219,6 +219,19 @@ fn read_trace<M: Memory>(
     arr: u64,
 ) -> std::result::Result<(u64, Vec<TraceElement>), String> {
     let m = r.rt.memory();
+    let (mt, _) = r.object_mt(arr).map_err(|e| e.to_string())?;
+    let mut arr = arr;
+    // .NET 9+: an object[] whose element 0 is the trace (the others keep the methods' loader
+    // allocators alive); see ExceptionNative_GetMethodFromStackTrace in excep.cpp.
+    if mt == r.rt.globals.object_array_mt && mt != 0 {
+        let first = arr.wrapping_add(16);
+        arr = m
+            .read_u64(first)
+            .map_err(|_| format!("the object[]'s element 0 at {first:#x} is not in the dump"))?;
+        if arr == 0 {
+            return Err("an object[] whose element 0 (the trace) is null".to_string());
+        }
+    }
     let (_, info) = r.object_mt(arr).map_err(|e| e.to_string())?;
     if info.component_size != 1 {
         return Err(format!(

@@ -229,6 +229,13 @@ pub struct ThreadLayout {
     pub link: u64,
     /// SIZE_T m_OSThreadId.
     pub os_thread_id: u64,
+    /// `Thread.LastThrownObject` (.NET 9+: the descriptor's; an OBJECTHANDLE); `None`: the
+    /// family's [`StackLayout::thread_last_thrown`] (.NET 8).
+    pub last_thrown_object: Option<u64>,
+    /// `Thread.ExceptionTracker` (.NET 9+: the descriptor's; the innermost `ExInfo` of an
+    /// exception being dispatched) and `ExceptionInfo.ThrownObject` (its OBJECTHANDLE);
+    /// `None` where not published (.NET 8).
+    pub exception_tracker: Option<(u64, u64)>,
 }
 
 /// `MethodTable` (.NET 8, before the .NET 9 reshuffle).
@@ -653,6 +660,8 @@ pub static NET8_LINUX_X64: Layout = Layout {
         runtime_thread_locals: None,
         link: 0xE8,
         os_thread_id: 0x1A8,
+        last_thrown_object: None,
+        exception_tracker: None,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_UNIX,
@@ -725,6 +734,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
         runtime_thread_locals: None,
         link: 0xF8,
         os_thread_id: 0x1B8,
+        last_thrown_object: None,
+        exception_tracker: None,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_WINDOWS,
@@ -1160,7 +1171,7 @@ pub struct RootsLayout {
     pub buckets_per_map: u64,
     /// HandleTableBucket::pTable (one HandleTable* per heap slot).
     pub bucket_table: u64,
-    /// HandleTable::pSegmentList (after `uint32_t rgTypeFlags[12]`).
+    /// HandleTable::pSegmentList (after `uint32_t rgTypeFlags[HANDLE_MAX_INTERNAL_TYPES]`).
     pub table_segment_list: u64,
     /// HANDLE_SEGMENT_SIZE (segments are aligned to it).
     pub segment_size: u64,
@@ -1223,13 +1234,48 @@ pub static NET8_LINUX_X64_ROOTS: RootsLayout = ROOTS_NET8;
 /// .NET 8 windows-x64 (the same GC structures).
 pub static NET8_WINDOWS_X64_ROOTS: RootsLayout = ROOTS_NET8;
 
+/// The handle table's layout for a GC whose `HANDLE_MAX_INTERNAL_TYPES` (gc/handletableconstants.h)
+/// is `n`: `HandleTable` starts with `uint32_t rgTypeFlags[n]` (then `pSegmentList`, pointer
+/// aligned); the packed segment header holds `rgTail[n]`, `rgHint[n]` (bytes) and
+/// `rgFreeCount[n]` (u32) after `rgLocks` (0x708 + 120), then `pNextSegment`, `pHandleTable`,
+/// two flag bytes and `bEmptyLine`; the last type, `n - 1`, marks user-data blocks. With
+/// `n = 12` this gives .NET 8's offsets exactly.
+const fn roots_for_handle_types(n: u64) -> RootsLayout {
+    RootsLayout {
+        table_segment_list: (4 * n + 7) & !7,
+        seg_next: 0x780 + 6 * n,
+        seg_table: 0x788 + 6 * n,
+        seg_empty_line: 0x792 + 6 * n,
+        data_block_type: (n - 1) as u8,
+        ..ROOTS_NET8
+    }
+}
+
+/// .NET 9 (both OSes): the GC's own structures, which the contract descriptor does not
+/// describe. `GcDacVars` keeps major version 2 with members only appended
+/// (gc/gcinterface.dacvars.def: `finalize_queue` after `oom_info`, `handle_table_map` after
+/// `interesting_mechanism_bits_per_heap`, as on 8.0); `HANDLE_MAX_INTERNAL_TYPES` is still 12
+/// (`HNDTYPE_WEAK_INTERIOR_POINTER` = 10 is new, below the data-block type 11), so the handle
+/// table is .NET 8's. Verified by `tests/tests/roots.rs` (handles and fill pointers = the
+/// DAC's and ClrMD's, finalizable objects by type = ClrMD's).
+pub static NET9_ROOTS: RootsLayout = roots_for_handle_types(12);
+
+/// .NET 10 (both OSes): as .NET 9, but `HANDLE_MAX_INTERNAL_TYPES` is 13
+/// (`HNDTYPE_CROSSREFERENCE` = 11 is new; user-data blocks are type 12), which moves
+/// `HandleTable::pSegmentList` to 0x38 and the segment header's tail (`pNextSegment` 0x7CE,
+/// `pHandleTable` 0x7D6, `bEmptyLine` 0x7E0). Seen in the dumps (10.0.14 Linux and Windows:
+/// `pSegmentList` at 0x38 is the 64 KB-aligned segment whose `pHandleTable` points back) and
+/// verified as .NET 9 by `tests/tests/roots.rs`.
+pub static NET10_ROOTS: RootsLayout = roots_for_handle_types(13);
+
 impl Layout {
     /// The handle table's and finalization queue's table of this family.
     pub fn roots(&self) -> &'static RootsLayout {
-        if self.name == NET8_WINDOWS_X64.name {
-            &NET8_WINDOWS_X64_ROOTS
-        } else {
-            &NET8_LINUX_X64_ROOTS
+        match self.family {
+            Family::Net8 if self.name == NET8_WINDOWS_X64.name => &NET8_WINDOWS_X64_ROOTS,
+            Family::Net8 => &NET8_LINUX_X64_ROOTS,
+            Family::Net9 => &NET9_ROOTS,
+            Family::Net10 => &NET10_ROOTS,
         }
     }
 }
@@ -1257,8 +1303,11 @@ pub struct LockLayout {
     pub lock_state: u64,
     /// AwareLock::m_Recursion.
     pub recursion: u64,
-    /// AwareLock::m_HoldingThread.
+    /// AwareLock::m_HoldingThread (a Thread*) or m_HoldingThreadId (a DWORD), per
+    /// [`LockLayout::holder`].
     pub holding_thread: u64,
+    /// What the AwareLock records of its owner.
+    pub holder: LockHolder,
     /// AwareLock::m_HoldingOSThreadId.
     pub holding_os_thread_id: u64,
     /// AwareLock::m_dwSyncIndex (bit 31: precious).
@@ -1279,8 +1328,20 @@ pub struct LockLayout {
     pub blocking_timeout: u64,
     /// DebugBlockingItem: pNext.
     pub blocking_next: u64,
-    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*).
-    pub hmf_1obj_gc_ptr: u64,
+    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
+    /// and 10: the debugger's blocking items name every waiter on the corpus).
+    pub hmf_1obj_gc_ptr: Option<u64>,
+}
+
+/// How an AwareLock names the thread holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockHolder {
+    /// `PTR_Thread m_HoldingThread` (.NET 8 and 9).
+    ThreadPointer,
+    /// `DWORD m_HoldingThreadId`: the owner's thin-lock thread id (`Thread::m_ThreadId`), which
+    /// the `ThinlockThreadIdDispenser` maps to its Thread (.NET 10: dotnet/runtime#107168 and
+    /// #112715 replaced the pointer by the id).
+    ThreadId,
 }
 
 const LOCKS_NET8_COMMON: LockLayout = LockLayout {
@@ -1292,6 +1353,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     lock_state: 0,
     recursion: 4,
     holding_thread: 8,
+    holder: LockHolder::ThreadPointer,
     holding_os_thread_id: 0x10,
     sync_index: 0x1C,
     sync_block_link: 0x48,
@@ -1302,7 +1364,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_type: 0x10,
     blocking_timeout: 0x14,
     blocking_next: 0x18,
-    hmf_1obj_gc_ptr: 0xE8,
+    hmf_1obj_gc_ptr: Some(0xE8),
 };
 
 /// .NET 8 linux-x64.
@@ -1315,17 +1377,66 @@ pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_free_sync_table_index: 0x54,
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x4D0,
-    hmf_1obj_gc_ptr: 0xD8,
+    hmf_1obj_gc_ptr: Some(0xD8),
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 9 linux-x64. Neither SyncBlockCache nor the debugger's blocking items are in the
+/// contract descriptor (it publishes `SyncTableEntry` and `SyncBlock.InteropInfo` = 0x38, as on
+/// 8.0, so SyncBlock's AwareLock is 8.0's); the SyncBlockCache is found in `g_dacTable` next to
+/// `g_pSyncTable` ([`crate::supplement::DacTableAnchors`]). Its counters sit where 8.0 has them;
+/// `Thread::m_DebugBlockingInfo` is at 0x408. Seen in hang-net9 (the four Monitor.Wait
+/// threads' items point at the gate's SyncBlock) and verified by `tests/tests/locks.rs`: every
+/// sync block equals the DAC's (object, SyncBlock, MonitorHeld, recursion, owner), the owners and
+/// waiters equal the manifests'.
+pub static NET9_LINUX_X64_LOCKS: LockLayout = LockLayout {
+    thread_first_blocking_item: 0x408,
+    hmf_1obj_gc_ptr: None,
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 10 linux-x64: the SyncBlockCache's CrstStatic is 0x48 bytes smaller than 8.0/9.0's
+/// (its counters: m_ActiveCount 0x5C, m_FreeSyncTableIndex 0x6C, m_SyncTableSize 0x78; the
+/// CrstStatic flags word 0x80000018 sits at 0x50 where 9.0 has its 0xC0000018 at 0x98), and
+/// `Thread::m_DebugBlockingInfo` is at 0x2A0; the AwareLock keeps its owner's thread id at 8
+/// where 9.0 has the Thread pointer ([`LockHolder::ThreadId`]; deadlock-net10: 5 and 4, the
+/// owners' `m_ThreadId`, with their OS ids at 0x10). Seen in deadlock-net10 and hang-net10,
+/// verified as .NET 9's (the owners are the DAC's and the manifest's).
+pub static NET10_LINUX_X64_LOCKS: LockLayout = LockLayout {
+    cache_active_count: 0x5C,
+    cache_free_sync_table_index: 0x6C,
+    cache_sync_table_size: 0x78,
+    thread_first_blocking_item: 0x2A0,
+    holder: LockHolder::ThreadId,
+    hmf_1obj_gc_ptr: None,
+    ..LOCKS_NET8_COMMON
+};
+
+/// .NET 10 windows-x64: the SyncBlockCache counters where 8.0 Windows has them (windows-hang-net10:
+/// 3 active, index 4, size 250 = ClrMD's 3 sync blocks); `Thread::m_DebugBlockingInfo` at 0x2B8
+/// (its four Monitor.Wait threads' items point at the gate's SyncBlock).
+pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
+    cache_active_count: 0x44,
+    cache_free_sync_table_index: 0x54,
+    cache_sync_table_size: 0x60,
+    thread_first_blocking_item: 0x2B8,
+    holder: LockHolder::ThreadId,
+    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
 impl Layout {
-    /// The lock table of this family.
-    pub fn locks(&self) -> &'static LockLayout {
-        if self.name == NET8_WINDOWS_X64.name {
-            &NET8_WINDOWS_X64_LOCKS
-        } else {
-            &NET8_LINUX_X64_LOCKS
+    /// The lock table of this family and OS; `None` where none was checked (.NET 9 on
+    /// Windows: no dump of it).
+    pub fn locks(&self) -> Option<&'static LockLayout> {
+        let windows = self.name.contains("windows");
+        match (self.family, windows) {
+            (Family::Net8, true) => Some(&NET8_WINDOWS_X64_LOCKS),
+            (Family::Net8, false) => Some(&NET8_LINUX_X64_LOCKS),
+            (Family::Net9, false) => Some(&NET9_LINUX_X64_LOCKS),
+            (Family::Net9, true) => None,
+            (Family::Net10, false) => Some(&NET10_LINUX_X64_LOCKS),
+            (Family::Net10, true) => Some(&NET10_WINDOWS_X64_LOCKS),
         }
     }
 }
@@ -1403,3 +1514,15 @@ pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
     module_available_type_params: None,
     ..METHODS_NET8_LINUX
 };
+#[cfg(test)]
+mod roots_layout_tests {
+    use super::*;
+
+    #[test]
+    fn twelve_handle_types_give_the_net8_handle_table() {
+        assert_eq!(roots_for_handle_types(12), ROOTS_NET8);
+        assert_eq!(NET10_ROOTS.table_segment_list, 0x38);
+        assert_eq!(NET10_ROOTS.seg_table, 0x7D6);
+        assert_eq!(NET10_ROOTS.data_block_type, 12);
+    }
+}

@@ -32,6 +32,7 @@
 
 use crate::error::{ClrError, Result};
 use crate::heap::GcHeap;
+use crate::layout::LockHolder;
 use crate::runtime::Runtime;
 use crate::stack::ThreadStack;
 use crate::threads::ThreadData;
@@ -190,10 +191,18 @@ pub struct ThinLockData {
 }
 
 impl<M: Memory> Runtime<M> {
+    /// The lock table of this runtime, or the refusal naming it.
+    fn lock_layout(&self) -> Result<&'static crate::layout::LockLayout> {
+        self.require(crate::layout::Capability::Locks)?;
+        self.layout.locks().ok_or_else(|| ClrError::NotVerified {
+            runtime: format!("{} ({}-x64)", self.info.display_name(), self.info.os),
+            capability: crate::layout::Capability::Locks.describe(),
+        })
+    }
+
     /// Reads the SyncBlock at `sb`, its owner and its Monitor.Wait list.
     pub fn sync_block(&self, index: u32, sb: u64, object: u64) -> Result<SyncBlockData> {
-        self.require(crate::layout::Capability::Locks)?;
-        let l = self.layout.locks();
+        let l = self.lock_layout()?;
         let m = self.memory();
         let r32 = |off: u64, what: &str| {
             m.read_u32(sb.wrapping_add(off))
@@ -201,15 +210,31 @@ impl<M: Memory> Runtime<M> {
         };
         let lock_state = r32(l.lock_state, "m_Monitor.m_lockState")?;
         let recursion = r32(l.recursion, "m_Monitor.m_Recursion")?;
-        let holding_thread = m
-            .read_u64(sb.wrapping_add(l.holding_thread))
-            .map_err(|_| ClrError::read("SyncBlock::m_Monitor.m_HoldingThread", sb))?;
+        let mut notes = Vec::new();
+        let holding_thread = match l.holder {
+            LockHolder::ThreadPointer => m
+                .read_u64(sb.wrapping_add(l.holding_thread))
+                .map_err(|_| ClrError::read("SyncBlock::m_Monitor.m_HoldingThread", sb))?,
+            LockHolder::ThreadId => {
+                let id = r32(l.holding_thread, "m_Monitor.m_HoldingThreadId")?;
+                if id == 0 || lock_state & LOCK_IS_LOCKED == 0 {
+                    0
+                } else {
+                    match self.thread_of_thin_lock_id(id) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            notes.push(format!("the owner's thread id {id}: {e}"));
+                            0
+                        }
+                    }
+                }
+            }
+        };
         let holding_os_thread_id = m
             .read_u64(sb.wrapping_add(l.holding_os_thread_id))
             .unwrap_or(0);
         let locked = lock_state & LOCK_IS_LOCKED != 0;
         let enter_waiters = lock_state >> LOCK_WAITER_SHIFT;
-        let mut notes = Vec::new();
         let mut wait_threads = Vec::new();
         let mut link = m.read_u64(sb.wrapping_add(l.sync_block_link)).unwrap_or(0);
         let mut seen = HashSet::new();
@@ -259,13 +284,64 @@ impl<M: Memory> Runtime<M> {
         })
     }
 
+    /// The Thread whose thin-lock thread id (`Thread::m_ThreadId`, what object headers and
+    /// .NET 10's AwareLock record) is `id`: through the runtime's `ThinlockThreadIdDispenser`
+    /// (`IdDispenser.IdToThread[id]`, ids 1..=`HighestId`) when the descriptor publishes it,
+    /// else the thread of the ThreadStore list with that id.
+    pub fn thread_of_thin_lock_id(&self, id: u32) -> Result<u64> {
+        let m = self.memory();
+        let d = self.descriptor();
+        let dispenser = d.and_then(|d| {
+            Some((
+                d.global_number("ThinlockThreadIdDispenser")?,
+                d.field("IdDispenser", "HighestId")?,
+                d.field("IdDispenser", "IdToThread")?,
+            ))
+        });
+        let Some((global, highest_off, table_off)) = dispenser else {
+            return self
+                .threads()?
+                .iter()
+                .find(|t| t.managed_id == id)
+                .map(|t| t.address)
+                .ok_or_else(|| {
+                    ClrError::corrupt("thin-lock thread id", 0, format!("no thread has id {id}"))
+                });
+        };
+        let disp = m
+            .read_u64(global)
+            .map_err(|_| ClrError::read("ThinlockThreadIdDispenser", global))?;
+        let highest = m.read_u32(disp.wrapping_add(highest_off)).map_err(|_| {
+            ClrError::read("IdDispenser::m_highestId", disp.wrapping_add(highest_off))
+        })?;
+        if id == 0 || id > highest {
+            return Err(ClrError::corrupt(
+                "thin-lock thread id",
+                disp,
+                format!("{id} is not a dispensed id (1..={highest})"),
+            ));
+        }
+        let table = m.read_u64(disp.wrapping_add(table_off)).map_err(|_| {
+            ClrError::read("IdDispenser::m_idToThread", disp.wrapping_add(table_off))
+        })?;
+        let at = table.wrapping_add(8 * id as u64);
+        m.read_u64(at)
+            .map_err(|_| ClrError::read("IdDispenser::m_idToThread[id]", at))
+    }
+
     /// The sync table: every SyncBlock in use. An unreadable entry or SyncBlock becomes a note.
     pub fn sync_table(&self) -> Result<SyncTable> {
-        self.require(crate::layout::Capability::Locks)?;
-        let l = self.layout.locks();
+        let l = self.lock_layout()?;
         let m = self.memory();
         let cache = self.globals.sync_block_cache;
         let table = self.globals.sync_table;
+        if cache == 0 {
+            return Err(ClrError::corrupt(
+                "SyncBlockCache::s_pSyncBlockCache",
+                0,
+                "null or not found beside g_pSyncTable in g_dacTable",
+            ));
+        }
         let r32 = |off: u64, what: &str| {
             m.read_u32(cache.wrapping_add(off)).map_err(|_| {
                 ClrError::read(format!("SyncBlockCache::{what}"), cache.wrapping_add(off))
@@ -358,8 +434,7 @@ impl<M: Memory> Runtime<M> {
     /// The debugger's blocking items of a thread, innermost first: (AwareLock/SyncBlock,
     /// kind, timeout).
     pub fn blocking_items(&self, thread: u64) -> Result<Vec<(u64, WaitKind, u32)>> {
-        self.require(crate::layout::Capability::Locks)?;
-        let l = self.layout.locks();
+        let l = self.lock_layout()?;
         let m = self.memory();
         let mut p = m
             .read_u64(thread.wrapping_add(l.thread_first_blocking_item))
@@ -406,11 +481,9 @@ impl<M: Memory> Runtime<M> {
 
     /// The object a HelperMethodFrame_1OBJ protects (`*gcPtrs[0]`), 0 when none.
     pub fn helper_frame_object(&self, frame: u64) -> Option<u64> {
-        self.require(crate::layout::Capability::Locks).ok()?;
+        let off = self.lock_layout().ok()?.hmf_1obj_gc_ptr?;
         let m = self.memory();
-        let slot = m
-            .read_u64(frame.wrapping_add(self.layout.locks().hmf_1obj_gc_ptr))
-            .ok()?;
+        let slot = m.read_u64(frame.wrapping_add(off)).ok()?;
         if slot == 0 {
             return None;
         }

@@ -781,6 +781,20 @@ impl<M: Memory> Runtime<M> {
             .ok_or_else(|| {
                 desc_err("g_dacTable entry of g_global_alloc_context unreadable".into())
             })?;
+        // SyncBlockCache::s_pSyncBlockCache, next to g_pSyncTable (SyncTableEntries); 0 when
+        // the entry is not found (the locks reader then says so).
+        let sync_block_cache = table
+            .slot_of(&target, global("SyncTableEntries")?)
+            .and_then(|slot| {
+                let after = if windows {
+                    anchors.sync_block_cache_after_sync_table_windows
+                } else {
+                    anchors.sync_block_cache_after_sync_table_unix
+                };
+                table.entry_after(&target, slot, after)
+            })
+            .and_then(|a| target.read_u64(a).ok())
+            .unwrap_or(0);
         let optional = |name: &'static str| -> u64 {
             d.global_number(name)
                 .and_then(|a| target.read_u64(a).ok())
@@ -820,7 +834,7 @@ impl<M: Memory> Runtime<M> {
             highest_address: 0,
             gc_heap: 0,
             array_mt: 0,
-            sync_block_cache: 0,
+            sync_block_cache,
             ee_jit_manager: 0,
             ready_to_run_jit_manager: 0,
         };

@@ -31,7 +31,11 @@ pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
 /// its census, the thread list that gives the allocation contexts, type names, and instance
 /// fields (FieldDesc: `tests/tests/fields_net9_10.rs`, against the descriptor's Exception
 /// offsets, ClrMD's exceptions, the DAC's async boxes and the heap scenario's manifest).
-/// The stack walk too (Linux: `clrdata/tests/stack_truth.rs`, frames equal the DAC's).
+/// The stack walk too (Linux: `clrdata/tests/stack_truth.rs`, frames equal the DAC's); GC
+/// handles and the finalization queue (`tests/tests/roots.rs`), sync blocks, thin locks and
+/// Monitor waits (`tests/tests/locks.rs`; Linux only: [`crate::layout::Layout::locks`] has no
+/// Windows 9.0 table), exception objects, their traces and last thrown objects
+/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD.
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
@@ -41,6 +45,9 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Statics,
     Capability::Stacks,
     Capability::Methods,
+    Capability::Roots,
+    Capability::Locks,
+    Capability::Exceptions,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
@@ -55,6 +62,9 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Statics,
     Capability::Stacks,
     Capability::Methods,
+    Capability::Roots,
+    Capability::Locks,
+    Capability::Exceptions,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -82,6 +92,14 @@ pub struct DacTableAnchors {
     /// header (`repl/tests/methods.rs`), and the stack walk's frames equal the DAC's; a wrong
     /// map finds no code at all.
     pub code_range_map_index: u64,
+    /// Entries after `g_pSyncTable` (the descriptor's `SyncTableEntries`):
+    /// `SyncBlockCache::s_pSyncBlockCache`, on Linux (dacvars.h: nothing between them when
+    /// `TARGET_UNIX`).
+    pub sync_block_cache_after_sync_table_unix: u64,
+    /// The same on Windows: `g_pRCWCleanupList` (FEATURE_COMINTEROP),
+    /// `g_runtimeLoadedBaseAddress` and `g_runtimeVirtualSize` (!TARGET_UNIX) come between (as
+    /// in .NET 8's Windows table: indices 81 and 85).
+    pub sync_block_cache_after_sync_table_windows: u64,
 }
 
 /// The .NET 9 and 10 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
@@ -94,6 +112,8 @@ pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
     global_alloc_context_before_object_class: 3,
     thread_store_index: 16,
     code_range_map_index: 0,
+    sync_block_cache_after_sync_table_unix: 1,
+    sync_block_cache_after_sync_table_windows: 4,
 };
 
 /// The family a product major version belongs to, when this build has one for it.
@@ -475,6 +495,14 @@ pub fn build_layout(
             runtime_thread_locals: Some(l.field("Thread", "RuntimeThreadLocals")?),
             link: l.field("Thread", "LinkNext")?,
             os_thread_id: l.field("Thread", "OSId")?,
+            last_thrown_object: Some(l.field("Thread", "LastThrownObject")?),
+            exception_tracker: match (
+                l.field("Thread", "ExceptionTracker"),
+                l.field("ExceptionInfo", "ThrownObject"),
+            ) {
+                (Ok(t), Ok(o)) => Some((t, o)),
+                _ => None,
+            },
         },
         method_table: layout::MethodTableLayout {
             flags: l.field("MethodTable", "MTFlags")?,
@@ -796,7 +824,7 @@ mod tests {
         "MethodImpl":{"!":16},"NativeCodeSlot":{"!":8},
         "Module":{"PEAssembly":216,"Path":200,"TypeDefToMethodTableMap":416},"PEAssembly":{"PEImage":8},
         "PEImage":{"LoadedImageLayout":128},"PEImageLayout":{"Base":8,"Size":16,"Flags":20},
-        "Thread":{"Id":16,"OSId":296,"State":0,"PreemptiveGCDisabled":4,
+        "Thread":{"Id":16,"OSId":296,"LastThrownObject":336,"State":0,"PreemptiveGCDisabled":4,
             "RuntimeThreadLocals":32,"Frame":8,"LinkNext":[112,"pointer"]},
         "ThreadStore":{"FirstThreadLink":88,"ThreadCount":112,"UnstartedCount":116,
             "BackgroundCount":120,"PendingCount":124,"DeadCount":128},

@@ -220,7 +220,10 @@ impl<M: Memory> Runtime<M> {
     /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none).
     pub fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)> {
         self.require(crate::layout::Capability::Exceptions)?;
-        let off = self.layout.stack().thread_last_thrown;
+        let off = match self.layout.thread.last_thrown_object {
+            Some(off) => off,
+            None => self.layout.stack().thread_last_thrown,
+        };
         let h = self
             .memory()
             .read_u64(thread + off)
@@ -233,5 +236,34 @@ impl<M: Memory> Runtime<M> {
             .read_u64(h)
             .map_err(|_| ClrError::read("the last thrown object's handle", h))?;
         Ok((h, obj))
+    }
+}
+
+impl<M: Memory> Runtime<M> {
+    /// The exception a thread is dispatching now (.NET 9+: `Thread.ExceptionTracker`, the
+    /// innermost `ExInfo`, and its `ThrownObject` handle): (ExInfo, the object; 0 when none).
+    /// `Ok(None)` where the runtime does not publish the tracker (.NET 8).
+    pub fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>> {
+        self.require(crate::layout::Capability::Exceptions)?;
+        let Some((tracker_off, thrown_off)) = self.layout.thread.exception_tracker else {
+            return Ok(None);
+        };
+        let m = self.memory();
+        let ex_info = m
+            .read_u64(thread + tracker_off)
+            .map_err(|_| ClrError::read("Thread::ExceptionTracker", thread + tracker_off))?;
+        if ex_info == 0 {
+            return Ok(Some((0, 0)));
+        }
+        let h = m
+            .read_u64(ex_info + thrown_off)
+            .map_err(|_| ClrError::read("ExInfo::m_hThrowable", ex_info + thrown_off))?;
+        if h == 0 {
+            return Ok(Some((ex_info, 0)));
+        }
+        let obj = m
+            .read_u64(h)
+            .map_err(|_| ClrError::read("the thrown object's handle", h))?;
+        Ok(Some((ex_info, obj)))
     }
 }

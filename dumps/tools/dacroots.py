@@ -29,6 +29,9 @@ ap.add_argument('--dacprobe-dir',
                 help='the folder of dacprobe.py and elfcore.py (default: dumps/tools/dacprobe, '
                      'else ../shared/tools/dacprobe beside the repository)')
 ap.add_argument('--max-handles', type=int, default=1 << 20)
+ap.add_argument('--no-stack-refs', action='store_true',
+                help='skip GetStackReferences (the 10.0.14 DAC crashes in its enumerator on '
+                     'some dumps); the output then has no stack_refs')
 ap.add_argument('dump')
 args = ap.parse_args()
 sys.path.insert(0, os.path.abspath(args.dacprobe_dir))
@@ -135,6 +138,10 @@ def main():
             fq.append({'heap': dp.hx(hp or 0), 'fill_pointers': [dp.hx(fp[i]) for i in range(need.value)]})
     res['finalization_fill_pointers'] = fq
 
+    if args.no_stack_refs:
+        json.dump(res, sys.stdout, indent=1)
+        sys.stdout.write('\n')
+        return
     # Precise stack roots per managed thread.
     stacks = []
     hr, ts = dac.struct_call(sos, 'GetThreadStoreData', dp.DacpThreadStoreData)

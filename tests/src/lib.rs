@@ -179,8 +179,8 @@ pub use clrdata::layout::Capability;
 pub const CAPABILITIES: &[Capability] = clrdata::layout::ALL_CAPABILITIES;
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
-/// the heap census and objects (heap walk, threads, type names, fields); on .NET 10 also
-/// server-GC heaps. Written
+/// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
+/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps. Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
@@ -190,11 +190,30 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
         8 => true,
         9 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | Fields | Statics | Stacks | Methods
+            HeapWalk
+                | Threads
+                | TypeNames
+                | Fields
+                | Statics
+                | Stacks
+                | Methods
+                | Roots
+                | Locks
+                | Exceptions
         ),
         10 => matches!(
             cap,
-            HeapWalk | Threads | TypeNames | ServerGc | Fields | Statics | Stacks | Methods
+            HeapWalk
+                | Threads
+                | TypeNames
+                | ServerGc
+                | Fields
+                | Statics
+                | Stacks
+                | Methods
+                | Roots
+                | Locks
+                | Exceptions
         ),
         _ => false,
     }

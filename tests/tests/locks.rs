@@ -55,7 +55,12 @@ impl Open {
             .unwrap_or_else(|| panic!("Thread {thread:#x} is not in the thread list"))
     }
 
-    fn stacks(&self) -> HashMap<u64, ThreadStack> {
+    /// The threads' stacks where the tests claim the stack walk (.NET 8), else none: the
+    /// debugger's blocking items name the awaited locks without them.
+    fn stacks(&self, e: &tests::Entry) -> HashMap<u64, ThreadStack> {
+        if !tests::claims(e, tests::Capability::Stacks) {
+            return HashMap::new();
+        }
         let w = StackWalker::for_target(&self.rt, &self.names);
         self.threads
             .iter()
@@ -86,12 +91,58 @@ fn ids(v: &Value) -> BTreeSet<u64> {
         .collect()
 }
 
+/// ClrMD's view of an entry (`dumps/<name>.clrmd.json`), when committed.
+fn clrmd(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.clrmd.json", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    Some(serde_json::from_str(&text).unwrap())
+}
+
+/// The dumps whose locks the tests claim (.NET 8, 9 and 10).
+fn locks_claimed() -> Vec<tests::Entry> {
+    tests::readable_for(tests::Capability::Locks)
+}
+
 #[test]
 fn sync_blocks_equal_the_dacs() {
-    let mut checked = 0;
-    for e in tests::readable() {
-        let Some(dac) = dac_locks(&e) else { continue };
+    let (mut checked, mut with_clrmd, mut values) = (0, 0, 0);
+    let mut families = BTreeSet::new();
+    for e in locks_claimed() {
         let o = Open::new(&e);
+        // ClrMD (the build's DAC underneath): every sync block in use, .NET 9 and 10.
+        if let Some(cm) = clrmd(&e).filter(|_| e.family() >= 9) {
+            let theirs = cm["sync_blocks"].as_array().unwrap();
+            assert_eq!(
+                o.table.sync_blocks.len(),
+                theirs.len(),
+                "{}: sync blocks",
+                e.name
+            );
+            for c in theirs {
+                let i = c["index"].as_u64().unwrap() as u32;
+                let what = format!("{}: sync block {i} (ClrMD)", e.name);
+                let s = o.table.sync_blocks.iter().find(|s| s.index == i).unwrap();
+                assert_eq!(s.object, hex(&c["object"]), "{what}");
+                assert_eq!(s.locked, c["monitor_held"].as_bool().unwrap(), "{what}");
+                let owner = c["owner_thread"].as_str().map(|_| hex(&c["owner_thread"]));
+                assert_eq!(s.locked.then_some(s.holding_thread), owner, "{what}");
+                assert_eq!(
+                    s.recursion as u64,
+                    c["recursion"].as_u64().unwrap(),
+                    "{what}"
+                );
+                let waiting = c["waiting_count"].as_u64().unwrap();
+                if s.wait_threads.is_empty() {
+                    assert_eq!(s.enter_waiters as u64, waiting, "{what}: waiters");
+                } else {
+                    assert!(waiting > 0, "{what}: threads in Monitor.Wait");
+                }
+                values += 6;
+            }
+            with_clrmd += 1;
+        }
+        let Some(dac) = dac_locks(&e) else { continue };
+        families.insert(e.family());
         let count = dac["sync_blocks"]["count"].as_u64().unwrap();
         assert_eq!(
             o.table.used_entries.saturating_sub(1) as u64,
@@ -137,21 +188,35 @@ fn sync_blocks_equal_the_dacs() {
                 Header::SyncBlock { index: i },
                 "{what}: the object header"
             );
+            values += 7;
             checked += 1;
         }
     }
+    eprintln!(
+        "sync blocks: {checked} against the DAC, {with_clrmd} dumps against ClrMD, {values} values"
+    );
     assert!(checked >= 10, "only {checked} sync blocks checked");
+    for f in [8, 9, 10] {
+        assert!(
+            families.contains(&f),
+            "no .NET {f} dump's sync blocks checked"
+        );
+    }
+    assert!(
+        with_clrmd >= 10,
+        "ClrMD sync blocks of only {with_clrmd} dumps"
+    );
 }
 
 #[test]
 fn owners_and_waiters_are_the_manifests() {
     let mut checked = 0;
-    for e in tests::readable() {
+    for e in locks_claimed() {
         let Some(locks) = e.manifest["locks"].as_array() else {
             continue;
         };
         let o = Open::new(&e);
-        let stacks = o.stacks();
+        let stacks = o.stacks(&e);
         let d = find_deadlocks(&o.rt, &o.threads, &o.table, &stacks);
         assert!(d.notes.is_empty(), "{}: {:?}", e.name, d.notes);
         for l in locks {
@@ -218,8 +283,13 @@ fn owners_and_waiters_are_the_manifests() {
                     assert_eq!(sb.enter_waiters as usize, waiters.len(), "{what}");
                 }
             }
-            // Each waiter blocks in the manifest's method, below its own innermost frame.
+            // Each waiter blocks in the manifest's method, below its own innermost frame
+            // (where the stack walk is claimed).
             for w in d.waits.iter().filter(|w| w.object == sb.object) {
+                checked += 1;
+                let Some(st) = stacks.get(&w.thread) else {
+                    continue;
+                };
                 let mt = e.manifest["threads"]
                     .as_array()
                     .unwrap()
@@ -227,13 +297,11 @@ fn owners_and_waiters_are_the_manifests() {
                     .find(|t| t["managed_id"].as_u64() == Some(w.managed_id as u64))
                     .unwrap();
                 let blocked = mt["blocked_in"].as_str().unwrap();
-                let st = &stacks[&w.thread];
                 assert!(
                     st.methods().any(|m| m.starts_with(&format!("{blocked}("))),
                     "{what}: thread {} not in {blocked}",
                     w.managed_id
                 );
-                checked += 1;
             }
         }
     }
@@ -242,7 +310,7 @@ fn owners_and_waiters_are_the_manifests() {
 
 #[test]
 fn the_deadlock_cycle_is_the_manifests() {
-    for e in of_programs(&["deadlock"]) {
+    for e in locks_of_programs(&["deadlock"]) {
         deadlock_cycle(&e);
     }
 }
@@ -250,7 +318,7 @@ fn the_deadlock_cycle_is_the_manifests() {
 fn deadlock_cycle(e: &tests::Entry) {
     eprintln!("checking {}", e.name);
     let o = Open::new(e);
-    let stacks = o.stacks();
+    let stacks = o.stacks(e);
     let d = find_deadlocks(&o.rt, &o.threads, &o.table, &stacks);
     let truth = &e.manifest["deadlock_cycles"];
     assert_eq!(d.cycles.len(), truth.as_array().unwrap().len());
@@ -279,8 +347,12 @@ fn deadlock_cycle(e: &tests::Entry) {
         assert_eq!(l["owner_managed_id"].as_u64(), Some(o.managed_id(next)));
         assert!(ids(&l["waiter_managed_ids"]).contains(&o.managed_id(t)));
         types.insert(ty);
-        // The frame it waits in is its own innermost frame (manifest `frames[0]`).
+        // The frame it waits in is its own innermost frame (manifest `frames[0]`), where the
+        // stack walk is claimed.
         let w = d.waits.iter().find(|w| w.thread == t).unwrap();
+        if stacks.is_empty() {
+            continue;
+        }
         let mt = e.manifest["threads"]
             .as_array()
             .unwrap()
@@ -325,7 +397,7 @@ fn helper_frames_name_the_same_lock_objects() {
             continue;
         }
         let o = Open::new(&e);
-        let stacks = o.stacks();
+        let stacks = o.stacks(&e);
         let d = find_deadlocks(&o.rt, &o.threads, &o.table, &stacks);
         for w in &d.waits {
             let f = stacks[&w.thread]
@@ -346,22 +418,22 @@ fn helper_frames_name_the_same_lock_objects() {
     assert!(checked >= 15, "only {checked} checked");
 }
 
-/// The readable dumps of the scenario programs named (see `tests::Entry::program`), at least one.
-fn of_programs(programs: &[&str]) -> Vec<tests::Entry> {
-    let v: Vec<_> = tests::readable()
+/// The dumps of the scenario programs named whose locks the tests claim, at least one.
+fn locks_of_programs(programs: &[&str]) -> Vec<tests::Entry> {
+    let v: Vec<_> = locks_claimed()
         .into_iter()
         .filter(|e| programs.contains(&e.program()))
         .collect();
-    assert!(!v.is_empty(), "no readable dump of {programs:?}");
+    assert!(!v.is_empty(), "no dump of {programs:?} with locks claimed");
     v
 }
 
 #[test]
 fn no_cycle_where_nobody_deadlocks() {
-    for e in of_programs(&["hang", "threadpool"]) {
+    for e in locks_of_programs(&["hang", "threadpool"]) {
         let name = e.name.as_str();
         let o = Open::new(&e);
-        let d = find_deadlocks(&o.rt, &o.threads, &o.table, &o.stacks());
+        let d = find_deadlocks(&o.rt, &o.threads, &o.table, &o.stacks(&e));
         assert!(d.cycles.is_empty(), "{name}");
         assert!(d.waiting_on_cycles.is_empty(), "{name}");
     }
@@ -390,7 +462,7 @@ fn without_blocking_items_the_helper_frames_find_the_same_cycle() {
     let e = tests::entry("deadlock");
     let d: Arc<dyn Target> = Arc::new(e.open());
     let rt = Runtime::discover(d.clone()).unwrap();
-    let off = rt.layout.locks().thread_first_blocking_item;
+    let off = rt.layout.locks().unwrap().thread_first_blocking_item;
     let mut ov = tests::damage::Overlay::new(d.clone());
     for t in rt.threads().unwrap() {
         ov.write_u64(t.address + off, 0);
@@ -430,4 +502,31 @@ fn without_blocking_items_the_helper_frames_find_the_same_cycle() {
         Some(id(dl.waiting_on_cycles[0].thread)),
         aud["managed_id"].as_u64()
     );
+}
+
+#[test]
+fn thin_lock_ids_name_their_threads() {
+    // Object headers (and .NET 10's AwareLock) name an owner by its thin-lock id: the runtime's
+    // id dispenser (.NET 10) or the thread list (8, 9) must give back the Thread with that id.
+    let mut checked = 0;
+    for e in locks_claimed() {
+        let o = Open::new(&e);
+        for t in o
+            .threads
+            .iter()
+            .filter(|t| t.managed_id != 0 && t.state & 0x800 == 0)
+        {
+            assert_eq!(
+                o.rt.thread_of_thin_lock_id(t.managed_id).unwrap(),
+                t.address,
+                "{}: thread id {}",
+                e.name,
+                t.managed_id
+            );
+            checked += 1;
+        }
+        let past = o.threads.iter().map(|t| t.managed_id).max().unwrap_or(0) + 1000;
+        assert!(o.rt.thread_of_thin_lock_id(past).is_err(), "{}", e.name);
+    }
+    assert!(checked >= 100, "only {checked} threads");
 }

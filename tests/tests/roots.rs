@@ -30,6 +30,16 @@ fn dac_roots(e: &tests::Entry) -> Option<Value> {
     Some(v)
 }
 
+/// The dumps of the scenario programs named whose roots the tests claim, at least one.
+fn roots_of_programs(programs: &[&str]) -> Vec<tests::Entry> {
+    let v: Vec<_> = roots_claimed()
+        .into_iter()
+        .filter(|e| programs.contains(&e.program()))
+        .collect();
+    assert!(!v.is_empty(), "no dump of {programs:?} with roots claimed");
+    v
+}
+
 /// The readable dumps of the scenario programs named (see `tests::Entry::program`), at least one.
 fn of_programs(programs: &[&str]) -> Vec<tests::Entry> {
     let v: Vec<_> = tests::readable()
@@ -56,10 +66,99 @@ fn dac_kind(k: HandleKind) -> &'static str {
     }
 }
 
+/// ClrMD's view of an entry (`dumps/<name>.clrmd.json`), when committed.
+fn clrmd(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.clrmd.json", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    Some(serde_json::from_str(&text).unwrap())
+}
+
+/// A type name as ClrMD writes it: `A`2+B[[X, asm],[Y, asm]]` is `A<X, Y>+B` (the runtime's
+/// own name, as dumpshell gives it, carries arity and assemblies).
+fn clrmd_style(s: &str) -> String {
+    let (Some(bt), Some(open)) = (s.find('`'), s.find("[[")) else {
+        return s.to_owned();
+    };
+    let digits = s[bt + 1..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(s.len(), |i| bt + 1 + i);
+    let nested = &s[digits.min(open)..open];
+    let (mut depth, mut start, mut end) = (0, 0, s.len());
+    let mut args = Vec::new();
+    for (i, c) in s.char_indices().skip_while(|(i, _)| *i < open) {
+        match c {
+            '[' => {
+                depth += 1;
+                if depth == 2 {
+                    start = i + 1;
+                }
+            }
+            ']' => {
+                if depth == 2 {
+                    let a = &s[start..i];
+                    args.push(clrmd_style(a.rsplit_once(", ").map_or(a, |x| x.0)));
+                }
+                depth -= 1;
+                if depth == 0 {
+                    end = i;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let rest = s.get(end + 1..).unwrap_or("");
+    format!(
+        "{}<{}>{nested}{}",
+        &s[..bt],
+        args.join(", "),
+        clrmd_style(rest)
+    )
+}
+
+#[test]
+fn clrmd_style_names() {
+    assert_eq!(
+        clrmd_style("System.WeakReference`1[[System.Diagnostics.Tracing.EventSource, System.Private.CoreLib]]"),
+        "System.WeakReference<System.Diagnostics.Tracing.EventSource>"
+    );
+    assert_eq!(
+        clrmd_style("C`2+Container[[A[], X],[D`1[[E, Y]], Z]][]"),
+        "C<A[], D<E>>+Container[]"
+    );
+    assert_eq!(
+        clrmd_style("System.Threading.Thread"),
+        "System.Threading.Thread"
+    );
+}
+
+/// The dumps whose GC handles and finalization queue the tests claim (.NET 8, 9 and 10).
+fn roots_claimed() -> Vec<tests::Entry> {
+    tests::readable_for(tests::Capability::Roots)
+}
+
+/// ClrMD's name of a handle kind (`ClrHandleKind`).
+fn clrmd_kind(k: HandleKind) -> &'static str {
+    match k {
+        HandleKind::WeakShort => "WeakShort",
+        HandleKind::WeakLong => "WeakLong",
+        HandleKind::Strong => "Strong",
+        HandleKind::Pinned => "Pinned",
+        HandleKind::Variable => "Variable",
+        HandleKind::RefCounted => "RefCounted",
+        HandleKind::Dependent => "Dependent",
+        HandleKind::AsyncPinned => "AsyncPinned",
+        HandleKind::SizedRef => "SizedRef",
+        HandleKind::WeakNativeCom => "WeakWinRT",
+        HandleKind::Other(_) => "other",
+    }
+}
+
 #[test]
 fn handles_are_the_dacs() {
-    let mut checked = 0;
-    for e in tests::readable() {
+    let (mut checked, mut with_clrmd, mut compared) = (0, 0, 0);
+    let mut families = BTreeSet::new();
+    for e in roots_claimed() {
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let h = rt
@@ -73,6 +172,47 @@ fn handles_are_the_dacs() {
             .filter(|x| x.object != 0 && x.is_strong())
             .count();
         assert!(strong > 0, "{}: no strong handle at all", e.name);
+        // ClrMD (the same build's DAC underneath) lists the handles holding an object.
+        if let Some(cm) = clrmd(&e).filter(|_| e.family() >= 9) {
+            let ours: BTreeSet<(u64, &str, u64)> = h
+                .handles
+                .iter()
+                .filter(|x| x.object != 0)
+                .map(|x| (x.address, clrmd_kind(x.kind), x.object))
+                .collect();
+            let theirs: BTreeSet<(u64, &str, u64)> = cm["gc_handles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| {
+                    (
+                        hex(&x["address"]),
+                        x["kind"].as_str().unwrap(),
+                        hex(&x["object"]),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                ours, theirs,
+                "{}: handles (address, kind, object) vs ClrMD",
+                e.name
+            );
+            for x in cm["gc_handles"].as_array().unwrap() {
+                let ours = h
+                    .handles
+                    .iter()
+                    .find(|y| y.address == hex(&x["address"]))
+                    .unwrap();
+                assert_eq!(
+                    ours.is_strong(),
+                    x["is_strong"].as_bool().unwrap(),
+                    "{}",
+                    e.name
+                );
+            }
+            compared += 4 * ours.len();
+            with_clrmd += 1;
+        }
         let Some(truth) = dac_roots(&e) else { continue };
         // The DAC enumerates the handles holding an object (the GC's scan skips null ones).
         let ours: BTreeSet<(u64, &str, u64)> = h
@@ -116,14 +256,26 @@ fn handles_are_the_dacs() {
                 x["handle"]
             );
         }
+        compared += 5 * dac.len();
+        families.insert(e.family());
         checked += 1;
     }
+    eprintln!(
+        "handles: {checked} dumps against the DAC, {with_clrmd} against ClrMD, {compared} values"
+    );
     assert!(checked >= 3, "DAC handle truth for only {checked} dumps");
+    for f in [8, 9, 10] {
+        assert!(families.contains(&f), "no .NET {f} dump's handles checked");
+    }
+    assert!(
+        with_clrmd >= 10,
+        "ClrMD handle truth for only {with_clrmd} dumps"
+    );
 }
 
 #[test]
 fn heap_scenario_handles_are_found_with_kind_and_target() {
-    for e in of_programs(&["heap"]) {
+    for e in roots_of_programs(&["heap"]) {
         heap_handles(&e);
     }
 }
@@ -174,8 +326,8 @@ fn d_mt(d: &dumpreader::Dump, obj: u64) -> u64 {
 
 #[test]
 fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
-    let mut checked = 0;
-    for e in tests::readable() {
+    let (mut checked, mut with_clrmd, mut compared) = (0, 0, 0);
+    for e in roots_claimed() {
         let d = e.open();
         let rt = Runtime::discover(&d).unwrap();
         let q = rt
@@ -196,15 +348,73 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
                     .map(hex)
                     .collect();
                 assert_eq!(ends, dends, "{}: heap {} fill pointers", e.name, hq.heap);
+                compared += ends.len();
             }
             checked += 1;
         }
+        // ClrMD's finalizer queue: the registered objects and the f-reachable ones, by type.
+        if let Some(cm) = clrmd(&e).filter(|_| e.family() >= 9) {
+            let names = TypeNames::new();
+            let fq = &cm["finalizer_queue"];
+            let (mut registered, mut ready) = (BTreeMap::new(), BTreeMap::new());
+            for x in &q.entries {
+                let side = if x.segment.is_ready() {
+                    &mut ready
+                } else {
+                    &mut registered
+                };
+                *side
+                    .entry(clrmd_style(&names.name_or_note(&rt, d_mt(&d, x.object))))
+                    .or_insert(0u64) += 1;
+            }
+            let by_type = |v: &Value| -> BTreeMap<String, u64> {
+                v.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        (
+                            t["type"].as_str().unwrap().to_owned(),
+                            t["count"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                registered.values().sum::<u64>(),
+                fq["finalizable_objects"].as_u64().unwrap(),
+                "{}: finalizable objects",
+                e.name
+            );
+            assert_eq!(
+                ready.values().sum::<u64>(),
+                fq["ready_for_finalization"].as_u64().unwrap(),
+                "{}: ready for finalization",
+                e.name
+            );
+            assert_eq!(
+                registered,
+                by_type(&fq["finalizable_by_type"]),
+                "{}",
+                e.name
+            );
+            assert_eq!(ready, by_type(&fq["ready_by_type"]), "{}", e.name);
+            compared += 2 + registered.len() + ready.len();
+            with_clrmd += 1;
+        }
     }
+    eprintln!(
+        "finalization queues: {checked} dumps against the DAC, {with_clrmd} against ClrMD, \
+         {compared} values"
+    );
     assert!(checked >= 3);
+    assert!(
+        with_clrmd >= 10,
+        "ClrMD finalizer truth for only {with_clrmd} dumps"
+    );
 
     // The heap scenario: 5 Heap.Finalizable still registered (none ready: the program waited
     // for pending finalizers after its last collection), no Heap.DeadFinalizable.
-    for e in of_programs(&["heap"]) {
+    for e in roots_of_programs(&["heap"]) {
         heap_finalizables(&e);
     }
 }
