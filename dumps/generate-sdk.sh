@@ -150,7 +150,7 @@ run_one() {
     [ "$scen" != crash ] || kind=crash
     local prog=$scen server=false
     case $scen in
-        hang|heap|async|crash|deadlock|threadpool) ;;
+        hang|heap|async|asyncreal|crash|deadlock|threadpool) ;;
         servergc) prog=hang; server=true ;;
         *) die "unknown scenario '$scen'" ;;
     esac
