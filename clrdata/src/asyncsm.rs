@@ -260,7 +260,7 @@ struct Finder<'a, 'r, M> {
     param_types: HashMap<u64, Result<Vec<(u64, String)>, String>>,
     /// Modules searched for a struct's instantiation (CoreLib and each box's loader module).
     modules: Vec<u64>,
-    /// Problems met looking instantiations up (reported once).
+    /// Problems met looking instantiations up (said where they leave a box unread).
     lookup_errors: BTreeSet<String>,
 }
 
@@ -610,11 +610,14 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                     cont = c;
                 }
                 None => {
+                    let why: Vec<&str> = self.lookup_errors.iter().map(String::as_str).collect();
                     return Err(format!(
                         "pooled box {addr:#x}: its _valueTaskSource ({}) is not readable: the \
-                         MethodTable of that struct is not found",
-                        vts.map_or("no such field", |f| f.type_name.as_str())
-                    ))
+                         MethodTable of that struct is not found{}{}",
+                        vts.map_or("no such field", |f| f.type_name.as_str()),
+                        if why.is_empty() { "" } else { ": " },
+                        why.join("; ")
+                    ));
                 }
             }
         }
@@ -888,7 +891,6 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         out.boxes[i].continuations = next;
         out.boxes[i].wait_events = waits;
     }
-    out.errors.extend(std::mem::take(&mut f.lookup_errors));
     let (chains, cycles) = chains(&out.boxes, &mut out.errors);
     out.chains = chains;
     out.cycles = cycles;
