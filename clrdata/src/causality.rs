@@ -100,6 +100,14 @@ pub enum Cause {
         /// Its status.
         status: &'static str,
     },
+    /// The awaited task is a box of a ring of boxes awaiting each other
+    /// ([`AsyncAnalysis::cycles`]): none can complete.
+    Cycle {
+        /// The awaited box.
+        task: u64,
+        /// The ring's boxes, in continuation order.
+        ring: Vec<u64>,
+    },
     /// Another kind of awaited object.
     Other {
         /// The object.
@@ -414,7 +422,17 @@ fn chain_cause<M: Memory>(
         Err(e) => return unknown(&format!("awaited object {obj:#x}: {e}")),
     };
     let ty = r.type_name(mt);
-    let cause = classify(r, a, obj, mt, &ty);
+    let ring = a
+        .cycles
+        .iter()
+        .find(|ring| ring.iter().any(|&k| a.boxes[k].address == obj));
+    let cause = match ring {
+        Some(ring) => Cause::Cycle {
+            task: obj,
+            ring: ring.iter().map(|&k| a.boxes[k].address).collect(),
+        },
+        None => classify(r, a, obj, mt, &ty),
+    };
     ChainCause {
         chain: i,
         awaited: Some(obj),

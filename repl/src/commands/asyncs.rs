@@ -670,6 +670,7 @@ fn awaited_frame(cause: &Cause) -> String {
         Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
         Cause::Running { .. } => "[awaiting a running task]".into(),
         Cause::CompletedNotResumed { .. } => "[awaited task completed, not resumed]".into(),
+        Cause::Cycle { .. } => "[awaiting a task of its own cycle]".into(),
         Cause::Other { type_name, .. } => format!("[awaiting {type_name}]"),
         Cause::Unknown { .. } => "[awaiting ?]".into(),
     }
@@ -819,6 +820,12 @@ fn explain(cause: &Cause, c: &Clr) -> String {
         Cause::CompletedNotResumed { status, .. } => format!(
             "the awaited task has {status}, but the method has not resumed: its continuation was posted to a context or scheduler that has not run it"
         ),
+        Cause::Cycle { task, ring } => format!(
+            "waits on task {} of a cycle of {} tasks awaiting each other ({}): none can complete",
+            hex(*task),
+            ring.len(),
+            ring.iter().map(|b| hex(*b)).collect::<Vec<_>>().join(" -> ")
+        ),
         Cause::Other { object, type_name } => format!("waits on {type_name} {}", hex(*object)),
         Cause::Unknown { why } => format!("unknown: {why}"),
     }
@@ -831,6 +838,13 @@ fn cause_json(cause: &Cause) -> serde_json::Value {
         for k in ["tcs", "task", "semaphore", "timer", "delegate", "object"] {
             if let Some(n) = o.get(k).and_then(serde_json::Value::as_u64) {
                 o.insert(k.into(), serde_json::Value::String(hex(n)));
+            }
+        }
+        if let Some(r) = o.get_mut("ring").and_then(serde_json::Value::as_array_mut) {
+            for x in r.iter_mut() {
+                if let Some(n) = x.as_u64() {
+                    *x = serde_json::Value::String(hex(n));
+                }
             }
         }
     }
