@@ -45,22 +45,6 @@ use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// Task state flags (what [`crate::tasks::TaskStatus`] decodes).
-pub mod task_flags {
-    /// TASK_STATE_STARTED.
-    pub const STARTED: u32 = 0x10000;
-    /// TASK_STATE_FAULTED.
-    pub const FAULTED: u32 = 0x200000;
-    /// TASK_STATE_CANCELED.
-    pub const CANCELED: u32 = 0x400000;
-    /// TASK_STATE_RAN_TO_COMPLETION.
-    pub const RAN_TO_COMPLETION: u32 = 0x1000000;
-    /// TASK_STATE_WAITING_FOR_ACTIVATION.
-    pub const WAITING_FOR_ACTIVATION: u32 = 0x2000000;
-    /// Any of the completed states.
-    pub const COMPLETED_MASK: u32 = RAN_TO_COMPLETION | FAULTED | CANCELED;
-}
-
 /// Bound on continuation resolution depth (nested wrappers, tasks, lists).
 const MAX_RESOLVE_DEPTH: usize = 16;
 /// Bound on a chain's length.

@@ -466,7 +466,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                         _ => None,
                     })
                     .unwrap_or(0);
-                if !completed && flags & asyncsm::task_flags::COMPLETED_MASK != 0 {
+                if !completed && clrdata::tasks::TaskStatus::from_flags(flags).is_completed() {
                     return None;
                 }
                 Some(TaskOut {
