@@ -45,7 +45,8 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      hang-net10h heap-net10h async-net10h
      hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
      hang-net10-r2r hang-net10-trim hang-net8-single-gcore
-     hang-net10-triage hang-net10-gcore servergc-net10)
+     hang-net10-triage hang-net10-gcore servergc-net10
+     asyncreal-net10 asyncreal-net8)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 
@@ -150,7 +151,7 @@ run_one() {
     [ "$scen" != crash ] || kind=crash
     local prog=$scen server=false
     case $scen in
-        hang|heap|async|crash|deadlock|threadpool) ;;
+        hang|heap|async|asyncreal|crash|deadlock|threadpool) ;;
         servergc) prog=hang; server=true ;;
         *) die "unknown scenario '$scen'" ;;
     esac

@@ -2,18 +2,39 @@
 //!
 //! - A box is found by structure, not by name: a heap object whose type derives from
 //!   `System.Threading.Tasks.Task` and has an instance field named `StateMachine`
-//!   (`AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1[...]` on .NET Core).
+//!   (`AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1[...]` on .NET Core; also what
+//!   `AsyncValueTaskMethodBuilder` and `AsyncIteratorMethodBuilder` use), or a type with the
+//!   fields `StateMachine` and `_valueTaskSource` (a `ManualResetValueTaskSourceCore`): the
+//!   `PoolingAsyncValueTaskMethodBuilder`1+StateMachineBox`1[...]` of
+//!   `[AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]` methods, which is no
+//!   Task (so not in the DAC's list of `AsyncStateMachineBox`es). A pooled box back in the pool's
+//!   cache (its state machine's builder no longer points at it) is no box of a running method
+//!   and is left out (`idle_pooled_boxes` counts them).
 //! - Its state: the state machine's `<>1__state` (Roslyn and mcs; `$PC` for older mcs): -1
 //!   running, -2 done, N >= 0 waiting at await N. The state machine is a struct embedded in
 //!   the box (release builds) or a class (debug builds).
-//! - Its task: `Task.m_stateFlags` (RanToCompletion 0x1000000, Faulted 0x200000, Canceled
-//!   0x400000) and `m_continuationObject`: the awaiting box itself, a Task (whose own
+//! - Its task: `Task.m_stateFlags` (decoded by [`crate::tasks::TaskStatus`], the one decoder)
+//!   and `m_continuationObject`: the awaiting box itself, a Task (whose own
 //!   continuation is followed), a `List<object>` of several, or a delegate / continuation
 //!   object whose `_target`, `m_action`, `m_task`, `_continuation`, `m_stateMachine` lead to a
-//!   box (ContinuationWrapper unwrapped on the way).
+//!   box (ContinuationWrapper unwrapped on the way). A pooled box's status and continuation are
+//!   its `_valueTaskSource`'s (`_completed`, `_error`, `_continuationState`: the awaiting box).
+//! - An async iterator (`IAsyncEnumerable`): its box's task is awaited by nobody; the method
+//!   running `await foreach` awaits `MoveNextAsync()`'s ValueTask<bool>, whose source is the
+//!   iterator object itself (the box's state machine, a class): the link is that state
+//!   machine's `ManualResetValueTaskSourceCore` field's `_continuationState`.
+//! - Awaited objects: the awaiter fields `<>u__N` (or mcs `$awaiter`), searched depth first
+//!   through embedded structs for the first object (`TaskAwaiter.m_task`,
+//!   `ValueTaskAwaiter._value._obj`: a Task or an `IValueTaskSource` such as a channel's
+//!   `AsyncOperation`, a `SemaphoreSlim+TaskNode`, a pooled box or an iterator).
 //! - Chains: the continuation points from the awaited (inner) box to the awaiting (outer) one.
 //!   A chain starts at a box no other box continues into (the innermost) and follows the
-//!   continuations outward, as SOS prints a logical stack. Every walk is bounded.
+//!   continuations outward, as SOS prints a logical stack. Boxes that await each other in a
+//!   ring (a deadlock of tasks) are reported as a cycle ([`AsyncAnalysis::cycles`]); the chain
+//!   through them stops where it would come back. Every walk is bounded.
+//! - Threads blocked synchronously (`Task.Wait`, `.Result`, `GetAwaiter().GetResult()`) leave
+//!   a `Task+SetOnInvokeMres` in the task's continuation: counted per box (`wait_events`);
+//!   which thread sleeps on it is `causality`'s business (it needs the stacks).
 
 use crate::fields::{field, int, obj as ref_field};
 use crate::heap::GcHeap;
@@ -23,22 +44,6 @@ use crate::runtime::Runtime;
 use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
-
-/// Task state flags.
-pub mod task_flags {
-    /// TASK_STATE_STARTED.
-    pub const STARTED: u32 = 0x10000;
-    /// TASK_STATE_FAULTED.
-    pub const FAULTED: u32 = 0x200000;
-    /// TASK_STATE_CANCELED.
-    pub const CANCELED: u32 = 0x400000;
-    /// TASK_STATE_RAN_TO_COMPLETION.
-    pub const RAN_TO_COMPLETION: u32 = 0x1000000;
-    /// TASK_STATE_WAITING_FOR_ACTIVATION.
-    pub const WAITING_FOR_ACTIVATION: u32 = 0x2000000;
-    /// Any of the completed states.
-    pub const COMPLETED_MASK: u32 = RAN_TO_COMPLETION | FAULTED | CANCELED;
-}
 
 /// Bound on continuation resolution depth (nested wrappers, tasks, lists).
 const MAX_RESOLVE_DEPTH: usize = 16;
@@ -62,6 +67,42 @@ pub struct Awaiter {
     pub object_type: Option<String>,
 }
 
+/// What builds a box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoxKind {
+    /// A Task (`AsyncTaskMethodBuilder`1+AsyncStateMachineBox`1`).
+    Task,
+    /// A `PoolingAsyncValueTaskMethodBuilder`1+StateMachineBox`1` (no Task).
+    Pooling,
+}
+
+/// The status of a `ManualResetValueTaskSourceCore` (`ValueTaskSourceStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceStatus {
+    /// Not completed.
+    Pending,
+    /// Completed with a result.
+    Succeeded,
+    /// Completed with an exception.
+    Faulted,
+    /// Completed with an OperationCanceledException.
+    Canceled,
+}
+
+impl SourceStatus {
+    /// Snake-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceStatus::Pending => "pending",
+            SourceStatus::Succeeded => "succeeded",
+            SourceStatus::Faulted => "faulted",
+            SourceStatus::Canceled => "canceled",
+        }
+    }
+}
+
 /// One async state machine box.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AsyncBox {
@@ -71,6 +112,10 @@ pub struct AsyncBox {
     pub mt: u64,
     /// The box's type name.
     pub box_type: String,
+    /// A Task box or a pooled one.
+    pub kind: BoxKind,
+    /// A pooled box's `_valueTaskSource` status (None for Task boxes).
+    pub source_status: Option<SourceStatus>,
     /// The state machine's type name.
     pub state_machine_type: String,
     /// The state machine's MethodTable, when known.
@@ -80,10 +125,18 @@ pub struct AsyncBox {
     pub state_machine_address: Option<u64>,
     /// `<>1__state`, when read.
     pub state: Option<i64>,
-    /// `Task.m_stateFlags`.
+    /// `Task.m_stateFlags` (0 for a pooled box).
     pub task_flags: u32,
-    /// The raw `m_continuationObject` (0 = none).
+    /// The raw continuation object (0 = none): `m_continuationObject`, or the
+    /// `_continuationState` named by `continuation_via`.
     pub continuation_object: u64,
+    /// Where `continuation_object` was read: `m_continuationObject`,
+    /// `_valueTaskSource._continuationState` (pooled box) or
+    /// `StateMachine.<field>._continuationState` (an async iterator's promise).
+    pub continuation_via: &'static str,
+    /// `Task+SetOnInvokeMres` events in the continuation: threads blocked synchronously on
+    /// this box's task.
+    pub wait_events: Vec<u64>,
     /// The boxes the continuation leads to (the awaiting methods).
     pub continuations: Vec<u64>,
     /// Non-empty awaiter fields.
@@ -91,9 +144,15 @@ pub struct AsyncBox {
 }
 
 impl AsyncBox {
-    /// Whether the task completed (ran to completion, faulted or was canceled).
+    /// Whether the task completed (ran to completion, faulted or was canceled; for a pooled
+    /// box, its value task source completed).
     pub fn completed(&self) -> bool {
-        self.task_flags & task_flags::COMPLETED_MASK != 0
+        match self.kind {
+            BoxKind::Task => crate::tasks::TaskStatus::from_flags(self.task_flags).is_completed(),
+            BoxKind::Pooling => self
+                .source_status
+                .is_some_and(|s| s != SourceStatus::Pending),
+        }
     }
 
     /// `done` once the task completed (the runtime then clears the state machine, so its
@@ -111,29 +170,21 @@ impl AsyncBox {
         }
     }
 
-    /// The task's status from its flags.
+    /// The task's status from its flags ([`crate::tasks::TaskStatus`], snake case); a pooled
+    /// box's is its value task source's (`pending`, `succeeded`, `faulted`, `canceled`).
     pub fn task_status(&self) -> &'static str {
-        task_status_of(self.task_flags)
+        match (self.kind, self.source_status) {
+            (BoxKind::Pooling, Some(s)) => s.name(),
+            (BoxKind::Pooling, None) => "unknown",
+            (BoxKind::Task, _) => task_status_of(self.task_flags),
+        }
     }
 }
 
-/// A task's status from its `m_stateFlags`.
+/// A task's status from its `m_stateFlags`, snake case (the one decoder,
+/// [`crate::tasks::TaskStatus`]).
 pub fn task_status_of(f: u32) -> &'static str {
-    {
-        if f & task_flags::RAN_TO_COMPLETION != 0 {
-            "ran_to_completion"
-        } else if f & task_flags::FAULTED != 0 {
-            "faulted"
-        } else if f & task_flags::CANCELED != 0 {
-            "canceled"
-        } else if f & task_flags::WAITING_FOR_ACTIVATION != 0 {
-            "waiting_for_activation"
-        } else if f & task_flags::STARTED != 0 {
-            "running"
-        } else {
-            "created"
-        }
-    }
+    crate::tasks::TaskStatus::from_flags(f).snake()
 }
 
 /// Every box and the chains they form.
@@ -143,6 +194,11 @@ pub struct AsyncAnalysis {
     pub boxes: Vec<AsyncBox>,
     /// Chains as indices into `boxes`, innermost first.
     pub chains: Vec<Vec<usize>>,
+    /// Rings of boxes awaiting each other (indices into `boxes`, in continuation order: each
+    /// box's completion continues the next, the last's the first): none can complete.
+    pub cycles: Vec<Vec<usize>>,
+    /// Pooled boxes back in their pool's cache (no running method), left out of `boxes`.
+    pub idle_pooled_boxes: usize,
     /// Problems met (objects that could not be read, cycles, walk errors).
     pub errors: Vec<String>,
     /// What else the walk learnt about tasks and what completes them (for `causality`).
@@ -183,8 +239,106 @@ struct Finder<'a, 'r, M> {
     r: &'a ObjectReader<'r, M>,
     task_mt: Option<u64>,
     is_task: HashMap<u64, bool>,
-    is_box: HashMap<u64, bool>,
+    is_box: HashMap<u64, Option<BoxKind>>,
+    /// Constructed types by module (see [`param_types`]), names in signature spelling.
+    param_types: HashMap<u64, Result<Vec<(u64, String)>, String>>,
+    /// Modules searched for a struct's instantiation (CoreLib and each box's loader module).
+    modules: Vec<u64>,
+    /// Problems met looking instantiations up (said where they leave a box unread).
+    lookup_errors: BTreeSet<String>,
 }
+
+/// A type name in signature spelling (`A`1[System.Int32]`) from the runtime's
+/// (`A`1[[System.Int32, System.Private.CoreLib]]`): assembly names dropped, one bracket level.
+fn sig_spelling(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let b = name.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'[' if b.get(i + 1) == Some(&b'[') => {
+                out.push('[');
+                i += 2;
+            }
+            b']' if b.get(i + 1) == Some(&b',') && b.get(i + 2) == Some(&b'[') => {
+                out.push(',');
+                i += 3;
+            }
+            b']' if b.get(i + 1) == Some(&b']') => {
+                out.push(']');
+                i += 2;
+            }
+            b',' if b.get(i + 1) == Some(&b' ') => {
+                // `, assembly` up to the closing bracket of this argument
+                while i < b.len() && b[i] != b']' {
+                    i += 1;
+                }
+            }
+            c => {
+                out.push(c as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The constructed types (generic instantiations) a module has loaded, from its
+/// `m_pAvailableParamTypes` hash (what the DAC's type lookups read): on .NET 8 through
+/// [`crate::methods::available_param_types`]; on .NET 9+ with the offsets the contract
+/// descriptor publishes (`Module.AvailableTypeParams`, `EETypeHashTable.*`), refused where it
+/// publishes none (9.0).
+fn param_types<M: Memory>(r: &ObjectReader<'_, M>, module: u64) -> Result<Vec<u64>, String> {
+    let Some(d) = r.rt.descriptor() else {
+        return crate::methods::available_param_types(r, module);
+    };
+    let f = |t: &str, n: &str| {
+        d.field(t, n)
+            .ok_or_else(|| format!("this runtime's contract descriptor does not publish {t}.{n}"))
+    };
+    let atp = f("Module", "AvailableTypeParams")?;
+    let buckets_at = f("EETypeHashTable", "Buckets")?;
+    let count_at = f("EETypeHashTable", "Count")?;
+    let value_at = f("EETypeHashTable", "VolatileEntryValue")?;
+    let next_at = f("EETypeHashTable", "VolatileEntryNextEntry")?;
+    let m = r.rt.memory();
+    let rd = |a: u64, what: &str| {
+        m.read_u64(a)
+            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+    };
+    let table = rd(module + atp, "Module.AvailableTypeParams")?;
+    if table == 0 {
+        return Ok(Vec::new());
+    }
+    let buckets = rd(table + buckets_at, "EETypeHashTable.Buckets")?;
+    let count = rd(table + count_at, "EETypeHashTable.Count")? & 0xFFFF_FFFF;
+    // DacEnumerableHashTable: the bucket array holds its length, a spare slot, then the
+    // buckets; a chain ends in an odd sentinel
+    let n = rd(buckets, "EETypeHashTable bucket count")?;
+    if n > MAX_BUCKETS || count > MAX_PARAM_TYPES {
+        return Err(format!(
+            "EETypeHashTable {table:#x}: {n} buckets, {count} entries (damaged?)"
+        ));
+    }
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut e = rd(buckets + 8 * (2 + i), "EETypeHashTable bucket")?;
+        while e != 0 && e & 1 == 0 {
+            if out.len() as u64 > count {
+                return Err(format!(
+                    "EETypeHashTable {table:#x}: more entries than its {count} (a cycle?)"
+                ));
+            }
+            out.push(rd(e + value_at, "EETypeHashTable entry")?);
+            e = rd(e + next_at, "EETypeHashTable next entry")?;
+        }
+    }
+    Ok(out)
+}
+
+/// Bounds on a module's constructed-type hash read from the dump.
+const MAX_BUCKETS: u64 = 1 << 20;
+const MAX_PARAM_TYPES: u64 = 1 << 20;
 
 /// What an object's type tells `analyze`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,30 +435,182 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
     }
 
     fn is_box_mt(&mut self, mt: u64) -> bool {
+        self.box_kind(mt).is_some()
+    }
+
+    /// Whether objects of `mt` are boxes, and which kind.
+    fn box_kind(&mut self, mt: u64) -> Option<BoxKind> {
         if let Some(&v) = self.is_box.get(&mt) {
             return v;
         }
-        let v = self.derives_from_task(mt)
-            && self.r.fields(mt, 0, false).is_ok_and(|fs| {
-                // Only names matter here (values are read at a dummy address).
-                fs.iter().any(|f| f.name == "StateMachine")
-            });
+        // Only names matter here (values are read at a dummy address).
+        let names: Vec<String> = self
+            .r
+            .fields(mt, 0, false)
+            .map(|fs| fs.into_iter().map(|f| f.name).collect())
+            .unwrap_or_default();
+        let has = |n: &str| names.iter().any(|f| f == n);
+        let v = if !has("StateMachine") {
+            None
+        } else if self.derives_from_task(mt) {
+            Some(BoxKind::Task)
+        } else if has("_valueTaskSource") {
+            Some(BoxKind::Pooling)
+        } else {
+            None
+        };
         self.is_box.insert(mt, v);
         v
     }
 
-    fn read_box(&mut self, addr: u64, mt: u64) -> Result<AsyncBox, String> {
+    /// The fields of an embedded struct, when its MethodTable is known or its instantiation
+    /// is found among the loaded constructed types by its exact name.
+    fn struct_fields(&mut self, f: &FieldData) -> Option<(u64, Vec<FieldData>)> {
+        match f.value {
+            FieldValue::ValueType { address, mt } => {
+                let m = match mt.or(f.type_mt) {
+                    Some(m) => m,
+                    None => self.instantiation(&f.type_name)?,
+                };
+                Some((address, self.r.fields(m, address, false).ok()?))
+            }
+            _ => None,
+        }
+    }
+
+    /// The MethodTable of a generic instantiation (signature spelling, as a field's declared
+    /// type reads) among the constructed types of the modules searched.
+    fn instantiation(&mut self, sig_name: &str) -> Option<u64> {
+        if !sig_name.contains('`') {
+            return None;
+        }
+        // field types read either way (`A`1[System.Int32]`, `A`1[[System.Int32, ...]]`)
+        let sig_name = &sig_spelling(sig_name);
+        for module in self.modules.clone() {
+            let r = self.r;
+            let list = self.param_types.entry(module).or_insert_with(|| {
+                param_types(r, module).map(|v| {
+                    v.into_iter()
+                        .map(|th| th & !1)
+                        .filter(|th| th & 2 == 0 && *th != 0)
+                        .map(|th| (th, sig_spelling(&r.type_name(th))))
+                        .collect()
+                })
+            });
+            match list {
+                Ok(l) => {
+                    if let Some((mt, _)) = l.iter().find(|(_, n)| n == sig_name) {
+                        return Some(*mt);
+                    }
+                }
+                Err(e) => {
+                    self.lookup_errors
+                        .insert(format!("module {module:#x}'s constructed types: {e}"));
+                }
+            }
+        }
+        None
+    }
+
+    /// The first non-null object reference in a field, searched depth first through embedded
+    /// structs (`ValueTaskAwaiter._value._obj`); a struct whose MethodTable is unknown is read
+    /// by its first slot when that holds an object.
+    fn first_object(&mut self, f: &FieldData, depth: usize) -> Option<u64> {
+        match &f.value {
+            FieldValue::Object { address, .. } => Some(*address).filter(|a| *a != 0),
+            FieldValue::ValueType { address, mt } if depth < 4 => {
+                if mt.or(f.type_mt).is_some() {
+                    let (_, fs) = self.struct_fields(f)?;
+                    fs.iter().find_map(|g| self.first_object(g, depth + 1))
+                } else if let Some((_, fs)) = self.struct_fields(f) {
+                    fs.iter().find_map(|g| self.first_object(g, depth + 1))
+                } else {
+                    self.r
+                        .rt
+                        .memory()
+                        .read_u64(*address)
+                        .ok()
+                        .filter(|&o| o != 0 && self.r.object_mt(o).is_ok())
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A `ManualResetValueTaskSourceCore` embedded as `f`: its status and continuation state.
+    fn source_core(&mut self, f: &FieldData) -> Option<(SourceStatus, u64)> {
+        if !f
+            .type_name
+            .starts_with("System.Threading.Tasks.Sources.ManualResetValueTaskSourceCore")
+        {
+            return None;
+        }
+        let (_, fs) = self.struct_fields(f)?;
+        let completed = matches!(
+            field(&fs, "_completed").map(|x| &x.value),
+            Some(FieldValue::Bool { value: true })
+        );
+        let error = ref_field(&fs, "_error");
+        let status = if !completed {
+            SourceStatus::Pending
+        } else if error == 0 {
+            SourceStatus::Succeeded
+        } else {
+            // ExceptionDispatchInfo._exception
+            let ex = self
+                .fields_of(error)
+                .map_or(0, |(_, e)| ref_field(&e, "_exception"));
+            let ty = self
+                .r
+                .object_mt(ex)
+                .map(|(m, _)| self.r.type_name(m))
+                .unwrap_or_default();
+            if ty.ends_with("OperationCanceledException") || ty.ends_with("TaskCanceledException") {
+                SourceStatus::Canceled
+            } else {
+                SourceStatus::Faulted
+            }
+        };
+        Some((status, ref_field(&fs, "_continuationState")))
+    }
+
+    /// Reads a box; `None` for a pooled box idle in its pool's cache.
+    fn read_box(&mut self, addr: u64, mt: u64) -> Result<Option<AsyncBox>, String> {
+        let kind = self.box_kind(mt).unwrap_or(BoxKind::Task);
         let fields = self
             .r
             .fields(mt, addr + 8, false)
             .map_err(|e| format!("box {addr:#x}: fields not readable: {e}"))?;
         let flags = int(&fields, "m_stateFlags").unwrap_or(0) as u32;
-        let cont = ref_field(&fields, "m_continuationObject");
+        let mut cont = ref_field(&fields, "m_continuationObject");
+        let mut via = "m_continuationObject";
+        let mut source_status = None;
+        if kind == BoxKind::Pooling {
+            via = "_valueTaskSource._continuationState";
+            let vts = field(&fields, "_valueTaskSource");
+            match vts.and_then(|f| self.source_core(f)) {
+                Some((st, c)) => {
+                    source_status = Some(st);
+                    cont = c;
+                }
+                None => {
+                    let why: Vec<&str> = self.lookup_errors.iter().map(String::as_str).collect();
+                    return Err(format!(
+                        "pooled box {addr:#x}: its _valueTaskSource ({}) is not readable: the \
+                         MethodTable of that struct is not found{}{}",
+                        vts.map_or("no such field", |f| f.type_name.as_str()),
+                        if why.is_empty() { "" } else { ": " },
+                        why.join("; ")
+                    ));
+                }
+            }
+        }
         let info = self.r.mt(mt);
         let mut sm_type = None;
         let mut sm_mt = None;
         let mut sm_addr = None;
         let mut sm_fields = Vec::new();
+        let mut sm_is_class = false;
         if let Some(sm) = field(&fields, "StateMachine") {
             match &sm.value {
                 FieldValue::ValueType { address, mt } => {
@@ -322,6 +628,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                         sm_addr = Some(address + 8);
                         sm_type = Some(self.r.type_name(m));
                         sm_fields = f;
+                        sm_is_class = true;
                     }
                 }
                 _ => {}
@@ -336,6 +643,32 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                 sm_mt = sm_mt.or(Some(last));
             }
         }
+        if kind == BoxKind::Pooling {
+            // A running method's pooled box is its builder's m_task (stored before the state
+            // machine was copied in); a box returned to the cache holds a default state machine.
+            if let Some(b) = field(&sm_fields, "<>t__builder") {
+                if self.first_object(b, 0) != Some(addr) {
+                    return Ok(None);
+                }
+            }
+        }
+        // An async iterator: nobody awaits the box's task; the consumer awaits the iterator
+        // object (a value task source) through its promise's continuation state.
+        if cont == 0 && sm_is_class {
+            if let Some((name, c)) = sm_fields
+                .iter()
+                .find_map(|f| self.source_core(f).map(|(_, c)| (f.name.as_str(), c)))
+            {
+                if c != 0 {
+                    cont = c;
+                    via = if name == "<>v__promiseOfValueOrEnd" {
+                        "StateMachine.<>v__promiseOfValueOrEnd._continuationState"
+                    } else {
+                        "StateMachine (a value task source)._continuationState"
+                    };
+                }
+            }
+        }
         let state = int(&sm_fields, "<>1__state").or_else(|| int(&sm_fields, "$PC"));
         let mut awaiters = Vec::new();
         for f in &sm_fields {
@@ -343,29 +676,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             if !is_awaiter {
                 continue;
             }
-            let object = match &f.value {
-                FieldValue::Object { address, .. } => Some(*address).filter(|a| *a != 0),
-                FieldValue::ValueType {
-                    address,
-                    mt: Some(m),
-                } => self.r.fields(*m, *address, false).ok().and_then(|fs| {
-                    fs.iter().find_map(|g| match g.value {
-                        FieldValue::Object { address, .. } if address != 0 => Some(address),
-                        _ => None,
-                    })
-                }),
-                // An awaiter of a generic type whose MethodTable was not resolved: its first
-                // field is the awaited task (TaskAwaiter<T>.m_task) when it reads as an object.
-                FieldValue::ValueType { address, mt: None } => self
-                    .r
-                    .rt
-                    .memory()
-                    .read_u64(*address)
-                    .ok()
-                    .filter(|&o| o != 0 && self.r.object_mt(o).is_ok()),
-                _ => None,
-            };
-            if let Some(o) = object {
+            if let Some(o) = self.first_object(f, 0) {
                 let object_type = self.r.object_mt(o).ok().map(|(m, _)| self.r.type_name(m));
                 awaiters.push(Awaiter {
                     field: f.name.clone(),
@@ -375,29 +686,37 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                 });
             }
         }
-        Ok(AsyncBox {
+        Ok(Some(AsyncBox {
             address: addr,
             mt,
             box_type: self.r.type_name(mt),
+            kind,
+            source_status,
             state_machine_type: sm_type.unwrap_or_else(|| "<unknown state machine>".into()),
             state_machine_mt: sm_mt,
             state_machine_address: sm_addr,
             state,
             task_flags: flags,
             continuation_object: cont,
+            continuation_via: via,
+            wait_events: Vec::new(),
             continuations: Vec::new(),
             awaiters,
-        })
+        }))
     }
 
-    /// The boxes that `obj` (a continuation object) leads to.
+    /// The boxes that `obj` (a continuation object) leads to, and the task wait events
+    /// (`Task+SetOnInvokeMres`) met on the way.
+    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &mut self,
         obj: u64,
         boxes: &HashSet<u64>,
+        events: &HashSet<u64>,
         depth: usize,
         seen: &mut HashSet<u64>,
         out: &mut Vec<u64>,
+        waits: &mut Vec<u64>,
     ) {
         if obj == 0 || depth > MAX_RESOLVE_DEPTH || !seen.insert(obj) {
             return;
@@ -406,6 +725,10 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             if !out.contains(&obj) {
                 out.push(obj);
             }
+            return;
+        }
+        if events.contains(&obj) {
+            waits.push(obj);
             return;
         }
         let Ok((mt, info)) = self.r.object_mt(obj) else {
@@ -417,7 +740,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                 if a.component_size == 8 && a.element_type != crate::objects::elem::VALUETYPE {
                     for i in 0..a.length.min(MAX_LIST) {
                         if let Ok(e) = self.r.rt.memory().read_u64(a.data + 8 * i) {
-                            self.resolve(e, boxes, depth + 1, seen, out);
+                            self.resolve(e, boxes, events, depth + 1, seen, out, waits);
                         }
                     }
                 }
@@ -429,13 +752,13 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
         };
         if self.derives_from_task(mt) {
             let c = ref_field(&fields, "m_continuationObject");
-            self.resolve(c, boxes, depth + 1, seen, out);
+            self.resolve(c, boxes, events, depth + 1, seen, out, waits);
             return;
         }
         let name = self.r.type_name(mt);
         if name.starts_with("System.Collections.Generic.List`1") {
             let items = ref_field(&fields, "_items");
-            self.resolve(items, boxes, depth + 1, seen, out);
+            self.resolve(items, boxes, events, depth + 1, seen, out, waits);
             return;
         }
         for n in [
@@ -445,10 +768,11 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             "_continuation",
             "m_stateMachine",
             "StateMachine",
+            "_continuationState",
         ] {
             let c = ref_field(&fields, n);
             if c != 0 {
-                self.resolve(c, boxes, depth + 1, seen, out);
+                self.resolve(c, boxes, events, depth + 1, seen, out, waits);
             }
         }
     }
@@ -469,6 +793,9 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         task_mt,
         is_task: HashMap::new(),
         is_box: HashMap::new(),
+        param_types: HashMap::new(),
+        modules: reader.corelib_module().into_iter().collect(),
+        lookup_errors: BTreeSet::new(),
     };
     let mut out = AsyncAnalysis::default();
     let mut iter = heap.objects(rt);
@@ -518,8 +845,14 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         out.errors.push(format!("heap walk: {e:?}"));
     }
     for (a, mt) in candidates {
+        if let Some(lm) = reader.mt(mt).map(|i| i.loader_module) {
+            if lm != 0 && !f.modules.contains(&lm) {
+                f.modules.push(lm);
+            }
+        }
         match f.read_box(a, mt) {
-            Ok(b) => out.boxes.push(b),
+            Ok(Some(b)) => out.boxes.push(b),
+            Ok(None) => out.idle_pooled_boxes += 1,
             Err(e) => out.errors.push(e),
         }
     }
@@ -528,11 +861,23 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         let mut seen = HashSet::new();
         seen.insert(out.boxes[i].address);
         let mut next = Vec::new();
+        let mut waits = Vec::new();
         let c = out.boxes[i].continuation_object;
-        f.resolve(c, &set, 0, &mut seen, &mut next);
+        f.resolve(
+            c,
+            &set,
+            &out.facts.wait_events,
+            0,
+            &mut seen,
+            &mut next,
+            &mut waits,
+        );
         out.boxes[i].continuations = next;
+        out.boxes[i].wait_events = waits;
     }
-    out.chains = chains(&out.boxes, &mut out.errors);
+    let (chains, cycles) = chains(&out.boxes, &mut out.errors);
+    out.chains = chains;
+    out.cycles = cycles;
     out
 }
 
@@ -542,8 +887,12 @@ pub const MAX_CHAINS: usize = 10_000;
 
 /// Chains (indices, innermost first) from the boxes' continuations: every path from a box
 /// nobody continues into (the innermost) to a box that continues nowhere (a root). A box
-/// awaited by two others (a `List<object>` continuation) therefore starts two chains.
-fn chains(boxes: &[AsyncBox], errors: &mut Vec<String>) -> Vec<Vec<usize>> {
+/// awaited by two others (a `List<object>` continuation) therefore starts two chains. Boxes
+/// only on rings start at their first box in heap order; a path stops before it comes back,
+/// and the ring is returned apart (each once, from its first box in heap order).
+type Chains = (Vec<Vec<usize>>, Vec<Vec<usize>>);
+
+fn chains(boxes: &[AsyncBox], errors: &mut Vec<String>) -> Chains {
     let index: HashMap<u64, usize> = boxes
         .iter()
         .enumerate()
@@ -571,6 +920,7 @@ fn chains(boxes: &[AsyncBox], errors: &mut Vec<String>) -> Vec<Vec<usize>> {
         out: Vec::new(),
         covered: vec![false; boxes.len()],
         problems: BTreeSet::new(),
+        cycles: Vec::new(),
     };
     // Innermost boxes first, then boxes reachable only through cycles.
     for (i, _) in awaited.iter().enumerate().filter(|(_, a)| !**a) {
@@ -582,7 +932,7 @@ fn chains(boxes: &[AsyncBox], errors: &mut Vec<String>) -> Vec<Vec<usize>> {
         }
     }
     errors.extend(w.problems);
-    w.out
+    (w.out, w.cycles)
 }
 
 struct PathWalk<'a> {
@@ -591,6 +941,7 @@ struct PathWalk<'a> {
     out: Vec<Vec<usize>>,
     covered: Vec<bool>,
     problems: BTreeSet<String>,
+    cycles: Vec<Vec<usize>>,
 }
 
 impl PathWalk<'_> {
@@ -615,11 +966,19 @@ impl PathWalk<'_> {
                 *c += 1;
             }
             let n = succ[k];
-            if path.contains(&n) {
-                self.problems.insert(format!(
-                    "continuation cycle at box {:#x}",
-                    self.boxes[n].address
-                ));
+            if let Some(at) = path.iter().position(|&p| p == n) {
+                // A ring: record it once (rotated to start at its lowest index).
+                let ring = &path[at..];
+                let lo = ring
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, &b)| b)
+                    .map_or(0, |(i, _)| i);
+                let mut r = ring[lo..].to_vec();
+                r.extend_from_slice(&ring[..lo]);
+                if !self.cycles.contains(&r) {
+                    self.cycles.push(r);
+                }
                 self.emit(&path);
                 continue;
             }
@@ -650,9 +1009,12 @@ impl PathWalk<'_> {
     }
 }
 
-/// The async method a state machine type implements: `Ns.Type+<Method>d__3` (Roslyn) or
-/// `Ns.Type+<Method>c__async0` (mcs) → `Ns.Type.Method`; a type not shaped like a compiler's
-/// state machine is returned as it is.
+/// The async method a state machine type implements, as its author wrote it:
+/// `Ns.Type+<Method>d__3` (Roslyn) or `Ns.Type+<Method>c__async0` (mcs) → `Ns.Type.Method`;
+/// an async lambda's `Ns.Type+<>c+<<Main>b__12_0>d` (or `+<>c__DisplayClass12_0+...`) →
+/// `Ns.Type.Main (lambda)`; a local function's `Ns.Type+<<Main>g__Fetch|12_1>d` →
+/// `Ns.Type.Main.Fetch (local function)`. A type not shaped like a compiler's state machine is
+/// returned as it is (the raw name stays in the JSON's `state_machine_type`).
 pub fn async_method_name(state_machine_type: &str) -> String {
     // Generic arguments of the state machine (`...d__3`1[[...]]`) are not part of the name.
     let base = state_machine_type
@@ -663,6 +1025,29 @@ pub fn async_method_name(state_machine_type: &str) -> String {
         return state_machine_type.to_owned();
     };
     let (owner, rest) = (&base[..plus], &base[plus + 2..]);
+    if let Some(inner) = rest.strip_prefix('<') {
+        // `<Outer>b__N_M>d` (lambda) or `<Outer>g__Name|N_M>d` (local function)
+        let Some((outer, tail)) = inner.split_once('>') else {
+            return state_machine_type.to_owned();
+        };
+        // the closure class a lambda lives in is not the user's
+        let owner = match owner.rfind("+<>c") {
+            Some(i) if !owner[i + 4..].contains('+') => &owner[..i],
+            _ => owner,
+        };
+        if outer.is_empty() || outer.contains('<') {
+            return state_machine_type.to_owned();
+        }
+        if tail.starts_with("b__") {
+            return format!("{owner}.{outer} (lambda)");
+        }
+        if let Some(name) = tail.strip_prefix("g__").and_then(|t| t.split_once('|')) {
+            if !name.0.is_empty() {
+                return format!("{owner}.{outer}.{} (local function)", name.0);
+            }
+        }
+        return state_machine_type.to_owned();
+    }
     match rest.find('>') {
         Some(end) if end > 0 => format!("{owner}.{}", &rest[..end]),
         _ => state_machine_type.to_owned(),
@@ -685,6 +1070,21 @@ mod tests {
             "A.B.Get"
         );
         assert_eq!(async_method_name("NotAStateMachine"), "NotAStateMachine");
+        // Roslyn's names for async lambdas and local functions (asyncreal manifests'
+        // compiler_names)
+        assert_eq!(
+            async_method_name("RealAsync.Program+<>c+<<Main>b__67_0>d"),
+            "RealAsync.Program.Main (lambda)"
+        );
+        assert_eq!(
+            async_method_name("A.P+<>c__DisplayClass3_0+<<Run>b__1>d"),
+            "A.P.Run (lambda)"
+        );
+        assert_eq!(
+            async_method_name("RealAsync.Program+<<LocalOuter>g__Fetch|56_0>d"),
+            "RealAsync.Program.LocalOuter.Fetch (local function)"
+        );
+        assert_eq!(async_method_name("X+<<>b__1>d"), "X+<<>b__1>d");
         assert_eq!(async_method_name("X+<>d"), "X+<>d");
     }
 }

@@ -11,17 +11,16 @@
 //!   the task whose continuation is an event found on the same stack is the one waited on.
 //!   Without that proof nothing is claimed.
 
-use crate::asyncsm::{task_flags, task_status_of, AsyncAnalysis};
+use crate::asyncsm::{task_status_of, AsyncAnalysis};
 use crate::fields::{int, obj as ref_field};
 use crate::objects::ObjectReader;
 use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
 use crate::stack::StackWalker;
+use crate::tasks::TaskStatus;
 use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
-/// `TASK_STATE_DELEGATE_INVOKED`.
-const DELEGATE_INVOKED: u32 = 0x20000;
 /// Bound on the items of a `List<object>` continuation read.
 const MAX_LIST: u64 = 4096;
 
@@ -99,6 +98,14 @@ pub enum Cause {
         task: u64,
         /// Its status.
         status: &'static str,
+    },
+    /// The awaited task is a box of a ring of boxes awaiting each other
+    /// ([`AsyncAnalysis::cycles`]): none can complete.
+    Cycle {
+        /// The awaited box.
+        task: u64,
+        /// The ring's boxes, in continuation order.
+        ring: Vec<u64>,
     },
     /// Another kind of awaited object.
     Other {
@@ -414,7 +421,17 @@ fn chain_cause<M: Memory>(
         Err(e) => return unknown(&format!("awaited object {obj:#x}: {e}")),
     };
     let ty = r.type_name(mt);
-    let cause = classify(r, a, obj, mt, &ty);
+    let ring = a
+        .cycles
+        .iter()
+        .find(|ring| ring.iter().any(|&k| a.boxes[k].address == obj));
+    let cause = match ring {
+        Some(ring) => Cause::Cycle {
+            task: obj,
+            ring: ring.iter().map(|&k| a.boxes[k].address).collect(),
+        },
+        None => classify(r, a, obj, mt, &ty),
+    };
     ChainCause {
         chain: i,
         awaited: Some(obj),
@@ -455,10 +472,11 @@ fn classify<M: Memory>(
         };
     };
     let flags = int(&fs, "m_stateFlags").map(|v| v as u64).unwrap_or(0) as u32;
-    if flags & task_flags::COMPLETED_MASK != 0 {
+    let status = TaskStatus::from_flags(flags);
+    if status.is_completed() {
         return Cause::CompletedNotResumed {
             task: obj,
-            status: task_status_of(flags),
+            status: status.snake(),
         };
     }
     if ty.starts_with("System.Threading.Tasks.Task+DelayPromise") {
@@ -476,7 +494,7 @@ fn classify<M: Memory>(
     }
     let action = ref_field(&fs, "m_action");
     if action != 0 {
-        if flags & task_flags::STARTED != 0 && flags & DELEGATE_INVOKED == 0 {
+        if status == TaskStatus::WaitingToRun {
             return Cause::Queued {
                 task: obj,
                 delegate: Some(action),
@@ -486,7 +504,7 @@ fn classify<M: Memory>(
                 pool: None,
             };
         }
-        if flags & DELEGATE_INVOKED != 0 {
+        if status == TaskStatus::Running {
             return Cause::Running { task: obj };
         }
     }

@@ -73,25 +73,93 @@ pub fn flag_names(flags: u32) -> Vec<String> {
     out
 }
 
+/// A task's status (`System.Threading.Tasks.TaskStatus`), as `Task.Status` derives it from
+/// `m_stateFlags`: the one decoder every command uses (`taskstate`, `dumpasync`, `causality`,
+/// `threadpool`, `triage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TaskStatus {
+    /// No state bit set.
+    Created,
+    /// `TASK_STATE_WAITINGFORACTIVATION` (promises: async methods' tasks, TCS tasks).
+    WaitingForActivation,
+    /// Started (scheduled) but its delegate not yet invoked.
+    WaitingToRun,
+    /// Its delegate is running.
+    Running,
+    /// Waiting for attached children.
+    WaitingForChildrenToComplete,
+    /// Ran to completion.
+    RanToCompletion,
+    /// Canceled.
+    Canceled,
+    /// Faulted.
+    Faulted,
+}
+
+impl TaskStatus {
+    /// The status `m_stateFlags` means (the order of `Task.Status` and SOS's
+    /// `ClrMDHelper.GetTaskState`).
+    pub fn from_flags(flags: u32) -> TaskStatus {
+        if flags & FAULTED != 0 {
+            TaskStatus::Faulted
+        } else if flags & CANCELED != 0 {
+            TaskStatus::Canceled
+        } else if flags & RAN_TO_COMPLETION != 0 {
+            TaskStatus::RanToCompletion
+        } else if flags & WAITING_ON_CHILDREN != 0 {
+            TaskStatus::WaitingForChildrenToComplete
+        } else if flags & DELEGATE_INVOKED != 0 {
+            TaskStatus::Running
+        } else if flags & STARTED != 0 {
+            TaskStatus::WaitingToRun
+        } else if flags & WAITING_FOR_ACTIVATION != 0 {
+            TaskStatus::WaitingForActivation
+        } else {
+            TaskStatus::Created
+        }
+    }
+
+    /// The enum member's name (`WaitingToRun`), as .NET spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskStatus::Created => "Created",
+            TaskStatus::WaitingForActivation => "WaitingForActivation",
+            TaskStatus::WaitingToRun => "WaitingToRun",
+            TaskStatus::Running => "Running",
+            TaskStatus::WaitingForChildrenToComplete => "WaitingForChildrenToComplete",
+            TaskStatus::RanToCompletion => "RanToCompletion",
+            TaskStatus::Canceled => "Canceled",
+            TaskStatus::Faulted => "Faulted",
+        }
+    }
+
+    /// The same in snake case (`waiting_to_run`), as the JSON of `dumpasync` and `causality`
+    /// spells it.
+    pub fn snake(self) -> &'static str {
+        match self {
+            TaskStatus::Created => "created",
+            TaskStatus::WaitingForActivation => "waiting_for_activation",
+            TaskStatus::WaitingToRun => "waiting_to_run",
+            TaskStatus::Running => "running",
+            TaskStatus::WaitingForChildrenToComplete => "waiting_for_children_to_complete",
+            TaskStatus::RanToCompletion => "ran_to_completion",
+            TaskStatus::Canceled => "canceled",
+            TaskStatus::Faulted => "faulted",
+        }
+    }
+
+    /// Whether the task completed (ran to completion, faulted or was canceled).
+    pub fn is_completed(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::RanToCompletion | TaskStatus::Canceled | TaskStatus::Faulted
+        )
+    }
+}
+
 /// The `TaskStatus` the flags mean (`WaitingToRun`, `RanToCompletion`, ...).
 pub fn task_status(flags: u32) -> &'static str {
-    if flags & FAULTED != 0 {
-        "Faulted"
-    } else if flags & CANCELED != 0 {
-        "Canceled"
-    } else if flags & RAN_TO_COMPLETION != 0 {
-        "RanToCompletion"
-    } else if flags & WAITING_ON_CHILDREN != 0 {
-        "WaitingForChildrenToComplete"
-    } else if flags & DELEGATE_INVOKED != 0 {
-        "Running"
-    } else if flags & STARTED != 0 {
-        "WaitingToRun"
-    } else if flags & WAITING_FOR_ACTIVATION != 0 {
-        "WaitingForActivation"
-    } else {
-        "Created"
-    }
+    TaskStatus::from_flags(flags).name()
 }
 
 /// A task object read from the heap.

@@ -200,3 +200,119 @@ fn a_chain_awaiting_queued_work_names_it_and_the_starved_pool() {
         "{c}"
     );
 }
+
+/// The Roslyn scenario on .NET 8 (causality needs the stacks, not yet read on .NET 10): the
+/// three threads blocked on chains are linked to them with the manifest's ids, the cycle is a
+/// `cycle` cause naming its ring, and what the innermost methods await is named: the
+/// TaskCompletionSources, the semaphores (with the waiter counts the manifest records) and,
+/// for the ValueTask sources, the objects of the manifest's `awaited_type`.
+#[test]
+fn roslyn_scenario_threads_cycle_and_causes() {
+    let e = tests::entry("asyncreal-net8");
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+    let r = run(&s, "causality");
+    assert_eq!(r["errors"].as_array().unwrap().len(), 0, "{}", r["errors"]);
+    let chains = r["chains"].as_array().unwrap();
+    let threads = r["threads"].as_array().unwrap();
+    for w in waits(&e) {
+        let t = threads
+            .iter()
+            .find(|t| t["managed_id"] == w["managed_id"])
+            .unwrap_or_else(|| panic!("thread {w} not found: {threads:?}"));
+        assert_eq!(t["os_id"], w["os_id"]);
+        let want = chain_methods(&e, w["waits_on_chain"].as_str().unwrap());
+        let linked: Vec<Vec<String>> = t["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| methods(&chains[i.as_u64().unwrap() as usize]))
+            .collect();
+        assert!(
+            linked.iter().any(|m| {
+                let mut a = m.clone();
+                a.sort();
+                let mut b = want.clone();
+                b.sort();
+                a == b
+            }),
+            "{w}: {linked:?} vs {want:?}"
+        );
+    }
+    assert_eq!(threads.len(), waits(&e).len(), "{threads:?}");
+    // compiler-generated methods as their author wrote them (the manifest's compiler_names)
+    let readable = |raw: &str| -> String {
+        for n in e.manifest["compiler_names"].as_array().unwrap() {
+            if n["method"] == raw {
+                let w = n["written_in"].as_str().unwrap();
+                return match n["kind"].as_str().unwrap() {
+                    "lambda" => format!("{w} (lambda)"),
+                    _ => format!("{w}.{} (local function)", n["name"].as_str().unwrap()),
+                };
+            }
+        }
+        raw.to_owned()
+    };
+    for m in e.manifest["async_chains"].as_array().unwrap() {
+        let want: Vec<String> = m["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| readable(x.as_str().unwrap()))
+            .collect();
+        let mut sorted = want.clone();
+        sorted.sort();
+        let found: Vec<&Value> = chains
+            .iter()
+            .filter(|c| {
+                let mut a = methods(c);
+                a.sort();
+                if m["cycle"] == true {
+                    a == sorted
+                } else {
+                    methods(c) == want
+                }
+            })
+            .collect();
+        assert_eq!(
+            found.len() as u64,
+            m["count"].as_u64().unwrap_or(1),
+            "{}: {chains:?}",
+            m["name"]
+        );
+        for c in found {
+            let kind = c["cause"]["kind"].as_str().unwrap();
+            let want_kind = if m["cycle"] == true {
+                "cycle"
+            } else if m["awaits"]
+                .as_str()
+                .unwrap()
+                .contains("TaskCompletionSource")
+            {
+                "task_completion_source"
+            } else if m["awaits"] == "System.Threading.SemaphoreSlim.WaitAsync" {
+                "semaphore"
+            } else {
+                "other"
+            };
+            assert_eq!(kind, want_kind, "{}: {c}", m["name"]);
+            if kind == "other" {
+                assert_eq!(c["awaited_type"], m["awaited_type"], "{}", m["name"]);
+            }
+            if kind == "cycle" {
+                assert_eq!(c["cause"]["ring"].as_array().unwrap().len(), want.len());
+            }
+        }
+    }
+    for sem in e.manifest["semaphores"].as_array().unwrap() {
+        let n = sem["async_waiters"].as_u64().unwrap();
+        let hits = chains
+            .iter()
+            .filter(|c| {
+                c["cause"]["kind"] == "semaphore"
+                    && c["cause"]["async_waiters"].as_u64() == Some(n)
+                    && c["cause"]["current_count"] == sem["current_count"]
+            })
+            .count() as u64;
+        assert_eq!(hits, n, "{sem}");
+    }
+}

@@ -165,11 +165,9 @@ fn filters_stats_and_coalesce() {
     // The text names every state machine with two spaces of indent per level.
     let (out, _) = commands::execute(&s, "dumpasync").unwrap().unwrap();
     assert!(out.text.contains("\n  "), "{}", out.text);
-    assert!(
-        out.text.contains("Hang.Program+<SemA>c__async6"),
-        "{}",
-        out.text
-    );
+    // methods as written in the text (the raw state machine type is in the JSON)
+    assert!(out.text.contains("Hang.Program.SemA\n"), "{}", out.text);
+    assert!(!out.text.contains("<SemA>c__async6"), "{}", out.text);
 }
 
 /// The async scenario's completed and faulted boxes: skipped by default, shown with
@@ -262,7 +260,8 @@ fn fields_methodtable_and_tasks_options() {
             );
         }
     }
-    // --tasks: the Task.Run task the "queued" chain awaits is listed, not yet run.
+    // --tasks: the Task.Run task the "queued" chain awaits is listed, scheduled and not yet
+    // run: .NET's TaskStatus.WaitingToRun (started, delegate not invoked; Task.Status).
     let t = run(&s, "dumpasync --tasks");
     let tasks = t["tasks"].as_array().unwrap();
     let queued = e.manifest["async_chains"]
@@ -275,7 +274,264 @@ fn fields_methodtable_and_tasks_options() {
     assert!(
         tasks
             .iter()
-            .any(|x| x["type"] == awaited_type && x["task_status"] == "running"),
+            .any(|x| x["type"] == awaited_type && x["task_status"] == "waiting_to_run"),
         "{awaited_type} not in {tasks:?}"
     );
+}
+
+/// The Roslyn scenario of async as real code writes it (`asyncreal-net8`, `asyncreal-net10`):
+/// ValueTask and pooled boxes, IValueTaskSource awaits (our own source, channels), an async
+/// iterator under `await foreach`, WhenAll/WhenAny, SemaphoreSlim, TCS, lambdas, local
+/// functions, a generic method, a cycle and threads blocked on chains, each against the DAC
+/// (its box list and heap census) and the manifest.
+#[test]
+fn roslyn_async_as_real_code_writes_it() {
+    let dumps = tests::of_program("asyncreal");
+    assert!(dumps.len() >= 2, "no asyncreal dumps");
+    let mut compared = 0usize;
+    for e in dumps {
+        let name = &e.name;
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let r = run(&s, "dumpasync --completed");
+        assert_eq!(
+            r["errors"].as_array().unwrap().len(),
+            0,
+            "{name}: {}",
+            r["errors"]
+        );
+        let chains = r["chains"].as_array().unwrap();
+        let boxes = || {
+            chains
+                .iter()
+                .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+        };
+        // Task boxes: exactly the DAC's (address, MethodTable, type).
+        let ours: BTreeSet<(u64, u64, String)> = boxes()
+            .filter(|b| b["kind"] == "task")
+            .map(|b| {
+                (
+                    parse(b["address"].as_str().unwrap()),
+                    parse(b["mt"].as_str().unwrap()),
+                    b["box_type"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let dac: BTreeSet<(u64, u64, String)> = e.dac["async_state_machine_boxes"]["boxes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    parse(b["address"].as_str().unwrap()),
+                    parse(b["mt"].as_str().unwrap()),
+                    b["type"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(ours, dac, "{name}: Task boxes vs the DAC's");
+        // Pooled boxes: the DAC's census of PoolingAsyncValueTaskMethodBuilder boxes.
+        let pooled: BTreeSet<(u64, String)> = boxes()
+            .filter(|b| b["kind"] == "pooling")
+            .map(|b| {
+                (
+                    parse(b["address"].as_str().unwrap()),
+                    b["box_type"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let census: Vec<(String, u64)> = e.dac["heap_stat"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["type"].as_str().unwrap().starts_with(
+                    "System.Runtime.CompilerServices.PoolingAsyncValueTaskMethodBuilder`1+StateMachineBox`1[",
+                )
+            })
+            .map(|t| (t["type"].as_str().unwrap().to_owned(), t["count"].as_u64().unwrap()))
+            .collect();
+        let idle = r["idle_pooled_boxes"].as_u64().unwrap();
+        assert_eq!(
+            pooled.len() as u64 + idle,
+            census.iter().map(|c| c.1).sum::<u64>(),
+            "{name}: pooled boxes vs the census {census:?}"
+        );
+        for (_, t) in &pooled {
+            assert!(
+                census.iter().any(|c| &c.0 == t),
+                "{name}: {t} not in the census"
+            );
+        }
+        assert_eq!(
+            r["total_boxes"].as_u64().unwrap() as usize,
+            dac.len() + pooled.len()
+        );
+        compared += dac.len() + pooled.len();
+
+        // Every manifest chain: its boxes (innermost first), how many, all awaiting; what the
+        // innermost awaits; each outer box awaits the inner one (its task, its pooled box or its
+        // iterator object) unless a WhenAll/WhenAny promise stands between them.
+        let by_addr = |a: &str| boxes().find(|b| b["address"] == a).unwrap();
+        for m in e.manifest["async_chains"].as_array().unwrap() {
+            let want: Vec<String> = m["state_machine_types"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned())
+                .collect();
+            if m["cycle"] == true {
+                let rings = r["cycles"].as_array().unwrap();
+                assert_eq!(rings.len(), 1, "{name}: cycles {rings:?}");
+                let ring: Vec<String> = rings[0]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| {
+                        by_addr(a.as_str().unwrap())["state_machine_type"]
+                            .as_str()
+                            .unwrap()
+                            .to_owned()
+                    })
+                    .collect();
+                assert!(
+                    (0..ring.len()).any(|k| ring[k..].iter().chain(&ring[..k]).eq(want.iter())),
+                    "{name}: ring {ring:?} vs {want:?}"
+                );
+                let ch = chains
+                    .iter()
+                    .find(|c| !c["cycle_back_to"].is_null())
+                    .unwrap_or_else(|| panic!("{name}: no chain says it cycles"));
+                let mut t = types(ch);
+                t.sort();
+                let mut w = want.clone();
+                w.sort();
+                assert_eq!(t, w, "{name}");
+                compared += 1;
+                continue;
+            }
+            let found: Vec<&Value> = chains.iter().filter(|c| types(c) == want).collect();
+            let count = m["count"].as_u64().unwrap_or(1) as usize;
+            assert_eq!(found.len(), count, "{name}: chain {}: {want:?}", m["name"]);
+            for c in &found {
+                let bs = c["boxes"].as_array().unwrap();
+                for b in bs {
+                    assert_eq!(b["state_name"], "awaiting", "{name}: {b}");
+                    assert_eq!(b["completed"], false, "{name}: {b}");
+                }
+                let aw: Vec<&str> = bs[0]["awaiters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a["object_type"].as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    aw,
+                    vec![m["awaited_type"].as_str().unwrap()],
+                    "{name}: chain {} awaits",
+                    m["name"]
+                );
+                if count == 1 {
+                    for pair in bs.windows(2) {
+                        let inner = &pair[0];
+                        let ok = pair[1]["awaiters"].as_array().unwrap().iter().any(|a| {
+                            a["object"] == inner["address"]
+                                || a["object_type"] == inner["state_machine_type"]
+                        });
+                        assert!(
+                            ok,
+                            "{name}: chain {}: {} awaits {}",
+                            m["name"], pair[1], inner
+                        );
+                    }
+                }
+                if m["box"] == "pooling" {
+                    assert_eq!(bs[0]["kind"], "pooling", "{name}");
+                    assert_eq!(bs[0]["task_status"], "pending", "{name}");
+                }
+                compared += bs.len();
+            }
+        }
+
+        // Threads blocked on chains: each chain's boxes count one synchronous waiter; where the
+        // stacks are read (.NET 8) the thread itself is named, with its ids.
+        for w in e.manifest["sync_over_async"].as_array().unwrap() {
+            let chain = e.manifest["async_chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == w["waits_on_chain"])
+                .unwrap();
+            let outer = chain["state_machine_types"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .as_str()
+                .unwrap();
+            let ch = chains
+                .iter()
+                .find(|c| {
+                    types(c).last().map(String::as_str) == Some(outer)
+                        || types(c).iter().any(|t| t == outer) && !c["cycle_back_to"].is_null()
+                })
+                .unwrap_or_else(|| panic!("{name}: no chain for {w}"));
+            let waiters: u64 = ch["boxes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["sync_waiters"].as_u64().unwrap())
+                .sum();
+            assert_eq!(waiters, 1, "{name}: {w}");
+            if tests::claims(&e, clrdata::layout::Capability::Stacks) {
+                let ts = ch["blocked_threads"].as_array().unwrap_or_else(|| {
+                    panic!(
+                        "{name}: no blocked threads: {}",
+                        r["blocked_threads_unavailable"]
+                    )
+                });
+                assert_eq!(ts.len(), 1, "{name}: {ts:?}");
+                assert_eq!(ts[0]["managed_id"], w["managed_id"], "{name}");
+                assert_eq!(ts[0]["os_id"], w["os_id"], "{name}");
+            } else {
+                assert!(ch["blocked_threads"].is_null(), "{name}");
+                assert!(r["blocked_threads_unavailable"].is_string(), "{name}");
+            }
+            compared += 1;
+        }
+
+        // Compiler-generated names: readable in the text, raw in the JSON.
+        let (out, _) = commands::execute(&s, "dumpasync").unwrap().unwrap();
+        for n in e.manifest["compiler_names"].as_array().unwrap() {
+            let raw_method = n["method"].as_str().unwrap();
+            let written_in = n["written_in"].as_str().unwrap();
+            let readable = match n["kind"].as_str().unwrap() {
+                "lambda" => format!("{written_in} (lambda)"),
+                "local-function" => {
+                    format!(
+                        "{written_in}.{} (local function)",
+                        n["name"].as_str().unwrap()
+                    )
+                }
+                k => panic!("unknown kind {k}"),
+            };
+            // the state machine of that method: `<method>d` nested where the method is
+            let b = boxes()
+                .find(|b| b["method"] == readable.as_str())
+                .unwrap_or_else(|| panic!("{name}: no box named {readable}"));
+            let smt = b["state_machine_type"].as_str().unwrap();
+            let short = raw_method.rsplit(['.', '+']).next().unwrap();
+            assert!(
+                smt.contains(&format!("<{short}>d")),
+                "{name}: {smt} vs {raw_method}"
+            );
+            assert!(
+                out.text.contains(&readable),
+                "{name}: {readable} not in the text"
+            );
+            assert!(!out.text.contains(smt), "{name}: raw {smt} in the text");
+            compared += 1;
+        }
+        assert!(out.text.contains("CYCLE"), "{name}");
+        eprintln!("dumpasync: {name}: {compared} values compared so far");
+    }
 }

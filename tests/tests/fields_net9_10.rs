@@ -284,9 +284,12 @@ fn dumpasync_boxes_equal_the_dacs() {
         let a = asyncsm::analyze(&rt, &names, &heap);
         assert!(a.errors.is_empty(), "{}: {:?}", e.name, a.errors);
         let r = ObjectReader::new(&rt, &names);
+        // The DAC's list is the heap's `AsyncStateMachineBox`es (Task boxes); pooled
+        // ValueTask boxes (no Task) are checked against its heap census below.
         let ours: BTreeSet<(u64, u64, String, u64)> = a
             .boxes
             .iter()
+            .filter(|b| b.kind == asyncsm::BoxKind::Task)
             .map(|b| {
                 let (_, info) = r.object_mt(b.address).unwrap();
                 let size = r.object_size(b.address, &info).unwrap();
@@ -305,8 +308,32 @@ fn dumpasync_boxes_equal_the_dacs() {
             })
             .collect();
         assert_eq!(ours, theirs, "{}: dumpasync's boxes vs the DAC's", e.name);
-        assert_eq!(a.boxes.len(), theirs.len(), "{}", e.name);
-        matched += theirs.len();
+        let pooled: Vec<&asyncsm::AsyncBox> = a
+            .boxes
+            .iter()
+            .filter(|b| b.kind == asyncsm::BoxKind::Pooling)
+            .collect();
+        assert_eq!(a.boxes.len(), theirs.len() + pooled.len(), "{}", e.name);
+        // Pooled boxes: every PoolingAsyncValueTaskMethodBuilder box of the DAC's census is
+        // ours or idle in its pool.
+        let census: u64 = e.dac["heap_stat"]["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["type"].as_str().unwrap().starts_with(
+                    "System.Runtime.CompilerServices.PoolingAsyncValueTaskMethodBuilder`1+StateMachineBox`1[",
+                )
+            })
+            .map(|t| t["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            pooled.len() + a.idle_pooled_boxes,
+            census as usize,
+            "{}: pooled boxes vs the DAC's census",
+            e.name
+        );
+        matched += theirs.len() + pooled.len();
         // The manifest's chains: innermost first, each box awaiting and not completed.
         let types = |c: &Vec<usize>| -> Vec<String> {
             c.iter()
@@ -320,6 +347,34 @@ fn dumpasync_boxes_equal_the_dacs() {
                 .iter()
                 .map(|t| t.as_str().unwrap().to_owned())
                 .collect();
+            if m["cycle"] == true {
+                // A ring: the same boxes, in continuation order from any of them.
+                let ring = a
+                    .cycles
+                    .iter()
+                    .find(|r| {
+                        let t = types(r);
+                        t.len() == want.len()
+                            && (0..t.len()).any(|k| t[k..].iter().chain(&t[..k]).eq(want.iter()))
+                    })
+                    .unwrap_or_else(|| {
+                        panic!("{}: cycle {want:?} not found: {:?}", e.name, a.cycles)
+                    });
+                assert_eq!(a.cycles.len(), 1, "{}", e.name);
+                for &i in ring {
+                    assert_eq!(a.boxes[i].state_name(), "awaiting", "{}", e.name);
+                }
+                chains_checked += 1;
+                continue;
+            }
+            let n = a.chains.iter().filter(|c| types(c) == want).count();
+            assert_eq!(
+                n as u64,
+                m["count"].as_u64().unwrap_or(1),
+                "{}: chains {}",
+                e.name,
+                m["name"]
+            );
             let found = a
                 .chains
                 .iter()
@@ -343,6 +398,17 @@ fn dumpasync_boxes_equal_the_dacs() {
                 );
                 assert!(!b.completed(), "{}: {:#x} completed", e.name, b.address);
                 assert_eq!(b.state_name(), "awaiting", "{}: {:#x}", e.name, b.address);
+            }
+            // What the innermost awaits: the manifest's runtime type of the awaited object (a
+            // ValueTask's source where it is one).
+            if let Some(at) = m["awaited_type"].as_str() {
+                let inner = &a.boxes[found[0]];
+                let got: Vec<&str> = inner
+                    .awaiters
+                    .iter()
+                    .filter_map(|w| w.object_type.as_deref())
+                    .collect();
+                assert_eq!(got, vec![at], "{}: chain {} awaits", e.name, m["name"]);
             }
             chains_checked += 1;
         }
@@ -598,17 +664,29 @@ fn dumpasync_and_dumpobj_commands_work() {
             .map(|b| hex(&b["address"]))
             .collect();
         let r = run(&s, "dumpasync --completed");
-        let ours: BTreeSet<u64> = r["chains"]
+        // Task boxes only: pooled ValueTask boxes are no AsyncStateMachineBox (checked against
+        // the census in dumpasync_boxes_equal_the_dacs).
+        let task_boxes = || {
+            r["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+                .filter(|b| b["kind"] == "task")
+        };
+        let ours: BTreeSet<u64> = task_boxes().map(|b| hex(&b["address"])).collect();
+        assert_eq!(ours, dac, "{}: dumpasync --completed vs the DAC", e.name);
+        let pooled: BTreeSet<&str> = r["chains"]
             .as_array()
             .unwrap()
             .iter()
             .flat_map(|c| c["boxes"].as_array().unwrap().iter())
-            .map(|b| hex(&b["address"]))
+            .filter(|b| b["kind"] == "pooling")
+            .map(|b| b["address"].as_str().unwrap())
             .collect();
-        assert_eq!(ours, dac, "{}: dumpasync --completed vs the DAC", e.name);
         assert_eq!(
             r["total_boxes"].as_u64().unwrap() as usize,
-            dac.len(),
+            dac.len() + pooled.len(),
             "{}",
             e.name
         );

@@ -124,14 +124,31 @@ fn manifest_async_state_machines_each_have_one_dac_box() {
             .map(|b| b.iter().filter_map(|x| x["type"].as_str()).collect())
             .unwrap_or_default();
         for chain in e.manifest["async_chains"].as_array().into_iter().flatten() {
-            for sm in chain["state_machine_types"].as_array().unwrap() {
+            let sms = chain["state_machine_types"].as_array().unwrap();
+            for (i, sm) in sms.iter().enumerate() {
                 let sm = sm.as_str().unwrap();
+                // A pooled ValueTask box (`box: "pooling"`, the innermost) is no
+                // AsyncStateMachineBox: not in the DAC's list (dumpasync's tests check it
+                // against the census).
+                if i == 0 && chain["box"] == "pooling" {
+                    continue;
+                }
                 // The box's last generic argument is the state machine: `...,[<sm>, <assembly>]]`.
                 let n = boxes
                     .iter()
                     .filter(|b| b.contains(&format!("[{sm}, ")))
                     .count();
-                assert_eq!(n, 1, "{}: chain {}: boxes for {sm}", e.name, chain["name"]);
+                // `count` chains (WhenAll/WhenAny legs) share their outer box.
+                let want = if i == 0 {
+                    chain["count"].as_u64().unwrap_or(1)
+                } else {
+                    1
+                };
+                assert_eq!(
+                    n as u64, want,
+                    "{}: chain {}: boxes for {sm}",
+                    e.name, chain["name"]
+                );
                 checked += 1;
             }
         }

@@ -114,7 +114,12 @@ struct BoxOut {
     address: String,
     mt: String,
     box_type: String,
+    /// `task` or `pooling` (a PoolingAsyncValueTaskMethodBuilder box, no Task).
+    kind: asyncsm::BoxKind,
+    /// The raw state machine type (`Ns.Program+<<Main>g__Fetch|0_1>d`).
     state_machine_type: String,
+    /// The method as its author wrote it (`Ns.Program.Main.Fetch (local function)`).
+    method: String,
     state_machine_mt: Option<String>,
     state: Option<i64>,
     state_name: &'static str,
@@ -122,7 +127,12 @@ struct BoxOut {
     task_status: &'static str,
     completed: bool,
     continuation_object: Option<String>,
+    /// Where the continuation was read (`m_continuationObject`, ...).
+    continuation_via: &'static str,
     continuations: Vec<String>,
+    /// Threads blocked synchronously on this box's task (`Task+SetOnInvokeMres` events in
+    /// its continuation).
+    sync_waiters: usize,
     awaiters: Vec<AwaiterOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fields: Option<Vec<FieldOut>>,
@@ -141,7 +151,9 @@ fn box_out(b: &AsyncBox) -> BoxOut {
         address: hex(b.address),
         mt: hex(b.mt),
         box_type: b.box_type.clone(),
+        kind: b.kind,
         state_machine_type: b.state_machine_type.clone(),
+        method: asyncsm::async_method_name(&b.state_machine_type),
         state_machine_mt: b.state_machine_mt.map(hex),
         state: b.state,
         state_name: b.state_name(),
@@ -149,7 +161,9 @@ fn box_out(b: &AsyncBox) -> BoxOut {
         task_status: b.task_status(),
         completed: b.completed(),
         continuation_object: (b.continuation_object != 0).then(|| hex(b.continuation_object)),
+        continuation_via: b.continuation_via,
         continuations: b.continuations.iter().copied().map(hex).collect(),
+        sync_waiters: b.wait_events.len(),
         awaiters: b
             .awaiters
             .iter()
@@ -189,6 +203,23 @@ struct ChainOut {
     boxes: Vec<BoxOut>,
     /// How many chains share these types (1 unless --coalesce).
     count: usize,
+    /// The outermost box continues back into this box of the chain: the tasks await each
+    /// other in a ring and none can complete.
+    cycle_back_to: Option<String>,
+    /// Threads blocked synchronously on a task of this chain (`Task.Wait`, `.Result`,
+    /// `GetAwaiter().GetResult()`), proven from their stacks; `null` where the stacks are not
+    /// read on this runtime (the boxes' `sync_waiters` still count them).
+    blocked_threads: Option<Vec<BlockedThread>>,
+}
+
+#[derive(Serialize, Clone)]
+struct BlockedThread {
+    os_id: u64,
+    managed_id: u32,
+    /// The outermost waiting frame.
+    via: Option<String>,
+    /// The task it waits on (a box of the chain, or the task its innermost box awaits).
+    task: String,
 }
 
 #[derive(Serialize)]
@@ -214,7 +245,68 @@ struct Result {
     total_boxes: usize,
     shown_boxes: usize,
     completed_skipped: usize,
+    /// Rings of boxes awaiting each other (addresses, in continuation order).
+    cycles: Vec<Vec<String>>,
+    /// Pooled boxes idle in their pool's cache (not listed).
+    idle_pooled_boxes: usize,
+    /// Why `blocked_threads` is null, when it is.
+    blocked_threads_unavailable: Option<String>,
     errors: Vec<String>,
+}
+
+/// The threads' stacks as causality scans them.
+fn thread_scans(
+    s: &Session,
+    walker: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
+) -> std::result::Result<Vec<ThreadScan>, CommandError> {
+    let stacks = walker
+        .walk_all()
+        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+    let os: std::collections::HashMap<u64, (u64, Option<(u64, u64)>)> = s
+        .target
+        .threads()
+        .iter()
+        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
+        .collect();
+    Ok(stacks
+        .iter()
+        .filter(|st| st.os_id != 0)
+        .map(|st| ThreadScan {
+            os_id: st.os_id,
+            managed_id: st.managed_id,
+            frames: st.methods().map(str::to_owned).collect(),
+            stack: os
+                .get(&st.os_id)
+                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
+        })
+        .collect())
+}
+
+/// Threads blocked on tasks, by chain index of `a` (needs the stacks).
+fn blocked_by_chain(
+    s: &Session,
+    c: &Clr,
+    a: &asyncsm::AsyncAnalysis,
+) -> std::result::Result<BTreeMap<usize, Vec<BlockedThread>>, String> {
+    for cap in CAUSALITY_NEEDS {
+        c.rt.require(*cap).map_err(|e| e.to_string())?;
+    }
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let scans = thread_scans(s, &walker).map_err(|e| e.to_string())?;
+    let k = causality::analyze(&r, a, &scans);
+    let mut out: BTreeMap<usize, Vec<BlockedThread>> = BTreeMap::new();
+    for w in &k.thread_waits {
+        for &ci in &w.chains {
+            out.entry(ci).or_default().push(BlockedThread {
+                os_id: w.os_id,
+                managed_id: w.managed_id,
+                via: w.via.clone(),
+                task: hex(w.task),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// What the async analyses read: managed fields by name (Task, boxes, continuations).
@@ -250,8 +342,13 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     let keep = |b: &AsyncBox| completed || !b.completed();
     let completed_skipped = a.boxes.iter().filter(|b| !keep(b)).count();
     let mut chains: Vec<Vec<usize>> = Vec::new();
-    for ch in &a.chains {
+    // the analysis' chain each shown chain comes from (for the blocked threads)
+    let mut origin: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
+    for (ci, ch) in a.chains.iter().enumerate() {
         let ch: Vec<usize> = ch.iter().copied().filter(|&i| keep(&a.boxes[i])).collect();
+        if !ch.is_empty() {
+            origin.entry(ch.clone()).or_default().push(ci);
+        }
         if ch.is_empty() || chains.contains(&ch) {
             continue;
         }
@@ -266,10 +363,11 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             }
         }
         if let Some(t) = &ty {
-            if !ch
-                .iter()
-                .any(|&i| a.boxes[i].state_machine_type.contains(t.as_str()))
-            {
+            if !ch.iter().any(|&i| {
+                a.boxes[i].state_machine_type.contains(t.as_str())
+                    || asyncsm::async_method_name(&a.boxes[i].state_machine_type)
+                        .contains(t.as_str())
+            }) {
                 continue;
             }
         }
@@ -320,6 +418,37 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     });
     let with_fields = m.get_flag("fields");
     let r = ObjectReader::new(&c.rt, &c.names);
+    let index: BTreeMap<u64, usize> = a
+        .boxes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.address, i))
+        .collect();
+    // The box of the chain its outermost box continues back into (a ring).
+    let cycle_back = |ch: &[usize]| -> Option<usize> {
+        let last = *ch.last()?;
+        a.boxes[last]
+            .continuations
+            .iter()
+            .filter_map(|x| index.get(x).copied())
+            .find(|i| ch.contains(i))
+    };
+    let (blocked, blocked_unavailable) = match blocked_by_chain(s, &c, &a) {
+        Ok(b) => (Some(b), None),
+        Err(e) => (None, Some(e)),
+    };
+    let blocked_of = |ch: &Vec<usize>| -> Option<Vec<BlockedThread>> {
+        let b = blocked.as_ref()?;
+        let mut v: Vec<BlockedThread> = Vec::new();
+        for ci in origin.get(ch).into_iter().flatten() {
+            for t in b.get(ci).into_iter().flatten() {
+                if !v.iter().any(|x| x.os_id == t.os_id) {
+                    v.push(t.clone());
+                }
+            }
+        }
+        Some(v)
+    };
     let tasks = m.get_flag("tasks").then(|| {
         let mut v: Vec<u64> = a.facts.tasks.iter().copied().collect();
         v.sort_unstable();
@@ -337,7 +466,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                         _ => None,
                     })
                     .unwrap_or(0);
-                if !completed && flags & asyncsm::task_flags::COMPLETED_MASK != 0 {
+                if !completed && clrdata::tasks::TaskStatus::from_flags(flags).is_completed() {
                     return None;
                 }
                 Some(TaskOut {
@@ -370,7 +499,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     None => "?".into(),
                 };
                 t.push_str(&format!(
-                    "{:indent$}{:016x} {:016x} {:>4} {:<9} {}\n",
+                    "{:indent$}{:016x} {:016x} {:>4} {:<9} {}{}\n",
                     "",
                     b.address,
                     b.mt,
@@ -380,7 +509,12 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     } else {
                         b.state_name()
                     },
-                    b.state_machine_type,
+                    asyncsm::async_method_name(&b.state_machine_type),
+                    if b.kind == asyncsm::BoxKind::Pooling {
+                        " [pooled ValueTask box]"
+                    } else {
+                        ""
+                    },
                     indent = depth * 2
                 ));
                 if with_fields {
@@ -407,7 +541,60 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     }
                 }
             }
+            if let Some(back) = cycle_back(ch) {
+                t.push_str(&format!(
+                    "{:indent$}^^ CYCLE: continues back into {:016x} {}: these tasks await each other, none can complete\n",
+                    "",
+                    a.boxes[back].address,
+                    asyncsm::async_method_name(&a.boxes[back].state_machine_type),
+                    indent = ch.len() * 2
+                ));
+            }
+            match blocked_of(ch) {
+                Some(ts) => {
+                    for th in ts {
+                        t.push_str(&format!(
+                            "  Blocked thread {:x} (managed {}) in {} on task {}\n",
+                            th.os_id,
+                            th.managed_id,
+                            th.via.as_deref().unwrap_or("?"),
+                            th.task
+                        ));
+                    }
+                }
+                None => {
+                    let n: usize = ch.iter().map(|&i| a.boxes[i].wait_events.len()).sum();
+                    if n > 0 {
+                        t.push_str(&format!(
+                            "  {n} thread(s) blocked synchronously on it (Task.Wait/.Result); which: causality (needs the stacks)\n"
+                        ));
+                    }
+                }
+            }
             t.push('\n');
+        }
+        for ring in &a.cycles {
+            let names: Vec<String> = ring
+                .iter()
+                .map(|&i| {
+                    format!(
+                        "{} ({:x})",
+                        asyncsm::async_method_name(&a.boxes[i].state_machine_type),
+                        a.boxes[i].address
+                    )
+                })
+                .collect();
+            t.push_str(&format!(
+                "Cycle of {} tasks awaiting each other: {} -> back to the first\n",
+                ring.len(),
+                names.join(" -> ")
+            ));
+        }
+        if a.idle_pooled_boxes > 0 {
+            t.push_str(&format!(
+                "{} pooled ValueTask boxes idle in their pool (not listed)\n",
+                a.idle_pooled_boxes
+            ));
         }
         t.push_str(&format!(
             "{} chains, {shown_boxes} boxes shown of {} ({} completed skipped)\n",
@@ -443,6 +630,8 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     })
                     .collect(),
                 count: *n,
+                cycle_back_to: cycle_back(ch).map(|i| hex(a.boxes[i].address)),
+                blocked_threads: blocked_of(ch),
             })
             .collect(),
         stats,
@@ -450,6 +639,13 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         total_boxes: a.boxes.len(),
         shown_boxes,
         completed_skipped,
+        cycles: a
+            .cycles
+            .iter()
+            .map(|r| r.iter().map(|&i| hex(a.boxes[i].address)).collect())
+            .collect(),
+        idle_pooled_boxes: a.idle_pooled_boxes,
+        blocked_threads_unavailable: blocked_unavailable,
         errors: a.errors.clone(),
     };
     Ok(Output::new("dumpasync", &res, t))
@@ -474,6 +670,7 @@ fn awaited_frame(cause: &Cause) -> String {
         Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
         Cause::Running { .. } => "[awaiting a running task]".into(),
         Cause::CompletedNotResumed { .. } => "[awaited task completed, not resumed]".into(),
+        Cause::Cycle { .. } => "[awaiting a task of its own cycle]".into(),
         Cause::Other { type_name, .. } => format!("[awaiting {type_name}]"),
         Cause::Unknown { .. } => "[awaiting ?]".into(),
     }
@@ -623,6 +820,12 @@ fn explain(cause: &Cause, c: &Clr) -> String {
         Cause::CompletedNotResumed { status, .. } => format!(
             "the awaited task has {status}, but the method has not resumed: its continuation was posted to a context or scheduler that has not run it"
         ),
+        Cause::Cycle { task, ring } => format!(
+            "waits on task {} of a cycle of {} tasks awaiting each other ({}): none can complete",
+            hex(*task),
+            ring.len(),
+            ring.iter().map(|b| hex(*b)).collect::<Vec<_>>().join(" -> ")
+        ),
         Cause::Other { object, type_name } => format!("waits on {type_name} {}", hex(*object)),
         Cause::Unknown { why } => format!("unknown: {why}"),
     }
@@ -635,6 +838,13 @@ fn cause_json(cause: &Cause) -> serde_json::Value {
         for k in ["tcs", "task", "semaphore", "timer", "delegate", "object"] {
             if let Some(n) = o.get(k).and_then(serde_json::Value::as_u64) {
                 o.insert(k.into(), serde_json::Value::String(hex(n)));
+            }
+        }
+        if let Some(r) = o.get_mut("ring").and_then(serde_json::Value::as_array_mut) {
+            for x in r.iter_mut() {
+                if let Some(n) = x.as_u64() {
+                    *x = serde_json::Value::String(hex(n));
+                }
             }
         }
     }
@@ -660,27 +870,7 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let stacks = walker
-        .walk_all()
-        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
-    let os: std::collections::HashMap<u64, (u64, Option<(u64, u64)>)> = s
-        .target
-        .threads()
-        .iter()
-        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
-        .collect();
-    let scans: Vec<ThreadScan> = stacks
-        .iter()
-        .filter(|st| st.os_id != 0)
-        .map(|st| ThreadScan {
-            os_id: st.os_id,
-            managed_id: st.managed_id,
-            frames: st.methods().map(str::to_owned).collect(),
-            stack: os
-                .get(&st.os_id)
-                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
-        })
-        .collect();
+    let scans = thread_scans(s, &walker)?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
 
     let mut chains = Vec::new();
