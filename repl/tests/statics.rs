@@ -4,7 +4,7 @@
 //! `new T[0]`, so on every .NET 8 dump each `List<T>` on the heap whose statics are allocated
 //! must show a `T[]` of length 0 there.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {

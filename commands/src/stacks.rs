@@ -1,13 +1,13 @@
 //! Managed threads and stacks: `clrthreads`, `clrstack`, `pstacks`, `ip2md`, and the mixed
 //! native+managed `stack`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::stack::{FrameKind, StackWalker, ThreadStack};
 use clrdata::threads::thread_state_names;
@@ -194,12 +194,8 @@ fn thread_store_notes(ts: &clrdata::threads::ThreadStoreData, listed: usize) -> 
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let ts =
-        c.rt.thread_store()
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
-    let threads =
-        c.rt.threads()
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let ts = c.rt.thread_store().map_err(failed)?;
+    let threads = c.rt.threads().map_err(failed)?;
     let mut rows = Vec::new();
     for (i, t) in threads.iter().enumerate() {
         let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
@@ -452,7 +448,7 @@ struct PStacks {
 fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");
     if m.get_flag("async") {
-        return super::asyncs::pstacks_async(s, all);
+        return crate::asyncs::pstacks_async(s, all);
     }
     let c = clr(s)?;
     let stacks = walk_all(&c)?;

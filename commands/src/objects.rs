@@ -1,13 +1,13 @@
 //! Object inspection commands: `dumpobj`, `dumpvc`, `dumparray`, `dumpmt`, `dumpclass`,
 //! `dumpmd`, `name2ee`, `dumpmodule`, `objsize`, `gcwhere`, `verifyheap`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::objects::{
     elem, element_type_name, gc_where, primitive_size, verify_heap, FieldData, FieldValue,
@@ -164,10 +164,6 @@ fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {
         .get_one::<String>(name)
         .ok_or_else(|| CommandError::Usage(format!("missing <{name}>")))?;
     parse_address(t).map_err(CommandError::Usage)
-}
-
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
 }
 
 type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
@@ -579,7 +575,7 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let elem_mt = (arr.element_mt & 2 == 0).then_some(arr.element_mt);
     let mut elements = Vec::new();
     for i in start..end {
-        if i % 4096 == 0 && crate::cancel::requested() {
+        if i % 4096 == 0 && s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         let ea = arr.data + i * comp;

@@ -1,11 +1,11 @@
 //! Exceptions: `printexception` (`pe`) and `dumpexceptions`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::exceptions::{
     current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
@@ -249,7 +249,7 @@ fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>,
     } else {
         read_exception(&r, &w, addr).map(|e| vec![e])
     };
-    res.map_err(|e| CommandError::Failed(e.to_string()))
+    res.map_err(failed)
 }
 
 // ------------------------------------------------------------------------------ dumpexceptions
@@ -293,7 +293,7 @@ fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut list = Vec::new();
     let mut groups: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
     for (i, (addr, mt)) in found.iter().enumerate() {
-        if i % 256 == 0 && crate::cancel::requested() {
+        if i % 256 == 0 && s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         let name = r.type_name(*mt);

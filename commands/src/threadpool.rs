@@ -2,10 +2,10 @@
 //! `threadpoolqueue` (`tpq`), `dumpconcurrentqueue` (`dcq`). SOS's names and options; the
 //! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
 
-use super::heap::clr;
-use super::CommandSpec;
 use crate::addr::{hex, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::delegates::DelegateMethod;
@@ -70,10 +70,6 @@ fn tools(c: &Clr) -> (Reader<'_>, Walker<'_>) {
         ObjectReader::new(&c.rt, &c.names),
         StackWalker::new(&c.rt, &c.names, HashMap::new()),
     )
-}
-
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
 }
 
 fn opt_hex(a: u64) -> Option<String> {
@@ -298,7 +294,7 @@ fn period_text(p: Option<u32>) -> String {
 }
 
 fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let mut all = timers::timers(&r, &w);
     // SOS orders by period (one-shot timers, whose period is UnsignedInfinite, last).
@@ -452,7 +448,7 @@ fn opt(v: Option<i64>) -> String {
 }
 
 fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let p = threadpool::thread_pool(&r, Some(&walker));
@@ -690,7 +686,7 @@ fn queue_text(q: &threadpool::WorkQueue) -> String {
 }
 
 fn threadpoolqueue(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let q = threadpool::work_queue(&r, &w);
     let mut t = queue_text(&q);
@@ -730,7 +726,7 @@ fn dcq_grammar() -> Command {
         )
 }
 
-use super::objects::value_json;
+use crate::objects::value_json;
 
 #[derive(Serialize)]
 struct ItemOut {
@@ -811,7 +807,7 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
         Some(l) => parse_count(l).map_err(CommandError::Usage)? as usize,
         None => threadpool::MAX_ITEMS,
     };
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
     let d =
         threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS)).map_err(failed)?;

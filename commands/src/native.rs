@@ -1,13 +1,14 @@
 //! Native-level commands: they need only the dump (no CLR): `info`, `threads`, `modules`, and
 //! memory display (`db`, `dw`, `dd`, `dq`).
 
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
 use crate::session::Session;
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{CellAlignment, Table};
 use dumpreader::{Arch, DumpFormat, Memory, ModuleIdentity, ModuleKind, Os};
 use serde::Serialize;
 
@@ -104,34 +105,6 @@ pub static SPECS: &[CommandSpec] = &[
         run: sleep,
     },
 ];
-
-/// A table in the style every command uses: no borders, header underlined, fitted to the
-/// terminal when there is one.
-pub fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    // Fit the table to the terminal, but only to one wide enough to fit into: a terminal that
-    // reports no size or a tiny one (a fresh pseudo-terminal says 0 columns) would squeeze
-    // every column to one character.
-    let fits = t.width().is_some_and(|w| w >= 60);
-    t.load_style(presets::NOTHING)
-        .set_content_arrangement(if fits {
-            ContentArrangement::Dynamic
-        } else {
-            ContentArrangement::Disabled
-        })
-        .set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
-    t
-}
-
-/// The table as text, each line without trailing blanks (a piped table stays tidy).
-pub fn render(t: &Table) -> String {
-    let mut out = String::new();
-    for line in t.lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
 
 fn right(t: &mut Table, cols: &[usize]) {
     for &c in cols {
@@ -1128,7 +1101,7 @@ struct Slept {
     slept_ms: u64,
 }
 
-fn sleep(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+fn sleep(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let want = *m.get_one::<u64>("ms").unwrap_or(&0);
     let start = std::time::Instant::now();
     loop {
@@ -1136,7 +1109,7 @@ fn sleep(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         if done >= want {
             break;
         }
-        if crate::cancel::requested() {
+        if s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         std::thread::sleep(std::time::Duration::from_millis((want - done).min(20)));

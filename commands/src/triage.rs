@@ -2,7 +2,7 @@
 //! person would run (info, eeversion, clrthreads, pstacks, dumpheap -stat), for going through
 //! many dumps at once. A dump that fails to open is reported and the others go on.
 
-use crate::commands;
+use crate::registry as commands;
 use crate::session::Session;
 use dumpreader::OpenOptions;
 use serde::Serialize;

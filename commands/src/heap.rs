@@ -1,16 +1,15 @@
 //! CLR heap commands: `eeversion`, `eeheap`, `dumpheap`.
 
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::session::{Clr, Session};
+use crate::registry::CommandSpec;
+use crate::session::{clr, Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::{GcMode, SegmentKind};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The heap commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -44,79 +43,6 @@ pub static SPECS: &[CommandSpec] = &[
         run: dumpheap,
     },
 ];
-
-pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
-    s.clr()
-        .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
-}
-
-/// The GC heap's structure, or why it cannot be read. A dump that leaves the heap out (a mini
-/// dump: createdump `--normal` or `--triage`, a minidump without private memory) is refused
-/// by one statement naming the kind of dump and the missing structure, the same for every
-/// heap command; whether the heap is absent is clrdata's decision from the memory
-/// ([`clrdata::Runtime::gc_heap_absence`]), the kind's name follows from it and from who
-/// wrote the dump. Called once per session ([`Clr::heap`]).
-pub(crate) fn gc_heap_or_refusal(
-    rt: &clrdata::Runtime<Arc<dyn dumpreader::Target>>,
-) -> Result<clrdata::GcHeap, String> {
-    let read = rt.gc_heap();
-    // A runtime whose heap walk is not verified is refused as such: its GC tables' layout,
-    // and so the evidence, is not known.
-    if let Err(e @ clrdata::ClrError::NotVerified { .. }) = &read {
-        return Err(format!("reading the GC heap: {e}"));
-    }
-    match rt.gc_heap_absence(read.as_ref().ok()) {
-        Some(a) => Err(no_heap(rt.memory().dump_kind(), &a)),
-        None => read.map_err(|e| format!("reading the GC heap: {e}")),
-    }
-}
-
-/// The statement of a dump without a GC heap: its kind, then the evidence.
-pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbsence) -> String {
-    use clrdata::HeapAbsence;
-    use dumpreader::DumpProducer;
-    let what = match kind.map(|k| k.producer) {
-        // createdump's own DAC enumeration tells its kinds apart: --normal saves the
-        // segments' headers (not their objects), --triage not even those.
-        Some(DumpProducer::Createdump) => match a {
-            HeapAbsence::Segments { .. } => "createdump --triage dump".to_string(),
-            HeapAbsence::Objects { .. } => "createdump --normal dump".to_string(),
-        },
-        Some(DumpProducer::Minidump) => {
-            let names = kind.map(|k| k.minidump_type_names()).unwrap_or_default();
-            format!(
-                "minidump without the heap ({})",
-                if names.is_empty() {
-                    "no MINIDUMP_TYPE recorded".to_string()
-                } else {
-                    names.join("|")
-                }
-            )
-        }
-        Some(DumpProducer::Gcore) => "gdb gcore core".to_string(),
-        Some(DumpProducer::Kernel) => {
-            "kernel core (its coredump_filter left anonymous memory out)".to_string()
-        }
-        _ => "dump".to_string(),
-    };
-    format!("this {what} holds no GC heap: {a}")
-}
-
-/// The CLR, when its layer has verified every capability a command needs on this runtime
-/// (clrdata's gate, `Runtime::require`); else the refusal naming the runtime and what is
-/// missing, before anything is printed. For commands whose analyses carry on past errors
-/// object by object, and so would otherwise print an empty answer instead of refusing.
-pub(crate) fn clr_with(
-    s: &Session,
-    needs: &[clrdata::layout::Capability],
-) -> Result<Arc<Clr>, CommandError> {
-    let c = clr(s)?;
-    for &cap in needs {
-        c.rt.require(cap)
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
-    }
-    Ok(c)
-}
 
 fn gc_mode_name(m: GcMode) -> &'static str {
     match m {
@@ -632,7 +558,7 @@ fn heap_walk(
 
     let errors = if !filtered && list.is_none() {
         // The plain -stat: the parallel census.
-        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         let census = heap.census_observed(&c.rt, &|n| progress.advance(n));
         drop(progress);
         if census.stopped {
@@ -649,7 +575,7 @@ fn heap_walk(
         }
         census.errors.iter().map(walk_error).collect::<Vec<_>>()
     } else {
-        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         let strings_reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
         let mut it = heap.objects(&c.rt);
         let (mut n, mut bytes) = (0u64, 0u64);

@@ -1,11 +1,11 @@
 //! Monitors: `syncblk` (owned and waited-for locks) and `deadlock` (the wait-for graph).
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex};
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::locks::{find_deadlocks, Deadlocks, SyncBlockData, WaitKind, WaitSource};
 use clrdata::stack::{StackWalker, ThreadStack};
@@ -133,11 +133,9 @@ struct SyncBlkOut {
 }
 
 fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
-    let type_name =
-        c.rt.memory()
-            .read_u64(s.object)
-            .map(|mt| c.type_name(mt & !7))
-            .unwrap_or_else(|_| "<object not in the dump>".into());
+    let type_name = clrdata::heap::read_method_table(c.rt.memory(), s.object)
+        .map(|mt| c.type_name(mt))
+        .unwrap_or_else(|_| "<object not in the dump>".into());
     SyncBlockOut {
         index: s.index,
         sync_block: hex(s.sync_block),
@@ -371,9 +369,8 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         .collect();
     let d: Deadlocks = find_deadlocks(&c.rt, &th.list, &table_data, &stacks);
     let type_of = |o: u64| {
-        c.rt.memory()
-            .read_u64(o)
-            .map(|mt| c.type_name(mt & !7))
+        clrdata::heap::read_method_table(c.rt.memory(), o)
+            .map(|mt| c.type_name(mt))
             .unwrap_or_else(|_| "<object not in the dump>".into())
     };
     let wait_of: HashMap<u64, &clrdata::locks::LockWait> =

@@ -1,9 +1,9 @@
 //! `dumpasync`: async state machines of the heap as logical stacks (innermost first).
 
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
 use crate::session::Clr;
 use crate::session::Session;
 use crate::tree::{self, Node};
@@ -234,7 +234,7 @@ const CAUSALITY_NEEDS: &[clrdata::layout::Capability] = &[
 ];
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
+    let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let completed = m.get_flag("completed");
@@ -482,7 +482,7 @@ fn awaited_frame(cause: &Cause) -> String {
 /// `pstacks --async`: async logical stacks (root = the outermost method) merged like thread
 /// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
 pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
+    let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
@@ -654,7 +654,7 @@ fn duration(ms: u64) -> String {
 }
 
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, CAUSALITY_NEEDS)?;
+    let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let all = m.get_flag("all");
     let a = asyncsm::analyze(&c.rt, &c.names, heap);

@@ -1,11 +1,11 @@
 //! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::handles::{FinalizerSegment, HandleKind};
 use clrdata::objects::ObjectReader;
@@ -56,12 +56,8 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
         .help(help)
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 fn obj_mt(c: &Clr, obj: u64) -> u64 {
-    c.rt.memory().read_u64(obj).map(|w| w & !7).unwrap_or(0)
+    clrdata::heap::read_method_table(c.rt.memory(), obj).unwrap_or(0)
 }
 
 fn obj_size(r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>, obj: u64) -> u64 {

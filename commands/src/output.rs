@@ -150,6 +150,11 @@ pub enum CommandError {
     Cancelled,
 }
 
+/// A failure whose message is `e`'s (a clrdata or dumpreader error says what and where).
+pub fn failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Failed(e.to_string())
+}
+
 impl CommandError {
     /// The JSON document for a failure: `{"schema":1,"command":..,"error":..}`.
     pub fn json_document(&self, command: &str) -> Value {
