@@ -54,19 +54,19 @@ fn gc_mode_name(m: GcMode) -> &'static str {
 // ----------------------------------------------------------------------------------- eeversion
 
 #[derive(Serialize)]
-struct EeVersion {
-    runtime: String,
-    version: String,
-    version_source: String,
-    file_version: Option<String>,
-    commit: Option<String>,
-    module: String,
-    module_base: String,
+pub struct EeVersion {
+    pub runtime: String,
+    pub version: String,
+    pub version_source: String,
+    pub file_version: Option<String>,
+    pub commit: Option<String>,
+    pub module: String,
+    pub module_base: String,
     /// `workstation` or `server` (g_heap_type), also when the GC heap could not be read
     /// (`gc_error` says why).
-    gc: Option<&'static str>,
-    gc_heaps: Option<usize>,
-    gc_error: Option<String>,
+    pub gc: Option<&'static str>,
+    pub gc_heaps: Option<usize>,
+    pub gc_error: Option<String>,
 }
 
 fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -117,51 +117,51 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         },
     }
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
-    Ok(Output::new("eeversion", &res, t))
+    Ok(Output::of("eeversion", res, t))
 }
 
 // -------------------------------------------------------------------------------------- eeheap
 
 #[derive(Serialize)]
-struct EeHeap {
-    gc: &'static str,
-    uses_regions: bool,
-    heaps: Vec<HeapOut>,
+pub struct EeHeap {
+    pub gc: &'static str,
+    pub uses_regions: bool,
+    pub heaps: Vec<HeapOut>,
     /// Bytes from each segment's start to its allocated end, over all heaps.
-    total_allocated: u64,
-    total_committed: u64,
+    pub total_allocated: u64,
+    pub total_committed: u64,
     /// Problems that did not stop the heap's reading (e.g. threads whose allocation context
     /// could not be read).
-    notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct HeapOut {
-    index: usize,
-    address: String,
-    generations: Vec<GenOut>,
-    segments: Vec<SegOut>,
-    allocated: u64,
-    committed: u64,
+pub struct HeapOut {
+    pub index: usize,
+    pub address: String,
+    pub generations: Vec<GenOut>,
+    pub segments: Vec<SegOut>,
+    pub allocated: u64,
+    pub committed: u64,
 }
 
 #[derive(Serialize)]
-struct GenOut {
-    generation: String,
-    start_segment: String,
-    allocation_context: Option<(String, String)>,
+pub struct GenOut {
+    pub generation: String,
+    pub start_segment: String,
+    pub allocation_context: Option<(String, String)>,
 }
 
 #[derive(Serialize)]
-struct SegOut {
-    address: String,
-    kind: &'static str,
-    begin: String,
-    allocated: String,
-    committed: String,
-    reserved: String,
-    allocated_size: u64,
-    committed_size: u64,
+pub struct SegOut {
+    pub address: String,
+    pub kind: &'static str,
+    pub begin: String,
+    pub allocated: String,
+    pub committed: String,
+    pub reserved: String,
+    pub allocated_size: u64,
+    pub committed_size: u64,
 }
 
 const GEN_NAMES: [&str; 5] = ["gen0", "gen1", "gen2", "loh", "poh"];
@@ -328,64 +328,64 @@ fn dumpheap_grammar() -> Command {
 
 /// `dumpheap`'s result; a listing's objects are written ahead of it, as the walk goes.
 #[derive(Serialize)]
-struct DumpHeap {
+pub struct DumpHeap {
     /// Listed objects beyond --limit that were counted but not listed.
-    not_listed: u64,
+    pub not_listed: u64,
     /// Per-type statistics of the matching objects, largest total size first.
-    statistics: Vec<TypeOut>,
+    pub statistics: Vec<TypeOut>,
     /// String values with -strings.
-    strings: Option<Vec<StringOut>>,
-    total_objects: u64,
-    total_size: u64,
+    pub strings: Option<Vec<StringOut>>,
+    pub total_objects: u64,
+    pub total_size: u64,
     /// Free space (objects of the Free type); not in the totals.
-    free_objects: u64,
-    free_size: u64,
+    pub free_objects: u64,
+    pub free_size: u64,
     /// Objects in frozen (NonGC) segments: included in the totals, said apart.
-    frozen_objects: u64,
-    frozen_size: u64,
+    pub frozen_objects: u64,
+    pub frozen_size: u64,
     /// Places where the walk met memory it could not read or a bad object.
-    errors: Vec<WalkErrorOut>,
+    pub errors: Vec<WalkErrorOut>,
     /// Problems reading the heap's structure that did not stop the walk.
-    notes: Vec<String>,
-    skipped_bytes: u64,
+    pub notes: Vec<String>,
+    pub skipped_bytes: u64,
 }
 
 /// One listed object: kept compact (a listing can hold tens of millions), written as hex
 /// strings in JSON like every address.
 #[derive(Serialize)]
-struct ObjOut {
+pub struct ObjOut {
     #[serde(serialize_with = "ser_hex")]
-    address: u64,
+    pub address: u64,
     #[serde(serialize_with = "ser_hex")]
-    mt: u64,
-    size: u64,
+    pub mt: u64,
+    pub size: u64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    free: bool,
+    pub free: bool,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct TypeOut {
+    pub mt: String,
+    pub count: u64,
+    pub total_size: u64,
+    pub name: String,
 }
 
 #[derive(Serialize)]
-struct TypeOut {
-    mt: String,
-    count: u64,
-    total_size: u64,
-    name: String,
+pub struct StringOut {
+    pub count: u64,
+    pub total_size: u64,
+    pub value: String,
 }
 
 #[derive(Serialize)]
-struct StringOut {
-    count: u64,
-    total_size: u64,
-    value: String,
-}
-
-#[derive(Serialize)]
-pub(crate) struct WalkErrorOut {
-    address: String,
-    segment: String,
-    kind: String,
-    mt: String,
-    detail: String,
-    skipped: u64,
+pub struct WalkErrorOut {
+    pub address: String,
+    pub segment: String,
+    pub kind: String,
+    pub mt: String,
+    pub detail: String,
+    pub skipped: u64,
 }
 
 fn ser_hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -453,7 +453,8 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let short = m.get_flag("short");
     if m.get_flag("stat") || q.strings {
         let res = heap_walk(&c, &q, None)?;
-        return Ok(Output::new("dumpheap", &res, dumpheap_text(&res)));
+        let text = dumpheap_text(&res);
+        return Ok(Output::of("dumpheap", res, text));
     }
     // A listing: written as the walk goes (a heap can hold tens of millions of objects).
     Ok(Output::streamed("dumpheap", move |w, json| {

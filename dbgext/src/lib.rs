@@ -10,7 +10,6 @@
 //! The platform-neutral part (the [`engine::Engine`] trait, the target, the dispatch) builds and
 //! is tested everywhere; the COM side (`dbgeng`, `exports`) only on Windows.
 
-pub mod context;
 pub mod engine;
 pub mod run;
 pub mod target;

@@ -317,11 +317,13 @@ mod completion {
                 let Ok(Some((out, _))) = commands::execute(self.session, "dumpheap -stat") else {
                     return Vec::new();
                 };
-                let mut v: Vec<String> = out.data["statistics"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| r["name"].as_str().map(str::to_owned))
+                let Some(stat) = out.typed::<commands::heap::DumpHeap>() else {
+                    return Vec::new();
+                };
+                let mut v: Vec<String> = stat
+                    .statistics
+                    .iter()
+                    .map(|r| r.name.clone())
                     .filter(|n| !n.contains(char::is_whitespace))
                     .collect();
                 v.sort_unstable();
