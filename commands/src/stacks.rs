@@ -200,7 +200,7 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     for (i, t) in threads.iter().enumerate() {
         let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
         let ex_type = (obj != 0)
-            .then(|| c.rt.memory().read_u64(obj).ok())
+            .then(|| clrdata::heap::read_method_table(c.rt.memory(), obj).ok())
             .flatten()
             .map(|mt| c.type_name(mt));
         let mut tags = Vec::new();
