@@ -260,6 +260,20 @@ fn align8(x: u64) -> u64 {
     (x + 7) & !7
 }
 
+/// The MethodTable of an object whose first word is `word`: the word with the low bits the GC
+/// uses while it runs (mark, pinned) cleared. Every reader of an object's type goes through it.
+pub fn method_table_of(word: u64) -> u64 {
+    word & !7
+}
+
+/// The MethodTable of the object at `obj` ([`method_table_of`] its first word), unvalidated.
+pub fn read_method_table<M: Memory + ?Sized>(
+    mem: &M,
+    obj: u64,
+) -> std::result::Result<u64, dumpreader::ReadError> {
+    mem.read_u64(obj).map(method_table_of)
+}
+
 impl<M: Memory> Runtime<M> {
     fn gc_read_u64(&self, addr: u64, what: &str) -> Result<u64> {
         self.memory()
@@ -938,7 +952,7 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
                 p = (p | 0xFFF) + 1;
                 continue;
             };
-            let mt = w & !7;
+            let mt = method_table_of(w);
             if mt != 0 {
                 let i = cache.slot(mt);
                 if cache.keys[i] == mt {
@@ -980,7 +994,7 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
                     skipped,
                 });
             };
-            let mt = raw_mt & !7;
+            let mt = method_table_of(raw_mt);
             let (mem, layout, free) = (self.mem, self.layout, self.heap.free_mt);
             let slot = if cache.keys.get(self.last_slot) == Some(&mt) {
                 self.last_slot

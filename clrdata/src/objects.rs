@@ -385,7 +385,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             .mem()
             .read_u64(addr)
             .map_err(|_| ClrError::read("object header (MethodTable pointer)", addr))?;
-        let mt = w & !7;
+        let mt = crate::heap::method_table_of(w);
         if mt == 0 {
             return Err(ClrError::corrupt(
                 "object",
@@ -875,7 +875,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                         reason: "box not allocated".into(),
                     },
                     Ok(b) => {
-                        let mt = self.mem().read_u64(b).ok().map(|w| w & !7);
+                        let mt = crate::heap::read_method_table(self.mem(), b).ok();
                         if type_mt.is_none() {
                             type_mt = mt;
                         }
@@ -971,7 +971,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                     string: None,
                 },
                 Some(p) => {
-                    let mt = m.read_u64(p).ok().map(|w| w & !7);
+                    let mt = crate::heap::read_method_table(m, p).ok();
                     let string = if mt == Some(self.rt.globals.string_mt) {
                         self.string_value(p, 4096).ok().map(|s| s.0)
                     } else {

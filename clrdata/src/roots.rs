@@ -388,7 +388,7 @@ impl<'r, M: Memory> RefReader<'r, M> {
 
     fn size_of(&mut self, addr: u64) -> Option<(u64, u64)> {
         let mem = self.reader.rt.memory();
-        let mt = mem.read_u64(addr).ok()? & !7;
+        let mt = crate::heap::read_method_table(mem, addr).ok()?;
         let f = self.facts(mt)?;
         let count = if f.comp != 0 {
             mem.read_u32(addr + 8).ok()? as u64
@@ -855,7 +855,7 @@ fn descend<M: Memory>(
         }
         let want = dist.get(&x)?.checked_sub(1)?;
         let addr = index.address_of(x)?;
-        let mt = rr.reader.rt.memory().read_u64(addr).ok()? & !7;
+        let mt = crate::heap::read_method_table(rr.reader.rt.memory(), addr).ok()?;
         let mut next = None;
         rr.for_each(addr, mt, |slot, v| {
             if next.is_none() {

@@ -13,9 +13,9 @@
 //! | dump file | `IDebugClient4::GetDumpFileWide(0)` |
 //! | output | `IDebugControl::ControlledOutput(DEBUG_OUTCTL_ALL_CLIENTS, DEBUG_OUTPUT_NORMAL/ERROR)` |
 
-use crate::context::{CONTEXT_ALL_WE_READ, CONTEXT_SIZE, OFF_CONTEXT_FLAGS};
 use crate::engine::*;
 use crate::run::Channel;
+use dumpreader::context::{CONTEXT_ALL_WE_READ, CONTEXT_SIZE, OFF_CONTEXT_FLAGS};
 use windows::core::{Interface, PCSTR};
 use windows::Win32::System::Diagnostics::Debug::Extensions::*;
 

@@ -98,7 +98,7 @@ macro_rules! commands {
         #[cfg(test)]
         pub const MACRO_NAMES: &[&str] = &[$($name),*];
         $(
-            /// A dumpshell command export; dispatches by name through the repl registry.
+            /// A dumpshell command export; dispatches by name through the command library's registry.
             ///
             /// # Safety
             /// See [`dispatch`].

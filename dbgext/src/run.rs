@@ -1,17 +1,17 @@
 //! Running one extension command: the names the DLL exports, dispatch by name through the
-//! `repl` registry at run time, and the text that goes back to the debugger.
+//! command library's registry at run time, and the text that goes back to the debugger.
 
 use crate::engine::Engine;
 use crate::target::{serve, EngineTarget, Snapshot};
-use repl::commands::{self, help_text};
-use repl::Session;
+use commands::help_text;
+use commands::Session;
 use std::path::PathBuf;
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 
 /// Every command name the DLL exports (besides `help` and the DebugExtension* entry points):
 /// the native commands with their aliases, and the SOS names users type. Each dispatches by
-/// name through `repl::commands::lookup` when called, so a command the registry gains later
+/// name through `commands::lookup` when called, so a command the registry gains later
 /// works without touching dbgext; a name the registry lacks says so.
 ///
 /// Names that are also debugger meta-commands or common extension names (`threads`, `u`,
@@ -230,7 +230,7 @@ pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
     p
 }
 
-fn report_error(p: &mut Printed, name: &str, line: &str, e: &repl::CommandError, json: bool) {
+fn report_error(p: &mut Printed, name: &str, line: &str, e: &commands::CommandError, json: bool) {
     if json {
         p.normal(format!("{}\n", e.json_document(name)));
     }

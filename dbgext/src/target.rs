@@ -13,10 +13,10 @@
 //! What is derived lazily through memory: the OS (module headers: ELF or PE), module kinds and
 //! identities, stacks (TEB's StackLimit..StackBase; else the region holding rsp), images.
 
-use crate::context;
 use crate::engine::{
     Engine, EngineException, EngineModule, EngineRegion, EngineThread, MEM_COMMIT,
 };
+use dumpreader::context;
 use dumpreader::{
     Arch, DumpFormat, DumpInfo, ExceptionInfo, ImageSource, Memory, MemoryRange, ModuleIdentity,
     ModuleImage, ModuleInfo, ModuleKind, Os, PeLayout, Perms, Target, ThreadInfo,

@@ -117,7 +117,7 @@ impl Engine for DumpEngine {
             .iter()
             .map(|t| match self.dump.threads().get(t.engine_id as usize) {
                 Some(th) => ThreadState {
-                    context: Some(dbgext::context::encode(&th.context)),
+                    context: Some(dumpreader::context::encode(&th.context)),
                     teb: th.teb,
                 },
                 None => ThreadState::default(),

@@ -667,7 +667,7 @@ mod host {
         let Some(t) = s.engine.dump.threads().get(s.current_thread.get() as usize) else {
             return HRESULT(E_FAIL);
         };
-        let b = dbgext::context::encode(&t.context);
+        let b = dumpreader::context::encode(&t.context);
         if (size as usize) < b.len() {
             return HRESULT(E_INVALIDARG);
         }

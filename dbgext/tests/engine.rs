@@ -92,7 +92,7 @@ fn unknown_export_says_it_is_not_available() {
         "dumpshell: 'nosuchcommand' is not available in this build\n"
     );
     // Every registry name and alias is exported.
-    for c in repl::registry() {
+    for c in commands::registry() {
         for n in std::iter::once(c.name).chain(c.aliases.iter().copied()) {
             assert!(
                 run::EXPORTED_COMMANDS.contains(&n),

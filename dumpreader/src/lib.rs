@@ -24,6 +24,7 @@
 
 mod bundle;
 mod bytes;
+pub mod context;
 mod elf;
 mod elfmods;
 mod error;

@@ -1,7 +1,7 @@
 //! Windows minidumps: header and directory checked here (precise errors), memory lists parsed
 //! here (zero-copy offsets), other streams through the `minidump` crate.
 
-use crate::bytes::{le_u16, le_u32, le_u64};
+use crate::bytes::{le_u32, le_u64};
 use crate::memory::{RawSegment, Segment};
 use crate::types::*;
 use crate::{Error, Parsed, RegionInfo};
@@ -440,57 +440,33 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
     })
 }
 
-/// Parses an AMD64 `CONTEXT` record (at least through `Rip`; FXSAVE when flagged).
+/// Parses an AMD64 `CONTEXT` record (at least through `Rip`; FXSAVE when flagged), with
+/// [`crate::context::decode`]; a record too short or not AMD64 is malformed.
 fn parse_context(b: &[u8], off: u64) -> Result<X64Context, Error> {
-    if b.len() < 0x100 {
+    use crate::context::{CONTEXT_AMD64, CONTEXT_MIN_SIZE, OFF_CONTEXT_FLAGS};
+    if b.len() < CONTEXT_MIN_SIZE {
         return Err(Error::malformed(
             "thread CONTEXT",
             off,
-            format!("size {:#x} < 0x100 (not an AMD64 CONTEXT)", b.len()),
+            format!(
+                "size {:#x} < {CONTEXT_MIN_SIZE:#x} (not an AMD64 CONTEXT)",
+                b.len()
+            ),
         ));
     }
-    let flags = le_u32(b, 0x30);
-    if flags & 0x0010_0000 == 0 {
+    let flags = le_u32(b, OFF_CONTEXT_FLAGS);
+    if flags & CONTEXT_AMD64 == 0 {
         return Err(Error::malformed(
             "thread CONTEXT",
             off,
             format!("ContextFlags {flags:#x} lack CONTEXT_AMD64"),
         ));
     }
-    let q = |o: usize| le_u64(b, o);
-    let mut c = X64Context {
-        cs: le_u16(b, 0x38),
-        ds: le_u16(b, 0x3a),
-        es: le_u16(b, 0x3c),
-        fs: le_u16(b, 0x3e),
-        gs: le_u16(b, 0x40),
-        ss: le_u16(b, 0x42),
-        rflags: le_u32(b, 0x44) as u64,
-        rax: q(0x78),
-        rcx: q(0x80),
-        rdx: q(0x88),
-        rbx: q(0x90),
-        rsp: q(0x98),
-        rbp: q(0xa0),
-        rsi: q(0xa8),
-        rdi: q(0xb0),
-        r8: q(0xb8),
-        r9: q(0xc0),
-        r10: q(0xc8),
-        r11: q(0xd0),
-        r12: q(0xd8),
-        r13: q(0xe0),
-        r14: q(0xe8),
-        r15: q(0xf0),
-        rip: q(0xf8),
-        ..Default::default()
-    };
-    if flags & 0x8 != 0 {
-        if let Some(fx) = b.get(0x100..0x300) {
-            let mut x = Box::new([0u8; 512]);
-            x.copy_from_slice(fx);
-            c.fxsave = Some(x);
-        }
-    }
-    Ok(c)
+    crate::context::decode(b).ok_or_else(|| {
+        Error::malformed(
+            "thread CONTEXT",
+            off,
+            "shorter than its registers".to_string(),
+        )
+    })
 }

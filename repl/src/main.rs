@@ -2,13 +2,17 @@
 //!
 //! `dumpshell app.dmp` opens an interactive session; `-c`, `--script` or commands on standard
 //! input run non-interactively. Every command can print JSON (`--json`, globally or per command).
+//! The commands themselves are the `commands` library's (the WinDbg extension runs the same);
+//! this binary adds the terminal: line editing, Ctrl-C, progress bars, table width.
+
+mod progress;
 
 use anyhow::Context;
-use clap::Parser;
-use repl::commands::{self, help_text};
-use repl::{Output, Session};
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use commands::{help_text, Output, Session};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.
 #[derive(Parser, Debug)]
@@ -17,7 +21,8 @@ use std::path::PathBuf;
     version,
     about = "A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.",
     after_help = "Without -c, --script or piped input, dumpshell opens an interactive session: type 'help'.\n\
-                  `dumpshell triage <dump>...` prints a one-page summary of each of many dumps."
+                  `dumpshell triage <dump>...` prints a one-page summary of each of many dumps.\n\
+                  `dumpshell completions <shell>` prints shell completions; `dumpshell man` the man page."
 )]
 struct Cli {
     /// The dump to open (`.dmp`, `.core`, or the same compressed with zstd as `.zst`).
@@ -31,6 +36,13 @@ struct Cli {
     /// Print every result as a JSON document (one per command; see docs/json.md).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+/// How dumps are opened: the options `dumpshell` and `dumpshell triage` share.
+#[derive(Args, Debug)]
+struct OpenArgs {
     /// A folder to search for module files (matched by build id or PE timestamp and size)
     /// when the dump lacks an image's pages; repeatable.
     #[arg(long = "image-path", value_name = "DIR")]
@@ -47,6 +59,18 @@ struct Cli {
     /// first (the one being opened is always kept).
     #[arg(long, value_name = "GIB", default_value_t = 32)]
     cache_limit_gb: u64,
+}
+
+impl OpenArgs {
+    fn options(&self) -> dumpreader::OpenOptions {
+        dumpreader::OpenOptions {
+            cache_dir: self.cache_dir.clone().or_else(default_cache_dir),
+            cache_limit: self.cache_limit_gb.saturating_mul(1 << 30),
+            image_search_path: self.image_path.clone(),
+            recorded_paths: !self.no_recorded_paths,
+            ..Default::default()
+        }
+    }
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -67,39 +91,62 @@ struct TriageCli {
     /// One JSON document per dump, one per line.
     #[arg(long)]
     json: bool,
-    /// A folder to search for module files the dumps lack pages of (repeatable).
-    #[arg(long = "image-path", value_name = "DIR")]
-    image_path: Vec<PathBuf>,
-    /// Never read image files from the paths the dumps record.
-    #[arg(long)]
-    no_recorded_paths: bool,
-    /// Where compressed dumps are decompressed to.
-    #[arg(long, value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
-    /// The most the cache may hold, in GiB (least recently opened deleted first).
-    #[arg(long, value_name = "GIB", default_value_t = 32)]
-    cache_limit_gb: u64,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+/// `dumpshell completions <shell>`: the shell completion script, from the clap definitions.
+#[derive(Parser, Debug)]
+#[command(name = "dumpshell completions")]
+struct CompletionsCli {
+    /// The shell to complete in.
+    shell: clap_complete::Shell,
+}
+
+/// The whole command line as one clap definition (the dump options, and `triage`,
+/// `completions` and `man` as subcommands): what completions and the man page are made from.
+fn full_cli() -> clap::Command {
+    with_version(Cli::command())
+        .subcommand(
+            TriageCli::command()
+                .name("triage")
+                .about("a one-page summary of each of many dumps"),
+        )
+        .subcommand(
+            CompletionsCli::command()
+                .name("completions")
+                .about("print the shell completion script"),
+        )
+        .subcommand(clap::Command::new("man").about("print the man page (roff)"))
+}
+
+/// `--version` names the runtimes this build reads.
+fn with_version(cmd: clap::Command) -> clap::Command {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    cmd.long_version(
+        TEXT.get_or_init(|| {
+            format!(
+                "{}\n{}",
+                env!("CARGO_PKG_VERSION"),
+                commands::about::runtimes_read()
+            )
+        })
+        .as_str(),
+    )
 }
 
 fn run_triage(cli: TriageCli) -> i32 {
-    let opts = dumpreader::OpenOptions {
-        cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
-        cache_limit: cli.cache_limit_gb.saturating_mul(1 << 30),
-        image_search_path: cli.image_path.clone(),
-        recorded_paths: !cli.no_recorded_paths,
-        ..Default::default()
-    };
-    let results = repl::triage::triage_all(&cli.dumps, &opts);
+    let results = commands::triage::triage_all(&cli.dumps, &cli.open.options());
     let mut failed = false;
     for t in &results {
         failed |= t.error.is_some();
         if cli.json {
             println!(
                 "{}",
-                serde_json::json!({"schema": repl::JSON_SCHEMA_VERSION, "command": "triage", "result": t})
+                serde_json::json!({"schema": commands::JSON_SCHEMA_VERSION, "command": "triage", "result": t})
             );
         } else {
-            println!("{}", repl::triage::render(t));
+            println!("{}", commands::triage::render(t));
         }
     }
     i32::from(failed)
@@ -107,11 +154,34 @@ fn run_triage(cli: TriageCli) -> i32 {
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "triage") {
-        let cli = TriageCli::parse_from(args.iter().skip(1));
-        std::process::exit(run_triage(cli));
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("triage") => {
+            let cli = TriageCli::parse_from(args.iter().skip(1));
+            std::process::exit(run_triage(cli));
+        }
+        Some("completions") => {
+            let cli = CompletionsCli::parse_from(args.iter().skip(1));
+            let mut script = Vec::new();
+            clap_complete::generate(cli.shell, &mut full_cli(), "dumpshell", &mut script);
+            // A closed pipe (`| head`) is no error worth reporting.
+            let _ = std::io::stdout().write_all(&script);
+            return;
+        }
+        Some("man") if args.len() == 2 => {
+            let mut page = Vec::new();
+            let r = clap_mangen::Man::new(full_cli()).render(&mut page);
+            let _ = std::io::stdout().write_all(&page);
+            std::process::exit(i32::from(r.is_err()));
+        }
+        _ => {}
     }
-    let cli = Cli::parse();
+    if std::io::stdout().is_terminal() {
+        if let Some((_, columns)) = console::Term::stdout().size_checked() {
+            commands::text::set_width(columns);
+        }
+    }
+    let cli = with_version(Cli::command()).get_matches_from(&args);
+    let cli = Cli::from_arg_matches(&cli).unwrap_or_else(|e| e.exit());
     match run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
@@ -122,15 +192,9 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
-    let opts = dumpreader::OpenOptions {
-        cache_dir: cli.cache_dir.clone().or_else(default_cache_dir),
-        cache_limit: cli.cache_limit_gb.saturating_mul(1 << 30),
-        image_search_path: cli.image_path.clone(),
-        recorded_paths: !cli.no_recorded_paths,
-        ..Default::default()
-    };
-    let session = Session::open_with(&cli.dump, &opts)
+    let session = Session::open_with(&cli.dump, &cli.open.options())
         .with_context(|| format!("opening {}", cli.dump.display()))?;
+    session.control.set_progress(Arc::new(progress::Stderr));
     let mut lines: Vec<String> = cli.commands.clone();
     if let Some(script) = &cli.script {
         let text = std::fs::read_to_string(script)
@@ -197,7 +261,7 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     }
 }
 
-fn print_output(out: &Output, json: bool) -> Result<(), repl::CommandError> {
+fn print_output(out: &Output, json: bool) -> Result<(), commands::CommandError> {
     let stdout = std::io::stdout();
     let pretty = stdout.is_terminal();
     let mut w = std::io::BufWriter::new(stdout.lock());
@@ -205,7 +269,7 @@ fn print_output(out: &Output, json: bool) -> Result<(), repl::CommandError> {
     let flushed = w.flush();
     match r {
         // A closed pipe (`dumpshell ... | head`) is not an error worth reporting.
-        Err(repl::CommandError::Failed(m)) if m.contains("Broken pipe") => Ok(()),
+        Err(commands::CommandError::Failed(m)) if m.contains("Broken pipe") => Ok(()),
         Err(e) => Err(e),
         Ok(()) => {
             let _ = flushed;
@@ -224,7 +288,7 @@ fn history_path() -> Option<PathBuf> {
 }
 
 mod completion {
-    use repl::{commands, registry, Session};
+    use commands::{registry, Session};
     use rustyline::completion::{Completer, Pair};
     use rustyline::Context;
     use std::sync::OnceLock;
@@ -253,11 +317,13 @@ mod completion {
                 let Ok(Some((out, _))) = commands::execute(self.session, "dumpheap -stat") else {
                     return Vec::new();
                 };
-                let mut v: Vec<String> = out.data["statistics"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| r["name"].as_str().map(str::to_owned))
+                let Some(stat) = out.typed::<commands::heap::DumpHeap>() else {
+                    return Vec::new();
+                };
+                let mut v: Vec<String> = stat
+                    .statistics
+                    .iter()
+                    .map(|r| r.name.clone())
                     .filter(|n| !n.contains(char::is_whitespace))
                     .collect();
                 v.sort_unstable();
@@ -342,7 +408,8 @@ fn interactive_loop(session: &Session, json: bool) -> anyhow::Result<i32> {
     use rustyline::error::ReadlineError;
     // While a command runs, Ctrl-C asks it to stop and the session goes on; while reading a
     // line, rustyline sees Ctrl-C itself (the terminal is in raw mode) and clears the line.
-    ctrlc::set_handler(repl::cancel::request).context("installing the Ctrl-C handler")?;
+    let control = session.control.clone();
+    ctrlc::set_handler(move || control.request()).context("installing the Ctrl-C handler")?;
     let mut rl =
         rustyline::Editor::<completion::Complete, rustyline::history::DefaultHistory>::new()?;
     rl.set_helper(Some(completion::Complete::new(session)));

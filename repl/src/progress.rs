@@ -1,13 +1,24 @@
-//! A progress bar on standard error for long walks: shown only on a terminal, and only once
-//! the work has taken more than a second (quick commands print nothing extra).
+//! The binary's progress bar on standard error for long walks (the library's
+//! [`commands::control::ProgressSink`]): shown only on a terminal, and only once the work has
+//! taken more than a second (quick commands print nothing extra).
 
+use commands::control::{ProgressBar as Bar, ProgressSink};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Draws bars on standard error when it is a terminal.
+pub struct Stderr;
+
+impl ProgressSink for Stderr {
+    fn start(&self, total: u64, what: &str) -> Box<dyn Bar> {
+        Box::new(Progress::bytes(total, what))
+    }
+}
+
 /// A bar over a known number of bytes.
-pub struct Progress {
+struct Progress {
     bar: ProgressBar,
     start: Instant,
     shown: AtomicBool,
@@ -16,7 +27,7 @@ pub struct Progress {
 
 impl Progress {
     /// A bar for `total` bytes of work called `what` ("walking the heap").
-    pub fn bytes(total: u64, what: &str) -> Progress {
+    fn bytes(total: u64, what: &str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta} left)")
@@ -31,9 +42,10 @@ impl Progress {
             enabled: std::io::stderr().is_terminal(),
         }
     }
+}
 
-    /// Records `n` more bytes done. Returns false when the user asked to stop (Ctrl-C).
-    pub fn advance(&self, n: u64) -> bool {
+impl Bar for Progress {
+    fn advance(&self, n: u64) {
         self.bar.inc(n);
         if self.enabled
             && !self.shown.load(Ordering::Relaxed)
@@ -42,7 +54,6 @@ impl Progress {
         {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
         }
-        !crate::cancel::requested()
     }
 }
 

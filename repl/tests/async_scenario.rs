@@ -2,7 +2,7 @@
 //! and never contended (a thin lock in the object's header), and a ConcurrentQueue of a value
 //! type, each against what the program recorded in its manifest.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {

@@ -2,7 +2,7 @@
 //! tasks (Task.Wait, .Result, GetAwaiter().GetResult()) linked to the chains the program says
 //! they wait on, and what each chain waits for.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {

@@ -1,7 +1,7 @@
 //! The documentation stays true to the registry: every command's JSON result is described in
 //! docs/json.md (a `### name` heading, aliases in parentheses), and `help` lists every command.
 
-use repl::registry;
+use commands::registry;
 use std::collections::BTreeSet;
 
 fn documented() -> BTreeSet<String> {

@@ -1,7 +1,7 @@
 //! `dumpasync` on the hang scenario dumps against the truths: the manifest's async chains
 //! (innermost first) and the DAC's list of async state machine boxes.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

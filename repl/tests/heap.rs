@@ -1,7 +1,7 @@
 //! Heap commands on the corpus against the truths: `dumpheap` equals the runtime DAC's census,
 //! and finds what the scenario programs say they made.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@
 //! (each MethodDesc's m_chunkIndex, the sizes adding up to the chunk's) must all pass and every
 //! slot must name its method.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {

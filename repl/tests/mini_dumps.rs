@@ -5,7 +5,7 @@
 //! heap is ever said to lack one.
 
 use clrdata::layout::Capability;
-use repl::{commands, Session};
+use commands::Session;
 use std::collections::BTreeSet;
 
 /// The corpus dumps written without the heap.
@@ -156,7 +156,7 @@ fn threads_still_equal_the_dacs() {
 #[test]
 fn triage_reads_what_is_there_and_says_once_that_the_heap_is_absent() {
     for e in mini_dumps() {
-        let t = repl::triage::triage(&e.dump_path(), &e.open_options());
+        let t = commands::triage::triage(&e.dump_path(), &e.open_options());
         assert!(t.error.is_none(), "{}: {:?}", e.name, t.error);
         assert_eq!(t.pid, e.manifest["pid"].as_u64(), "{}", e.name);
         assert!(t.runtime.is_some(), "{}: {:?}", e.name, t.problems);
@@ -185,7 +185,7 @@ fn triage_reads_what_is_there_and_says_once_that_the_heap_is_absent() {
             e.name,
             t.problems
         );
-        let page = repl::triage::render(&t);
+        let page = commands::triage::render(&t);
         let lines: Vec<&str> = page
             .lines()
             .filter(|l| l.contains("holds no GC heap"))

@@ -2,7 +2,7 @@
 //! the program knew: its pid, its threads' OS ids) and the DAC's view (threads, object addresses
 //! and their MethodTables).
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -297,7 +297,7 @@ fn help_lists_every_command_and_each_commands_options() {
     let p = e.dump_path();
     let out = dumpshell(&[p.to_str().unwrap(), "-c", "help", "-c", "help db"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    for c in repl::registry() {
+    for c in commands::registry() {
         assert!(text.contains(c.name), "help lacks {}", c.name);
     }
     assert!(

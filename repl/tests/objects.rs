@@ -4,7 +4,7 @@
 //! DAC's census; `verifyheap` finds nothing wrong on real dumps; `gcwhere` names the segments
 //! the DAC reported; `objsize` equals an independent walk.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 

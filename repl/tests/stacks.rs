@@ -2,7 +2,7 @@
 //! thread data, `clrstack -all` the DAC's frames, and the scenario programs' blocked threads
 //! show where they block; `pstacks` merges the hang scenario's gate threads.
 
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {
@@ -306,8 +306,8 @@ fn clrstack_defaults_to_the_current_thread() {
         ("windows-hang", "main"),
     ] {
         let e = tests::entry(name);
-        let s = repl::Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
-        let (out, _) = repl::commands::execute(&s, "clrstack").unwrap().unwrap();
+        let s = commands::Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let (out, _) = commands::execute(&s, "clrstack").unwrap().unwrap();
         let got = out.json_document()["result"][0]["os_id"].as_u64();
         let want = e.manifest["threads"]
             .as_array()

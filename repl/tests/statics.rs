@@ -6,7 +6,7 @@
 //! DomainLocalModule and .NET 9/10's per-type statics and ThreadLocalData alike.
 
 use clrdata::layout::Capability;
-use repl::{commands, Session};
+use commands::Session;
 use serde_json::Value;
 
 fn run(s: &Session, line: &str) -> Value {

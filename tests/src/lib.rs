@@ -10,6 +10,7 @@
 //! about dump formats or the CLR: the tests of each crate do the checking.
 
 pub mod damage;
+pub mod wine;
 
 use serde_json::Value;
 use std::fs;

@@ -6,8 +6,8 @@
 //! at the path the dump records) read by `readelf`, the runtime pack's own list of assemblies,
 //! and the manifest. A dump shape with no corpus dump yet is said so loudly, not passed quietly.
 
+use commands::Session;
 use dumpreader::{DumpProducer, ModuleIdentity, ModuleKind, OpenOptions, Target};
-use repl::{commands, Session};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,8 +8,8 @@
 //! (it has every structure: async chains, Frames, regions) and the `heap` dump;
 //! `DUMPSHELL_DAMAGE=full` runs every variant on every .NET 8 dump.
 
+use commands::Session;
 use dumpreader::Target;
-use repl::{commands, Session};
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};

@@ -645,7 +645,7 @@ fn heap_scenario_values_equal_the_manifest() {
 /// `_HResult` as ClrMD reads them.
 #[test]
 fn dumpasync_and_dumpobj_commands_work() {
-    use repl::{commands, Session};
+    use commands::Session;
     let run = |s: &Session, line: &str| -> Value {
         let (out, _) = commands::execute(s, line)
             .unwrap_or_else(|err| panic!("{line}: {err}"))

@@ -468,7 +468,7 @@ fn managed_frames_equal_the_dac_from_the_dump_alone() {
 /// The commands' JSON: `stack`, `dso` and `u` on a gate thread of the hang dump.
 #[test]
 fn stack_dso_and_u_commands_give_their_json() {
-    use repl::{commands, Session};
+    use commands::Session;
     let e = tests::entry("hang");
     let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
     let run = |line: &str| -> Value {

@@ -3,7 +3,7 @@
 //! classes, or planted cycles), then the case's commands run through the command registry.
 //! A panic, a hang (`-timeout`) or a memory blow-up (`-rss_limit_mb`) is a finding.
 
-use repl::{commands, Session};
+use commands::Session;
 use std::sync::{Arc, OnceLock};
 use tests::damage::{apply_fuzz, fuzz_case, FuzzCase, Landmarks, Overlay};
 

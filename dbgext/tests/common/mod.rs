@@ -2,7 +2,7 @@
 //! that allows only the fields that legitimately differ between a dump file and a debugger.
 #![allow(dead_code)]
 
-use repl::Session;
+use commands::Session;
 use serde_json::Value;
 use std::path::Path;
 
@@ -41,7 +41,7 @@ pub fn expand(cmd: &str, session: &Session) -> String {
 /// What `dumpshell <dump> -c <line>` prints on stdout (JSON compact, as when piped), and
 /// whether it succeeded.
 pub fn dumpshell(session: &Session, line: &str) -> (String, bool) {
-    match repl::commands::execute(session, line) {
+    match commands::execute(session, line) {
         Ok(None) => (String::new(), true),
         Ok(Some((out, json))) => {
             if json {

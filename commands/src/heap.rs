@@ -1,16 +1,15 @@
 //! CLR heap commands: `eeversion`, `eeheap`, `dumpheap`.
 
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::session::{Clr, Session};
+use crate::registry::CommandSpec;
+use crate::session::{clr, Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::{GcMode, SegmentKind};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The heap commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -45,79 +44,6 @@ pub static SPECS: &[CommandSpec] = &[
     },
 ];
 
-pub(crate) fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
-    s.clr()
-        .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
-}
-
-/// The GC heap's structure, or why it cannot be read. A dump that leaves the heap out (a mini
-/// dump: createdump `--normal` or `--triage`, a minidump without private memory) is refused
-/// by one statement naming the kind of dump and the missing structure, the same for every
-/// heap command; whether the heap is absent is clrdata's decision from the memory
-/// ([`clrdata::Runtime::gc_heap_absence`]), the kind's name follows from it and from who
-/// wrote the dump. Called once per session ([`Clr::heap`]).
-pub(crate) fn gc_heap_or_refusal(
-    rt: &clrdata::Runtime<Arc<dyn dumpreader::Target>>,
-) -> Result<clrdata::GcHeap, String> {
-    let read = rt.gc_heap();
-    // A runtime whose heap walk is not verified is refused as such: its GC tables' layout,
-    // and so the evidence, is not known.
-    if let Err(e @ clrdata::ClrError::NotVerified { .. }) = &read {
-        return Err(format!("reading the GC heap: {e}"));
-    }
-    match rt.gc_heap_absence(read.as_ref().ok()) {
-        Some(a) => Err(no_heap(rt.memory().dump_kind(), &a)),
-        None => read.map_err(|e| format!("reading the GC heap: {e}")),
-    }
-}
-
-/// The statement of a dump without a GC heap: its kind, then the evidence.
-pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbsence) -> String {
-    use clrdata::HeapAbsence;
-    use dumpreader::DumpProducer;
-    let what = match kind.map(|k| k.producer) {
-        // createdump's own DAC enumeration tells its kinds apart: --normal saves the
-        // segments' headers (not their objects), --triage not even those.
-        Some(DumpProducer::Createdump) => match a {
-            HeapAbsence::Segments { .. } => "createdump --triage dump".to_string(),
-            HeapAbsence::Objects { .. } => "createdump --normal dump".to_string(),
-        },
-        Some(DumpProducer::Minidump) => {
-            let names = kind.map(|k| k.minidump_type_names()).unwrap_or_default();
-            format!(
-                "minidump without the heap ({})",
-                if names.is_empty() {
-                    "no MINIDUMP_TYPE recorded".to_string()
-                } else {
-                    names.join("|")
-                }
-            )
-        }
-        Some(DumpProducer::Gcore) => "gdb gcore core".to_string(),
-        Some(DumpProducer::Kernel) => {
-            "kernel core (its coredump_filter left anonymous memory out)".to_string()
-        }
-        _ => "dump".to_string(),
-    };
-    format!("this {what} holds no GC heap: {a}")
-}
-
-/// The CLR, when its layer has verified every capability a command needs on this runtime
-/// (clrdata's gate, `Runtime::require`); else the refusal naming the runtime and what is
-/// missing, before anything is printed. For commands whose analyses carry on past errors
-/// object by object, and so would otherwise print an empty answer instead of refusing.
-pub(crate) fn clr_with(
-    s: &Session,
-    needs: &[clrdata::layout::Capability],
-) -> Result<Arc<Clr>, CommandError> {
-    let c = clr(s)?;
-    for &cap in needs {
-        c.rt.require(cap)
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
-    }
-    Ok(c)
-}
-
 fn gc_mode_name(m: GcMode) -> &'static str {
     match m {
         GcMode::Workstation => "workstation",
@@ -128,19 +54,19 @@ fn gc_mode_name(m: GcMode) -> &'static str {
 // ----------------------------------------------------------------------------------- eeversion
 
 #[derive(Serialize)]
-struct EeVersion {
-    runtime: String,
-    version: String,
-    version_source: String,
-    file_version: Option<String>,
-    commit: Option<String>,
-    module: String,
-    module_base: String,
+pub struct EeVersion {
+    pub runtime: String,
+    pub version: String,
+    pub version_source: String,
+    pub file_version: Option<String>,
+    pub commit: Option<String>,
+    pub module: String,
+    pub module_base: String,
     /// `workstation` or `server` (g_heap_type), also when the GC heap could not be read
     /// (`gc_error` says why).
-    gc: Option<&'static str>,
-    gc_heaps: Option<usize>,
-    gc_error: Option<String>,
+    pub gc: Option<&'static str>,
+    pub gc_heaps: Option<usize>,
+    pub gc_error: Option<String>,
 }
 
 fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -191,51 +117,51 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         },
     }
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
-    Ok(Output::new("eeversion", &res, t))
+    Ok(Output::of("eeversion", res, t))
 }
 
 // -------------------------------------------------------------------------------------- eeheap
 
 #[derive(Serialize)]
-struct EeHeap {
-    gc: &'static str,
-    uses_regions: bool,
-    heaps: Vec<HeapOut>,
+pub struct EeHeap {
+    pub gc: &'static str,
+    pub uses_regions: bool,
+    pub heaps: Vec<HeapOut>,
     /// Bytes from each segment's start to its allocated end, over all heaps.
-    total_allocated: u64,
-    total_committed: u64,
+    pub total_allocated: u64,
+    pub total_committed: u64,
     /// Problems that did not stop the heap's reading (e.g. threads whose allocation context
     /// could not be read).
-    notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct HeapOut {
-    index: usize,
-    address: String,
-    generations: Vec<GenOut>,
-    segments: Vec<SegOut>,
-    allocated: u64,
-    committed: u64,
+pub struct HeapOut {
+    pub index: usize,
+    pub address: String,
+    pub generations: Vec<GenOut>,
+    pub segments: Vec<SegOut>,
+    pub allocated: u64,
+    pub committed: u64,
 }
 
 #[derive(Serialize)]
-struct GenOut {
-    generation: String,
-    start_segment: String,
-    allocation_context: Option<(String, String)>,
+pub struct GenOut {
+    pub generation: String,
+    pub start_segment: String,
+    pub allocation_context: Option<(String, String)>,
 }
 
 #[derive(Serialize)]
-struct SegOut {
-    address: String,
-    kind: &'static str,
-    begin: String,
-    allocated: String,
-    committed: String,
-    reserved: String,
-    allocated_size: u64,
-    committed_size: u64,
+pub struct SegOut {
+    pub address: String,
+    pub kind: &'static str,
+    pub begin: String,
+    pub allocated: String,
+    pub committed: String,
+    pub reserved: String,
+    pub allocated_size: u64,
+    pub committed_size: u64,
 }
 
 const GEN_NAMES: [&str; 5] = ["gen0", "gen1", "gen2", "loh", "poh"];
@@ -402,64 +328,64 @@ fn dumpheap_grammar() -> Command {
 
 /// `dumpheap`'s result; a listing's objects are written ahead of it, as the walk goes.
 #[derive(Serialize)]
-struct DumpHeap {
+pub struct DumpHeap {
     /// Listed objects beyond --limit that were counted but not listed.
-    not_listed: u64,
+    pub not_listed: u64,
     /// Per-type statistics of the matching objects, largest total size first.
-    statistics: Vec<TypeOut>,
+    pub statistics: Vec<TypeOut>,
     /// String values with -strings.
-    strings: Option<Vec<StringOut>>,
-    total_objects: u64,
-    total_size: u64,
+    pub strings: Option<Vec<StringOut>>,
+    pub total_objects: u64,
+    pub total_size: u64,
     /// Free space (objects of the Free type); not in the totals.
-    free_objects: u64,
-    free_size: u64,
+    pub free_objects: u64,
+    pub free_size: u64,
     /// Objects in frozen (NonGC) segments: included in the totals, said apart.
-    frozen_objects: u64,
-    frozen_size: u64,
+    pub frozen_objects: u64,
+    pub frozen_size: u64,
     /// Places where the walk met memory it could not read or a bad object.
-    errors: Vec<WalkErrorOut>,
+    pub errors: Vec<WalkErrorOut>,
     /// Problems reading the heap's structure that did not stop the walk.
-    notes: Vec<String>,
-    skipped_bytes: u64,
+    pub notes: Vec<String>,
+    pub skipped_bytes: u64,
 }
 
 /// One listed object: kept compact (a listing can hold tens of millions), written as hex
 /// strings in JSON like every address.
 #[derive(Serialize)]
-struct ObjOut {
+pub struct ObjOut {
     #[serde(serialize_with = "ser_hex")]
-    address: u64,
+    pub address: u64,
     #[serde(serialize_with = "ser_hex")]
-    mt: u64,
-    size: u64,
+    pub mt: u64,
+    pub size: u64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    free: bool,
+    pub free: bool,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct TypeOut {
+    pub mt: String,
+    pub count: u64,
+    pub total_size: u64,
+    pub name: String,
 }
 
 #[derive(Serialize)]
-struct TypeOut {
-    mt: String,
-    count: u64,
-    total_size: u64,
-    name: String,
+pub struct StringOut {
+    pub count: u64,
+    pub total_size: u64,
+    pub value: String,
 }
 
 #[derive(Serialize)]
-struct StringOut {
-    count: u64,
-    total_size: u64,
-    value: String,
-}
-
-#[derive(Serialize)]
-pub(crate) struct WalkErrorOut {
-    address: String,
-    segment: String,
-    kind: String,
-    mt: String,
-    detail: String,
-    skipped: u64,
+pub struct WalkErrorOut {
+    pub address: String,
+    pub segment: String,
+    pub kind: String,
+    pub mt: String,
+    pub detail: String,
+    pub skipped: u64,
 }
 
 fn ser_hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -527,7 +453,8 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let short = m.get_flag("short");
     if m.get_flag("stat") || q.strings {
         let res = heap_walk(&c, &q, None)?;
-        return Ok(Output::new("dumpheap", &res, dumpheap_text(&res)));
+        let text = dumpheap_text(&res);
+        return Ok(Output::of("dumpheap", res, text));
     }
     // A listing: written as the walk goes (a heap can hold tens of millions of objects).
     Ok(Output::streamed("dumpheap", move |w, json| {
@@ -632,7 +559,7 @@ fn heap_walk(
 
     let errors = if !filtered && list.is_none() {
         // The plain -stat: the parallel census.
-        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         let census = heap.census_observed(&c.rt, &|n| progress.advance(n));
         drop(progress);
         if census.stopped {
@@ -649,7 +576,7 @@ fn heap_walk(
         }
         census.errors.iter().map(walk_error).collect::<Vec<_>>()
     } else {
-        let progress = crate::progress::Progress::bytes(heap.walk_bytes(), "walking the heap");
+        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         let strings_reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
         let mut it = heap.objects(&c.rt);
         let (mut n, mut bytes) = (0u64, 0u64);

@@ -1,11 +1,11 @@
 //! Monitors: `syncblk` (owned and waited-for locks) and `deadlock` (the wait-for graph).
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex};
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::locks::{find_deadlocks, Deadlocks, SyncBlockData, WaitKind, WaitSource};
 use clrdata::stack::{StackWalker, ThreadStack};
@@ -65,10 +65,10 @@ fn threads(c: &Clr) -> Result<Threads, CommandError> {
 }
 
 #[derive(Serialize)]
-struct ThreadRef {
-    thread: String,
-    managed_id: Option<u32>,
-    os_id: Option<u64>,
+pub struct ThreadRef {
+    pub thread: String,
+    pub managed_id: Option<u32>,
+    pub os_id: Option<u64>,
 }
 
 impl Threads {
@@ -92,52 +92,50 @@ impl Threads {
 // ------------------------------------------------------------------------------------ syncblk
 
 #[derive(Serialize)]
-struct SyncBlockOut {
-    index: u32,
-    sync_block: String,
-    object: String,
+pub struct SyncBlockOut {
+    pub index: u32,
+    pub sync_block: String,
+    pub object: String,
     #[serde(rename = "type")]
-    type_name: String,
-    monitor_held: u32,
-    lock_state: u32,
-    locked: bool,
-    recursion: u32,
-    owner: Option<ThreadRef>,
-    owner_os_thread_id: Option<u64>,
-    enter_waiters: u32,
-    wait_threads: Vec<ThreadRef>,
-    notes: Vec<String>,
+    pub type_name: String,
+    pub monitor_held: u32,
+    pub lock_state: u32,
+    pub locked: bool,
+    pub recursion: u32,
+    pub owner: Option<ThreadRef>,
+    pub owner_os_thread_id: Option<u64>,
+    pub enter_waiters: u32,
+    pub wait_threads: Vec<ThreadRef>,
+    pub notes: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct ThinLockOut {
-    object: String,
+pub struct ThinLockOut {
+    pub object: String,
     #[serde(rename = "type")]
-    type_name: String,
-    thread_id: u32,
-    owner: Option<ThreadRef>,
-    recursion: u32,
+    pub type_name: String,
+    pub thread_id: u32,
+    pub owner: Option<ThreadRef>,
+    pub recursion: u32,
 }
 
 #[derive(Serialize)]
-struct SyncBlkOut {
-    sync_table: String,
-    used_entries: u32,
-    table_size: u32,
-    active_sync_blocks: u32,
-    free_entries: u32,
-    sync_blocks: Vec<SyncBlockOut>,
+pub struct SyncBlkOut {
+    pub sync_table: String,
+    pub used_entries: u32,
+    pub table_size: u32,
+    pub active_sync_blocks: u32,
+    pub free_entries: u32,
+    pub sync_blocks: Vec<SyncBlockOut>,
     /// None when not searched (--nothin).
-    thin_locks: Option<Vec<ThinLockOut>>,
-    notes: Vec<String>,
+    pub thin_locks: Option<Vec<ThinLockOut>>,
+    pub notes: Vec<String>,
 }
 
 fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
-    let type_name =
-        c.rt.memory()
-            .read_u64(s.object)
-            .map(|mt| c.type_name(mt & !7))
-            .unwrap_or_else(|_| "<object not in the dump>".into());
+    let type_name = clrdata::heap::read_method_table(c.rt.memory(), s.object)
+        .map(|mt| c.type_name(mt))
+        .unwrap_or_else(|_| "<object not in the dump>".into());
     SyncBlockOut {
         index: s.index,
         sync_block: hex(s.sync_block),
@@ -308,52 +306,52 @@ fn parse_hex(h: &str) -> u64 {
 // ----------------------------------------------------------------------------------- deadlock
 
 #[derive(Serialize)]
-struct WaitOut {
-    thread: ThreadRef,
-    kind: WaitKind,
-    object: Option<String>,
+pub struct WaitOut {
+    pub thread: ThreadRef,
+    pub kind: WaitKind,
+    pub object: Option<String>,
     #[serde(rename = "type")]
-    type_name: Option<String>,
-    sync_block: Option<String>,
-    owner: Option<ThreadRef>,
-    found_by: WaitSource,
-    blocked_in: Option<String>,
-    wait_frame: Option<String>,
-    notes: Vec<String>,
+    pub type_name: Option<String>,
+    pub sync_block: Option<String>,
+    pub owner: Option<ThreadRef>,
+    pub found_by: WaitSource,
+    pub blocked_in: Option<String>,
+    pub wait_frame: Option<String>,
+    pub notes: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct CycleOut {
+pub struct CycleOut {
     /// Each thread waits for the lock the next one holds (the last for the first's).
-    threads: Vec<ThreadRef>,
+    pub threads: Vec<ThreadRef>,
     /// The lock each thread waits for.
-    locks: Vec<LockOut>,
+    pub locks: Vec<LockOut>,
 }
 
 #[derive(Serialize)]
-struct LockOut {
-    object: String,
+pub struct LockOut {
+    pub object: String,
     #[serde(rename = "type")]
-    type_name: String,
-    waiter: ThreadRef,
-    owner: ThreadRef,
-    wait_frame: Option<String>,
+    pub type_name: String,
+    pub waiter: ThreadRef,
+    pub owner: ThreadRef,
+    pub wait_frame: Option<String>,
 }
 
 #[derive(Serialize)]
-struct BehindOut {
-    thread: ThreadRef,
-    cycle: usize,
-    through: Vec<ThreadRef>,
+pub struct BehindOut {
+    pub thread: ThreadRef,
+    pub cycle: usize,
+    pub through: Vec<ThreadRef>,
 }
 
 #[derive(Serialize)]
-struct DeadlockOut {
-    deadlocked: bool,
-    waits: Vec<WaitOut>,
-    cycles: Vec<CycleOut>,
-    waiting_on_cycles: Vec<BehindOut>,
-    notes: Vec<String>,
+pub struct DeadlockOut {
+    pub deadlocked: bool,
+    pub waits: Vec<WaitOut>,
+    pub cycles: Vec<CycleOut>,
+    pub waiting_on_cycles: Vec<BehindOut>,
+    pub notes: Vec<String>,
 }
 
 fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -371,9 +369,8 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         .collect();
     let d: Deadlocks = find_deadlocks(&c.rt, &th.list, &table_data, &stacks);
     let type_of = |o: u64| {
-        c.rt.memory()
-            .read_u64(o)
-            .map(|mt| c.type_name(mt & !7))
+        clrdata::heap::read_method_table(c.rt.memory(), o)
+            .map(|mt| c.type_name(mt))
             .unwrap_or_else(|_| "<object not in the dump>".into())
     };
     let wait_of: HashMap<u64, &clrdata::locks::LockWait> =
@@ -512,5 +509,5 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         waiting_on_cycles: behind,
         notes: d.notes.clone(),
     };
-    Ok(Output::new("deadlock", &out, text))
+    Ok(Output::of("deadlock", out, text))
 }

@@ -1,13 +1,24 @@
 //! `dumpshell triage <dump>...`: a one-page summary per dump, built from the same commands a
 //! person would run (info, eeversion, clrthreads, pstacks, dumpheap -stat), for going through
 //! many dumps at once. A dump that fails to open is reported and the others go on.
+//!
+//! The summary is composed from the commands' typed results ([`crate::Output::typed`]): a
+//! renamed field is a compile error here, never a silent "?".
 
-use crate::commands;
+use crate::asyncs::CausalityOut;
+use crate::exceptions::{DumpExceptionsOut, PrintExceptionOut};
+use crate::heap::{DumpHeap, EeVersion, TypeOut};
+use crate::locks::DeadlockOut;
+use crate::native::{ExceptionOut, InfoResult};
+use crate::registry as commands;
 use crate::session::Session;
+use crate::stacks::{ClrThreads, PStacks};
+use crate::tree::Node;
 use dumpreader::OpenOptions;
 use serde::Serialize;
-use serde_json::Value;
+use std::any::Any;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How many merged stacks and heap types a summary shows.
 pub const TOP: usize = 5;
@@ -34,7 +45,7 @@ pub struct Triage {
     /// Managed threads.
     pub managed_threads: Option<u64>,
     /// The exception or fatal signal the dump records.
-    pub dump_exception: Option<Value>,
+    pub dump_exception: Option<ExceptionOut>,
     /// Managed threads whose last thrown exception is known.
     pub thread_exceptions: Vec<ThreadException>,
     /// The merged stacks holding the most threads, innermost frame first.
@@ -44,14 +55,14 @@ pub struct Triage {
     /// How many pending async logical stacks there are in all.
     pub async_chain_count: Option<u64>,
     /// Monitor deadlocks: each cycle's threads (OS ids) and locks (type and address).
-    pub deadlocks: Vec<Value>,
+    pub deadlocks: Vec<Deadlock>,
     /// Exceptions on the heap grouped by type and message (most frequent first).
-    pub exception_groups: Vec<Value>,
+    pub exception_groups: Vec<ExceptionGroup>,
     /// The current thread's exception (the faulting thread's in a crash dump), as `pe` shows
     /// it: type, message, and the innermost frames of its trace.
-    pub current_exception: Option<Value>,
+    pub current_exception: Option<CurrentException>,
     /// The types holding the most bytes.
-    pub heaviest_types: Vec<Value>,
+    pub heaviest_types: Vec<TypeOut>,
     /// Heap totals (objects, bytes).
     pub heap_objects: Option<u64>,
     /// Heap bytes.
@@ -74,6 +85,57 @@ pub struct ThreadException {
     pub exception_type: String,
     /// Exception object address.
     pub address: Option<String>,
+}
+
+/// A Monitor deadlock: the threads of one cycle and the locks they wait for.
+#[derive(Debug, Serialize, Clone)]
+pub struct Deadlock {
+    /// The threads (OS ids; none when a thread's OS id is unknown).
+    pub threads: Vec<Option<u64>>,
+    /// The locks.
+    pub locks: Vec<DeadlockLock>,
+}
+
+/// A lock of a deadlock cycle.
+#[derive(Debug, Serialize, Clone)]
+pub struct DeadlockLock {
+    /// The locked object's address.
+    pub object: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The frame that waits for it.
+    pub wait_frame: Option<String>,
+}
+
+/// Exceptions on the heap with one type and message.
+#[derive(Debug, Serialize, Clone)]
+pub struct ExceptionGroup {
+    /// The type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The message.
+    pub message: Option<String>,
+    /// How many.
+    pub count: usize,
+}
+
+/// The current thread's exception.
+#[derive(Debug, Serialize, Clone)]
+pub struct CurrentException {
+    /// The thread (OS id).
+    pub thread_os_id: Option<u64>,
+    /// The exception object.
+    pub address: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Its message.
+    pub message: Option<String>,
+    /// The inner exception's type.
+    pub inner_exception_type: Option<String>,
+    /// The innermost frames of its trace (method names; none where unknown).
+    pub frames: Vec<Option<String>>,
 }
 
 /// A pending async logical stack.
@@ -100,9 +162,24 @@ pub struct MergedStack {
     pub frames: Vec<String>,
 }
 
-fn run(s: &Session, line: &str, problems: &mut Vec<String>) -> Option<Value> {
+/// Runs `line` and returns its typed result; a failure (or a result of another type, a bug)
+/// is recorded in `problems`.
+fn run<T: Any + Send + Sync>(
+    s: &Session,
+    line: &str,
+    problems: &mut Vec<String>,
+) -> Option<Arc<T>> {
     match commands::execute(s, line) {
-        Ok(Some((out, _))) => Some(out.data),
+        Ok(Some((out, _))) => {
+            let typed = out.typed.and_then(|t| t.0.downcast::<T>().ok());
+            if typed.is_none() {
+                problems.push(format!(
+                    "{line}: its result is not a {} (a bug: please report it)",
+                    std::any::type_name::<T>()
+                ));
+            }
+            typed
+        }
         Ok(None) => None,
         Err(e) => {
             problems.push(format!("{line}: {e}"));
@@ -112,26 +189,20 @@ fn run(s: &Session, line: &str, problems: &mut Vec<String>) -> Option<Value> {
 }
 
 /// Collects root-to-leaf paths of a pstacks tree (frames given root first).
-fn leaves(node: &Value, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
-    path.push(node["method"].as_str().unwrap_or("?").to_owned());
-    let children = node["children"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    let child_threads: u64 = children.iter().filter_map(|c| c["count"].as_u64()).sum();
-    let count = node["count"].as_u64().unwrap_or(0);
-    if children.is_empty() || child_threads < count {
+fn leaves(node: &Node, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
+    path.push(node.method.clone());
+    let child_threads: usize = node.children.iter().map(|c| c.count).sum();
+    if node.children.is_empty() || child_threads < node.count {
         // Threads whose stack ends here.
-        let below: Vec<u64> = children
+        let below: Vec<u64> = node
+            .children
             .iter()
-            .flat_map(|c| c["threads"].as_array().cloned().unwrap_or_default())
-            .filter_map(|t| t.as_u64())
+            .flat_map(|c| c.threads.iter().copied())
             .collect();
-        let threads: Vec<u64> = node["threads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_u64)
+        let threads: Vec<u64> = node
+            .threads
+            .iter()
+            .copied()
             .filter(|t| !below.contains(t))
             .collect();
         out.push(MergedStack {
@@ -140,7 +211,7 @@ fn leaves(node: &Value, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
             frames: path.iter().rev().cloned().collect(),
         });
     }
-    for c in children {
+    for c in &node.children {
         leaves(c, path, out);
     }
     path.pop();
@@ -157,35 +228,34 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
         }
     };
     let p = &mut t.problems;
-    if let Some(i) = run(&s, "info", p) {
-        t.format = i["format"].as_str().map(str::to_owned);
-        t.os = i["os"].as_str().map(str::to_owned);
-        t.pid = i["pid"].as_u64();
-        t.os_threads = i["threads"].as_u64();
-        t.dump_exception = Some(i["exception"].clone()).filter(|e| !e.is_null());
+    if let Some(i) = run::<InfoResult>(&s, "info", p) {
+        t.format = Some(i.format.to_owned());
+        t.os = Some(i.os.clone());
+        t.pid = i.pid.map(u64::from);
+        t.os_threads = Some(i.threads as u64);
+        t.dump_exception = i.exception.clone();
     }
-    let Some(v) = run(&s, "eeversion", p) else {
+    let Some(v) = run::<EeVersion>(&s, "eeversion", p) else {
         return t;
     };
-    t.runtime = v["runtime"].as_str().map(str::to_owned);
-    t.gc = v["gc"].as_str().map(str::to_owned);
-    if let Some(th) = run(&s, "clrthreads", p) {
-        let list = th["threads"].as_array().cloned().unwrap_or_default();
-        t.managed_threads = Some(list.len() as u64);
-        for x in list {
-            if let Some(ty) = x["last_exception_type"].as_str() {
+    t.runtime = Some(v.runtime.clone());
+    t.gc = v.gc.map(str::to_owned);
+    if let Some(th) = run::<ClrThreads>(&s, "clrthreads", p) {
+        t.managed_threads = Some(th.threads.len() as u64);
+        for x in &th.threads {
+            if let Some(ty) = &x.last_exception_type {
                 t.thread_exceptions.push(ThreadException {
-                    os_id: x["os_id"].as_u64().unwrap_or(0),
-                    managed_id: x["managed_id"].as_u64().unwrap_or(0),
-                    exception_type: ty.to_owned(),
-                    address: x["last_exception"].as_str().map(str::to_owned),
+                    os_id: x.os_id,
+                    managed_id: u64::from(x.managed_id),
+                    exception_type: ty.clone(),
+                    address: x.last_exception.clone(),
                 });
             }
         }
     }
-    if let Some(ps) = run(&s, "pstacks", p) {
+    if let Some(ps) = run::<PStacks>(&s, "pstacks", p) {
         let mut all = Vec::new();
-        for r in ps["roots"].as_array().into_iter().flatten() {
+        for r in &ps.roots {
             leaves(r, &mut Vec::new(), &mut all);
         }
         all.retain(|m| m.count > 0);
@@ -193,26 +263,16 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
         all.truncate(TOP);
         t.top_stacks = all;
     }
-    if let Some(c) = run(&s, "causality", p) {
-        let chains = c["chains"].as_array().cloned().unwrap_or_default();
-        t.async_chain_count = Some(chains.len() as u64);
-        let mut v: Vec<AsyncWait> = chains
+    if let Some(c) = run::<CausalityOut>(&s, "causality", p) {
+        t.async_chain_count = Some(c.chains.len() as u64);
+        let mut v: Vec<AsyncWait> = c
+            .chains
             .iter()
             .map(|c| AsyncWait {
-                methods: c["methods"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|m| m.as_str().map(str::to_owned))
-                    .collect(),
-                cause: c["cause"]["kind"].as_str().unwrap_or("?").to_owned(),
-                explanation: c["explanation"].as_str().unwrap_or("").to_owned(),
-                waited_by_threads: c["waited_by_threads"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_u64)
-                    .collect(),
+                methods: c.methods.clone(),
+                cause: c.cause_kind.clone(),
+                explanation: c.explanation.clone(),
+                waited_by_threads: c.waited_by_threads.clone(),
             })
             .collect();
         // Chains a thread is blocked on first.
@@ -220,58 +280,60 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
         v.truncate(TOP);
         t.async_chains = v;
     }
-    if let Some(d) = run(&s, "deadlock", p) {
-        t.deadlocks = d["cycles"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                serde_json::json!({
-                    "threads": c["threads"].as_array().into_iter().flatten()
-                        .map(|th| th["os_id"].clone()).collect::<Vec<_>>(),
-                    "locks": c["locks"].as_array().into_iter().flatten()
-                        .map(|l| serde_json::json!({"object": l["object"], "type": l["type"],
-                            "wait_frame": l["wait_frame"]}))
-                        .collect::<Vec<_>>(),
-                })
+    if let Some(d) = run::<DeadlockOut>(&s, "deadlock", p) {
+        t.deadlocks = d
+            .cycles
+            .iter()
+            .map(|c| Deadlock {
+                threads: c.threads.iter().map(|th| th.os_id).collect(),
+                locks: c
+                    .locks
+                    .iter()
+                    .map(|l| DeadlockLock {
+                        object: l.object.clone(),
+                        type_name: l.type_name.clone(),
+                        wait_frame: l.wait_frame.clone(),
+                    })
+                    .collect(),
             })
             .collect();
     }
-    if let Some(x) = run(&s, "dumpexceptions", p) {
-        t.exception_groups = x["groups"]
-            .as_array()
-            .into_iter()
-            .flatten()
+    if let Some(x) = run::<DumpExceptionsOut>(&s, "dumpexceptions", p) {
+        t.exception_groups = x
+            .groups
+            .iter()
             .take(TOP)
-            .map(|g| serde_json::json!({"type": g["type"], "message": g["message"], "count": g["count"]}))
+            .map(|g| ExceptionGroup {
+                type_name: g.type_name.clone(),
+                message: g.message.clone(),
+                count: g.count,
+            })
             .collect();
     }
     if t.dump_exception.is_some() || !t.thread_exceptions.is_empty() {
         let mut ignore = Vec::new();
-        if let Some(e) = run(&s, "pe", &mut ignore) {
-            if let Some(x) = e["exceptions"].as_array().and_then(|a| a.first()) {
-                t.current_exception = Some(serde_json::json!({
-                    "thread_os_id": e["thread_os_id"],
-                    "address": x["address"],
-                    "type": x["type"],
-                    "message": x["message"],
-                    "inner_exception_type": x["inner_exception_type"],
-                    "frames": x["stack_trace"].as_array().into_iter().flatten().take(TOP)
-                        .map(|f| f["method"].clone()).collect::<Vec<_>>(),
-                }));
+        if let Some(e) = run::<PrintExceptionOut>(&s, "pe", &mut ignore) {
+            if let Some(x) = e.exceptions.first() {
+                t.current_exception = Some(CurrentException {
+                    thread_os_id: e.thread_os_id,
+                    address: x.address.clone(),
+                    type_name: x.type_name.clone(),
+                    message: x.message.clone(),
+                    inner_exception_type: x.inner_exception_type.clone(),
+                    frames: x
+                        .stack_trace
+                        .iter()
+                        .take(TOP)
+                        .map(|f| f.method.clone())
+                        .collect(),
+                });
             }
         }
     }
-    if let Some(h) = run(&s, "dumpheap -stat", p) {
-        t.heap_objects = h["total_objects"].as_u64();
-        t.heap_bytes = h["total_size"].as_u64();
-        t.heaviest_types = h["statistics"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(TOP)
-            .cloned()
-            .collect();
+    if let Some(h) = run::<DumpHeap>(&s, "dumpheap -stat", p) {
+        t.heap_objects = Some(h.total_objects);
+        t.heap_bytes = Some(h.total_size);
+        t.heaviest_types = h.statistics.iter().take(TOP).cloned().collect();
     }
     // A dump without a GC heap: one line says so, instead of each command that needs it.
     if let Some(no_heap) = heap_absent(&s) {
@@ -384,8 +446,7 @@ pub fn render(t: &Triage) -> String {
     if let Some(e) = &t.dump_exception {
         s.push_str(&format!(
             "Exception recorded by the dump: code {} on thread {}\n",
-            e["code"].as_str().unwrap_or("?"),
-            e["thread_id"]
+            e.code, e.thread_id
         ));
     }
     for e in &t.thread_exceptions {
@@ -416,44 +477,43 @@ pub fn render(t: &Triage) -> String {
     if let Some(x) = &t.current_exception {
         s.push_str(&format!(
             "Exception on thread {:x}: {} {}: {}\n",
-            x["thread_os_id"].as_u64().unwrap_or(0),
-            x["address"].as_str().unwrap_or("?"),
-            x["type"].as_str().unwrap_or("?"),
-            x["message"].as_str().unwrap_or("")
+            x.thread_os_id.unwrap_or(0),
+            x.address,
+            x.type_name,
+            x.message.as_deref().unwrap_or("")
         ));
-        if let Some(inner) = x["inner_exception_type"].as_str() {
+        if let Some(inner) = &x.inner_exception_type {
             s.push_str(&format!("  inner: {inner}\n"));
         }
-        for f in x["frames"].as_array().into_iter().flatten() {
-            s.push_str(&format!("      {}\n", f.as_str().unwrap_or("?")));
+        for f in &x.frames {
+            s.push_str(&format!("      {}\n", f.as_deref().unwrap_or("?")));
         }
     }
     for (i, d) in t.deadlocks.iter().enumerate() {
-        let ids: Vec<String> = d["threads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|x| format!("{:x}", x.as_u64().unwrap_or(0)))
+        let ids: Vec<String> = d
+            .threads
+            .iter()
+            .map(|x| format!("{:x}", x.unwrap_or(0)))
             .collect();
         s.push_str(&format!(
             "DEADLOCK {}: threads {}\n",
             i + 1,
             ids.join(" -> ")
         ));
-        for l in d["locks"].as_array().into_iter().flatten() {
+        for l in &d.locks {
             s.push_str(&format!(
                 "  lock {} {} (waited for in {})\n",
-                l["object"].as_str().unwrap_or("?"),
-                l["type"].as_str().unwrap_or("?"),
-                l["wait_frame"].as_str().unwrap_or("?")
+                l.object,
+                l.type_name,
+                l.wait_frame.as_deref().unwrap_or("?")
             ));
         }
     }
     if !t.exception_groups.is_empty() {
         s.push_str("Exceptions on the heap:\n");
         for g in &t.exception_groups {
-            let ty = g["type"].as_str().unwrap_or("?");
-            let msg = g["message"].as_str().unwrap_or("");
+            let ty = g.type_name.as_str();
+            let msg = g.message.as_deref().unwrap_or("");
             // The runtime allocates one of each at startup, to throw when it cannot allocate.
             let pre = msg.is_empty()
                 && matches!(
@@ -464,7 +524,7 @@ pub fn render(t: &Triage) -> String {
                 );
             s.push_str(&format!(
                 "  {:>6} x {ty}: {}\n",
-                g["count"],
+                g.count,
                 if pre {
                     "(no message: likely the instance the runtime preallocates)"
                 } else {
@@ -493,9 +553,7 @@ pub fn render(t: &Triage) -> String {
         for ty in &t.heaviest_types {
             s.push_str(&format!(
                 "  {:>12} bytes {:>8} x {}\n",
-                ty["total_size"],
-                ty["count"],
-                ty["name"].as_str().unwrap_or("?")
+                ty.total_size, ty.count, ty.name
             ));
         }
     }

@@ -2,10 +2,10 @@
 //! `threadpoolqueue` (`tpq`), `dumpconcurrentqueue` (`dcq`). SOS's names and options; the
 //! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
 
-use super::heap::clr;
-use super::CommandSpec;
 use crate::addr::{hex, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::delegates::DelegateMethod;
@@ -72,10 +72,6 @@ fn tools(c: &Clr) -> (Reader<'_>, Walker<'_>) {
     )
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 fn opt_hex(a: u64) -> Option<String> {
     (a != 0).then(|| hex(a))
 }
@@ -83,15 +79,15 @@ fn opt_hex(a: u64) -> Option<String> {
 /// A delegate's method as JSON: `{delegate, method, method_desc, target, ...}` or
 /// `{delegate, error}`.
 #[derive(Serialize)]
-struct MethodOut {
-    delegate: String,
-    method: Option<String>,
-    method_desc: Option<String>,
-    target: Option<String>,
-    target_type: Option<String>,
-    is_static: Option<bool>,
-    resolved_by: Option<&'static str>,
-    error: Option<String>,
+pub struct MethodOut {
+    pub delegate: String,
+    pub method: Option<String>,
+    pub method_desc: Option<String>,
+    pub target: Option<String>,
+    pub target_type: Option<String>,
+    pub is_static: Option<bool>,
+    pub resolved_by: Option<&'static str>,
+    pub error: Option<String>,
 }
 
 fn method_out(delegate: u64, m: &Option<Result<DelegateMethod, String>>) -> Option<MethodOut> {
@@ -151,18 +147,18 @@ fn tks_grammar() -> Command {
 }
 
 #[derive(Serialize)]
-struct TaskStateOut {
-    address: Option<String>,
-    type_name: Option<String>,
-    id: Option<i64>,
-    state_flags: u32,
-    state_flags_hex: String,
-    status: &'static str,
-    flags: Vec<String>,
-    callback: Option<MethodOut>,
-    state_object: Option<String>,
-    state_type: Option<String>,
-    scheduler_type: Option<String>,
+pub struct TaskStateOut {
+    pub address: Option<String>,
+    pub type_name: Option<String>,
+    pub id: Option<i64>,
+    pub state_flags: u32,
+    pub state_flags_hex: String,
+    pub status: &'static str,
+    pub flags: Vec<String>,
+    pub callback: Option<MethodOut>,
+    pub state_object: Option<String>,
+    pub state_type: Option<String>,
+    pub scheduler_type: Option<String>,
 }
 
 fn parse_value(t: &str) -> Result<u32, CommandError> {
@@ -253,38 +249,38 @@ fn ti_grammar() -> Command {
 }
 
 #[derive(Serialize)]
-struct TimerOut {
-    address: String,
-    queue: String,
-    queue_index: usize,
-    list: &'static str,
-    due_ms: u32,
-    period_ms: Option<u32>,
-    start_ticks: i64,
-    due_at_ticks: i64,
-    canceled: bool,
-    callback: Option<MethodOut>,
-    state: Option<String>,
-    state_type: Option<String>,
+pub struct TimerOut {
+    pub address: String,
+    pub queue: String,
+    pub queue_index: usize,
+    pub list: &'static str,
+    pub due_ms: u32,
+    pub period_ms: Option<u32>,
+    pub start_ticks: i64,
+    pub due_at_ticks: i64,
+    pub canceled: bool,
+    pub callback: Option<MethodOut>,
+    pub state: Option<String>,
+    pub state_type: Option<String>,
 }
 
 #[derive(Serialize)]
-struct TimerGroupOut {
-    count: usize,
-    list: &'static str,
-    due_ms: u32,
-    period_ms: Option<u32>,
-    state_type: Option<String>,
-    method: String,
+pub struct TimerGroupOut {
+    pub count: usize,
+    pub list: &'static str,
+    pub due_ms: u32,
+    pub period_ms: Option<u32>,
+    pub state_type: Option<String>,
+    pub method: String,
 }
 
 #[derive(Serialize)]
-struct TimerInfoOut {
-    timers: Vec<TimerOut>,
-    summary: Vec<TimerGroupOut>,
-    total: usize,
-    queues: usize,
-    errors: Vec<String>,
+pub struct TimerInfoOut {
+    pub timers: Vec<TimerOut>,
+    pub summary: Vec<TimerGroupOut>,
+    pub total: usize,
+    pub queues: usize,
+    pub errors: Vec<String>,
 }
 
 /// (method, period, due, list, state type): what SOS groups timers by.
@@ -298,7 +294,7 @@ fn period_text(p: Option<u32>) -> String {
 }
 
 fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let mut all = timers::timers(&r, &w);
     // SOS orders by period (one-shot timers, whose period is UnsignedInfinite, last).
@@ -405,46 +401,46 @@ fn tp_grammar() -> Command {
 }
 
 #[derive(Serialize)]
-struct WorkerOut {
-    thread: String,
-    managed_id: u32,
-    os_id: u64,
-    state: Vec<&'static str>,
-    role: Option<&'static str>,
-    activity: Option<&'static str>,
-    innermost: Option<String>,
-    work_item_method: Option<String>,
-    stack_incomplete: Option<String>,
+pub struct WorkerOut {
+    pub thread: String,
+    pub managed_id: u32,
+    pub os_id: u64,
+    pub state: Vec<&'static str>,
+    pub role: Option<&'static str>,
+    pub activity: Option<&'static str>,
+    pub innermost: Option<String>,
+    pub work_item_method: Option<String>,
+    pub stack_incomplete: Option<String>,
 }
 
 #[derive(Serialize)]
-struct HillOut {
-    address: String,
-    last_thread_count: Option<i64>,
-    total_samples: Option<i64>,
-    current_sample_ms: Option<i64>,
-    accumulated_completion_count: Option<i64>,
+pub struct HillOut {
+    pub address: String,
+    pub last_thread_count: Option<i64>,
+    pub total_samples: Option<i64>,
+    pub current_sample_ms: Option<i64>,
+    pub accumulated_completion_count: Option<i64>,
 }
 
 #[derive(Serialize)]
-struct ThreadPoolOut {
-    kind: &'static str,
-    instance: Option<String>,
-    cpu_utilization: Option<i64>,
-    workers_total: Option<i64>,
-    workers_running: Option<i64>,
-    workers_idle: Option<i64>,
-    min_threads: Option<i64>,
-    max_threads: Option<i64>,
-    threads_goal: Option<i64>,
-    counts_raw: Option<String>,
-    requested_workers: Option<i64>,
-    blocked_threads: Option<i64>,
-    hill_climbing: Option<HillOut>,
-    worker_threads: Vec<WorkerOut>,
-    queued: Option<usize>,
-    work_items: Option<Vec<WorkItemOut>>,
-    errors: Vec<String>,
+pub struct ThreadPoolOut {
+    pub kind: &'static str,
+    pub instance: Option<String>,
+    pub cpu_utilization: Option<i64>,
+    pub workers_total: Option<i64>,
+    pub workers_running: Option<i64>,
+    pub workers_idle: Option<i64>,
+    pub min_threads: Option<i64>,
+    pub max_threads: Option<i64>,
+    pub threads_goal: Option<i64>,
+    pub counts_raw: Option<String>,
+    pub requested_workers: Option<i64>,
+    pub blocked_threads: Option<i64>,
+    pub hill_climbing: Option<HillOut>,
+    pub worker_threads: Vec<WorkerOut>,
+    pub queued: Option<usize>,
+    pub work_items: Option<Vec<WorkItemOut>>,
+    pub errors: Vec<String>,
 }
 
 fn opt(v: Option<i64>) -> String {
@@ -452,7 +448,7 @@ fn opt(v: Option<i64>) -> String {
 }
 
 fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let p = threadpool::thread_pool(&r, Some(&walker));
@@ -570,16 +566,16 @@ fn tpq_grammar() -> Command {
 }
 
 #[derive(Serialize)]
-struct WorkItemOut {
-    address: String,
-    type_name: String,
-    queue: String,
-    local_queue: Option<String>,
-    kind: &'static str,
-    callback: Option<MethodOut>,
-    state: Option<String>,
-    state_type: Option<String>,
-    task_status: Option<&'static str>,
+pub struct WorkItemOut {
+    pub address: String,
+    pub type_name: String,
+    pub queue: String,
+    pub local_queue: Option<String>,
+    pub kind: &'static str,
+    pub callback: Option<MethodOut>,
+    pub state: Option<String>,
+    pub state_type: Option<String>,
+    pub task_status: Option<&'static str>,
 }
 
 fn item_out(i: &threadpool::WorkItem) -> WorkItemOut {
@@ -597,21 +593,21 @@ fn item_out(i: &threadpool::WorkItem) -> WorkItemOut {
 }
 
 #[derive(Serialize)]
-struct GroupOut {
-    kind: &'static str,
-    method: String,
-    count: usize,
+pub struct GroupOut {
+    pub kind: &'static str,
+    pub method: String,
+    pub count: usize,
 }
 
 #[derive(Serialize)]
-struct TpqOut {
-    work_queue: Option<String>,
-    items: Vec<WorkItemOut>,
-    summary: Vec<GroupOut>,
-    global: usize,
-    local: usize,
-    local_queues: usize,
-    errors: Vec<String>,
+pub struct TpqOut {
+    pub work_queue: Option<String>,
+    pub items: Vec<WorkItemOut>,
+    pub summary: Vec<GroupOut>,
+    pub global: usize,
+    pub local: usize,
+    pub local_queues: usize,
+    pub errors: Vec<String>,
 }
 
 fn summary(q: &threadpool::WorkQueue) -> Vec<GroupOut> {
@@ -690,7 +686,7 @@ fn queue_text(q: &threadpool::WorkQueue) -> String {
 }
 
 fn threadpoolqueue(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let q = threadpool::work_queue(&r, &w);
     let mut t = queue_text(&q);
@@ -730,45 +726,45 @@ fn dcq_grammar() -> Command {
         )
 }
 
-use super::objects::value_json;
+use crate::objects::value_json;
 
 #[derive(Serialize)]
-struct ItemOut {
-    position: i64,
-    segment: String,
-    slot: String,
-    value: serde_json::Value,
-    type_name: Option<String>,
-    fields: Vec<FieldOut>,
-    published: bool,
+pub struct ItemOut {
+    pub position: i64,
+    pub segment: String,
+    pub slot: String,
+    pub value: serde_json::Value,
+    pub type_name: Option<String>,
+    pub fields: Vec<FieldOut>,
+    pub published: bool,
 }
 
 #[derive(Serialize)]
-struct FieldOut {
-    name: String,
-    value: serde_json::Value,
+pub struct FieldOut {
+    pub name: String,
+    pub value: serde_json::Value,
 }
 
 #[derive(Serialize)]
-struct SegmentOut {
-    address: String,
-    slots: String,
-    capacity: u64,
-    head: i64,
-    tail: i64,
-    frozen: bool,
-    count: u64,
+pub struct SegmentOut {
+    pub address: String,
+    pub slots: String,
+    pub capacity: u64,
+    pub head: i64,
+    pub tail: i64,
+    pub frozen: bool,
+    pub count: u64,
 }
 
 #[derive(Serialize)]
-struct DcqOut {
-    address: String,
-    type_name: String,
-    element_type: Option<String>,
-    count: u64,
-    segments: Vec<SegmentOut>,
-    items: Vec<ItemOut>,
-    errors: Vec<String>,
+pub struct DcqOut {
+    pub address: String,
+    pub type_name: String,
+    pub element_type: Option<String>,
+    pub count: u64,
+    pub segments: Vec<SegmentOut>,
+    pub items: Vec<ItemOut>,
+    pub errors: Vec<String>,
 }
 
 fn value_text(
@@ -811,7 +807,7 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
         Some(l) => parse_count(l).map_err(CommandError::Usage)? as usize,
         None => threadpool::MAX_ITEMS,
     };
-    let c = super::heap::clr_with(s, FIELD_NEEDS)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
     let d =
         threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS)).map_err(failed)?;

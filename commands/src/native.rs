@@ -1,13 +1,14 @@
 //! Native-level commands: they need only the dump (no CLR): `info`, `threads`, `modules`, and
 //! memory display (`db`, `dw`, `dd`, `dq`).
 
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
 use crate::session::Session;
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{CellAlignment, Table};
 use dumpreader::{Arch, DumpFormat, Memory, ModuleIdentity, ModuleKind, Os};
 use serde::Serialize;
 
@@ -105,34 +106,6 @@ pub static SPECS: &[CommandSpec] = &[
     },
 ];
 
-/// A table in the style every command uses: no borders, header underlined, fitted to the
-/// terminal when there is one.
-pub fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    // Fit the table to the terminal, but only to one wide enough to fit into: a terminal that
-    // reports no size or a tiny one (a fresh pseudo-terminal says 0 columns) would squeeze
-    // every column to one character.
-    let fits = t.width().is_some_and(|w| w >= 60);
-    t.load_style(presets::NOTHING)
-        .set_content_arrangement(if fits {
-            ContentArrangement::Dynamic
-        } else {
-            ContentArrangement::Disabled
-        })
-        .set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
-    t
-}
-
-/// The table as text, each line without trailing blanks (a piped table stays tidy).
-pub fn render(t: &Table) -> String {
-    let mut out = String::new();
-    for line in t.lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 fn right(t: &mut Table, cols: &[usize]) {
     for &c in cols {
         if let Some(col) = t.column_mut(c) {
@@ -166,77 +139,77 @@ fn arch_name(a: Arch) -> String {
 // ---------------------------------------------------------------------------------------- info
 
 #[derive(Serialize)]
-struct InfoResult {
-    path: String,
+pub struct InfoResult {
+    pub path: String,
     /// How the file was read (e.g. decompressed into the cache), when not directly.
-    source: Option<String>,
-    format: &'static str,
-    os: String,
-    arch: String,
-    pid: Option<u32>,
-    process_name: Option<String>,
-    command_line: Option<String>,
-    threads: usize,
-    main_thread: Option<u32>,
-    crashing_thread: Option<u32>,
-    modules: usize,
-    memory_ranges: usize,
-    memory_bytes: u64,
-    memory_bytes_in_file: u64,
-    exception: Option<ExceptionOut>,
+    pub source: Option<String>,
+    pub format: &'static str,
+    pub os: String,
+    pub arch: String,
+    pub pid: Option<u32>,
+    pub process_name: Option<String>,
+    pub command_line: Option<String>,
+    pub threads: usize,
+    pub main_thread: Option<u32>,
+    pub crashing_thread: Option<u32>,
+    pub modules: usize,
+    pub memory_ranges: usize,
+    pub memory_bytes: u64,
+    pub memory_bytes_in_file: u64,
+    pub exception: Option<ExceptionOut>,
     /// Who wrote the dump and what memory it holds.
-    dump_kind: Option<DumpKindOut>,
+    pub dump_kind: Option<DumpKindOut>,
     /// How the app was published: single-file, framework-dependent, self-contained.
-    app_shape: Option<AppShapeOut>,
-    warnings: Vec<String>,
+    pub app_shape: Option<AppShapeOut>,
+    pub warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct DumpKindOut {
+pub struct DumpKindOut {
     /// "createdump", "gcore", "kernel", "minidump".
-    producer: &'static str,
+    pub producer: &'static str,
     /// One line for people.
-    description: String,
-    evidence: Vec<String>,
-    full_memory: bool,
+    pub description: String,
+    pub evidence: Vec<String>,
+    pub full_memory: bool,
     /// ELF: bytes of mapped files in the process, and how many the dump holds.
-    file_bytes_mapped: u64,
-    file_bytes_present: u64,
+    pub file_bytes_mapped: u64,
+    pub file_bytes_present: u64,
     /// Minidump: the MINIDUMP_TYPE flags recorded in the header, by name.
-    minidump_type: Option<String>,
-    minidump_type_flags: Vec<&'static str>,
-    streams: Vec<String>,
+    pub minidump_type: Option<String>,
+    pub minidump_type_flags: Vec<&'static str>,
+    pub streams: Vec<String>,
     /// Whether the runtime module's writable data is in the dump (None: no runtime found).
-    runtime_data_present: Option<bool>,
+    pub runtime_data_present: Option<bool>,
 }
 
 #[derive(Serialize)]
-struct AppShapeOut {
+pub struct AppShapeOut {
     /// "single-file", "single-file-compressed", "framework-dependent", "self-contained", or
     /// "none" (no .NET runtime found).
-    shape: &'static str,
-    description: String,
+    pub shape: &'static str,
+    pub description: String,
     /// The single-file host's path.
-    host: Option<String>,
+    pub host: Option<String>,
     /// The runtime module's path.
-    runtime_module: Option<String>,
-    runtime_version: Option<String>,
+    pub runtime_module: Option<String>,
+    pub runtime_version: Option<String>,
     /// The folder the runtime was loaded from (framework-dependent: the shared framework's).
-    runtime_dir: Option<String>,
-    bundle: Option<BundleOut>,
+    pub runtime_dir: Option<String>,
+    pub bundle: Option<BundleOut>,
 }
 
 #[derive(Serialize)]
-struct BundleOut {
-    header_offset: u64,
-    version: Option<String>,
-    bundle_id: Option<String>,
-    files: Option<usize>,
-    compressed_files: Option<usize>,
-    mapped_files: usize,
-    manifest_source: String,
+pub struct BundleOut {
+    pub header_offset: u64,
+    pub version: Option<String>,
+    pub bundle_id: Option<String>,
+    pub files: Option<usize>,
+    pub compressed_files: Option<usize>,
+    pub mapped_files: usize,
+    pub manifest_source: String,
     /// Why the manifest could not be read, if so.
-    manifest_error: Option<String>,
+    pub manifest_error: Option<String>,
 }
 
 fn dir_of(path: &str) -> &str {
@@ -481,13 +454,13 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
     }
 }
 
-#[derive(Serialize)]
-struct ExceptionOut {
-    code: String,
-    address: String,
-    thread_id: u32,
-    flags: u32,
-    parameters: Vec<String>,
+#[derive(Serialize, Clone, Debug)]
+pub struct ExceptionOut {
+    pub code: String,
+    pub address: String,
+    pub thread_id: u32,
+    pub flags: u32,
+    pub parameters: Vec<String>,
 }
 
 fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -581,33 +554,33 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     for w in &res.warnings {
         line(&mut t, "Warning:", w.clone());
     }
-    Ok(Output::new("info", &res, t))
+    Ok(Output::of("info", res, t))
 }
 
 // ------------------------------------------------------------------------------------- threads
 
 #[derive(Serialize)]
-struct ThreadsResult {
-    threads: Vec<ThreadOut>,
+pub struct ThreadsResult {
+    pub threads: Vec<ThreadOut>,
 }
 
 #[derive(Serialize)]
-struct ThreadOut {
-    index: usize,
-    os_id: u32,
-    rip: String,
-    rsp: String,
-    stack: Option<Range>,
-    teb: Option<String>,
-    name: Option<String>,
-    signal: u32,
-    registers: std::collections::BTreeMap<&'static str, String>,
+pub struct ThreadOut {
+    pub index: usize,
+    pub os_id: u32,
+    pub rip: String,
+    pub rsp: String,
+    pub stack: Option<Range>,
+    pub teb: Option<String>,
+    pub name: Option<String>,
+    pub signal: u32,
+    pub registers: std::collections::BTreeMap<&'static str, String>,
 }
 
 #[derive(Serialize)]
-struct Range {
-    start: String,
-    end: String,
+pub struct Range {
+    pub start: String,
+    pub end: String,
 }
 
 const REGS: &[&str] = &[
@@ -706,74 +679,74 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- modules
 
 #[derive(Serialize)]
-struct ModulesResult {
-    modules: Vec<ModuleOut>,
+pub struct ModulesResult {
+    pub modules: Vec<ModuleOut>,
     /// Single-file hosts and their bundles.
-    bundles: Vec<BundleListOut>,
+    pub bundles: Vec<BundleListOut>,
 }
 
 #[derive(Serialize)]
-struct BundleListOut {
-    host: String,
-    host_base: String,
-    header_offset: u64,
-    version: Option<String>,
-    bundle_id: Option<String>,
-    manifest_source: String,
-    manifest_error: Option<String>,
+pub struct BundleListOut {
+    pub host: String,
+    pub host_base: String,
+    pub header_offset: u64,
+    pub version: Option<String>,
+    pub bundle_id: Option<String>,
+    pub manifest_source: String,
+    pub manifest_error: Option<String>,
     /// Every file of the bundle (only with --bundle).
-    files: Vec<BundleFileOut>,
-    file_count: Option<usize>,
-    compressed_count: Option<usize>,
-    mapped_count: usize,
+    pub files: Vec<BundleFileOut>,
+    pub file_count: Option<usize>,
+    pub compressed_count: Option<usize>,
+    pub mapped_count: usize,
 }
 
 #[derive(Serialize)]
-struct BundleFileOut {
-    relative_path: String,
-    kind: &'static str,
-    offset: u64,
-    size: u64,
-    compressed_size: u64,
+pub struct BundleFileOut {
+    pub relative_path: String,
+    pub kind: &'static str,
+    pub offset: u64,
+    pub size: u64,
+    pub compressed_size: u64,
     /// Where the file is mapped (its first byte), if anywhere.
-    mapped_at: Vec<String>,
+    pub mapped_at: Vec<String>,
 }
 
 /// Where a bundled module lies in its host's bundle.
 #[derive(Serialize)]
-struct BundledOut {
-    host: String,
-    relative_path: String,
-    offset: u64,
-    size: u64,
-    compressed: bool,
+pub struct BundledOut {
+    pub host: String,
+    pub relative_path: String,
+    pub offset: u64,
+    pub size: u64,
+    pub compressed: bool,
 }
 
 #[derive(Serialize)]
-struct ModuleOut {
-    base: String,
-    end: String,
-    size: u64,
-    kind: &'static str,
+pub struct ModuleOut {
+    pub base: String,
+    pub end: String,
+    pub size: u64,
+    pub kind: &'static str,
     /// For PE images: "mapped" (sections at their RVAs, as loaded) or "flat" (the file as is).
-    layout: Option<&'static str>,
-    path: String,
-    build_id: Option<String>,
-    pe_timestamp: Option<u32>,
-    pe_image_size: Option<u32>,
-    debug_file: Option<String>,
+    pub layout: Option<&'static str>,
+    pub path: String,
+    pub build_id: Option<String>,
+    pub pe_timestamp: Option<u32>,
+    pub pe_image_size: Option<u32>,
+    pub debug_file: Option<String>,
     /// A file of a single-file bundle: where it lies in the host.
-    bundle: Option<BundledOut>,
+    pub bundle: Option<BundledOut>,
     /// Other places the same file is mapped as a whole (the .NET runtime on Linux maps each
     /// assembly twice: flat for its metadata and as a loaded image).
-    also_mapped_at: Vec<AlsoMapped>,
+    pub also_mapped_at: Vec<AlsoMapped>,
 }
 
 #[derive(Serialize)]
-struct AlsoMapped {
-    base: String,
-    end: String,
-    layout: Option<&'static str>,
+pub struct AlsoMapped {
+    pub base: String,
+    pub end: String,
+    pub layout: Option<&'static str>,
 }
 
 fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
@@ -1031,13 +1004,13 @@ fn memory_grammar(name: &'static str, default_units: u64) -> Command {
 }
 
 #[derive(Serialize)]
-struct MemoryResult {
-    address: String,
-    unit: usize,
-    requested: u64,
-    read: usize,
-    values: Vec<String>,
-    missing_from: Option<String>,
+pub struct MemoryResult {
+    pub address: String,
+    pub unit: usize,
+    pub requested: u64,
+    pub read: usize,
+    pub values: Vec<String>,
+    pub missing_from: Option<String>,
 }
 
 /// Most units one display command will read (1 MiB of bytes).
@@ -1123,12 +1096,12 @@ fn display_memory(
 }
 
 #[derive(Serialize)]
-struct Slept {
-    requested_ms: u64,
-    slept_ms: u64,
+pub struct Slept {
+    pub requested_ms: u64,
+    pub slept_ms: u64,
 }
 
-fn sleep(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+fn sleep(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let want = *m.get_one::<u64>("ms").unwrap_or(&0);
     let start = std::time::Instant::now();
     loop {
@@ -1136,7 +1109,7 @@ fn sleep(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         if done >= want {
             break;
         }
-        if crate::cancel::requested() {
+        if s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         std::thread::sleep(std::time::Duration::from_millis((want - done).min(20)));

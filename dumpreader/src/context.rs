@@ -1,8 +1,9 @@
-//! The x64 Windows `CONTEXT` record (winnt.h, 1232 bytes, 16-byte aligned) as dbgeng's
-//! `IDebugAdvanced::GetThreadContext` fills it, and its conversion to dumpreader's
-//! [`X64Context`]. Offsets are those of the SDK's `struct _CONTEXT` for AMD64.
+//! The x64 Windows `CONTEXT` record (winnt.h, 1232 bytes, 16-byte aligned), decoded in one
+//! place for both its readers: a minidump's thread list and dbgeng's
+//! `IDebugAdvanced::GetThreadContext` (the WinDbg extension), into [`X64Context`]. Offsets are
+//! those of the SDK's `struct _CONTEXT` for AMD64.
 
-use dumpreader::X64Context;
+use crate::X64Context;
 
 /// Size of the AMD64 `CONTEXT`.
 pub const CONTEXT_SIZE: usize = 1232;
@@ -53,12 +54,16 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
 }
 
-/// Decodes a `CONTEXT` record. `None` when `bytes` is shorter than [`CONTEXT_SIZE`].
+/// The bytes a record must have to hold the general registers ([`decode`]): through `Rip`.
+/// The FXSAVE area that follows is read when the record holds it.
+pub const CONTEXT_MIN_SIZE: usize = OFF_FLTSAVE;
+
+/// Decodes a `CONTEXT` record. `None` when `bytes` is shorter than [`CONTEXT_MIN_SIZE`].
 /// Registers whose `ContextFlags` group is absent read as 0; the FXSAVE area is kept only when
 /// `CONTEXT_FLOATING_POINT` is set. `fs_base`, `gs_base` and `orig_rax` are not part of a
 /// Windows CONTEXT and are left 0 (the caller sets `gs_base` from the TEB).
 pub fn decode(bytes: &[u8]) -> Option<X64Context> {
-    if bytes.len() < CONTEXT_SIZE {
+    if bytes.len() < CONTEXT_MIN_SIZE {
         return None;
     }
     let flags = u32_at(bytes, OFF_CONTEXT_FLAGS);
@@ -96,9 +101,11 @@ pub fn decode(bytes: &[u8]) -> Option<X64Context> {
         c.gs = u16_at(bytes, OFF_SEG_GS);
     }
     if has(CONTEXT_FLOATING_POINT) {
-        let mut fx = Box::new([0u8; 512]);
-        fx.copy_from_slice(&bytes[OFF_FLTSAVE..OFF_FLTSAVE + 512]);
-        c.fxsave = Some(fx);
+        if let Some(area) = bytes.get(OFF_FLTSAVE..OFF_FLTSAVE + 512) {
+            let mut fx = Box::new([0u8; 512]);
+            fx.copy_from_slice(area);
+            c.fxsave = Some(fx);
+        }
     }
     Some(c)
 }

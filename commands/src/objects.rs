@@ -1,13 +1,13 @@
 //! Object inspection commands: `dumpobj`, `dumpvc`, `dumparray`, `dumpmt`, `dumpclass`,
 //! `dumpmd`, `name2ee`, `dumpmodule`, `objsize`, `gcwhere`, `verifyheap`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::objects::{
     elem, element_type_name, gc_where, primitive_size, verify_heap, FieldData, FieldValue,
@@ -166,10 +166,6 @@ fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {
     parse_address(t).map_err(CommandError::Usage)
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
 
 fn reader(c: &Clr) -> Reader<'_> {
@@ -179,26 +175,26 @@ fn reader(c: &Clr) -> Reader<'_> {
 // ------------------------------------------------------------------------------ field output
 
 #[derive(Serialize)]
-struct FieldOut {
-    name: String,
-    token: String,
-    offset: u32,
+pub struct FieldOut {
+    pub name: String,
+    pub token: String,
+    pub offset: u32,
     #[serde(rename = "type")]
-    type_name: String,
-    type_mt: Option<String>,
-    element_type: &'static str,
-    vt: bool,
-    attr: &'static str,
-    address: Option<String>,
-    declaring_mt: String,
+    pub type_name: String,
+    pub type_mt: Option<String>,
+    pub element_type: &'static str,
+    pub vt: bool,
+    pub attr: &'static str,
+    pub address: Option<String>,
+    pub declaring_mt: String,
     /// The value: a number, bool, "0x.." pointer, null, or an object
     /// `{address, mt, type, string?}` / struct `{address, mt, type}` / `{unavailable}`.
-    value: Value,
+    pub value: Value,
     /// The value as the text table prints it.
-    value_text: String,
+    pub value_text: String,
     /// A thread-static's value on each thread that has one: `[{thread (managed id),
     /// thread_address, address, value}]`; null for other fields.
-    thread_values: Option<Vec<Value>>,
+    pub thread_values: Option<Vec<Value>>,
 }
 
 pub(crate) fn value_json(r: &Reader<'_>, v: &FieldValue) -> Value {
@@ -418,30 +414,30 @@ fn fields_text(fields: &[FieldOut], instance_base: u32) -> String {
 // ------------------------------------------------------------------------------------ dumpobj
 
 #[derive(Serialize)]
-struct DumpObj {
-    address: String,
-    name: String,
-    mt: String,
-    ee_class: String,
-    size: u64,
-    file: String,
-    string: Option<String>,
-    string_length: Option<u32>,
-    array: Option<ArrayOut>,
-    fields: Vec<FieldOut>,
+pub struct DumpObj {
+    pub address: String,
+    pub name: String,
+    pub mt: String,
+    pub ee_class: String,
+    pub size: u64,
+    pub file: String,
+    pub string: Option<String>,
+    pub string_length: Option<u32>,
+    pub array: Option<ArrayOut>,
+    pub fields: Vec<FieldOut>,
 }
 
 #[derive(Serialize)]
-struct ArrayOut {
-    rank: u32,
-    length: u64,
-    bounds: Vec<u32>,
-    lower_bounds: Vec<i32>,
-    element_mt: String,
-    element_type: &'static str,
-    element_type_name: String,
-    component_size: u32,
-    data: String,
+pub struct ArrayOut {
+    pub rank: u32,
+    pub length: u64,
+    pub bounds: Vec<u32>,
+    pub lower_bounds: Vec<i32>,
+    pub element_mt: String,
+    pub element_type: &'static str,
+    pub element_type_name: String,
+    pub component_size: u32,
+    pub data: String,
 }
 
 fn array_out(r: &Reader<'_>, a: &clrdata::objects::ArrayData) -> ArrayOut {
@@ -506,11 +502,11 @@ fn dumpobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- dumpvc
 
 #[derive(Serialize)]
-struct DumpVc {
-    address: String,
-    name: String,
-    mt: String,
-    fields: Vec<FieldOut>,
+pub struct DumpVc {
+    pub address: String,
+    pub name: String,
+    pub mt: String,
+    pub fields: Vec<FieldOut>,
 }
 
 fn dumpvc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -534,23 +530,23 @@ fn dumpvc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ---------------------------------------------------------------------------------- dumparray
 
 #[derive(Serialize)]
-struct DumpArray {
-    address: String,
-    name: String,
-    mt: String,
-    size: u64,
-    array: ArrayOut,
-    elements: Vec<ElementOut>,
+pub struct DumpArray {
+    pub address: String,
+    pub name: String,
+    pub mt: String,
+    pub size: u64,
+    pub array: ArrayOut,
+    pub elements: Vec<ElementOut>,
 }
 
 #[derive(Serialize)]
-struct ElementOut {
-    index: u64,
+pub struct ElementOut {
+    pub index: u64,
     /// The indices per dimension (multi-dimensional arrays), in row-major order.
-    indices: Vec<i64>,
-    address: String,
-    value: Value,
-    fields: Option<Vec<FieldOut>>,
+    pub indices: Vec<i64>,
+    pub address: String,
+    pub value: Value,
+    pub fields: Option<Vec<FieldOut>>,
 }
 
 fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -579,7 +575,7 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let elem_mt = (arr.element_mt & 2 == 0).then_some(arr.element_mt);
     let mut elements = Vec::new();
     for i in start..end {
-        if i % 4096 == 0 && crate::cancel::requested() {
+        if i % 4096 == 0 && s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         let ea = arr.data + i * comp;
@@ -707,48 +703,48 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- dumpmt
 
 #[derive(Serialize)]
-struct DumpMt {
-    mt: String,
-    name: String,
-    ee_class: String,
-    module: Option<String>,
-    token: Option<String>,
-    file: String,
-    parent: String,
-    canonical: String,
-    base_size: u32,
-    component_size: u32,
-    flags: String,
-    flags2: String,
-    dynamic_statics: bool,
-    contains_pointers: bool,
-    is_value_type: bool,
-    is_array: bool,
-    is_interface: bool,
-    has_finalizer: bool,
-    vtable_slots: u16,
-    interfaces: u16,
-    type_args: Vec<String>,
-    num_methods: Option<u32>,
-    methods: Option<DumpMtMethods>,
+pub struct DumpMt {
+    pub mt: String,
+    pub name: String,
+    pub ee_class: String,
+    pub module: Option<String>,
+    pub token: Option<String>,
+    pub file: String,
+    pub parent: String,
+    pub canonical: String,
+    pub base_size: u32,
+    pub component_size: u32,
+    pub flags: String,
+    pub flags2: String,
+    pub dynamic_statics: bool,
+    pub contains_pointers: bool,
+    pub is_value_type: bool,
+    pub is_array: bool,
+    pub is_interface: bool,
+    pub has_finalizer: bool,
+    pub vtable_slots: u16,
+    pub interfaces: u16,
+    pub type_args: Vec<String>,
+    pub num_methods: Option<u32>,
+    pub methods: Option<DumpMtMethods>,
 }
 
 #[derive(Serialize)]
-struct DumpMtMethods {
-    num_virtuals: u16,
-    num_vtable_slots: u16,
-    num_methods: u32,
-    slots: Vec<DumpMtSlot>,
+pub struct DumpMtMethods {
+    pub num_virtuals: u16,
+    pub num_vtable_slots: u16,
+    pub num_methods: u32,
+    pub slots: Vec<DumpMtSlot>,
 }
 
 #[derive(Serialize)]
-struct DumpMtSlot {
-    slot: u32,
-    entry: String,
-    method_desc: Option<String>,
-    jit: &'static str,
-    name: Option<String>,
-    error: Option<String>,
+pub struct DumpMtSlot {
+    pub slot: u32,
+    pub entry: String,
+    pub method_desc: Option<String>,
+    pub jit: &'static str,
+    pub name: Option<String>,
+    pub error: Option<String>,
 }
 
 fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -862,18 +858,18 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ---------------------------------------------------------------------------------- dumpclass
 
 #[derive(Serialize)]
-struct DumpClass {
-    ee_class: String,
-    name: String,
-    mt: String,
-    token: Option<String>,
-    file: String,
-    parent_class: Option<String>,
-    module: Option<String>,
-    attributes: String,
-    num_instance_fields: usize,
-    num_static_fields: usize,
-    fields: Vec<FieldOut>,
+pub struct DumpClass {
+    pub ee_class: String,
+    pub name: String,
+    pub mt: String,
+    pub token: Option<String>,
+    pub file: String,
+    pub parent_class: Option<String>,
+    pub module: Option<String>,
+    pub attributes: String,
+    pub num_instance_fields: usize,
+    pub num_static_fields: usize,
+    pub fields: Vec<FieldOut>,
 }
 
 fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -962,20 +958,20 @@ fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- dumpmd
 
 #[derive(Serialize)]
-struct DumpMd {
-    method_desc: String,
-    method_name: String,
-    class: String,
-    mt: String,
-    token: String,
-    chunk: String,
-    slot: u16,
-    classification: u16,
-    module: Option<String>,
-    entry_point: Option<String>,
-    is_jitted: bool,
-    code_kind: &'static str,
-    code_address: Option<String>,
+pub struct DumpMd {
+    pub method_desc: String,
+    pub method_name: String,
+    pub class: String,
+    pub mt: String,
+    pub token: String,
+    pub chunk: String,
+    pub slot: u16,
+    pub classification: u16,
+    pub module: Option<String>,
+    pub entry_point: Option<String>,
+    pub is_jitted: bool,
+    pub code_kind: &'static str,
+    pub code_address: Option<String>,
 }
 
 fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -1045,21 +1041,21 @@ fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------ name2ee
 
 #[derive(Serialize)]
-struct Name2Ee {
-    query: String,
-    matches: Vec<Name2EeMatch>,
-    modules_searched: Vec<String>,
+pub struct Name2Ee {
+    pub query: String,
+    pub matches: Vec<Name2EeMatch>,
+    pub modules_searched: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct Name2EeMatch {
-    module: String,
-    assembly: String,
-    file: String,
-    token: String,
-    name: String,
-    mt: Option<String>,
-    ee_class: Option<String>,
+pub struct Name2EeMatch {
+    pub module: String,
+    pub assembly: String,
+    pub file: String,
+    pub token: String,
+    pub name: String,
+    pub mt: Option<String>,
+    pub ee_class: Option<String>,
 }
 
 /// The modules the session knows: those of the heap's types, plus CoreLib's.
@@ -1204,20 +1200,20 @@ fn name2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // --------------------------------------------------------------------------------- dumpmodule
 
 #[derive(Serialize)]
-struct DumpModule {
-    module: String,
-    name: String,
-    assembly: Option<String>,
-    path: String,
-    pe_assembly: String,
-    pe_image: String,
-    image_base: String,
-    image_size: u32,
-    mapped: bool,
-    metadata: Option<String>,
-    metadata_size: Option<u32>,
-    domain_local_module: Option<String>,
-    type_defs: Option<u32>,
+pub struct DumpModule {
+    pub module: String,
+    pub name: String,
+    pub assembly: Option<String>,
+    pub path: String,
+    pub pe_assembly: String,
+    pub pe_image: String,
+    pub image_base: String,
+    pub image_size: u32,
+    pub mapped: bool,
+    pub metadata: Option<String>,
+    pub metadata_size: Option<u32>,
+    pub domain_local_module: Option<String>,
+    pub type_defs: Option<u32>,
 }
 
 fn dumpmodule(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -1280,12 +1276,12 @@ fn dumpmodule(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------ objsize
 
 #[derive(Serialize)]
-struct ObjSize {
-    address: String,
-    name: String,
-    objects: u64,
-    size: u64,
-    errors: Vec<String>,
+pub struct ObjSize {
+    pub address: String,
+    pub name: String,
+    pub objects: u64,
+    pub size: u64,
+    pub errors: Vec<String>,
 }
 
 fn objsize(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {

@@ -1,11 +1,11 @@
 //! Exceptions: `printexception` (`pe`) and `dumpexceptions`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::exceptions::{
     current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
@@ -53,33 +53,33 @@ pub static SPECS: &[CommandSpec] = &[
 ];
 
 #[derive(Serialize)]
-struct FrameOut {
-    sp: String,
-    ip: String,
-    method_desc: String,
-    flags: u32,
-    module: Option<String>,
-    method: Option<String>,
-    offset: Option<u64>,
-    error: Option<String>,
+pub struct FrameOut {
+    pub sp: String,
+    pub ip: String,
+    pub method_desc: String,
+    pub flags: u32,
+    pub module: Option<String>,
+    pub method: Option<String>,
+    pub offset: Option<u64>,
+    pub error: Option<String>,
 }
 
 #[derive(Serialize)]
-struct ExceptionOut {
-    address: String,
-    method_table: String,
+pub struct ExceptionOut {
+    pub address: String,
+    pub method_table: String,
     #[serde(rename = "type")]
-    type_name: String,
-    message: Option<String>,
-    hresult: String,
-    inner_exception: Option<String>,
-    inner_exception_type: Option<String>,
-    stack_trace_array: Option<String>,
-    stack_trace_thread: Option<String>,
-    stack_trace: Vec<FrameOut>,
-    stack_trace_string: Option<String>,
-    remote_stack_trace_string: Option<String>,
-    notes: Vec<String>,
+    pub type_name: String,
+    pub message: Option<String>,
+    pub hresult: String,
+    pub inner_exception: Option<String>,
+    pub inner_exception_type: Option<String>,
+    pub stack_trace_array: Option<String>,
+    pub stack_trace_thread: Option<String>,
+    pub stack_trace: Vec<FrameOut>,
+    pub stack_trace_string: Option<String>,
+    pub remote_stack_trace_string: Option<String>,
+    pub notes: Vec<String>,
 }
 
 fn exception_out(e: &ExceptionData) -> ExceptionOut {
@@ -174,15 +174,15 @@ fn exception_text(e: &ExceptionData) -> String {
 }
 
 #[derive(Serialize)]
-struct PrintExceptionOut {
+pub struct PrintExceptionOut {
     /// Where the exception came from: "address" or "thread".
-    source: &'static str,
+    pub source: &'static str,
     /// The thread whose last thrown exception this is (when chosen by thread).
-    thread_os_id: Option<u64>,
-    thread_managed_id: Option<u32>,
-    nested: bool,
+    pub thread_os_id: Option<u64>,
+    pub thread_managed_id: Option<u32>,
+    pub nested: bool,
     /// The exception, then (with -nested) its inner exceptions, outermost first.
-    exceptions: Vec<ExceptionOut>,
+    pub exceptions: Vec<ExceptionOut>,
 }
 
 fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -238,7 +238,7 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         nested,
         exceptions: chain.iter().map(exception_out).collect(),
     };
-    Ok(Output::new("printexception", &r, text))
+    Ok(Output::of("printexception", r, text))
 }
 
 fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>, CommandError> {
@@ -249,38 +249,38 @@ fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>,
     } else {
         read_exception(&r, &w, addr).map(|e| vec![e])
     };
-    res.map_err(|e| CommandError::Failed(e.to_string()))
+    res.map_err(failed)
 }
 
 // ------------------------------------------------------------------------------ dumpexceptions
 
 #[derive(Serialize)]
-struct HeapException {
-    address: String,
-    method_table: String,
+pub struct HeapException {
+    pub address: String,
+    pub method_table: String,
     #[serde(rename = "type")]
-    type_name: String,
-    message: Option<String>,
-    hresult: String,
-    inner_exception: Option<String>,
-    stack_frames: usize,
+    pub type_name: String,
+    pub message: Option<String>,
+    pub hresult: String,
+    pub inner_exception: Option<String>,
+    pub stack_frames: usize,
 }
 
 #[derive(Serialize)]
-struct Group {
+pub struct Group {
     #[serde(rename = "type")]
-    type_name: String,
-    message: Option<String>,
-    count: usize,
-    addresses: Vec<String>,
+    pub type_name: String,
+    pub message: Option<String>,
+    pub count: usize,
+    pub addresses: Vec<String>,
 }
 
 #[derive(Serialize)]
-struct DumpExceptionsOut {
-    total: usize,
-    exceptions: Vec<HeapException>,
-    groups: Vec<Group>,
-    errors: Vec<String>,
+pub struct DumpExceptionsOut {
+    pub total: usize,
+    pub exceptions: Vec<HeapException>,
+    pub groups: Vec<Group>,
+    pub errors: Vec<String>,
 }
 
 fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -293,7 +293,7 @@ fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut list = Vec::new();
     let mut groups: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
     for (i, (addr, mt)) in found.iter().enumerate() {
-        if i % 256 == 0 && crate::cancel::requested() {
+        if i % 256 == 0 && s.control.requested() {
             return Err(CommandError::Cancelled);
         }
         let name = r.type_name(*mt);
@@ -360,7 +360,7 @@ fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         groups: gs,
         errors,
     };
-    Ok(Output::new("dumpexceptions", &out, text))
+    Ok(Output::of("dumpexceptions", out, text))
 }
 
 fn found_addr(h: &str) -> u64 {

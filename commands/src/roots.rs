@@ -1,17 +1,16 @@
 //! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::handles::{FinalizerSegment, HandleKind};
 use clrdata::objects::ObjectReader;
 use clrdata::roots::{gcroot as find_roots, static_slot_names, RootSource};
 use clrdata::stack::{StackWalker, ThreadStack};
-use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -56,12 +55,8 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
         .help(help)
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 fn obj_mt(c: &Clr, obj: u64) -> u64 {
-    c.rt.memory().read_u64(obj).map(|w| w & !7).unwrap_or(0)
+    clrdata::heap::read_method_table(c.rt.memory(), obj).unwrap_or(0)
 }
 
 fn obj_size(r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>, obj: u64) -> u64 {
@@ -72,11 +67,11 @@ fn obj_size(r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>, obj: u64) -> u64 
 }
 
 #[derive(Serialize, Clone)]
-struct TypeRow {
-    mt: String,
-    count: u64,
-    total_size: u64,
-    name: String,
+pub struct TypeRow {
+    pub mt: String,
+    pub count: u64,
+    pub total_size: u64,
+    pub name: String,
 }
 
 /// Per-type statistics, largest total first (as `dumpheap -stat`'s JSON).
@@ -121,28 +116,28 @@ fn statistics_text(rows: &[TypeRow]) -> String {
 // ---------------------------------------------------------------------------------- gchandles
 
 #[derive(Serialize)]
-struct HandleRow {
-    handle: String,
-    kind: HandleKind,
-    object: String,
-    size: u64,
+pub struct HandleRow {
+    pub handle: String,
+    pub kind: HandleKind,
+    pub object: String,
+    pub size: u64,
     #[serde(rename = "type")]
-    type_name: String,
-    secondary: Option<String>,
-    strong: bool,
-    heap_slot: u32,
+    pub type_name: String,
+    pub secondary: Option<String>,
+    pub strong: bool,
+    pub heap_slot: u32,
 }
 
 #[derive(Serialize)]
-struct HandlesResult {
-    handles: Option<Vec<HandleRow>>,
-    statistics: Vec<TypeRow>,
-    counts: BTreeMap<String, u64>,
-    total: u64,
-    null_handles: u64,
-    tables: usize,
-    segments: usize,
-    errors: Vec<String>,
+pub struct HandlesResult {
+    pub handles: Option<Vec<HandleRow>>,
+    pub statistics: Vec<TypeRow>,
+    pub counts: BTreeMap<String, u64>,
+    pub total: u64,
+    pub null_handles: u64,
+    pub tables: usize,
+    pub segments: usize,
+    pub errors: Vec<String>,
 }
 
 fn gchandles(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -222,33 +217,33 @@ fn gchandles(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------ finalizequeue
 
 #[derive(Serialize)]
-struct QueueSegmentRow {
-    heap: usize,
-    segment: FinalizerSegment,
-    start: String,
-    end: String,
-    count: u64,
+pub struct QueueSegmentRow {
+    pub heap: usize,
+    pub segment: FinalizerSegment,
+    pub start: String,
+    pub end: String,
+    pub count: u64,
 }
 
 #[derive(Serialize)]
-struct QueueEntryRow {
-    heap: usize,
-    slot: String,
-    object: String,
-    segment: FinalizerSegment,
-    size: u64,
+pub struct QueueEntryRow {
+    pub heap: usize,
+    pub slot: String,
+    pub object: String,
+    pub segment: FinalizerSegment,
+    pub size: u64,
     #[serde(rename = "type")]
-    type_name: String,
+    pub type_name: String,
 }
 
 #[derive(Serialize)]
-struct QueueResult {
-    segments: Vec<QueueSegmentRow>,
-    objects: Option<Vec<QueueEntryRow>>,
-    statistics: Vec<TypeRow>,
-    total: u64,
-    ready_for_finalization: u64,
-    errors: Vec<String>,
+pub struct QueueResult {
+    pub segments: Vec<QueueSegmentRow>,
+    pub objects: Option<Vec<QueueEntryRow>>,
+    pub statistics: Vec<TypeRow>,
+    pub total: u64,
+    pub ready_for_finalization: u64,
+    pub errors: Vec<String>,
 }
 
 fn seg_label(s: FinalizerSegment) -> &'static str {
@@ -363,40 +358,40 @@ fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- gcroot
 
 #[derive(Serialize)]
-struct PathStep {
-    object: String,
+pub struct PathStep {
+    pub object: String,
     #[serde(rename = "type")]
-    type_name: String,
+    pub type_name: String,
     /// The slot of the previous object holding this reference (None for the root's object
     /// and for a dependent handle's edge).
-    via_slot: Option<String>,
+    pub via_slot: Option<String>,
     /// "static variable: Type.Field" or "dependent handle".
-    note: Option<String>,
+    pub note: Option<String>,
 }
 
 #[derive(Serialize)]
-struct RootRow {
-    root: serde_json::Value,
+pub struct RootRow {
+    pub root: serde_json::Value,
     #[serde(skip)]
-    source: RootSource,
+    pub source: RootSource,
     /// For a stack root: the frame holding the slot, when the stack walk places it.
-    frame: Option<String>,
-    path: Vec<PathStep>,
+    pub frame: Option<String>,
+    pub path: Vec<PathStep>,
 }
 
 #[derive(Serialize)]
-struct GcRootJson {
-    target: String,
+pub struct GcRootJson {
+    pub target: String,
     #[serde(rename = "type")]
-    type_name: String,
-    roots: Vec<RootRow>,
-    found: usize,
-    roots_considered: usize,
-    objects: u64,
-    references: u64,
-    stacks_scanned: Vec<serde_json::Value>,
-    stack_scan: &'static str,
-    notes: Vec<String>,
+    pub type_name: String,
+    pub roots: Vec<RootRow>,
+    pub found: usize,
+    pub roots_considered: usize,
+    pub objects: u64,
+    pub references: u64,
+    pub stacks_scanned: Vec<serde_json::Value>,
+    pub stack_scan: &'static str,
+    pub notes: Vec<String>,
 }
 
 fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use std::any::Any;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -22,6 +23,17 @@ impl std::fmt::Debug for Stream {
     }
 }
 
+/// A command's typed result, kept beside its JSON for front ends that compose results
+/// (`triage`): they read it back as its own Rust type ([`Output::typed`]), never by JSON key.
+#[derive(Clone)]
+pub struct Typed(pub Arc<dyn Any + Send + Sync>);
+
+impl std::fmt::Debug for Typed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Typed")
+    }
+}
+
 /// A command's result: the structured data and its rendering as text.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -34,6 +46,8 @@ pub struct Output {
     /// For a streamed result: what writes it (then `data` and `text` are empty until
     /// [`Output::materialize`]).
     pub stream: Option<Stream>,
+    /// The result as its Rust type, for commands that keep it ([`Output::of`]).
+    pub typed: Option<Typed>,
 }
 
 impl Output {
@@ -47,7 +61,25 @@ impl Output {
             data,
             text,
             stream: None,
+            typed: None,
         }
+    }
+
+    /// Builds an output that also keeps `result` as its own type, to be read back with
+    /// [`Output::typed`].
+    pub fn of<T: Serialize + Any + Send + Sync>(
+        command: &'static str,
+        result: T,
+        text: String,
+    ) -> Output {
+        let mut out = Output::new(command, &result, text);
+        out.typed = Some(Typed(Arc::new(result)));
+        out
+    }
+
+    /// The result as `T`, when the command keeps it as that type.
+    pub fn typed<T: Any>(&self) -> Option<&T> {
+        self.typed.as_ref()?.0.downcast_ref::<T>()
     }
 
     /// A result written as it is computed, by `f`.
@@ -60,6 +92,7 @@ impl Output {
             data: Value::Null,
             text: String::new(),
             stream: Some(Stream(Arc::new(f))),
+            typed: None,
         }
     }
 
@@ -81,6 +114,7 @@ impl Output {
             data,
             text: String::from_utf8_lossy(&text).into_owned(),
             stream: None,
+            typed: None,
         })
     }
 
@@ -148,6 +182,11 @@ pub enum CommandError {
     /// The user interrupted the command (Ctrl-C).
     #[error("interrupted")]
     Cancelled,
+}
+
+/// A failure whose message is `e`'s (a clrdata or dumpreader error says what and where).
+pub fn failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Failed(e.to_string())
 }
 
 impl CommandError {

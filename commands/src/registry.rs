@@ -6,16 +6,6 @@ use crate::session::Session;
 use crate::tokenize;
 use clap::{ArgMatches, Command};
 
-pub mod asyncs;
-pub mod exceptions;
-pub mod heap;
-pub mod locks;
-pub mod native;
-pub mod objects;
-pub mod roots;
-pub mod stacks;
-pub mod threadpool;
-
 /// One command: its names, its argument grammar and what runs it.
 pub struct CommandSpec {
     /// The canonical name.
@@ -51,6 +41,7 @@ impl CommandSpec {
 pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
+        use crate::*;
         native::SPECS
             .iter()
             .chain(heap::SPECS)
@@ -152,7 +143,7 @@ pub fn execute_streaming(
     let Some(inv) = parse(line)? else {
         return Ok(None);
     };
-    crate::cancel::reset();
+    session.control.reset();
     let out = (inv.spec.run)(session, &inv.matches)?;
     Ok(Some((out, inv.json)))
 }

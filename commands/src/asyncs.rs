@@ -1,9 +1,9 @@
 //! `dumpasync`: async state machines of the heap as logical stacks (innermost first).
 
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
+use crate::registry::CommandSpec;
 use crate::session::Clr;
 use crate::session::Session;
 use crate::tree::{self, Node};
@@ -101,49 +101,49 @@ fn causality_grammar() -> Command {
 }
 
 #[derive(Serialize)]
-struct AwaiterOut {
-    field: String,
+pub struct AwaiterOut {
+    pub field: String,
     #[serde(rename = "type")]
-    type_name: String,
-    object: Option<String>,
-    object_type: Option<String>,
+    pub type_name: String,
+    pub object: Option<String>,
+    pub object_type: Option<String>,
 }
 
 #[derive(Serialize)]
-struct BoxOut {
-    address: String,
-    mt: String,
-    box_type: String,
+pub struct BoxOut {
+    pub address: String,
+    pub mt: String,
+    pub box_type: String,
     /// `task` or `pooling` (a PoolingAsyncValueTaskMethodBuilder box, no Task).
-    kind: asyncsm::BoxKind,
+    pub kind: asyncsm::BoxKind,
     /// The raw state machine type (`Ns.Program+<<Main>g__Fetch|0_1>d`).
-    state_machine_type: String,
+    pub state_machine_type: String,
     /// The method as its author wrote it (`Ns.Program.Main.Fetch (local function)`).
-    method: String,
-    state_machine_mt: Option<String>,
-    state: Option<i64>,
-    state_name: &'static str,
-    task_flags: String,
-    task_status: &'static str,
-    completed: bool,
-    continuation_object: Option<String>,
+    pub method: String,
+    pub state_machine_mt: Option<String>,
+    pub state: Option<i64>,
+    pub state_name: &'static str,
+    pub task_flags: String,
+    pub task_status: &'static str,
+    pub completed: bool,
+    pub continuation_object: Option<String>,
     /// Where the continuation was read (`m_continuationObject`, ...).
-    continuation_via: &'static str,
-    continuations: Vec<String>,
+    pub continuation_via: &'static str,
+    pub continuations: Vec<String>,
     /// Threads blocked synchronously on this box's task (`Task+SetOnInvokeMres` events in
     /// its continuation).
-    sync_waiters: usize,
-    awaiters: Vec<AwaiterOut>,
+    pub sync_waiters: usize,
+    pub awaiters: Vec<AwaiterOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    fields: Option<Vec<FieldOut>>,
+    pub fields: Option<Vec<FieldOut>>,
 }
 
 #[derive(Serialize)]
-struct FieldOut {
-    name: String,
+pub struct FieldOut {
+    pub name: String,
     #[serde(rename = "type")]
-    type_name: String,
-    value: String,
+    pub type_name: String,
+    pub value: String,
 }
 
 fn box_out(b: &AsyncBox) -> BoxOut {
@@ -198,60 +198,60 @@ fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
 }
 
 #[derive(Serialize)]
-struct ChainOut {
+pub struct ChainOut {
     /// Innermost first.
-    boxes: Vec<BoxOut>,
+    pub boxes: Vec<BoxOut>,
     /// How many chains share these types (1 unless --coalesce).
-    count: usize,
+    pub count: usize,
     /// The outermost box continues back into this box of the chain: the tasks await each
     /// other in a ring and none can complete.
-    cycle_back_to: Option<String>,
+    pub cycle_back_to: Option<String>,
     /// Threads blocked synchronously on a task of this chain (`Task.Wait`, `.Result`,
     /// `GetAwaiter().GetResult()`), proven from their stacks; `null` where the stacks are not
     /// read on this runtime (the boxes' `sync_waiters` still count them).
-    blocked_threads: Option<Vec<BlockedThread>>,
+    pub blocked_threads: Option<Vec<BlockedThread>>,
 }
 
 #[derive(Serialize, Clone)]
-struct BlockedThread {
-    os_id: u64,
-    managed_id: u32,
+pub struct BlockedThread {
+    pub os_id: u64,
+    pub managed_id: u32,
     /// The outermost waiting frame.
-    via: Option<String>,
+    pub via: Option<String>,
     /// The task it waits on (a box of the chain, or the task its innermost box awaits).
-    task: String,
+    pub task: String,
 }
 
 #[derive(Serialize)]
-struct StatOut {
-    state_machine_type: String,
-    count: usize,
+pub struct StatOut {
+    pub state_machine_type: String,
+    pub count: usize,
 }
 
 #[derive(Serialize)]
-struct TaskOut {
-    address: String,
+pub struct TaskOut {
+    pub address: String,
     #[serde(rename = "type")]
-    type_name: String,
-    task_status: &'static str,
-    task_flags: String,
+    pub type_name: String,
+    pub task_status: &'static str,
+    pub task_flags: String,
 }
 
 #[derive(Serialize)]
-struct Result {
-    chains: Vec<ChainOut>,
-    stats: Option<Vec<StatOut>>,
-    tasks: Option<Vec<TaskOut>>,
-    total_boxes: usize,
-    shown_boxes: usize,
-    completed_skipped: usize,
+pub struct Result {
+    pub chains: Vec<ChainOut>,
+    pub stats: Option<Vec<StatOut>>,
+    pub tasks: Option<Vec<TaskOut>>,
+    pub total_boxes: usize,
+    pub shown_boxes: usize,
+    pub completed_skipped: usize,
     /// Rings of boxes awaiting each other (addresses, in continuation order).
-    cycles: Vec<Vec<String>>,
+    pub cycles: Vec<Vec<String>>,
     /// Pooled boxes idle in their pool's cache (not listed).
-    idle_pooled_boxes: usize,
+    pub idle_pooled_boxes: usize,
     /// Why `blocked_threads` is null, when it is.
-    blocked_threads_unavailable: Option<String>,
-    errors: Vec<String>,
+    pub blocked_threads_unavailable: Option<String>,
+    pub errors: Vec<String>,
 }
 
 /// The threads' stacks as causality scans them.
@@ -326,7 +326,7 @@ const CAUSALITY_NEEDS: &[clrdata::layout::Capability] = &[
 ];
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
+    let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let completed = m.get_flag("completed");
@@ -654,11 +654,11 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
 // ------------------------------------------------------------------------------ pstacks --async
 
 #[derive(Serialize)]
-struct AsyncStacks {
+pub struct AsyncStacks {
     /// Logical stacks merged (chains of boxes not completed).
-    chains: usize,
-    roots: Vec<Node>,
-    errors: Vec<String>,
+    pub chains: usize,
+    pub roots: Vec<Node>,
+    pub errors: Vec<String>,
 }
 
 /// The innermost "frame" of a logical stack: what its innermost method awaits.
@@ -679,7 +679,7 @@ fn awaited_frame(cause: &Cause) -> String {
 /// `pstacks --async`: async logical stacks (root = the outermost method) merged like thread
 /// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
 pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, ASYNC_NEEDS)?;
+    let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
@@ -713,44 +713,47 @@ pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Outpu
         roots: root.children,
         errors: a.errors.clone(),
     };
-    Ok(Output::new("pstacks", &res, text))
+    Ok(Output::of("pstacks", res, text))
 }
 
 // ---------------------------------------------------------------------------------- causality
 
 #[derive(Serialize)]
-struct ChainView {
+pub struct ChainView {
     /// Innermost first.
-    methods: Vec<String>,
-    boxes: Vec<String>,
-    awaited: Option<String>,
-    awaited_type: Option<String>,
+    pub methods: Vec<String>,
+    pub boxes: Vec<String>,
+    pub awaited: Option<String>,
+    pub awaited_type: Option<String>,
     /// The cause, its addresses as strings.
-    cause: serde_json::Value,
+    pub cause: serde_json::Value,
+    /// The cause's kind (its tag in `cause`).
+    #[serde(skip)]
+    pub cause_kind: String,
     /// What the cause means, in words.
-    explanation: String,
+    pub explanation: String,
     /// Threads blocked synchronously on this chain (OS ids).
-    waited_by_threads: Vec<u64>,
+    pub waited_by_threads: Vec<u64>,
 }
 
 #[derive(Serialize)]
-struct ThreadView {
-    os_id: u64,
-    managed_id: u32,
-    via: Option<String>,
-    task: String,
-    task_type: String,
-    event: String,
+pub struct ThreadView {
+    pub os_id: u64,
+    pub managed_id: u32,
+    pub via: Option<String>,
+    pub task: String,
+    pub task_type: String,
+    pub event: String,
     /// Indices into `chains`.
-    chains: Vec<usize>,
+    pub chains: Vec<usize>,
 }
 
 #[derive(Serialize)]
-struct CausalityOut {
-    threads: Vec<ThreadView>,
-    chains: Vec<ChainView>,
-    unresolved_waits: Vec<(u64, String)>,
-    errors: Vec<String>,
+pub struct CausalityOut {
+    pub threads: Vec<ThreadView>,
+    pub chains: Vec<ChainView>,
+    pub unresolved_waits: Vec<(u64, String)>,
+    pub errors: Vec<String>,
 }
 
 fn explain(cause: &Cause, c: &Clr) -> String {
@@ -832,6 +835,18 @@ fn explain(cause: &Cause, c: &Clr) -> String {
 }
 
 /// A cause as JSON with its addresses as `"0x.."` strings, like every other address.
+/// The cause's kind: its serde tag (`#[serde(tag = "kind")]` on clrdata's `Cause`), the one
+/// spelling of each kind.
+fn cause_kind(cause: &Cause) -> String {
+    match serde_json::to_value(cause) {
+        Ok(serde_json::Value::Object(o)) => match o.get("kind") {
+            Some(serde_json::Value::String(k)) => k.clone(),
+            _ => "unknown".into(),
+        },
+        _ => "unknown".into(),
+    }
+}
+
 fn cause_json(cause: &Cause) -> serde_json::Value {
     let mut v = serde_json::to_value(cause).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
@@ -864,7 +879,7 @@ fn duration(ms: u64) -> String {
 }
 
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
-    let c = super::heap::clr_with(s, CAUSALITY_NEEDS)?;
+    let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
     let heap = c.heap().map_err(CommandError::Failed)?;
     let all = m.get_flag("all");
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
@@ -891,6 +906,7 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             awaited: cc.awaited.map(hex),
             awaited_type: cc.awaited_type.clone(),
             cause: cause_json(&cc.cause),
+            cause_kind: cause_kind(&cc.cause),
             explanation: explain(&cc.cause, &c),
             waited_by_threads: Vec::new(),
         });
@@ -966,5 +982,5 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         unresolved_waits: k.unresolved_waits.clone(),
         errors: a.errors.clone(),
     };
-    Ok(Output::new("causality", &res, t))
+    Ok(Output::of("causality", res, t))
 }

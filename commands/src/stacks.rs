@@ -1,13 +1,13 @@
 //! Managed threads and stacks: `clrthreads`, `clrstack`, `pstacks`, `ip2md`, and the mixed
 //! native+managed `stack`.
 
-use super::heap::clr;
-use super::native::{render, table};
-use super::CommandSpec;
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{failed, CommandError, Output};
+use crate::registry::CommandSpec;
+use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::stack::{FrameKind, StackWalker, ThreadStack};
 use clrdata::threads::thread_state_names;
@@ -133,37 +133,37 @@ fn parse_os_id(t: &str) -> Result<u64, CommandError> {
 // ---------------------------------------------------------------------------------- clrthreads
 
 #[derive(Serialize)]
-struct ClrThread {
-    index: usize,
-    managed_id: u32,
-    os_id: u64,
-    thread: String,
-    state: u32,
-    state_names: Vec<&'static str>,
-    gc_mode: &'static str,
-    alloc_context: String,
-    alloc_limit: String,
+pub struct ClrThread {
+    pub index: usize,
+    pub managed_id: u32,
+    pub os_id: u64,
+    pub thread: String,
+    pub state: u32,
+    pub state_names: Vec<&'static str>,
+    pub gc_mode: &'static str,
+    pub alloc_context: String,
+    pub alloc_limit: String,
     /// .NET 8 keeps no lock count; the DAC reports -1.
-    lock_count: i64,
-    apartment: &'static str,
-    last_exception_handle: Option<String>,
-    last_exception: Option<String>,
-    last_exception_type: Option<String>,
-    tags: Vec<&'static str>,
-    dead: bool,
+    pub lock_count: i64,
+    pub apartment: &'static str,
+    pub last_exception_handle: Option<String>,
+    pub last_exception: Option<String>,
+    pub last_exception_type: Option<String>,
+    pub tags: Vec<&'static str>,
+    pub dead: bool,
 }
 
 #[derive(Serialize)]
-struct ClrThreads {
-    thread_count: i32,
-    unstarted: i32,
-    background: i32,
-    pending: i32,
-    dead: i32,
-    finalizer: String,
-    threads: Vec<ClrThread>,
+pub struct ClrThreads {
+    pub thread_count: i32,
+    pub unstarted: i32,
+    pub background: i32,
+    pub pending: i32,
+    pub dead: i32,
+    pub finalizer: String,
+    pub threads: Vec<ClrThread>,
     /// What looks wrong with the thread list.
-    notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// A running .NET process always has its finalizer thread: a ThreadStore that lists no thread,
@@ -194,17 +194,13 @@ fn thread_store_notes(ts: &clrdata::threads::ThreadStoreData, listed: usize) -> 
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let ts =
-        c.rt.thread_store()
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
-    let threads =
-        c.rt.threads()
-            .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let ts = c.rt.thread_store().map_err(failed)?;
+    let threads = c.rt.threads().map_err(failed)?;
     let mut rows = Vec::new();
     for (i, t) in threads.iter().enumerate() {
         let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
         let ex_type = (obj != 0)
-            .then(|| c.rt.memory().read_u64(obj).ok())
+            .then(|| clrdata::heap::read_method_table(c.rt.memory(), obj).ok())
             .flatten()
             .map(|mt| c.type_name(mt));
         let mut tags = Vec::new();
@@ -316,7 +312,7 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     for n in &r.notes {
         text.push_str(&format!("Note: {n}\n"));
     }
-    Ok(Output::new("clrthreads", &r, text))
+    Ok(Output::of("clrthreads", r, text))
 }
 
 // ------------------------------------------------------------------------------------ clrstack
@@ -328,24 +324,24 @@ fn walk_all(c: &Clr) -> Result<Vec<ThreadStack>, CommandError> {
 }
 
 #[derive(Serialize)]
-struct ClrStackFrame {
-    kind: FrameKind,
-    sp: String,
-    ip: String,
-    frame: Option<String>,
-    frame_name: Option<String>,
-    method_desc: Option<String>,
-    method: Option<String>,
-    method_error: Option<String>,
+pub struct ClrStackFrame {
+    pub kind: FrameKind,
+    pub sp: String,
+    pub ip: String,
+    pub frame: Option<String>,
+    pub frame_name: Option<String>,
+    pub method_desc: Option<String>,
+    pub method: Option<String>,
+    pub method_error: Option<String>,
 }
 
 #[derive(Serialize)]
-struct ClrStackThread {
-    os_id: u64,
-    managed_id: u32,
-    thread: String,
-    frames: Vec<ClrStackFrame>,
-    incomplete: Option<String>,
+pub struct ClrStackThread {
+    pub os_id: u64,
+    pub managed_id: u32,
+    pub thread: String,
+    pub frames: Vec<ClrStackFrame>,
+    pub incomplete: Option<String>,
 }
 
 fn frame_text(f: &clrdata::stack::StackFrame) -> String {
@@ -442,17 +438,17 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------- pstacks
 
 #[derive(Serialize)]
-struct PStacks {
-    threads: usize,
-    roots: Vec<crate::tree::Node>,
+pub struct PStacks {
+    pub threads: usize,
+    pub roots: Vec<crate::tree::Node>,
     /// Threads whose walk stopped early: (OS id, why).
-    incomplete: Vec<(u64, String)>,
+    pub incomplete: Vec<(u64, String)>,
 }
 
 fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");
     if m.get_flag("async") {
-        return super::asyncs::pstacks_async(s, all);
+        return crate::asyncs::pstacks_async(s, all);
     }
     let c = clr(s)?;
     let stacks = walk_all(&c)?;
@@ -484,21 +480,21 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         roots: root.children,
         incomplete,
     };
-    Ok(Output::new("pstacks", &r, text))
+    Ok(Output::of("pstacks", r, text))
 }
 
 // --------------------------------------------------------------------------------------- ip2md
 
 #[derive(Serialize)]
-struct Ip2Md {
-    ip: String,
-    kind: Option<clrdata::stack::CodeKind>,
-    method_start: Option<String>,
-    method_desc: Option<String>,
-    module: Option<String>,
-    token: Option<String>,
-    method: Option<String>,
-    error: Option<String>,
+pub struct Ip2Md {
+    pub ip: String,
+    pub kind: Option<clrdata::stack::CodeKind>,
+    pub method_start: Option<String>,
+    pub method_desc: Option<String>,
+    pub module: Option<String>,
+    pub token: Option<String>,
+    pub method: Option<String>,
+    pub error: Option<String>,
 }
 
 fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -572,33 +568,33 @@ fn select_os_threads(s: &Session, m: &ArgMatches) -> Result<Vec<u64>, CommandErr
 }
 
 #[derive(Serialize)]
-struct MixedFrameOut {
-    kind: FrameKind,
+pub struct MixedFrameOut {
+    pub kind: FrameKind,
     /// Child-SP (an explicit Frame: its address, as clrstack shows it).
-    sp: String,
+    pub sp: String,
     /// The frame's instruction pointer.
-    ip: String,
+    pub ip: String,
     /// The return address into the caller (the next frame's IP), when known.
-    ret_addr: Option<String>,
+    pub ret_addr: Option<String>,
     /// The Call Site as printed.
-    call_site: String,
-    module: Option<String>,
-    symbol: Option<String>,
-    offset: Option<String>,
-    method_desc: Option<String>,
-    method: Option<String>,
-    frame: Option<String>,
-    frame_name: Option<String>,
+    pub call_site: String,
+    pub module: Option<String>,
+    pub symbol: Option<String>,
+    pub offset: Option<String>,
+    pub method_desc: Option<String>,
+    pub method: Option<String>,
+    pub frame: Option<String>,
+    pub frame_name: Option<String>,
 }
 
 #[derive(Serialize)]
-struct MixedThreadOut {
-    os_id: u64,
-    managed_id: Option<u32>,
-    thread: Option<String>,
-    frames: Vec<MixedFrameOut>,
-    gaps: Vec<String>,
-    incomplete: Option<String>,
+pub struct MixedThreadOut {
+    pub os_id: u64,
+    pub managed_id: Option<u32>,
+    pub thread: Option<String>,
+    pub frames: Vec<MixedFrameOut>,
+    pub gaps: Vec<String>,
+    pub incomplete: Option<String>,
 }
 
 fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -714,25 +710,25 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------------ dso
 
 #[derive(Serialize)]
-struct DsoRow {
+pub struct DsoRow {
     /// The stack slot, or null for a register.
-    sp: Option<String>,
-    register: Option<&'static str>,
-    object: String,
-    method_table: String,
-    type_name: String,
+    pub sp: Option<String>,
+    pub register: Option<&'static str>,
+    pub object: String,
+    pub method_table: String,
+    pub type_name: String,
     /// A string's value (at most 256 characters).
-    string: Option<String>,
+    pub string: Option<String>,
 }
 
 #[derive(Serialize)]
-struct DsoOut {
-    os_id: u64,
-    managed_id: Option<u32>,
-    stack_start: String,
-    stack_end: String,
-    objects: Vec<DsoRow>,
-    note: Option<String>,
+pub struct DsoOut {
+    pub os_id: u64,
+    pub managed_id: Option<u32>,
+    pub stack_start: String,
+    pub stack_end: String,
+    pub objects: Vec<DsoRow>,
+    pub note: Option<String>,
 }
 
 fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -825,26 +821,26 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // -------------------------------------------------------------------------------------------- u
 
 #[derive(Serialize)]
-struct UInstruction {
-    address: String,
-    bytes: String,
-    mnemonic: String,
-    operands: String,
-    target: Option<String>,
-    slot: Option<String>,
-    target_name: Option<String>,
+pub struct UInstruction {
+    pub address: String,
+    pub bytes: String,
+    pub mnemonic: String,
+    pub operands: String,
+    pub target: Option<String>,
+    pub slot: Option<String>,
+    pub target_name: Option<String>,
 }
 
 #[derive(Serialize)]
-struct UOut {
-    kind: clrdata::stack::CodeKind,
-    method: Option<String>,
-    method_desc: Option<String>,
-    start: String,
-    end: String,
-    size: u64,
-    instructions: Vec<UInstruction>,
-    note: Option<String>,
+pub struct UOut {
+    pub kind: clrdata::stack::CodeKind,
+    pub method: Option<String>,
+    pub method_desc: Option<String>,
+    pub start: String,
+    pub end: String,
+    pub size: u64,
+    pub instructions: Vec<UInstruction>,
+    pub note: Option<String>,
 }
 
 /// WinDbg's address spelling: `00007f02`72a36860`.

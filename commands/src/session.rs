@@ -1,0 +1,174 @@
+//! An open target (a dump file, or in WinDbg the debugger's target) and what the commands
+//! share about it.
+
+use crate::control::Control;
+use crate::output::{failed, CommandError};
+use clrdata::{GcHeap, Runtime, TypeNames};
+use dumpreader::{Dump, OpenOptions, Target};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The CLR found in the target, with the caches every command shares.
+pub struct Clr {
+    /// The runtime: version, layout, globals.
+    pub rt: Runtime<Arc<dyn Target>>,
+    /// Type names and module metadata, cached.
+    pub names: TypeNames,
+    heap: OnceLock<Result<GcHeap, String>>,
+    /// The session's cancellation and progress (shared with the session).
+    pub control: Arc<Control>,
+}
+
+impl Clr {
+    /// The GC heap's structure (read once).
+    pub fn heap(&self) -> Result<&GcHeap, String> {
+        self.heap
+            .get_or_init(|| gc_heap_or_refusal(&self.rt))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The name of the type whose MethodTable is at `mt`, or a note saying why it is unknown.
+    pub fn type_name(&self, mt: u64) -> String {
+        self.names.name_or_note(&self.rt, mt)
+    }
+}
+
+/// One open target.
+pub struct Session {
+    /// Memory, threads and modules, from a dump file or a debugger.
+    pub target: Arc<dyn Target>,
+    /// What the user opened (a dump's path; a description for other targets).
+    pub path: PathBuf,
+    /// Cancellation and progress, set by the front end ([`Control`]).
+    pub control: Arc<Control>,
+    clr: OnceLock<Result<Arc<Clr>, String>>,
+}
+
+impl Session {
+    /// The thread a command uses when none is named (SOS's current thread in a dump): the
+    /// thread the dump records as faulting, else the process's main thread, else the first.
+    pub fn current_os_thread(&self) -> Option<u64> {
+        let i = self.target.info();
+        i.crashing_thread
+            .or(i.main_thread)
+            .or_else(|| self.target.threads().first().map(|t| t.id))
+            .map(u64::from)
+    }
+
+    /// Opens the dump at `path` (a `.zst` file is decompressed once into the cache).
+    pub fn open(path: &Path) -> Result<Session, dumpreader::Error> {
+        Session::open_with(path, &OpenOptions::default())
+    }
+
+    /// Opens the dump at `path` with options (cache folder, image search path, ...).
+    pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Session, dumpreader::Error> {
+        Ok(Session::new(
+            Arc::new(Dump::open_with(path, opts)?),
+            path.to_path_buf(),
+        ))
+    }
+
+    /// A session over any target (the WinDbg extension passes its dbgeng target).
+    pub fn new(target: Arc<dyn Target>, path: PathBuf) -> Session {
+        Session {
+            target,
+            path,
+            control: Arc::default(),
+            clr: OnceLock::new(),
+        }
+    }
+
+    /// The CLR in the target, discovered on first use. The error says precisely why there is
+    /// none (no runtime, an unsupported version, a failed sanity check); native commands work
+    /// regardless.
+    pub fn clr(&self) -> Result<Arc<Clr>, String> {
+        self.clr
+            .get_or_init(|| {
+                Runtime::discover(self.target.clone())
+                    .map(|rt| {
+                        Arc::new(Clr {
+                            rt,
+                            names: TypeNames::new(),
+                            heap: OnceLock::new(),
+                            control: self.control.clone(),
+                        })
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+    }
+}
+
+/// The CLR, or the failure saying why there is none.
+pub fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
+    s.clr()
+        .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
+}
+
+/// The GC heap's structure, or why it cannot be read. A dump that leaves the heap out (a mini
+/// dump: createdump `--normal` or `--triage`, a minidump without private memory) is refused
+/// by one statement naming the kind of dump and the missing structure, the same for every
+/// heap command; whether the heap is absent is clrdata's decision from the memory
+/// ([`clrdata::Runtime::gc_heap_absence`]), the kind's name follows from it and from who
+/// wrote the dump. Called once per session ([`Clr::heap`]).
+pub(crate) fn gc_heap_or_refusal(
+    rt: &clrdata::Runtime<Arc<dyn dumpreader::Target>>,
+) -> Result<clrdata::GcHeap, String> {
+    let read = rt.gc_heap();
+    // A runtime whose heap walk is not verified is refused as such: its GC tables' layout,
+    // and so the evidence, is not known.
+    if let Err(e @ clrdata::ClrError::NotVerified { .. }) = &read {
+        return Err(format!("reading the GC heap: {e}"));
+    }
+    match rt.gc_heap_absence(read.as_ref().ok()) {
+        Some(a) => Err(no_heap(rt.memory().dump_kind(), &a)),
+        None => read.map_err(|e| format!("reading the GC heap: {e}")),
+    }
+}
+
+/// The statement of a dump without a GC heap: its kind, then the evidence.
+pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbsence) -> String {
+    use clrdata::HeapAbsence;
+    use dumpreader::DumpProducer;
+    let what = match kind.map(|k| k.producer) {
+        // createdump's own DAC enumeration tells its kinds apart: --normal saves the
+        // segments' headers (not their objects), --triage not even those.
+        Some(DumpProducer::Createdump) => match a {
+            HeapAbsence::Segments { .. } => "createdump --triage dump".to_string(),
+            HeapAbsence::Objects { .. } => "createdump --normal dump".to_string(),
+        },
+        Some(DumpProducer::Minidump) => {
+            let names = kind.map(|k| k.minidump_type_names()).unwrap_or_default();
+            format!(
+                "minidump without the heap ({})",
+                if names.is_empty() {
+                    "no MINIDUMP_TYPE recorded".to_string()
+                } else {
+                    names.join("|")
+                }
+            )
+        }
+        Some(DumpProducer::Gcore) => "gdb gcore core".to_string(),
+        Some(DumpProducer::Kernel) => {
+            "kernel core (its coredump_filter left anonymous memory out)".to_string()
+        }
+        _ => "dump".to_string(),
+    };
+    format!("this {what} holds no GC heap: {a}")
+}
+
+/// The CLR, when its layer has verified every capability a command needs on this runtime
+/// (clrdata's gate, `Runtime::require`); else the refusal naming the runtime and what is
+/// missing, before anything is printed. For commands whose analyses carry on past errors
+/// object by object, and so would otherwise print an empty answer instead of refusing.
+pub fn clr_with(
+    s: &Session,
+    needs: &[clrdata::layout::Capability],
+) -> Result<Arc<Clr>, CommandError> {
+    let c = clr(s)?;
+    for &cap in needs {
+        c.rt.require(cap).map_err(failed)?;
+    }
+    Ok(c)
+}

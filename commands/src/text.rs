@@ -1,0 +1,45 @@
+//! How every command's text is laid out: tables in one style, as wide as the front end allows.
+//!
+//! The library knows no terminal: the front end that prints to one (the `dumpshell` binary)
+//! says how wide it is with [`set_width`]; otherwise tables take their natural width.
+
+use comfy_table::{presets, Cell, ContentArrangement, Table};
+use std::sync::OnceLock;
+
+static WIDTH: OnceLock<u16> = OnceLock::new();
+
+/// The width of the terminal the text goes to (set once, by a front end that has one).
+pub fn set_width(columns: u16) {
+    let _ = WIDTH.set(columns);
+}
+
+/// A table in the style every command uses: no borders, header underlined, fitted to the
+/// terminal when the front end gave its width ([`set_width`]).
+pub fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    if let Some(&w) = WIDTH.get() {
+        t.set_width(w);
+    }
+    // Fit the table to the terminal, but only to one wide enough to fit into: a terminal that
+    // reports no size or a tiny one (a fresh pseudo-terminal says 0 columns) would squeeze
+    // every column to one character.
+    let fits = t.width().is_some_and(|w| w >= 60);
+    t.load_style(presets::NOTHING)
+        .set_content_arrangement(if fits {
+            ContentArrangement::Dynamic
+        } else {
+            ContentArrangement::Disabled
+        })
+        .set_header(header.iter().map(Cell::new).collect::<Vec<_>>());
+    t
+}
+
+/// The table as text, each line without trailing blanks (a piped table stays tidy).
+pub fn render(t: &Table) -> String {
+    let mut out = String::new();
+    for line in t.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
