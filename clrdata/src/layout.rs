@@ -99,7 +99,7 @@ impl DacTableRevision {
     /// This build's index of the entry the layout numbers `index`.
     pub fn index(self, index: usize) -> usize {
         match self.inserted_at {
-            Some(at) if index >= at => index + 1,
+            Some(at) if index >= at => index.saturating_add(1),
             _ => index,
         }
     }

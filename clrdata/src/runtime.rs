@@ -955,7 +955,17 @@ impl<M: Memory> Runtime<M> {
     /// [`layout::DacTableRevision`].
     pub fn dac_global_address(&self, index: usize) -> Result<u64> {
         let index = self.dac_revision.index(index);
-        let slot = self.globals.dac_table + 8 * index as u64;
+        // An index no family knows (a table's "not known" marker) is refused, never wrapped.
+        let slot = (index as u64)
+            .checked_mul(8)
+            .and_then(|o| self.globals.dac_table.checked_add(o))
+            .ok_or_else(|| {
+                ClrError::corrupt(
+                    "g_dacTable index",
+                    self.globals.dac_table,
+                    format!("index {index} is not known for this runtime"),
+                )
+            })?;
         let v = self
             .mem
             .read_u64(slot)

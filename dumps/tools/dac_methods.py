@@ -192,6 +192,12 @@ def main():
             f = DacpFieldDescData()
             hr = dac.sos('GetFieldDescData', [A, POINTER(DacpFieldDescData)], fd, byref(f))
             if hr != 0:
+                if cls['fields']:
+                    # The list ends where the DAC rejects a FieldDesc: on .NET 9/10 the word
+                    # after a class's last FieldDesc can equal its MethodTable (the counts
+                    # equal .NET 8's, which ends on the MethodTable test alone).
+                    cls['list_end'] = {'field_desc': dp.hx(fd), 'hr': dp.hr_str(hr)}
+                    break
                 res['errors'].append({'field_desc': dp.hx(fd), 'what': 'GetFieldDescData ' + dp.hr_str(hr)})
                 continue
             cls['fields'].append({'field_desc': dp.hx(fd), 'token': '0x%08x' % f.mb,
