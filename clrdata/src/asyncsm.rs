@@ -283,62 +283,13 @@ fn sig_spelling(name: &str) -> String {
     out
 }
 
-/// The constructed types (generic instantiations) a module has loaded, from its
-/// `m_pAvailableParamTypes` hash (what the DAC's type lookups read): on .NET 8 through
-/// [`crate::methods::available_param_types`]; on .NET 9+ with the offsets the contract
-/// descriptor publishes (`Module.AvailableTypeParams`, `EETypeHashTable.*`), refused where it
-/// publishes none (9.0).
+/// The constructed types (generic instantiations) a module has loaded: its
+/// `m_pAvailableParamTypes` hash, read by [`crate::methods::available_param_types`] (the
+/// module field from the layout: .NET 8's table, 10's descriptor; refused by name on 9.0,
+/// whose descriptor does not publish it).
 fn param_types<M: Memory>(r: &ObjectReader<'_, M>, module: u64) -> Result<Vec<u64>, String> {
-    let Some(d) = r.rt.descriptor() else {
-        return crate::methods::available_param_types(r, module);
-    };
-    let f = |t: &str, n: &str| {
-        d.field(t, n)
-            .ok_or_else(|| format!("this runtime's contract descriptor does not publish {t}.{n}"))
-    };
-    let atp = f("Module", "AvailableTypeParams")?;
-    let buckets_at = f("EETypeHashTable", "Buckets")?;
-    let count_at = f("EETypeHashTable", "Count")?;
-    let value_at = f("EETypeHashTable", "VolatileEntryValue")?;
-    let next_at = f("EETypeHashTable", "VolatileEntryNextEntry")?;
-    let m = r.rt.memory();
-    let rd = |a: u64, what: &str| {
-        m.read_u64(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
-    };
-    let table = rd(module + atp, "Module.AvailableTypeParams")?;
-    if table == 0 {
-        return Ok(Vec::new());
-    }
-    let buckets = rd(table + buckets_at, "EETypeHashTable.Buckets")?;
-    let count = rd(table + count_at, "EETypeHashTable.Count")? & 0xFFFF_FFFF;
-    // DacEnumerableHashTable: the bucket array holds its length, a spare slot, then the
-    // buckets; a chain ends in an odd sentinel
-    let n = rd(buckets, "EETypeHashTable bucket count")?;
-    if n > MAX_BUCKETS || count > MAX_PARAM_TYPES {
-        return Err(format!(
-            "EETypeHashTable {table:#x}: {n} buckets, {count} entries (damaged?)"
-        ));
-    }
-    let mut out = Vec::new();
-    for i in 0..n {
-        let mut e = rd(buckets + 8 * (2 + i), "EETypeHashTable bucket")?;
-        while e != 0 && e & 1 == 0 {
-            if out.len() as u64 > count {
-                return Err(format!(
-                    "EETypeHashTable {table:#x}: more entries than its {count} (a cycle?)"
-                ));
-            }
-            out.push(rd(e + value_at, "EETypeHashTable entry")?);
-            e = rd(e + next_at, "EETypeHashTable next entry")?;
-        }
-    }
-    Ok(out)
+    crate::methods::available_param_types(r, module)
 }
-
-/// Bounds on a module's constructed-type hash read from the dump.
-const MAX_BUCKETS: u64 = 1 << 20;
-const MAX_PARAM_TYPES: u64 = 1 << 20;
 
 /// What an object's type tells `analyze`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

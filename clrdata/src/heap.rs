@@ -612,6 +612,14 @@ pub enum HeapAbsence {
         /// How many segments hold objects.
         count: usize,
     },
+    /// The GC's own tables (its globals: `g_gcDacGlobals`' targets, the generation table) are
+    /// not in the dump, so neither are the heap's bounds: a dump written without the runtime's
+    /// DAC (createdump of a single-file app, which finds no libcoreclr.so). `addr` is the
+    /// first of them the read missed.
+    Tables {
+        /// The first GC global the read found missing.
+        addr: u64,
+    },
 }
 
 impl std::fmt::Display for HeapAbsence {
@@ -641,14 +649,20 @@ impl std::fmt::Display for HeapAbsence {
                     n => format!(", nor those of the {} other segments", n - 1),
                 }
             ),
+            HeapAbsence::Tables { addr } => write!(
+                f,
+                "the GC's own tables are not in it (the GC global at {addr:#x} is not in the \
+                 dump), so the heap cannot be found even where its memory is"
+            ),
         }
     }
 }
 
 impl<M: Memory> Runtime<M> {
     /// Whether the dump leaves the GC heap out, with the evidence ([`HeapAbsence`]); `None`
-    /// when some of it is there, or when the GC's own tables cannot be read (then
-    /// [`Runtime::gc_heap`]'s error says why). Every heap command asks this one question.
+    /// when some of it is there, or when the GC's own tables are in the dump but cannot be
+    /// read for another reason (then [`Runtime::gc_heap`]'s error says why). Every heap command
+    /// asks this one question.
     ///
     /// `heap` is the heap's structure when already read. A dump that reported damage when
     /// opened (a truncated file) is never said to be without a heap: its missing memory is
@@ -661,7 +675,11 @@ impl<M: Memory> Runtime<M> {
             return None;
         }
         let m = self.memory();
-        let (_, _, _, heaps) = self.read_heap_tables().ok()?;
+        let heaps = match self.read_heap_tables() {
+            Ok((_, _, _, heaps)) => heaps,
+            Err(ClrError::Read { addr, .. }) => return Some(HeapAbsence::Tables { addr }),
+            Err(_) => return None,
+        };
         let sl = self.layout.heap_segment;
         let absent = |a: u64| m.read_exact(a, &mut [0u8; 8]).is_err();
         // Each generation's first GC segment: a list may begin with frozen (NonGC) segments,

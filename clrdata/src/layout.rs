@@ -455,6 +455,9 @@ pub enum Capability {
     Exceptions,
     /// Statics and thread statics.
     Statics,
+    /// The root set of `gcroot`: precise stack references (GC info) and every static and
+    /// thread-static root, as the GC would find them.
+    GcRoots,
 }
 
 impl Capability {
@@ -472,6 +475,7 @@ impl Capability {
             Capability::Locks => "sync blocks and locks",
             Capability::Exceptions => "exceptions",
             Capability::Statics => "statics and thread statics",
+            Capability::GcRoots => "gcroot's root set (stack references, thread-static roots)",
         }
     }
 }
@@ -489,6 +493,7 @@ pub const ALL_CAPABILITIES: &[Capability] = &[
     Capability::Locks,
     Capability::Exceptions,
     Capability::Statics,
+    Capability::GcRoots,
 ];
 
 /// One runtime family's layout table.

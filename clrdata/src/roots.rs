@@ -572,6 +572,7 @@ impl<M: Memory + Target> Runtime<M> {
     /// Every root: strong handles, the f-reachable queue and the conservative stack scan of
     /// every managed thread that has an OS thread in the dump.
     pub fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots> {
+        self.require(crate::layout::Capability::GcRoots)?;
         let mut res = Roots {
             roots: Vec::new(),
             dependent: Vec::new(),

@@ -852,13 +852,13 @@ mod tests {
         assert_eq!(l.module.path_pointer, Some(200));
         assert!(l.verified.contains(&Capability::HeapWalk));
         assert_eq!(l.ee_class.field_counts, Some((50, 54)));
-        // No statics types in this descriptor: statics alone are unresolved, naming the first
-        // missing one.
+        // This descriptor has MethodTableAuxiliaryData (for the slots) but no statics types:
+        // statics alone are unresolved, naming the first missing one.
         assert_eq!(
             l.statics,
             layout::StaticsScheme::Unresolved {
-                ty: "MethodTableAuxiliaryData",
-                field: "Flags"
+                ty: "DynamicStaticsInfo",
+                field: "!"
             }
         );
         // Stacks is verified on the family, but this descriptor lacks the code manager: the

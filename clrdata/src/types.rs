@@ -255,18 +255,25 @@ impl<M: Memory> Runtime<M> {
             if pii != 0 {
                 // GenericsDictInfo { INT_PTR pad; WORD m_wNumDicts; WORD m_wNumTyPars } precedes
                 // the dictionary pointer array.
-                let num_dicts = self.r16(pii - 4, "GenericsDictInfo::m_wNumDicts")? as u64;
-                let num_ty = self.r16(pii - 2, "GenericsDictInfo::m_wNumTyPars")? as u64;
+                let num_dicts =
+                    self.r16(pii.wrapping_sub(4), "GenericsDictInfo::m_wNumDicts")? as u64;
+                let num_ty =
+                    self.r16(pii.wrapping_sub(2), "GenericsDictInfo::m_wNumTyPars")? as u64;
                 if num_dicts == 0 || num_ty == 0 || num_ty > 1024 || num_dicts > 1024 {
                     return Err(ClrError::corrupt(
                         "GenericsDictInfo",
-                        pii - 8,
+                        pii.wrapping_sub(8),
                         format!("{num_dicts} dictionaries, {num_ty} type parameters"),
                     ));
                 }
-                let dict = self.r64(pii + 8 * (num_dicts - 1), "PerInstInfo dictionary")?;
+                let dict = self.r64(
+                    pii.wrapping_add(8 * (num_dicts - 1)),
+                    "PerInstInfo dictionary",
+                )?;
                 for i in 0..num_ty {
-                    type_args.push(self.r64(dict + 8 * i, "generic dictionary type argument")?);
+                    type_args.push(
+                        self.r64(dict.wrapping_add(8 * i), "generic dictionary type argument")?,
+                    );
                 }
             }
         }

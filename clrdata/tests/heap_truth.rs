@@ -25,7 +25,7 @@ fn hex(v: &Value) -> u64 {
 
 fn open(name: &str) -> (tests::Entry, Dump) {
     let e = tests::entry(name);
-    let d = Dump::open_with(&e.dump_path(), &tests::open_options())
+    let d = Dump::open_with(&e.dump_path(), &e.open_options())
         .unwrap_or_else(|err| panic!("{name}: {err}"));
     (e, d)
 }

@@ -9,7 +9,7 @@ fn every_census_type_is_named_as_the_dac_names_it() {
     let mut checked = 0;
     let mut generic = 0;
     for e in tests::readable() {
-        let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();
         let mut wrong = Vec::new();
@@ -42,7 +42,7 @@ fn every_census_type_is_named_as_the_dac_names_it() {
 #[test]
 fn free_and_string_have_their_sos_names() {
     let e = tests::entry("heap");
-    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
     assert_eq!(&*names.name(&rt, rt.globals.free_mt).unwrap(), "Free");

@@ -53,7 +53,7 @@ fn gcdesc_references_equal_the_field_layout_for_every_census_type() {
     let mut unresolved = Vec::new();
     for name in NET8 {
         let e = tests::entry(name);
-        let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
@@ -114,7 +114,7 @@ fn gcdesc_references_equal_the_field_layout_for_every_census_type() {
 #[test]
 fn heap_statics_hold_the_programs_values() {
     let e = tests::entry("heap");
-    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let rt = Runtime::discover(&d).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);

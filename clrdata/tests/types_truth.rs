@@ -46,7 +46,7 @@ fn typedef_rows<M: Memory>(m: &M, md: u64) -> u32 {
 fn every_census_method_table_decodes() {
     for name in NET8 {
         let e = tests::entry(name);
-        let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap();
         let mut rows: HashMap<u64, u32> = HashMap::new();
         let mut by_name: HashMap<String, u64> = HashMap::new();
@@ -205,7 +205,7 @@ impl dumpreader::Target for Patched<'_> {
 #[test]
 fn a_corrupt_method_table_is_reported_and_the_walk_resumes() {
     let e = tests::entry("hang");
-    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let rt = Runtime::discover(&d).unwrap();
     let heap = rt.gc_heap().unwrap();
     let clean = heap.census(&rt);

@@ -122,13 +122,21 @@ pub(crate) fn gc_heap_or_refusal(
         return Err(format!("reading the GC heap: {e}"));
     }
     match rt.gc_heap_absence(read.as_ref().ok()) {
-        Some(a) => Err(no_heap(rt.memory().dump_kind(), &a)),
+        Some(a) => Err(no_heap(
+            rt.memory().dump_kind(),
+            !rt.memory().bundles().is_empty(),
+            &a,
+        )),
         None => read.map_err(|e| format!("reading the GC heap: {e}")),
     }
 }
 
 /// The statement of a dump without a GC heap: its kind, then the evidence.
-pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbsence) -> String {
+pub(crate) fn no_heap(
+    kind: Option<&dumpreader::DumpKind>,
+    single_file: bool,
+    a: &clrdata::HeapAbsence,
+) -> String {
     use clrdata::HeapAbsence;
     use dumpreader::DumpProducer;
     let what = match kind.map(|k| k.producer) {
@@ -137,6 +145,15 @@ pub(crate) fn no_heap(kind: Option<&dumpreader::DumpKind>, a: &clrdata::HeapAbse
         Some(DumpProducer::Createdump) => match a {
             HeapAbsence::Segments { .. } => "createdump --triage dump".to_string(),
             HeapAbsence::Objects { .. } => "createdump --normal dump".to_string(),
+            // createdump writes without the DAC when it finds no libcoreclr.so: a single-file
+            // app (its other kinds are refused with --singlefile).
+            HeapAbsence::Tables { .. } if single_file => {
+                "createdump dump of a single-file app (createdump finds no libcoreclr.so there \
+                 and writes without the runtime's DAC; createdump --full or gdb gcore saves it \
+                 all)"
+                    .to_string()
+            }
+            HeapAbsence::Tables { .. } => "createdump dump".to_string(),
         },
         Some(DumpProducer::Minidump) => {
             let names = kind.map(|k| k.minidump_type_names()).unwrap_or_default();

@@ -13,7 +13,7 @@ fn run(s: &Session, line: &str) -> Value {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open_with(&e.dump_path(), &tests::open_options()).unwrap()
+    Session::open_with(&e.dump_path(), &e.open_options()).unwrap()
 }
 
 #[test]

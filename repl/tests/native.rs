@@ -15,7 +15,7 @@ fn run_json(s: &Session, line: &str) -> Value {
 }
 
 fn session(e: &tests::Entry) -> Session {
-    Session::open_with(&e.dump_path(), &tests::open_options())
+    Session::open_with(&e.dump_path(), &e.open_options())
         .unwrap_or_else(|err| panic!("{}: {err}", e.name))
 }
 

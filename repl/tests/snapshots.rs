@@ -11,7 +11,7 @@ use commands::Session;
 
 fn text(dump: &str, line: &str) -> String {
     let e = tests::entry(dump);
-    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let (out, _) = commands::execute(&s, line)
         .unwrap_or_else(|e| panic!("{dump}: {line}: {e}"))
         .unwrap();
@@ -46,7 +46,7 @@ fn causality_text() {
 #[test]
 fn triage_text() {
     let e = tests::entry("hang");
-    let t = commands::triage::triage(&e.dump_path(), &tests::open_options());
+    let t = commands::triage::triage(&e.dump_path(), &e.open_options());
     let page = commands::triage::render(&t);
     // The first line names the dump by its path on this machine.
     let page = page.split_once('\n').map_or("", |(_, rest)| rest);

@@ -29,7 +29,7 @@ const LINUX_NET8: &[&str] = &[
 fn clrthreads_equals_the_dac_thread_data() {
     for name in LINUX_NET8.iter().chain(&["windows-hang"]) {
         let e = tests::entry(name);
-        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let r = run(&s, "clrthreads");
         let ours = r["threads"].as_array().unwrap();
         let dac = e.dac["threads"].as_array().unwrap();
@@ -80,7 +80,7 @@ fn clrthreads_equals_the_dac_thread_data() {
 #[test]
 fn crash_thread_shows_its_exception() {
     let e = tests::entry("crash");
-    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let r = run(&s, "clrthreads");
     let with_ex: Vec<&Value> = r["threads"]
         .as_array()
@@ -155,7 +155,7 @@ fn clrstack_all_equals_the_dac_frames_on_linux() {
 fn clrstack_all_names_equal_the_dac_on_net8() {
     for name in LINUX_NET8 {
         let e = tests::entry(name);
-        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let r = run(&s, "clrstack -all");
         for d in e.dac["stacks"].as_array().unwrap() {
             let os = d["osThreadId"].as_u64().unwrap();
@@ -186,7 +186,7 @@ fn clrstack_all_names_equal_the_dac_on_net8() {
 fn blocked_threads_show_where_they_block() {
     for name in LINUX_NET8 {
         let e = tests::entry(name);
-        let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let r = run(&s, "clrstack -all");
         for t in e.manifest["threads"].as_array().unwrap() {
             let os = t["os_id"].as_u64().unwrap();
@@ -239,7 +239,7 @@ fn find<'a>(n: &'a Value, method_prefix: &str) -> Option<&'a Value> {
 #[test]
 fn pstacks_merges_the_gate_threads_of_hang() {
     let e = tests::entry("hang");
-    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let r = run(&s, "pstacks");
     let gate = r["roots"]
         .as_array()
@@ -284,7 +284,7 @@ fn pstacks_merges_the_gate_threads_of_hang() {
 #[test]
 fn pstacks_shows_the_deadlock_lock_frames() {
     let e = tests::entry("deadlock");
-    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let (out, _) = commands::execute(&s, "pstacks").unwrap().unwrap();
     assert_eq!(
         out.text
@@ -306,7 +306,7 @@ fn clrstack_defaults_to_the_current_thread() {
         ("windows-hang", "main"),
     ] {
         let e = tests::entry(name);
-        let s = commands::Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let s = commands::Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let (out, _) = commands::execute(&s, "clrstack").unwrap().unwrap();
         let got = out.json_document()["result"][0]["os_id"].as_u64();
         let want = e.manifest["threads"]

@@ -207,8 +207,13 @@ fn field_type_mts_agree_with_the_dac() {
     // Dictionary<string, List<Person>>, is declared through heap.dll's TypeRefs as mscorlib's).
     for (e, t) in with_methods_truth("heap") {
         let (matched, known, constructed) = field_type_mts(&e, &t);
+        // .NET 9 does not publish Module.AvailableTypeParams, so a field's constructed type that
+        // is looked up there (not reached through an object) is not resolved: one fewer
+        // (docs/clr-layout-net9-10.md, "Methods on .NET 9 and 10"); every one found still
+        // equals the DAC's below.
+        let floor = if e.family() == 9 { 14 } else { 15 };
         assert!(
-            constructed >= 15,
+            constructed >= floor,
             "{}: {constructed} array/generic fields with their MT",
             e.name
         );

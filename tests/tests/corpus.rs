@@ -76,7 +76,7 @@ fn every_truth_file_parses_and_names_its_scenario() {
 #[test]
 fn every_dump_opens_with_the_right_format_and_process() {
     for e in tests::all() {
-        let dump = Dump::open_with(&e.dump_path(), &tests::open_options())
+        let dump = Dump::open_with(&e.dump_path(), &e.open_options())
             .unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let want = if e.os() == "windows" {
             DumpFormat::Minidump
@@ -105,7 +105,7 @@ fn every_dump_opens_with_the_right_format_and_process() {
 #[test]
 fn threads_and_registers_equal_the_dac_view() {
     for e in tests::all() {
-        let dump = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let dump = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let ours: HashMap<u32, &dumpreader::ThreadInfo> =
             dump.threads().iter().map(|t| (t.id, t)).collect();
         let mut compared = 0;
@@ -148,7 +148,7 @@ fn threads_and_registers_equal_the_dac_view() {
 #[test]
 fn manifest_threads_are_in_the_dump() {
     for e in tests::all() {
-        let dump = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let dump = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let ids: HashSet<u32> = dump.threads().iter().map(|t| t.id).collect();
         for t in e.manifest["threads"].as_array().unwrap() {
             let os = t["os_id"].as_u64().unwrap() as u32;
@@ -172,7 +172,7 @@ fn runtime_and_assemblies_are_among_the_modules() {
         .into_iter()
         .filter(|e| !e.shape().starts_with("single-file"))
     {
-        let dump = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let dump = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let runtime = if e.os() == "windows" {
             "coreclr.dll"
         } else {

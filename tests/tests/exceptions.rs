@@ -150,7 +150,36 @@ fn crash_pe(e: &tests::Entry) {
         .iter()
         .map(|f| f.as_str().unwrap().to_string())
         .collect();
-    assert_eq!(trace_methods(outer), own);
+    // The crasher's own frames first; below them the runtime's thread start, where it is
+    // managed code (.NET 9+: Thread.StartCallback) — as ClrMD's trace of this exception says.
+    let outer_trace = trace_methods(outer);
+    assert_eq!(outer_trace[..own.len().min(outer_trace.len())], own[..]);
+    match clrmd(e) {
+        Some(m) => {
+            let theirs: Vec<String> = m["exceptions_on_heap"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| hex(&x["address"]) == outer.address)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: ClrMD lists no exception at {:#x}",
+                        e.name, outer.address
+                    )
+                })["stack_trace"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| bare(f["method"].as_str().unwrap_or("?")).to_string())
+                .collect();
+            assert_eq!(
+                outer_trace, theirs,
+                "{}: the outer trace is ClrMD's",
+                e.name
+            );
+        }
+        None => assert_eq!(outer_trace, own, "{}", e.name),
+    }
     assert_eq!(own[0], ex["thrown_in"].as_str().unwrap());
     // The inner trace: thrown in ParseOrder, caught in ProcessOrder.
     assert_eq!(
@@ -167,10 +196,22 @@ fn crash_pe(e: &tests::Entry) {
             "the trace's Thread"
         );
         assert!(x.notes.is_empty(), "{:?}", x.notes);
-        assert!(x
-            .stack_trace
-            .iter()
-            .all(|f| f.module.as_deref() == Some("crash")));
+        // The program's frames are in its own module; Thread.StartCallback (9+) in CoreLib.
+        for f in &x.stack_trace {
+            let want =
+                if f.method.as_deref().map(bare) == Some("System.Threading.Thread.StartCallback") {
+                    "System.Private.CoreLib"
+                } else {
+                    "crash"
+                };
+            assert_eq!(
+                f.module.as_deref(),
+                Some(want),
+                "{}: {:?}",
+                e.name,
+                f.method
+            );
+        }
     }
 }
 

@@ -21,7 +21,7 @@ fn hex(v: &Value) -> u64 {
 
 fn open(name: &str) -> (tests::Entry, Dump) {
     let e = tests::entry(name);
-    let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
     (e, d)
 }
 
@@ -470,7 +470,7 @@ fn managed_frames_equal_the_dac_from_the_dump_alone() {
 fn stack_dso_and_u_commands_give_their_json() {
     use commands::Session;
     let e = tests::entry("hang");
-    let s = Session::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+    let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let run = |line: &str| -> Value {
         let (out, _) = commands::execute(&s, line)
             .unwrap_or_else(|err| panic!("{line}: {err}"))

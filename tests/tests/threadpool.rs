@@ -20,7 +20,7 @@ struct Open {
 impl Open {
     fn new(name: &str) -> (Open, tests::Entry) {
         let e = tests::entry(name);
-        let dump = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let dump = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         (Open { dump }, e)
     }
 
@@ -427,7 +427,7 @@ fn delegate_resolution_names_a_precode_method_and_refuses_non_delegates() {
 #[test]
 fn every_single_cast_delegate_on_the_heaps_names_its_method() {
     for e in tests::readable() {
-        let d = Dump::open_with(&e.dump_path(), &tests::open_options()).unwrap();
+        let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let rt = Runtime::discover(&d).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
