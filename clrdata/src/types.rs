@@ -144,6 +144,16 @@ pub struct ModuleData {
 }
 
 impl<M: Memory> Runtime<M> {
+    /// What `dumpclass` reads of an EEClass itself: its `m_pMethodTable` (which the caller
+    /// checks names this EEClass back) and its TypeDef attributes (`None` when not in the
+    /// dump).
+    pub fn ee_class_header(&self, ee: u64) -> Result<(u64, Option<u32>)> {
+        let l = &self.layout.ee_class;
+        let mt = self.r64(ee.wrapping_add(l.method_table), "EEClass::m_pMethodTable")?;
+        let attr = self.memory().read_u32(ee.wrapping_add(l.attr_class)).ok();
+        Ok((mt, attr))
+    }
+
     fn r64(&self, a: u64, what: &str) -> Result<u64> {
         self.memory()
             .read_u64(a)

@@ -13,7 +13,6 @@ use clrdata::objects::{
     elem, element_type_name, gc_where, primitive_size, verify_heap, FieldData, FieldValue,
     ObjectReader,
 };
-use dumpreader::Memory;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -876,13 +875,9 @@ fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let ee = addr(m, "eeclass")?;
-    let l = &c.rt.layout.ee_class;
-    let mem = c.rt.memory();
-    let mt = mem.read_u64(ee + l.method_table).map_err(|_| {
-        failed(format!(
-            "{ee:#x} is not an EEClass: EEClass::m_pMethodTable not readable"
-        ))
-    })?;
+    let (mt, attr) =
+        c.rt.ee_class_header(ee)
+            .map_err(|e| failed(format!("{ee:#x} is not an EEClass: {e}")))?;
     let info = c.rt.method_table(mt).map_err(|e| {
         failed(format!(
             "{ee:#x} is not an EEClass: its MethodTable {mt:#x} does not decode ({e})"
@@ -894,7 +889,7 @@ fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             info.ee_class
         )));
     }
-    let attr = mem.read_u32(ee + l.attr_class).unwrap_or(0);
+    let attr = attr.unwrap_or(0);
     // Instance fields read nothing (no instance): the table lists them with their offsets;
     // statics with their values.
     let own = c.rt.fields(&info).map_err(failed)?;
