@@ -881,14 +881,18 @@ fn descend<M: Memory>(
     Some((path, slots))
 }
 
-/// The static fields of the loaded types of the modules that `mts` (MethodTables, e.g. the
-/// heap census's) belong to, and CoreLib's: the address of each one's slot (for a reference,
-/// the slot in the statics `object[]` holding it) → `Namespace.Type.Field`. `gcroot` names a
-/// path's static with it: .NET 8 keeps statics in `object[]`s held by handles.
-pub fn static_slot_names<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> HashMap<u64, String> {
+/// The modules types `mts` come from, CoreLib's first: each type's own (an array's element
+/// type's), and for a generic instantiation its type arguments' too (where the runtime may
+/// keep its statics and its entry in the loaded types). Each module once.
+pub fn modules_of_types<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> Vec<u64> {
     let mut modules: Vec<u64> = Vec::new();
+    let mut add = |m: u64| {
+        if !modules.contains(&m) {
+            modules.push(m);
+        }
+    };
     if let Some(m) = r.corelib_module() {
-        modules.push(m);
+        add(m);
     }
     for &mt in mts {
         let mut th = mt;
@@ -899,8 +903,11 @@ pub fn static_slot_names<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> Has
                 Some(_) => break,
                 None => {
                     if let Some(m) = i.module {
-                        if !modules.contains(&m) {
-                            modules.push(m);
+                        add(m);
+                    }
+                    for &ta in &i.type_args {
+                        if let Some(m) = r.mt(ta).and_then(|x| x.module) {
+                            add(m);
                         }
                     }
                     break;
@@ -908,6 +915,15 @@ pub fn static_slot_names<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> Has
             }
         }
     }
+    modules
+}
+
+/// The static fields of the loaded types of the modules that `mts` (MethodTables, e.g. the
+/// heap census's) belong to, and CoreLib's: the address of each one's slot (for a reference,
+/// the slot in the statics `object[]` holding it) → `Namespace.Type.Field`. `gcroot` names a
+/// path's static with it: .NET 8 keeps statics in `object[]`s held by handles.
+pub fn static_slot_names<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> HashMap<u64, String> {
+    let modules = modules_of_types(r, mts);
     let mut out = HashMap::new();
     for m in modules {
         for (name, rid) in r.typedef_names(m) {

@@ -1056,37 +1056,8 @@ pub struct Name2EeMatch {
 /// The modules the session knows: those of the heap's types, plus CoreLib's.
 fn known_modules(c: &Clr, r: &Reader<'_>) -> Result<Vec<u64>, CommandError> {
     let heap = c.heap().map_err(CommandError::Failed)?;
-    let census = heap.census(&c.rt);
-    let mut mods: Vec<u64> = Vec::new();
-    if let Some(m) = r.corelib_module() {
-        mods.push(m);
-    }
-    for t in &census.types {
-        let mut th = t.mt;
-        for _ in 0..8 {
-            let Some(i) = r.mt(th) else { break };
-            match i.array {
-                Some(a) if a.element & 2 == 0 => th = a.element,
-                Some(_) => break,
-                None => {
-                    if let Some(m) = i.module {
-                        if !mods.contains(&m) {
-                            mods.push(m);
-                        }
-                    }
-                    for &ta in &i.type_args {
-                        if let Some(m) = r.mt(ta).and_then(|x| x.module) {
-                            if !mods.contains(&m) {
-                                mods.push(m);
-                            }
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-    }
-    Ok(mods)
+    let mts: Vec<u64> = heap.census(&c.rt).types.iter().map(|t| t.mt).collect();
+    Ok(clrdata::roots::modules_of_types(r, &mts))
 }
 
 fn name2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
