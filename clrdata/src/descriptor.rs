@@ -802,8 +802,9 @@ pub struct ElfFileOverlay<'a, M: ?Sized> {
     file: Vec<u8>,
     /// (vaddr, filesz, offset) of each PT_LOAD.
     loads: Vec<(u64, u64, u64)>,
-    /// Run-time address of a relocated 8-byte slot → its value.
-    relocs: std::collections::HashMap<u64, u64>,
+    /// (run-time address of a relocated 8-byte slot, its value), sorted by address (the last
+    /// relocation of a slot wins, as the loader applies them in order).
+    relocs: Vec<(u64, u64)>,
 }
 
 /// The largest image file read.
@@ -845,7 +846,7 @@ impl<'a, M: Memory + ?Sized> ElfFileOverlay<'a, M> {
                 loads.push((u64_at(p + 16)?, u64_at(p + 32)?, u64_at(p + 8)?));
             }
         }
-        let mut relocs = std::collections::HashMap::new();
+        let mut relocs: Vec<(u64, u64)> = Vec::new();
         if shentsize == 64 {
             for i in 0..shnum.min(4096) {
                 let sh = shoff + 64 * i;
@@ -878,10 +879,12 @@ impl<'a, M: Memory + ?Sized> ElfFileOverlay<'a, M> {
                         }
                         _ => continue,
                     };
-                    relocs.insert(bias.wrapping_add(r_offset), value);
+                    relocs.push((bias.wrapping_add(r_offset), value));
                 }
             }
         }
+        // Stable: of two relocations of one slot, the later stays last.
+        relocs.sort_by_key(|&(a, _)| a);
         Some(ElfFileOverlay {
             mem,
             bias,
@@ -891,13 +894,22 @@ impl<'a, M: Memory + ?Sized> ElfFileOverlay<'a, M> {
         })
     }
 
-    fn file_byte(&self, addr: u64) -> Option<u8> {
+    /// The file's bytes at `addr..` as loaded, as many as one PT_LOAD range holds (at most
+    /// `len`).
+    fn file_bytes(&self, addr: u64, len: usize) -> &[u8] {
         let va = addr.wrapping_sub(self.bias);
-        let &(v, _, off) = self
+        let Some(&(v, fs, off)) = self
             .loads
             .iter()
-            .find(|(v, fs, _)| va >= *v && va < v + fs)?;
-        self.file.get((off + va - v) as usize).copied()
+            .find(|(v, fs, _)| va >= *v && va < v.saturating_add(*fs))
+        else {
+            return &[];
+        };
+        let start = off.saturating_add(va - v) as usize;
+        let end = start
+            .saturating_add(len.min((v + fs - va) as usize))
+            .min(self.file.len());
+        self.file.get(start..end).unwrap_or(&[])
     }
 }
 
@@ -910,20 +922,22 @@ impl<M: Memory + ?Sized> Memory for ElfFileOverlay<'_, M> {
         // What the dump lacks: the file's bytes, then the relocated slots over them.
         let mut n = got;
         while n < buf.len() {
-            match self.file_byte(addr + n as u64) {
-                Some(b) => buf[n] = b,
-                None => break,
+            let src = self.file_bytes(addr + n as u64, buf.len() - n);
+            if src.is_empty() {
+                break;
             }
-            n += 1;
+            buf[n..n + src.len()].copy_from_slice(src);
+            n += src.len();
         }
         let (lo, hi) = (addr + got as u64, addr + n as u64);
-        for slot in (lo.saturating_sub(7) & !7)..hi {
-            if let Some(v) = self.relocs.get(&slot) {
-                for (i, b) in v.to_le_bytes().iter().enumerate() {
-                    let a = slot + i as u64;
-                    if a >= lo && a < hi {
-                        buf[(a - addr) as usize] = *b;
-                    }
+        let first = self
+            .relocs
+            .partition_point(|&(a, _)| a < lo.saturating_sub(7));
+        for &(slot, v) in self.relocs[first..].iter().take_while(|&&(a, _)| a < hi) {
+            for (i, b) in v.to_le_bytes().iter().enumerate() {
+                let a = slot + i as u64;
+                if a >= lo && a < hi {
+                    buf[(a - addr) as usize] = *b;
                 }
             }
         }
