@@ -70,7 +70,12 @@ pub struct EeVersion {
 }
 
 fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        // A runtime found but not read (unsupported, or its data not in the dump) still has
+        // its version: say it, and why the rest cannot be read.
+        Err(e) => return eeversion_unread(s, e),
+    };
     let i = &c.rt.info;
     // The version is known even when the heap cannot be read (a truncated dump): say both.
     let heap = c.heap();
@@ -116,6 +121,49 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
             GcMode::Server => t.push_str(&format!("Server mode ({e})\n")),
         },
     }
+    t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
+    Ok(Output::of("eeversion", res, t))
+}
+
+/// `eeversion` where the runtime is found but cannot be read (`why`); `why` itself when not
+/// even the runtime module is found.
+fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandError> {
+    let Ok(i) = clrdata::find_runtime(&*s.target) else {
+        return Err(why);
+    };
+    if i.version.is_empty() {
+        return Err(why);
+    }
+    let res = EeVersion {
+        runtime: i.display_name(),
+        version: i.version.clone(),
+        version_source: serde_json::to_value(i.version_source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        file_version: i.file_version.clone(),
+        commit: i.commit.clone(),
+        module: i.module_path.clone(),
+        module_base: hex(i.base),
+        gc: None,
+        gc_heaps: None,
+        gc_error: Some(why.to_string()),
+    };
+    let mut t = res
+        .file_version
+        .as_deref()
+        .unwrap_or(&res.version)
+        .to_string();
+    if let Some(commit) = &res.commit {
+        t.push_str(&format!(" @Commit: {commit}"));
+    }
+    t.push('\n');
+    t.push_str(&format!(
+        "{} (version read from the {})\n",
+        res.runtime,
+        res.version_source.replace('_', " ")
+    ));
+    t.push_str(&format!("The runtime cannot be read: {why}\n"));
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
     Ok(Output::of("eeversion", res, t))
 }
