@@ -76,57 +76,31 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         // its version: say it, and why the rest cannot be read.
         Err(e) => return eeversion_unread(s, e),
     };
-    let i = &c.rt.info;
     // The version is known even when the heap cannot be read (a truncated dump): say both.
     let heap = c.heap();
-    let res = EeVersion {
-        runtime: i.display_name(),
-        version: i.version.clone(),
-        version_source: serde_json::to_value(i.version_source)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-        file_version: i.file_version.clone(),
-        commit: i.commit.clone(),
-        module: i.module_path.clone(),
-        module_base: hex(i.base),
-        // g_heap_type, read at discovery: known even when the heap is not in the dump.
-        gc: Some(gc_mode_name(
-            heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode()),
-        )),
-        gc_heaps: heap.as_ref().ok().map(|h| h.heaps.len()),
-        gc_error: heap.as_ref().err().cloned(),
-    };
-    let mut t = res
-        .file_version
-        .as_deref()
-        .unwrap_or(&res.version)
-        .to_string();
-    if let Some(commit) = &res.commit {
-        t.push_str(&format!(" @Commit: {commit}"));
-    }
-    t.push('\n');
-    t.push_str(&format!(
-        "{} (version read from the {})\n",
-        res.runtime,
-        res.version_source.replace('_', " ")
+    let mut res = ee_version_of(&c.rt.info);
+    // g_heap_type, read at discovery: known even when the heap is not in the dump.
+    res.gc = Some(gc_mode_name(
+        heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode()),
     ));
-    match heap {
+    res.gc_heaps = heap.as_ref().ok().map(|h| h.heaps.len());
+    res.gc_error = heap.as_ref().err().cloned();
+    let gc = match heap {
         Ok(h) => match h.mode {
-            GcMode::Workstation => t.push_str("Workstation mode\n"),
-            GcMode::Server => t.push_str(&format!("Server mode with {} gc heaps\n", h.heaps.len())),
+            GcMode::Workstation => "Workstation mode\n".to_string(),
+            GcMode::Server => format!("Server mode with {} gc heaps\n", h.heaps.len()),
         },
         Err(e) => match c.rt.gc_mode() {
-            GcMode::Workstation => t.push_str(&format!("Workstation mode ({e})\n")),
-            GcMode::Server => t.push_str(&format!("Server mode ({e})\n")),
+            GcMode::Workstation => format!("Workstation mode ({e})\n"),
+            GcMode::Server => format!("Server mode ({e})\n"),
         },
-    }
-    t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
+    };
+    let t = ee_version_text(&res, &gc);
     Ok(Output::of("eeversion", res, t))
 }
 
 /// `eeversion` where the runtime is found but cannot be read (`why`); `why` itself when not
-/// even the runtime module is found.
+/// even the runtime module or its version is found.
 fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandError> {
     let Ok(i) = clrdata::find_runtime(&*s.target) else {
         return Err(why);
@@ -134,7 +108,15 @@ fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandErr
     if i.version.is_empty() {
         return Err(why);
     }
-    let res = EeVersion {
+    let mut res = ee_version_of(&i);
+    res.gc_error = Some(why.to_string());
+    let t = ee_version_text(&res, &format!("The runtime cannot be read: {why}\n"));
+    Ok(Output::of("eeversion", res, t))
+}
+
+/// `eeversion`'s fields that the runtime's identity gives (the GC's are the caller's).
+fn ee_version_of(i: &clrdata::RuntimeInfo) -> EeVersion {
+    EeVersion {
         runtime: i.display_name(),
         version: i.version.clone(),
         version_source: serde_json::to_value(i.version_source)
@@ -147,8 +129,13 @@ fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandErr
         module_base: hex(i.base),
         gc: None,
         gc_heaps: None,
-        gc_error: Some(why.to_string()),
-    };
+        gc_error: None,
+    }
+}
+
+/// `eeversion`'s text: the version lines, `middle` (what is said of the GC, or why the
+/// runtime is not read), then the runtime module.
+fn ee_version_text(res: &EeVersion, middle: &str) -> String {
     let mut t = res
         .file_version
         .as_deref()
@@ -163,9 +150,9 @@ fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandErr
         res.runtime,
         res.version_source.replace('_', " ")
     ));
-    t.push_str(&format!("The runtime cannot be read: {why}\n"));
+    t.push_str(middle);
     t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
-    Ok(Output::of("eeversion", res, t))
+    t
 }
 
 // -------------------------------------------------------------------------------------- eeheap

@@ -224,3 +224,15 @@ fn eeversion_and_eeheap_match_the_dac() {
         );
     }
 }
+
+#[test]
+fn eeversion_names_a_runtime_it_cannot_read() {
+    // .NET Core 3.1 is found and refused by every CLR command; eeversion still gives its
+    // version (the manifest's) and says why the rest is not read.
+    let e = tests::entry("netcore31");
+    let v = run(&session(&e), "eeversion");
+    assert_eq!(v["version"], e.runtime_version(), "{v}");
+    assert!(v["gc"].is_null(), "{v}");
+    let why = v["gc_error"].as_str().unwrap();
+    assert!(why.contains("this build reads .NET 8, 9 and 10"), "{why}");
+}
