@@ -152,37 +152,6 @@ fn clrstack_all_equals_the_dac_frames_on_linux() {
 }
 
 #[test]
-fn clrstack_all_names_equal_the_dac_on_net8() {
-    for name in LINUX_NET8 {
-        let e = tests::entry(name);
-        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        let r = run(&s, "clrstack -all");
-        for d in e.dac["stacks"].as_array().unwrap() {
-            let os = d["osThreadId"].as_u64().unwrap();
-            let ours = r
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|t| t["os_id"].as_u64() == Some(os))
-                .unwrap_or_else(|| panic!("{name}: thread {os} missing"));
-            let want: Vec<&str> = d["frames"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|f| f["method"].as_str())
-                .collect();
-            let got: Vec<&str> = ours["frames"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|f| f["method"].as_str())
-                .collect();
-            assert_eq!(got, want, "{name}: thread {os}");
-        }
-    }
-}
-
-#[test]
 fn blocked_threads_show_where_they_block() {
     for name in LINUX_NET8 {
         let e = tests::entry(name);
