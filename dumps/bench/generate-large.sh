@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dumps/bench/generate-large.sh [--rt net8|net10]... [large-heap] [threads-1000]
+# dumps/bench/generate-large.sh [--rt net8|net10]... [--gcore] [large-heap] [threads-1000]
 #
 # Benchmark dumps for dumpshell (NOT run in CI, output NOT committed), into dumps/build/bench/
 # (gitignored):
@@ -9,14 +9,17 @@
 # from bench/large.cs (+ scenarios/common.cs), compiled by the .NET SDK (Bench.csproj) and
 # published self-contained against a NuGet runtime pack: .NET 8 = 8.0.33, .NET 10 = 10.0.14
 # (restored by `dotnet publish` itself; no PyPI, no mcs). Each is run until it prints
-# "ready <pid>" and dumped with that pack's own `createdump --withheap`.
+# "ready <pid>" and dumped with that pack's own `createdump --withheap`, or with `--gcore` by gdb's
+# `gcore` (every written page and the whole reserved GC range: large-heap's core is ~3.4 GB; the
+# names get a `-gcore` suffix, e.g. large-heap-net10-gcore).
 #
 # Output per <target>-<rt> (e.g. large-heap-net8):
 #   dumps/build/bench/<target>-<rt>.dmp            the raw core (not compressed: bench.sh maps it)
 #   dumps/build/bench/<target>-<rt>.manifest.json  the program's manifest
 #   dumps/build/bench/<target>-<rt>.dac            one line: the pack's libmscordaccore.so (bench.sh reads it)
 # Default: --rt net8 --rt net10, both targets. Run as root (createdump needs ptrace).
-# Environment: READY_TIMEOUT (seconds, default 600).
+# Environment: READY_TIMEOUT (seconds, default 600); BENCH_BALLAST_MB (large-heap: that many MiB
+# more of live byte[], e.g. 600 with --gcore for a 3 GB core; not in the manifest's counts).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DUMPS=$(dirname "$HERE")
@@ -24,12 +27,13 @@ B=$DUMPS/build/bench
 mkdir -p "$B"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 
-rts=() targets=()
+rts=() targets=() gcore=
 while [ $# -gt 0 ]; do
     case $1 in
         --rt) rts+=("$2"); shift 2 ;;
+        --gcore) gcore=-gcore; shift ;;
         large-heap|threads-1000) targets+=("$1"); shift ;;
-        *) echo "usage: $0 [--rt net8|net10]... [large-heap] [threads-1000]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--rt net8|net10]... [--gcore] [large-heap] [threads-1000]" >&2; exit 2 ;;
     esac
 done
 [ ${#rts[@]} -gt 0 ] || rts=(net8 net10)
@@ -56,12 +60,12 @@ for rt in "${rts[@]}"; do
     fi
     [ -x "$app/createdump" ] && [ -f "$app/libmscordaccore.so" ] || { echo "no createdump/DAC in $app" >&2; exit 1; }
     for t in "${targets[@]}"; do
-        name=$t-$rt
+        name=$t-$rt$gcore
         out=$B/$name.out err=$B/$name.err
         rm -f "$B/$name.dmp" "$out" "$err"
         echo "== run $name" >&2
         # a clean environment: no DOTNET_* from the caller (server GC, DATAS etc. would change the dump)
-        env -i PATH=/usr/bin:/bin HOME=/root DOTNET_gcServer=0 "$app/large" "$B/$name.manifest.json" "$t" >"$out" 2>"$err" &
+        env -i PATH=/usr/bin:/bin HOME=/root DOTNET_gcServer=0 ${BENCH_BALLAST_MB:+BENCH_BALLAST_MB=$BENCH_BALLAST_MB} "$app/large" "$B/$name.manifest.json" "$t" >"$out" 2>"$err" &
         runner=$!
         pid=
         for _ in $(seq 1 $((${READY_TIMEOUT:-600} * 10))); do
@@ -71,8 +75,14 @@ for rt in "${rts[@]}"; do
             sleep 0.1
         done
         [ -n "$pid" ] || { echo "$name: no 'ready' within ${READY_TIMEOUT:-600}s" >&2; kill $runner; exit 1; }
-        echo "== createdump --withheap $name (pid $pid)" >&2
-        "$app/createdump" --withheap -f "$B/$name.dmp" "$pid" >&2 || { kill $runner; exit 1; }
+        if [ -n "$gcore" ]; then
+            echo "== gdb gcore $name (pid $pid)" >&2
+            gdb -nx -batch -p "$pid" -ex "gcore $B/$name.dmp" > "$B/$name.gcore.log" 2>&1 && [ -s "$B/$name.dmp" ] \
+                || { cat "$B/$name.gcore.log" >&2; kill $runner; exit 1; }
+        else
+            echo "== createdump --withheap $name (pid $pid)" >&2
+            "$app/createdump" --withheap -f "$B/$name.dmp" "$pid" >&2 || { kill $runner; exit 1; }
+        fi
         kill $runner 2>/dev/null || true
         wait $runner 2>/dev/null || true
         echo "$app/libmscordaccore.so" > "$B/$name.dac"

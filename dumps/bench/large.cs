@@ -97,6 +97,7 @@ namespace Bench
             if (scenario == "large-heap")
             {
                 BuildHeap();
+                Ballast();
             }
             else
             {
@@ -111,6 +112,24 @@ namespace Bench
             }
             Park(manifestPath, scenario);
             return 0;
+        }
+
+        static byte[][] ballast;
+
+        // BENCH_BALLAST_MB=<n>: n MiB more of live, written byte[] (LOH), to make a larger core
+        // (generate-large.sh --gcore: a 3 GB gdb core). Not counted in the manifest's types.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Ballast()
+        {
+            string mb = Environment.GetEnvironmentVariable("BENCH_BALLAST_MB");
+            if (string.IsNullOrEmpty(mb)) return;
+            int n = int.Parse(mb);
+            ballast = new byte[n][];
+            for (int i = 0; i < n; i++)
+            {
+                ballast[i] = new byte[1 << 20];
+                for (int j = 0; j < ballast[i].Length; j += 4096) ballast[i][j] = 1;
+            }
         }
 
         [MethodImpl(Keep)]
