@@ -91,6 +91,17 @@ pub enum Cause {
         /// The task.
         task: u64,
     },
+    /// The innermost box awaits nothing because a thread is running it now: its state
+    /// machine's state is -1 (running) and exactly one thread's stack holds the box. What the
+    /// chain waits for is then what that thread waits for (see [`Causality::thread_waits`]).
+    RunningOnThread {
+        /// The box.
+        task: u64,
+        /// The thread running it (OS id).
+        os_id: u64,
+        /// Its managed id.
+        managed_id: u32,
+    },
     /// The awaited task has completed, yet the box has not resumed (its continuation was
     /// posted to a context or scheduler that has not run it).
     CompletedNotResumed {
@@ -259,6 +270,19 @@ pub fn analyze<M: Memory>(
     for (i, ch) in a.chains.iter().enumerate() {
         out.chains.push(chain_cause(r, a, i, ch));
     }
+    // Innermost boxes that await nothing and are in the running state: the threads whose
+    // stacks hold them.
+    let running: HashMap<u64, usize> = out
+        .chains
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c.cause, Cause::Unknown { .. }))
+        .filter_map(|(i, _)| {
+            let b = &a.boxes[*a.chains[i].first()?];
+            (b.state == Some(-1) && !b.completed()).then_some((b.address, i))
+        })
+        .collect();
+    let mut runners: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
     let box_index: HashMap<u64, usize> = a
         .boxes
         .iter()
@@ -282,6 +306,16 @@ pub fn analyze<M: Memory>(
             continue;
         };
         let slots = scan(r.rt.memory(), sp, end);
+        if !running.is_empty() {
+            let held: HashSet<u64> = slots
+                .iter()
+                .copied()
+                .filter(|v| running.contains_key(v))
+                .collect();
+            for b in held {
+                runners.entry(b).or_default().push((t.os_id, t.managed_id));
+            }
+        }
         let events: HashSet<u64> = slots
             .iter()
             .copied()
@@ -338,6 +372,15 @@ pub fn analyze<M: Memory>(
                         .push((t.os_id, format!("in {v}: {why}")));
                 }
             }
+        }
+    }
+    for (task, ts) in runners {
+        if let ([(os_id, managed_id)], Some(&ci)) = (ts.as_slice(), running.get(&task)) {
+            out.chains[ci].cause = Cause::RunningOnThread {
+                task,
+                os_id: *os_id,
+                managed_id: *managed_id,
+            };
         }
     }
     out

@@ -669,6 +669,7 @@ fn awaited_frame(cause: &Cause) -> String {
         Cause::Delay { .. } => "[awaiting Task.Delay]".into(),
         Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
         Cause::Running { .. } => "[awaiting a running task]".into(),
+        Cause::RunningOnThread { os_id, .. } => format!("[running on thread {os_id:x}]"),
         Cause::CompletedNotResumed { .. } => "[awaited task completed, not resumed]".into(),
         Cause::Cycle { .. } => "[awaiting a task of its own cycle]".into(),
         Cause::Other { type_name, .. } => format!("[awaiting {type_name}]"),
@@ -820,6 +821,11 @@ fn explain(cause: &Cause, c: &Clr) -> String {
             }
         }
         Cause::Running { task } => format!("waits for task {} that a thread is running", hex(*task)),
+        Cause::RunningOnThread {
+            os_id, managed_id, ..
+        } => format!(
+            "awaits nothing: thread {os_id:x} (managed {managed_id}) is running its innermost method now"
+        ),
         Cause::CompletedNotResumed { status, .. } => format!(
             "the awaited task has {status}, but the method has not resumed: its continuation was posted to a context or scheduler that has not run it"
         ),
@@ -910,6 +916,19 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             explanation: explain(&cc.cause, &c),
             waited_by_threads: Vec::new(),
         });
+    }
+    // A chain whose innermost method a thread is running waits for what that thread waits for.
+    for (ci, &pos) in &chain_pos {
+        if let Cause::RunningOnThread { os_id, .. } = &k.chains[*ci].cause {
+            if let Some(w) = k.thread_waits.iter().find(|w| w.os_id == *os_id) {
+                chains[pos].explanation.push_str(&format!(
+                    ", and that thread is blocked in {} on task {} {}",
+                    w.via.as_deref().unwrap_or("?"),
+                    hex(w.task),
+                    w.task_type
+                ));
+            }
+        }
     }
     let mut threads = Vec::new();
     for w in &k.thread_waits {
