@@ -5,7 +5,7 @@
 //! The summary is composed from the commands' typed results ([`crate::Output::typed`]): a
 //! renamed field is a compile error here, never a silent "?".
 
-use crate::asyncs::CausalityOut;
+use crate::asyncs::{CausalityOut, ChainView};
 use crate::exceptions::{DumpExceptionsOut, PrintExceptionOut};
 use crate::heap::{DumpHeap, EeVersion, TypeOut};
 use crate::locks::DeadlockOut;
@@ -50,10 +50,17 @@ pub struct Triage {
     pub thread_exceptions: Vec<ThreadException>,
     /// The merged stacks holding the most threads, innermost frame first.
     pub top_stacks: Vec<MergedStack>,
-    /// Pending async logical stacks (innermost method first) and what each waits for.
-    pub async_chains: Vec<AsyncWait>,
+    /// Pending async logical stacks grouped by what they wait for (see [`AsyncGroup`]), those
+    /// with threads blocked on them or running them first, then the largest (at most
+    /// [`TOP_ASYNC_GROUPS`]).
+    pub async_groups: Vec<AsyncGroup>,
+    /// How many groups there are in all.
+    pub async_group_count: Option<u64>,
     /// How many pending async logical stacks there are in all.
     pub async_chain_count: Option<u64>,
+    /// How many of them are HTTP requests Kestrel is processing (a chain through
+    /// `HttpProtocol.ProcessRequests`).
+    pub http_requests: Option<u64>,
     /// Monitor deadlocks: each cycle's threads (OS ids) and locks (type and address).
     pub deadlocks: Vec<Deadlock>,
     /// Exceptions on the heap grouped by type and message (most frequent first).
@@ -138,17 +145,168 @@ pub struct CurrentException {
     pub frames: Vec<Option<String>>,
 }
 
-/// A pending async logical stack.
+/// Pending async logical stacks that wait for the same thing: the same object (one
+/// TaskCompletionSource, SemaphoreSlim, awaited object), or, where each waits on an object of
+/// its own, the same kind of object through the same methods.
 #[derive(Debug, Serialize, Clone)]
-pub struct AsyncWait {
+pub struct AsyncGroup {
+    /// How many chains.
+    pub count: u64,
+    /// `causality`'s cause kind.
+    pub cause: String,
+    /// What they wait for, in words.
+    pub explanation: String,
+    /// The object they all wait on, when it is one object.
+    pub object: Option<String>,
+    /// How many of them are HTTP requests (Kestrel).
+    pub http_requests: u64,
+    /// The distinct method lists, the most frequent first.
+    pub stacks: Vec<AsyncGroupStack>,
+}
+
+/// One method list of an [`AsyncGroup`].
+#[derive(Debug, Serialize, Clone)]
+pub struct AsyncGroupStack {
+    /// How many chains have these methods.
+    pub count: u64,
     /// Methods, innermost first.
     pub methods: Vec<String>,
-    /// What it waits for (`causality`'s cause kind) and in words.
-    pub cause: String,
-    /// The explanation.
-    pub explanation: String,
-    /// Threads blocked synchronously on it.
+    /// Threads blocked synchronously on these chains (OS ids).
     pub waited_by_threads: Vec<u64>,
+    /// Threads running these chains' innermost methods now (OS ids).
+    pub running_on_threads: Vec<u64>,
+}
+
+/// Whether a frame is the runtime's or a framework's (System, Microsoft, interop), not the app's.
+fn is_framework_frame(f: &str) -> bool {
+    [
+        "System.",
+        "Microsoft.",
+        "Interop+",
+        "Interop.",
+        "Internal.",
+        "[",
+    ]
+    .iter()
+    .any(|p| f.starts_with(p))
+}
+
+/// Most async groups a triage page shows.
+pub const TOP_ASYNC_GROUPS: usize = 8;
+
+/// Whether an async logical stack is an HTTP request Kestrel is processing.
+fn is_http_request(methods: &[String]) -> bool {
+    methods.iter().any(|m| {
+        m.starts_with(
+            "Microsoft.AspNetCore.Server.Kestrel.Core.Internal.Http.HttpProtocol.ProcessRequests",
+        )
+    })
+}
+
+/// Groups `causality`'s chains by what they wait for ([`AsyncGroup`]).
+fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
+    use std::collections::HashMap;
+    let str_of =
+        |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
+    // The one object a chain waits on, if its cause names one.
+    let object_of = |ch: &ChainView| -> Option<String> {
+        ["tcs", "semaphore", "object"]
+            .iter()
+            .find_map(|k| str_of(&ch.cause, k))
+            .or_else(|| ch.awaited.clone())
+    };
+    let mut shared: HashMap<String, usize> = HashMap::new();
+    for ch in &c.chains {
+        if let Some(o) = object_of(ch) {
+            *shared.entry(o).or_default() += 1;
+        }
+    }
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, AsyncGroup> = HashMap::new();
+    for ch in &c.chains {
+        let one = object_of(ch).filter(|o| shared.get(o).copied().unwrap_or(0) > 1);
+        let key = match &one {
+            Some(o) => format!("object {o}"),
+            None => format!(
+                "{} {} {}",
+                ch.cause_kind,
+                ch.awaited_type.as_deref().unwrap_or(""),
+                ch.methods.join(" <- ")
+            ),
+        };
+        let g = groups.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
+            let explanation = match (&one, ch.cause_kind.as_str()) {
+                (Some(_), "semaphore") => format!(
+                    "wait for SemaphoreSlim {} to be released (count {}, {} async waiters, {} threads blocked in Wait)",
+                    str_of(&ch.cause, "semaphore").unwrap_or_default(),
+                    ch.cause["current_count"],
+                    ch.cause["async_waiters"],
+                    ch.cause["sync_waiters"]
+                ),
+                (Some(_), _) => ch.explanation.clone(),
+                (None, "other") => format!(
+                    "each waits on an object of its own, a {}",
+                    ch.awaited_type.as_deref().unwrap_or("object")
+                ),
+                (None, "running_on_thread") => {
+                    "the innermost method is running on a thread now".to_string()
+                }
+                (None, _) => ch.explanation.clone(),
+            };
+            AsyncGroup {
+                count: 0,
+                cause: ch.cause_kind.clone(),
+                explanation,
+                object: one.clone(),
+                http_requests: 0,
+                stacks: Vec::new(),
+            }
+        });
+        g.count += 1;
+        if is_http_request(&ch.methods) {
+            g.http_requests += 1;
+        }
+        let running = match (
+            &ch.cause_kind[..],
+            ch.cause.get("os_id").and_then(|v| v.as_u64()),
+        ) {
+            ("running_on_thread", Some(t)) => Some(t),
+            _ => None,
+        };
+        match g.stacks.iter_mut().find(|st| st.methods == ch.methods) {
+            Some(st) => {
+                st.count += 1;
+                st.waited_by_threads.extend(&ch.waited_by_threads);
+                st.running_on_threads.extend(running);
+            }
+            None => g.stacks.push(AsyncGroupStack {
+                count: 1,
+                methods: ch.methods.clone(),
+                waited_by_threads: ch.waited_by_threads.clone(),
+                running_on_threads: running.into_iter().collect(),
+            }),
+        }
+    }
+    let mut v: Vec<AsyncGroup> = order
+        .into_iter()
+        .filter_map(|k| groups.remove(&k))
+        .collect();
+    for g in &mut v {
+        g.stacks.sort_by_key(|st| std::cmp::Reverse(st.count));
+    }
+    let involves_threads = |g: &AsyncGroup| {
+        g.stacks
+            .iter()
+            .any(|st| !st.waited_by_threads.is_empty() || !st.running_on_threads.is_empty())
+    };
+    v.sort_by_key(|g| {
+        (
+            std::cmp::Reverse(involves_threads(g)),
+            std::cmp::Reverse(g.count),
+        )
+    });
+    v
 }
 
 /// One root-to-leaf path of the merged stacks.
@@ -265,20 +423,16 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
     }
     if let Some(c) = run::<CausalityOut>(&s, "causality", p) {
         t.async_chain_count = Some(c.chains.len() as u64);
-        let mut v: Vec<AsyncWait> = c
-            .chains
-            .iter()
-            .map(|c| AsyncWait {
-                methods: c.methods.clone(),
-                cause: c.cause_kind.clone(),
-                explanation: c.explanation.clone(),
-                waited_by_threads: c.waited_by_threads.clone(),
-            })
-            .collect();
-        // Chains a thread is blocked on first.
-        v.sort_by_key(|w| std::cmp::Reverse(w.waited_by_threads.len()));
-        v.truncate(TOP);
-        t.async_chains = v;
+        t.http_requests = Some(
+            c.chains
+                .iter()
+                .filter(|ch| is_http_request(&ch.methods))
+                .count() as u64,
+        );
+        let mut v = async_groups(&c);
+        t.async_group_count = Some(v.len() as u64);
+        v.truncate(TOP_ASYNC_GROUPS);
+        t.async_groups = v;
     }
     if let Some(d) = run::<DeadlockOut>(&s, "deadlock", p) {
         t.deadlocks = d
@@ -408,8 +562,10 @@ fn empty(p: &Path) -> Triage {
         dump_exception: None,
         thread_exceptions: Vec::new(),
         top_stacks: Vec::new(),
-        async_chains: Vec::new(),
+        async_groups: Vec::new(),
+        async_group_count: None,
         async_chain_count: None,
+        http_requests: None,
         deadlocks: Vec::new(),
         exception_groups: Vec::new(),
         current_exception: None,
@@ -469,8 +625,21 @@ pub fn render(t: &Triage) -> String {
             for f in m.frames.iter().take(4) {
                 s.push_str(&format!("      {f}\n"));
             }
-            if m.frames.len() > 4 {
-                s.push_str(&format!("      ... {} more frames\n", m.frames.len() - 4));
+            // The app's own innermost frame, when the first four are the framework's.
+            let own = m.frames.iter().skip(4).position(|f| !is_framework_frame(f));
+            let mut shown = 4;
+            if let Some(k) = own {
+                if k > 0 {
+                    s.push_str(&format!("      ... {k} frames\n"));
+                }
+                s.push_str(&format!("      {}\n", m.frames[4 + k]));
+                shown = 4 + k + 1;
+            }
+            if m.frames.len() > shown {
+                s.push_str(&format!(
+                    "      ... {} more frames\n",
+                    m.frames.len() - shown
+                ));
             }
         }
     }
@@ -534,18 +703,95 @@ pub fn render(t: &Triage) -> String {
         }
     }
     if let Some(n) = t.async_chain_count.filter(|n| *n > 0) {
-        s.push_str(&format!("Pending async logical stacks: {n}\n"));
-        for w in &t.async_chains {
-            s.push_str(&format!("  {}\n", w.methods.join(" <- ")));
-            s.push_str(&format!("      {}\n", w.explanation));
-            if !w.waited_by_threads.is_empty() {
-                let ids: Vec<String> = w
-                    .waited_by_threads
+        let groups = t.async_group_count.unwrap_or(0);
+        s.push_str(&format!(
+            "Pending async logical stacks: {n}, in {groups} group{} by what they wait for",
+            if groups == 1 { "" } else { "s" }
+        ));
+        if let Some(h) = t.http_requests.filter(|h| *h > 0) {
+            s.push_str(&format!("; {h} of them HTTP requests (Kestrel)"));
+        }
+        s.push_str(":\n");
+        let ids = |v: &[u64]| {
+            v.iter()
+                .map(|x| format!("{x:x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let t_blocked = |os: &u64| {
+            t.async_groups
+                .iter()
+                .flat_map(|g| &g.stacks)
+                .any(|st| st.waited_by_threads.contains(os))
+        };
+        for g in &t.async_groups {
+            let each_blocked = g.cause == "running_on_thread"
+                && g.stacks
                     .iter()
-                    .map(|x| format!("{x:x}"))
-                    .collect();
-                s.push_str(&format!("      threads blocked on it: {}\n", ids.join(",")));
+                    .flat_map(|st| &st.running_on_threads)
+                    .all(t_blocked);
+            let mut explanation = match g
+                .explanation
+                .strip_prefix("each waits on an object of its own, a ")
+            {
+                Some(ty) if g.count == 1 => format!("waits on a {ty}"),
+                _ => g.explanation.clone(),
+            };
+            if each_blocked {
+                explanation.push_str("; each of those threads is blocked on a chain above");
             }
+            let requests = match g.http_requests {
+                0 => String::new(),
+                h => format!(" ({h} HTTP request{})", if h == 1 { "" } else { "s" }),
+            };
+            let threads = |st: &AsyncGroupStack, indent: &str| {
+                let mut x = String::new();
+                if !st.waited_by_threads.is_empty() {
+                    x.push_str(&format!(
+                        "{indent}threads blocked on it: {}\n",
+                        ids(&st.waited_by_threads)
+                    ));
+                }
+                if !st.running_on_threads.is_empty() {
+                    x.push_str(&format!(
+                        "{indent}running on threads: {}\n",
+                        ids(&st.running_on_threads)
+                    ));
+                }
+                x
+            };
+            if let [st] = g.stacks.as_slice() {
+                let n = if st.count > 1 {
+                    format!("{} x ", st.count)
+                } else {
+                    String::new()
+                };
+                s.push_str(&format!("  {n}{}{requests}\n", st.methods.join(" <- ")));
+                s.push_str(&format!("      {explanation}\n"));
+                s.push_str(&threads(st, "      "));
+                continue;
+            }
+            s.push_str(&format!("  {} chains{requests}: {explanation}\n", g.count));
+            for st in g.stacks.iter().take(3) {
+                s.push_str(&format!(
+                    "    {:>4} x {}\n",
+                    st.count,
+                    st.methods.join(" <- ")
+                ));
+                s.push_str(&threads(st, "           "));
+            }
+            if g.stacks.len() > 3 {
+                s.push_str(&format!(
+                    "           ... {} more method lists\n",
+                    g.stacks.len() - 3
+                ));
+            }
+        }
+        if groups as usize > t.async_groups.len() {
+            s.push_str(&format!(
+                "  ... {} more groups (dumpshell <dump> -c causality)\n",
+                groups as usize - t.async_groups.len()
+            ));
         }
     }
     if let (Some(n), Some(b)) = (t.heap_objects, t.heap_bytes) {

@@ -121,8 +121,8 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
         .to_string()
         .contains("System.Threading.Monitor.Wait(System.Object, Int32)"));
 
-    // Pending async chains: as many as the manifest's (none complete), those a thread is
-    // blocked on listed first with that thread.
+    // Pending async chains: as many as the manifest's (none complete), grouped by what they
+    // wait for; the groups a thread is blocked on listed first with that thread.
     for name in ["hang", "async"] {
         let i = entries.iter().position(|e| e.name == name).unwrap();
         let m = &entries[i].manifest;
@@ -136,7 +136,12 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
             Value::Array(a) => a.clone(),
             v => vec![v.clone()],
         };
-        let first = &r["async_chains"][0];
+        let groups = r["async_groups"].as_array().unwrap();
+        if r["async_group_count"].as_u64() == Some(groups.len() as u64) {
+            let sum: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+            assert_eq!(Some(sum), r["async_chain_count"].as_u64(), "{name}");
+        }
+        let first = &groups[0]["stacks"][0];
         let blocked = first["waited_by_threads"].as_array().unwrap();
         assert!(!blocked.is_empty(), "{name}: {first}");
         assert!(

@@ -1,0 +1,127 @@
+// aspnethang.cs: a hung ASP.NET Core service (Kestrel on 127.0.0.1, minimal API), the state
+// a user brings a dump of: many requests awaiting one slow dependency that never answers, and a
+// few handlers that block a thread-pool thread on it synchronously (sync over async).
+// Build and run: dumps/aspnet/generate.sh (framework-dependent on the SDK's shared runtime).
+// Run:   dotnet aspnethang.dll <manifest.json> <port> <async requests> <sync requests>
+//
+// Documented state once "ready" is printed:
+//   * GET /orders/{id} (the async requests): the endpoint lambda awaits
+//     Orders.GetOrderAsync(id), which awaits Inventory.GetStockAsync(id), which awaits
+//     Inventory.pending, a TaskCompletionSource<int> (RunContinuationsAsynchronously) that is
+//     never completed. Every request is one chain: Kestrel's request processing -> the endpoint
+//     -> GetOrderAsync -> GetStockAsync -> the TCS.
+//   * GET /report (the sync requests): the endpoint calls Orders.GetOrderAsync("report") and
+//     blocks its thread-pool thread in Task<string>.Result (Reports.BuildReport); each such
+//     thread is in the manifest (role "report-blocked") with the chain it waits on.
+//   * the main thread sleeps (Main -> Park -> Thread.Sleep).
+// The manifest's `requests` gives the counts; `async_chains` the chain of our own methods.
+
+using System;
+using System.Collections.Generic;
+using System.Runtime.CompilerServices;
+using System.Threading;
+using System.Threading.Tasks;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Scenario;
+
+namespace AspnetHang
+{
+    // The slow dependency: every call waits on one TaskCompletionSource nobody completes.
+    static class Inventory
+    {
+        public static readonly TaskCompletionSource<int> pending =
+            new TaskCompletionSource<int>(TaskCreationOptions.RunContinuationsAsynchronously);
+        public static int Calls;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static async Task<int> GetStockAsync(string sku)
+        {
+            Interlocked.Increment(ref Calls);
+            int stock = await pending.Task;
+            return stock + sku.Length;
+        }
+    }
+
+    static class Orders
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static async Task<string> GetOrderAsync(string id)
+        {
+            int stock = await Inventory.GetStockAsync("sku-" + id);
+            return "order " + id + ": " + stock + " in stock";
+        }
+    }
+
+    static class Reports
+    {
+        public static int Blocked;
+
+        [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.NoOptimization)]
+        public static string BuildReport()
+        {
+            Task<string> t = Orders.GetOrderAsync("report");
+            Recorder.Record("report-blocked", "System.Threading.Tasks.Task`1.get_Result");
+            Interlocked.Increment(ref Blocked);
+            return t.Result;
+        }
+    }
+
+    static class Program
+    {
+        [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.NoOptimization)]
+        static int Main(string[] args)
+        {
+            string manifestPath = args[0];
+            int port = int.Parse(args[1]);
+            int asyncRequests = int.Parse(args[2]);
+            int syncRequests = int.Parse(args[3]);
+            Thread.CurrentThread.Name = "main";
+
+            var builder = WebApplication.CreateSlimBuilder(args);
+            builder.Logging.ClearProviders();
+            builder.WebHost.UseUrls("http://127.0.0.1:" + port);
+            var app = builder.Build();
+            app.MapGet("/orders/{id}", async (string id) => await Orders.GetOrderAsync(id));
+            app.MapGet("/report", () => Reports.BuildReport());
+            app.Start();
+            Console.WriteLine("listening " + port);
+            Console.Out.Flush();
+
+            // Every request has reached the dependency and every sync one blocks its thread.
+            while (Volatile.Read(ref Inventory.Calls) < asyncRequests + syncRequests ||
+                   Volatile.Read(ref Reports.Blocked) < syncRequests)
+                Thread.Sleep(20);
+            Recorder.WaitForBlocked(syncRequests);
+            Park(manifestPath, asyncRequests, syncRequests);
+            return 0;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining | MethodImplOptions.NoOptimization)]
+        static void Park(string manifestPath, int asyncRequests, int syncRequests)
+        {
+            Recorder.Record("main", "System.Threading.Thread.Sleep");
+            var chains = new List<object>();
+            chains.Add(new Json()
+                .Add("name", "orders")
+                .Add("methods", new List<object> { "AspnetHang.Inventory.GetStockAsync", "AspnetHang.Orders.GetOrderAsync" })
+                .Add("awaits", "System.Threading.Tasks.TaskCompletionSource`1.Task")
+                .Add("awaited_type", "System.Threading.Tasks.Task`1[[System.Int32, System.Private.CoreLib]]")
+                .Add("count", asyncRequests + syncRequests)
+                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests)));
+            Json m = Recorder.Head("aspnethang")
+                .Add("threads", Recorder.ThreadsJson())
+                .Add("requests", new Json()
+                    .Add("async", asyncRequests)
+                    .Add("sync", syncRequests)
+                    .Add("dependency_calls", Volatile.Read(ref Inventory.Calls)))
+                .Add("async_chains", chains);
+            Recorder.Write(manifestPath, m);
+            Recorder.Ready();
+            Thread.Sleep(Timeout.Infinite);
+        }
+    }
+}
