@@ -943,11 +943,16 @@ fn hierarchy_methods<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Vec<(u64, M
 /// Bounds on the hash table read from the dump.
 const MAX_BUCKETS: u64 = 1 << 20;
 const MAX_PARAM_TYPES: usize = 1 << 20;
+/// The slots a DacEnumerableHashTable's bucket array starts with before its buckets: the
+/// length first, then two the table keeps for growing (dacenumerablehash.h; the cDAC's
+/// `DacEnumerableHash` skips 3). Reading from slot 2 missed the last bucket's chain: one
+/// instantiation on asyncreal-net8 and one on async-net9 were in no module's table.
+const BUCKET_ARRAY_SPECIAL_SLOTS: u64 = 3;
 
 /// The TypeHandles of the constructed types (generic instantiations, arrays) a module has
 /// loaded: its EETypeHashTable (DacEnumerableHashTable {m_pModule, m_pHeap, m_pBuckets,
-/// m_cEntries}; the bucket array holds its length, a spare slot, then the buckets; each chain
-/// of VolatileEntry {TypeHandle, next, hash} ends in an odd sentinel).
+/// m_cEntries}; the bucket array holds its length and two more special slots, then the
+/// buckets; each chain of VolatileEntry {TypeHandle, next, hash} ends in an odd sentinel).
 pub fn available_param_types<M: Memory>(
     r: &ObjectReader<'_, M>,
     module: u64,
@@ -985,7 +990,10 @@ pub fn available_param_types<M: Memory>(
     }
     let mut out = Vec::new();
     for i in 0..n {
-        let mut e = rd(buckets.wrapping_add(8 * (2 + i)), "EETypeHashTable bucket")?;
+        let mut e = rd(
+            buckets.wrapping_add(8 * (BUCKET_ARRAY_SPECIAL_SLOTS + i)),
+            "EETypeHashTable bucket",
+        )?;
         while e != 0 && e & 1 == 0 {
             if out.len() > count as usize {
                 return Err(format!(

@@ -330,7 +330,18 @@ const SUPPLEMENT_NET9: Supplement = &[
 /// before it; no 9.0 Windows dump checks it, so there it stays unpublished and thread statics
 /// are refused). 9.0.22: the one word of each Thread that points at a ThreadLocalData whose
 /// `pThread` (+24) points back (10.0's descriptor: 568), and the tests above check it.
-const SUPPLEMENT_NET9_LINUX: Supplement = &[("Thread", "ThreadLocalDataPtr", 0x3a0)];
+///
+/// `Module::m_pAvailableParamTypes` (ceeload.h: after m_FieldDefToDescMap come
+/// m_GenericParamToDescMap (a 32-byte LookupMap), m_pILStubCache, the ULONG
+/// m_DefaultDllImportSearchPathsAttributeValue, m_pAvailableClasses, then this: 88 bytes after
+/// FieldDefToDescMap, as in 10's descriptor (512 -> 600); 9.0.22's descriptor puts
+/// FieldDefToDescMap at 720). Checked by tests/tests/method_names.rs
+/// `modules_list_the_constructed_types_on_the_heap`: the tables hold every generic
+/// instantiation of the DAC's heap census on the 9.0.22 dumps.
+const SUPPLEMENT_NET9_LINUX: Supplement = &[
+    ("Thread", "ThreadLocalDataPtr", 0x3a0),
+    ("Module", "AvailableTypeParams", 808),
+];
 
 /// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
 /// values): `StaticsPointerMask` (~ISCLASSNOTINITED, methodtable.h),
@@ -771,8 +782,9 @@ fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
             aux_offset_to_non_virtual_slots: l
                 .field("MethodTableAuxiliaryData", "OffsetToNonVirtualSlots")?,
         },
-        // Published by the 10 descriptor only; not read on 9 (refused there by name).
-        module_available_type_params: l.d.field("Module", "AvailableTypeParams"),
+        // Published by the 10 descriptor; 9 on Linux by its supplement; elsewhere refused by
+        // name.
+        module_available_type_params: l.field("Module", "AvailableTypeParams").ok(),
         stub_precode_type_offset: platform_stub_type,
         stub_precode_type: layout::METHODS_NET8_LINUX.stub_precode_type,
     })
