@@ -960,6 +960,89 @@ impl PathWalk<'_> {
     }
 }
 
+/// What a field of a Roslyn (or mcs) state machine holds, from its compiler-generated name
+/// (Roslyn's `GeneratedNameKind`): `<x>5__2` is the hoisted local `x`, a plain name an
+/// argument, `<>u__1` an awaiter, and so on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoistedKind {
+    /// An argument of the async method (Roslyn keeps its name).
+    Argument,
+    /// A local variable of the method, hoisted because it lives across an await.
+    Local,
+    /// The state (`<>1__state`; mcs `$PC`).
+    State,
+    /// The method builder (`<>t__builder`; mcs `$builder`).
+    Builder,
+    /// A pending awaiter (`<>u__N`; mcs `$awaiterN`).
+    Awaiter,
+    /// `this` of an instance method (`<>4__this`).
+    This,
+    /// A temporary the compiler made (`<>7__wrapN`, `<>s__N`, spilled values).
+    Temporary,
+    /// An async iterator's own state (current value, initial thread, dispose mode, promise).
+    Iterator,
+    /// A name of no known form.
+    Other,
+}
+
+/// The name a person reads for a state machine field, and what it holds: `<attempt>5__2` →
+/// (`attempt`, Local); `orderId` → (`orderId`, Argument); `<>u__1` → (`awaiter 1`, Awaiter);
+/// `<>3__source` (an iterator's copy of its argument) → (`source`, Argument).
+pub fn hoisted_field(raw: &str) -> (String, HoistedKind) {
+    use HoistedKind::*;
+    if let Some(rest) = raw.strip_prefix("<>") {
+        // `<>K__name`: K is the kind letter.
+        let (kind, tail) = match rest.split_once("__") {
+            Some((k, t)) => (k, t),
+            None => return (raw.to_owned(), Other),
+        };
+        return match kind {
+            "1" => ("state".into(), State),
+            "t" => ("builder".into(), Builder),
+            "u" => (format!("awaiter {tail}"), Awaiter),
+            "4" => ("this".into(), This),
+            "3" => (tail.to_owned(), Argument),
+            "7" | "s" | "8" => (
+                format!("temporary {}", tail.trim_start_matches("wrap")),
+                Temporary,
+            ),
+            "2" => ("current".into(), Iterator),
+            "l" => ("initial thread id".into(), Iterator),
+            "w" => ("dispose mode".into(), Iterator),
+            "v" => ("promise of value or end".into(), Iterator),
+            "x" => ("combined cancellation tokens".into(), Iterator),
+            _ => (raw.to_owned(), Other),
+        };
+    }
+    if let Some(rest) = raw.strip_prefix('<') {
+        // `<name>5__N` (a hoisted local), `<name>P` (a primary constructor parameter).
+        if let Some((name, tail)) = rest.split_once('>') {
+            // Roslyn `<x>5__N` / `<x>s__N`; mcs `<x>__N`.
+            if !name.is_empty()
+                && (tail.starts_with("5__") || tail.starts_with("s__") || tail.starts_with("__"))
+            {
+                return (name.to_owned(), Local);
+            }
+        }
+        return (raw.to_owned(), Other);
+    }
+    // mcs: `$PC`, `$builder`, `$awaiterN`, `$this` (its hoisted locals `<x>__N` are above).
+    match raw {
+        "$PC" => return ("state".into(), State),
+        "$builder" => return ("builder".into(), Builder),
+        "$this" => return ("this".into(), This),
+        _ => {}
+    }
+    if let Some(n) = raw.strip_prefix("$awaiter") {
+        return (format!("awaiter {n}"), Awaiter);
+    }
+    if raw.starts_with('$') {
+        return (raw.to_owned(), Other);
+    }
+    (raw.to_owned(), Argument)
+}
+
 /// The async method a state machine type implements, as its author wrote it:
 /// `Ns.Type+<Method>d__3` (Roslyn) or `Ns.Type+<Method>c__async0` (mcs) → `Ns.Type.Method`;
 /// an async lambda's `Ns.Type+<>c+<<Main>b__12_0>d` (or `+<>c__DisplayClass12_0+...`) →

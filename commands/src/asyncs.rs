@@ -140,10 +140,18 @@ pub struct BoxOut {
 
 #[derive(Serialize)]
 pub struct FieldOut {
+    /// The field's own (compiler-generated) name.
     pub name: String,
+    /// The name as the user wrote it (`<attempt>5__2` → `attempt`, `<>u__1` → `awaiter 1`).
+    pub display_name: String,
+    /// What it holds: argument, local, state, builder, awaiter, this, temporary, iterator.
+    pub kind: asyncsm::HoistedKind,
     #[serde(rename = "type")]
     pub type_name: String,
     pub value: String,
+    /// A string field's characters (at most 1024).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub string: Option<String>,
 }
 
 fn box_out(b: &AsyncBox) -> BoxOut {
@@ -178,6 +186,28 @@ fn box_out(b: &AsyncBox) -> BoxOut {
     }
 }
 
+/// One `--fields` line: `System.Int32 attempt = 5 (local <attempt>5__2)`, a string's text
+/// quoted after its address.
+fn field_line(f: &FieldOut) -> String {
+    use asyncsm::HoistedKind as K;
+    let mut x = format!("{} {} = {}", f.type_name, f.display_name, f.value);
+    if let Some(st) = &f.string {
+        x.push_str(&format!(" {st:?}"));
+    }
+    let kind = match f.kind {
+        K::Argument => Some("argument"),
+        K::Local => Some("local"),
+        _ => None,
+    };
+    match (kind, f.display_name != f.name) {
+        (Some(k), true) => x.push_str(&format!(" ({k} {})", f.name)),
+        (Some(k), false) => x.push_str(&format!(" ({k})")),
+        (None, true) => x.push_str(&format!(" ({})", f.name)),
+        (None, false) => {}
+    }
+    x
+}
+
 /// The state machine's fields (SOS's `--fields`), read where the box holds them.
 fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
     let (Some(mt), Some(at)) = (b.state_machine_mt, b.state_machine_address) else {
@@ -187,10 +217,20 @@ fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
     r.fields(mt, at, false)
         .map(|fs| {
             fs.iter()
-                .map(|f| FieldOut {
-                    name: f.name.clone(),
-                    type_name: f.type_name.clone(),
-                    value: f.value.display(),
+                .map(|f| {
+                    let (display_name, kind) = asyncsm::hoisted_field(&f.name);
+                    let string = match &f.value {
+                        clrdata::objects::FieldValue::Object { string, .. } => string.clone(),
+                        _ => None,
+                    };
+                    FieldOut {
+                        name: f.name.clone(),
+                        display_name,
+                        kind,
+                        type_name: f.type_name.clone(),
+                        value: f.value.display(),
+                        string,
+                    }
                 })
                 .collect()
         })
@@ -520,11 +560,9 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                 if with_fields {
                     for f in state_machine_fields(&c, b) {
                         t.push_str(&format!(
-                            "{:indent$}    {} {} = {}\n",
+                            "{:indent$}    {}\n",
                             "",
-                            f.type_name,
-                            f.name,
-                            f.value,
+                            field_line(&f),
                             indent = depth * 2
                         ));
                     }
