@@ -4,7 +4,8 @@
 # Builds dumpshell's second Linux dump corpus: the scenario programs compiled by Roslyn (the .NET
 # SDK) and run on runtimes taken from NuGet runtime packs alone, in several app shapes and dump
 # kinds.  (dumps/generate.sh, untouched, still makes the mcs / .NET 8.0.4 / 3.1 dumps.)
-# Per dump name <scenario>-<rt>[-<shape>][-<kind>]:
+# Per dump name <scenario>-<rt>[-<shape>][-<kind>] (shapes: sc, single, singlez, r2r, trim, and
+# debug = framework-dependent built with -c Debug, unoptimized: class state machines):
 #   1. restores Microsoft.NETCore.App.Runtime.linux-x64 + .Host.linux-x64 <version> from NuGet
 #      (dumps/sdk/Fetch.csproj) and lays out a private dotnet root in dumps/build/roots/<version>/
 #      (the SDK's `dotnet` muxer, host/fxr/<v>/libhostfxr.so and shared/Microsoft.NETCore.App/<v>/
@@ -46,7 +47,7 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
      hang-net10-r2r hang-net10-trim hang-net8-single-gcore
      hang-net10-triage hang-net10-gcore servergc-net10
-     asyncreal-net10 asyncreal-net8)
+     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 
@@ -143,7 +144,7 @@ run_one() {
     scen=${parts[0]}; rt=${parts[1]}
     for part in "${parts[@]:2}"; do
         case $part in
-            sc|single|singlez|r2r|trim) shape=$part ;;
+            sc|single|singlez|r2r|trim|debug) shape=$part ;;
             full|triage|normal|gcore) kind=$part ;;
             *) die "unknown shape or kind '$part' in '$name'" ;;
         esac
@@ -166,9 +167,11 @@ run_one() {
     # ---- publish
     local -a props=(-p:Scenario="$prog" -p:ScenarioTfm="$tfm" -p:RuntimeFrameworkVersion="$ver"
                     -p:ServerGarbageCollection=$server)
-    local sc=false shape_name
+    local sc=false shape_name config=Release
     case $shape in
         fd) shape_name=framework-dependent ;;
+        # a Debug build: Roslyn makes class state machines and hoists every local
+        debug) shape_name=framework-dependent; config=Debug ;;
         sc) shape_name=self-contained; sc=true ;;
         single) shape_name=single-file; sc=true; props+=(-p:PublishSingleFile=true) ;;
         singlez) shape_name=single-file-compressed; sc=true
@@ -194,7 +197,7 @@ run_one() {
     log "[$name] dotnet publish ($shape_name, $ver, server GC $server)"
     rm -rf "$app"
     mkdir -p "$bw"
-    dotnet publish "$HERE/sdk/Scenario.csproj" -nologo -v:q -c Release -r linux-x64 \
+    dotnet publish "$HERE/sdk/Scenario.csproj" -nologo -v:q -c $config -r linux-x64 \
         --self-contained $sc "${props[@]}" \
         "-p:BaseIntermediateOutputPath=$bw/obj/" "-p:BaseOutputPath=$bw/bin/" -o "$app" \
         > "$bw/publish.log" 2>&1 || { cat "$bw/publish.log" >&2; die "[$name] publish failed"; }
@@ -276,9 +279,9 @@ run_one() {
     # ---- truths
     log "[$name] dacprobe"
     python3 "$DACPROBE" --dac "$dac" "$dmp" > "$w/$name.dac.raw.json"
-    python3 - "$manifest" "$w/manifest.full.json" "$shape_name" "$kind" "$tool" "$tfm" "$ver" "$w/$name.dac.raw.json" <<'EOF'
+    python3 - "$manifest" "$w/manifest.full.json" "$shape_name" "$kind" "$tool" "$tfm" "$ver" "$w/$name.dac.raw.json" "$config" <<'EOF'
 import json, subprocess, sys
-src, dst, shape, kind, tool, tfm, ver, raw = sys.argv[1:9]
+src, dst, shape, kind, tool, tfm, ver, raw, config = sys.argv[1:10]
 with open(src, encoding='utf-8') as f:
     m = json.load(f)
 rt = m['runtime']
@@ -291,7 +294,8 @@ if rt.get('gc_dynamic_adaptation'):
     rt['gc_heap_count_source'] = 'dac (GetGCHeapData.HeapCount; DATAS changes it at run time)'
 sdk = subprocess.run(['dotnet', '--version'], capture_output=True, text=True).stdout.strip()
 m['app'] = {'shape': shape, 'compiler': 'roslyn', 'sdk': sdk, 'tfm': tfm,
-            'runtime_pack': 'Microsoft.NETCore.App.Runtime.linux-x64 ' + ver}
+            'runtime_pack': 'Microsoft.NETCore.App.Runtime.linux-x64 ' + ver,
+            'configuration': config}
 m['dump'] = {'kind': kind, 'tool': tool}
 with open(dst, 'w', encoding='utf-8') as f:
     json.dump(m, f, indent=2, ensure_ascii=False)

@@ -43,6 +43,11 @@
 //                    through a TaskCompletionSource<Task<int>> it awaited first): a cycle with no
 //                    innermost box (`cycle: true`; state_machine_types in continuation order
 //                    starting at CycleB: B's completion continues A, A's continues B).
+//   * "locals":      LocalsOuter(orderId 4201, customer "contoso") holds the locals attempt
+//                    (orderId % 7 + 1), key ("contoso/4201") and started (1234567890123 +
+//                    orderId) across its await of LocalsInner(key, attempt), which awaits a TCS
+//                    task: the manifest's `hoisted` lists each argument and local with its
+//                    value, as the state machines hold them (hoisted fields).
 //   * threads blocked on chains (sync over async): "result-waiter" in Task<int>.Result on
 //     VtOuter's task, "wait-waiter" in Task.Wait() on ChanReadOuter's task, "cycle-waiter" in
 //     GetAwaiter().GetResult() on CycleA's task.
@@ -92,13 +97,14 @@ namespace RealAsync
         static readonly TaskCompletionSource<int> lambdaTcs = new TaskCompletionSource<int>();
         static readonly TaskCompletionSource<int> localTcs = new TaskCompletionSource<int>();
         static readonly TaskCompletionSource<string> genTcs = new TaskCompletionSource<string>();
+        static readonly TaskCompletionSource<int> localsTcs = new TaskCompletionSource<int>();
         static readonly TaskCompletionSource<Task<int>> cycleGate = new TaskCompletionSource<Task<int>>();
         static readonly Dictionary<string, Type> awaitedTypes = new Dictionary<string, Type>();
         static volatile bool cycleArmed;
         static int consumed;
 
         static Task<int> vtOuter, pooledOuter, sourceOuter, chanReadOuter, semOuter, tcsOuter,
-            lambdaOuter, localOuter, cycleA;
+            lambdaOuter, localOuter, cycleA, localsOuter;
         static Task chanWrite, iterOuter, whenAllOuter, whenAnyOuter;
         static Task<string> genOuter;
         static Func<Task<int>> lambda;
@@ -190,6 +196,24 @@ namespace RealAsync
         static async Task<T> GenInner<T>() { return await Awaited("generic", genTcs.Task as Task<T>); }
         static async Task<string> GenOuter() { return await GenInner<string>() + "!"; }
 
+        const int OrderId = 4201;
+        const string Customer = "contoso";
+
+        static async Task<int> LocalsInner(string key, int attempt)
+        {
+            int r = await Awaited("locals", localsTcs.Task);
+            return r + key.Length + attempt;
+        }
+
+        static async Task<int> LocalsOuter(int orderId, string customer)
+        {
+            int attempt = orderId % 7 + 1;
+            string key = customer + "/" + orderId;
+            long started = 1234567890123L + orderId;
+            int r = await LocalsInner(key, attempt);
+            return r + attempt + key.Length + (int)(started % 10) + orderId + customer.Length;
+        }
+
         static async Task<int> CycleA() { return await CycleB() + 1; }
         static async Task<int> CycleB()
         {
@@ -253,6 +277,7 @@ namespace RealAsync
             lambdaOuter = LambdaOuter(lambda);
             localOuter = LocalOuter();
             genOuter = GenOuter();
+            localsOuter = LocalsOuter(OrderId, Customer);
             cycleA = CycleA();
             cycleGate.SetResult(cycleA);
             while (!cycleArmed) Thread.Sleep(10);
@@ -330,6 +355,13 @@ namespace RealAsync
                 .Add("waits_on_chain", chain).Add("via", via);
         }
 
+        // An argument or local the state machine of `method` holds, with the value it has.
+        static Json Hoisted(string method, string kind, string name, object value)
+        {
+            return new Json().Add("method", M(method)).Add("kind", kind).Add("name", name)
+                .Add("type", value.GetType().FullName).Add("value", value);
+        }
+
         [MethodImpl(MethodImplOptions.NoInlining)]
         static void WriteManifest(string manifestPath, string scenario)
         {
@@ -366,12 +398,22 @@ namespace RealAsync
                     Chain("lambda", Tcs, Int, 1, Of(lambdaM), Named("LambdaOuter")),
                     Chain("local", Tcs, Int, 1, Of(localM), Named("LocalOuter")),
                     Chain("generic", Tcs, Str, 1, Of(Method("GenInner").MakeGenericMethod(typeof(string))), Named("GenOuter")),
+                    Chain("locals", Tcs, Int, 1, Named("LocalsInner"), Named("LocalsOuter")),
                     cycle,
                 })
                 .Add("compiler_names", new object[] {
                     new Json().Add("kind", "lambda").Add("method", Recorder.Name(lambdaM)).Add("written_in", M("Main")),
                     new Json().Add("kind", "local-function").Add("method", Recorder.Name(localM)).Add("written_in", M("LocalOuter"))
                         .Add("name", "Fetch"),
+                })
+                .Add("hoisted", new object[] {
+                    Hoisted("LocalsOuter", "argument", "orderId", OrderId),
+                    Hoisted("LocalsOuter", "argument", "customer", Customer),
+                    Hoisted("LocalsOuter", "local", "attempt", OrderId % 7 + 1),
+                    Hoisted("LocalsOuter", "local", "key", Customer + "/" + OrderId),
+                    Hoisted("LocalsOuter", "local", "started", 1234567890123L + OrderId),
+                    Hoisted("LocalsInner", "argument", "key", Customer + "/" + OrderId),
+                    Hoisted("LocalsInner", "argument", "attempt", OrderId % 7 + 1),
                 })
                 .Add("channels", new object[] {
                     new Json().Add("path", "RealAsync.Program.readChannel").Add("type", Recorder.DacName(readChannel.GetType()))

@@ -535,3 +535,62 @@ fn roslyn_async_as_real_code_writes_it() {
         eprintln!("dumpasync: {name}: {compared} values compared so far");
     }
 }
+
+/// `dumpasync --fields` on the Roslyn scenario's "locals" chain: every argument and hoisted
+/// local the program records (`hoisted` in the manifest) is shown under the name the user wrote,
+/// as an argument or a local, with the value the program gave it; in Release (struct state
+/// machines) and Debug (class state machines) builds.
+#[test]
+fn fields_show_hoisted_arguments_and_locals_with_their_values() {
+    let dumps: Vec<_> = tests::of_program("asyncreal")
+        .into_iter()
+        .filter(|e| e.manifest["hoisted"].is_array())
+        .collect();
+    assert!(
+        !dumps.is_empty(),
+        "no asyncreal dump records hoisted values"
+    );
+    let mut compared = 0;
+    for e in dumps {
+        let name = &e.name;
+        let s = session(&e);
+        let r = run(&s, "dumpasync --fields");
+        let boxes: Vec<&Value> = r["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+            .collect();
+        for h in e.manifest["hoisted"].as_array().unwrap() {
+            let method = h["method"].as_str().unwrap();
+            let want_name = h["name"].as_str().unwrap();
+            let of_method: Vec<&&Value> = boxes.iter().filter(|b| b["method"] == method).collect();
+            assert_eq!(of_method.len(), 1, "{name}: one box of {method}");
+            let f = of_method[0]["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["display_name"] == want_name)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{name}: {method} has no field shown as {want_name}: {}",
+                        of_method[0]["fields"]
+                    )
+                });
+            assert_eq!(f["kind"], h["kind"], "{name}: {method}.{want_name}: {f}");
+            assert_eq!(f["type"], h["type"], "{name}: {method}.{want_name}: {f}");
+            match &h["value"] {
+                Value::String(v) => {
+                    assert_eq!(f["string"].as_str(), Some(v.as_str()), "{name}: {f}")
+                }
+                v => assert_eq!(
+                    f["value"].as_str().map(str::to_owned),
+                    Some(v.to_string()),
+                    "{name}: {f}"
+                ),
+            }
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} hoisted values equal the programs'");
+}
