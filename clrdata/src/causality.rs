@@ -65,10 +65,21 @@ pub enum Cause {
     Delay {
         /// The delay promise.
         task: u64,
-        /// Its `TimerQueueTimer`.
+        /// Its `TimerQueueTimer` (none for an infinite delay).
         timer: Option<u64>,
         /// `_dueTime` in milliseconds (from when the timer was set).
         due_ms: Option<u64>,
+        /// Whether the delay is infinite (`Timeout.Infinite`: a DelayPromise without a timer).
+        infinite: bool,
+        /// The cancellation token's source, for a delay that can be cancelled.
+        cancellation: Option<CancellationState>,
+    },
+    /// `PeriodicTimer.WaitForNextTickAsync()` waiting for the next tick.
+    PeriodicTimer {
+        /// The PeriodicTimer.
+        timer: u64,
+        /// Its period in milliseconds, when its TimerQueueTimer is readable.
+        period_ms: Option<u64>,
     },
     /// A delegate task scheduled but not yet run by any thread (`WaitingToRun`): queued to a
     /// scheduler, normally the thread pool.
@@ -130,6 +141,58 @@ pub enum Cause {
         /// Why.
         why: String,
     },
+}
+
+/// A `CancellationTokenSource` something waits on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CancellationState {
+    /// The CancellationTokenSource (0: a token that cannot be cancelled).
+    pub source: u64,
+    /// Whether cancellation was requested (`_state` is not NotCanceledState, 0).
+    pub cancelled: Option<bool>,
+    /// How many callbacks are registered on it (its `Registrations.Callbacks` list).
+    pub registrations: Option<u64>,
+}
+
+/// Most callback nodes of one CancellationTokenSource counted.
+const MAX_REGISTRATIONS: u64 = 100_000;
+
+/// The state of the CancellationTokenSource `source`.
+pub fn cancellation_state<M: Memory>(r: &ObjectReader<'_, M>, source: u64) -> CancellationState {
+    let mut st = CancellationState {
+        source,
+        cancelled: None,
+        registrations: None,
+    };
+    if source == 0 {
+        return st;
+    }
+    let Ok((mt, _)) = r.object_mt(source) else {
+        return st;
+    };
+    let Ok(fs) = r.fields(mt, source + 8, false) else {
+        return st;
+    };
+    st.cancelled = int(&fs, "_state").map(|v| v != 0);
+    let regs = ref_field(&fs, "_registrations");
+    st.registrations = if regs == 0 {
+        Some(0)
+    } else {
+        (|| {
+            let (rmt, _) = r.object_mt(regs).ok()?;
+            let rf = r.fields(rmt, regs + 8, false).ok()?;
+            let mut node = ref_field(&rf, "Callbacks");
+            let mut n = 0u64;
+            while node != 0 && n < MAX_REGISTRATIONS {
+                n += 1;
+                let (nmt, _) = r.object_mt(node).ok()?;
+                let nf = r.fields(nmt, node + 8, false).ok()?;
+                node = ref_field(&nf, "Next");
+            }
+            (node == 0).then_some(n)
+        })()
+    };
+    st
 }
 
 /// What the thread pool was doing, for a task queued to it.
@@ -514,6 +577,21 @@ fn classify<M: Memory>(
             type_name: ty.to_owned(),
         };
     };
+    if ty == "System.Threading.PeriodicTimer+State" {
+        let owner = ref_field(&fs, "_owner");
+        let period_ms = (|| {
+            let (omt, _) = r.object_mt(owner).ok()?;
+            let of = r.fields(omt, owner + 8, false).ok()?;
+            let t = ref_field(&of, "_timer");
+            let (tmt, _) = r.object_mt(t).ok()?;
+            let tf = r.fields(tmt, t + 8, false).ok()?;
+            int(&tf, "_period").map(|v| v as u64)
+        })();
+        return Cause::PeriodicTimer {
+            timer: owner,
+            period_ms,
+        };
+    }
     let flags = int(&fs, "m_stateFlags").map(|v| v as u64).unwrap_or(0) as u32;
     let status = TaskStatus::from_flags(flags);
     if status.is_completed() {
@@ -529,10 +607,36 @@ fn classify<M: Memory>(
             let tf = r.fields(tmt, t + 8, false).ok()?;
             int(&tf, "_dueTime").map(|v| v as u64)
         });
+        // DelayPromiseWithCancellation: its `_registration` on the token (a
+        // CancellationTokenRegistration {_id, _node}: the CallbackNode's Registrations.Source),
+        // or a `_token` (a CancellationToken {_source}) where it keeps one.
+        let strukt = |name: &str| -> Option<Vec<crate::objects::FieldData>> {
+            match &crate::fields::field(&fs, name)?.value {
+                crate::objects::FieldValue::ValueType {
+                    address,
+                    mt: Some(smt),
+                } => r.fields(*smt, *address, false).ok(),
+                _ => None,
+            }
+        };
+        let of = |o: u64, name: &str| -> Option<u64> {
+            let (omt, _) = r.object_mt(o).ok()?;
+            Some(ref_field(&r.fields(omt, o + 8, false).ok()?, name))
+        };
+        let source = strukt("_token")
+            .map(|tf| ref_field(&tf, "_source"))
+            .or_else(|| {
+                let node = ref_field(&strukt("_registration")?, "_node");
+                of(of(node, "Registrations")?, "Source")
+            });
+        let cancellation = source.map(|src| cancellation_state(r, src));
         return Cause::Delay {
             task: obj,
             timer,
             due_ms,
+            // Task.Delay(Timeout.Infinite) makes no timer (the promise's `_timer` is null).
+            infinite: timer.is_none() && crate::fields::field(&fs, "_timer").is_some(),
+            cancellation,
         };
     }
     let action = ref_field(&fs, "m_action");

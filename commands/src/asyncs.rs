@@ -705,6 +705,7 @@ fn awaited_frame(cause: &Cause) -> String {
         Cause::TaskCompletionSource { .. } => "[awaiting a TaskCompletionSource]".into(),
         Cause::Semaphore { .. } => "[awaiting SemaphoreSlim.WaitAsync]".into(),
         Cause::Delay { .. } => "[awaiting Task.Delay]".into(),
+        Cause::PeriodicTimer { .. } => "[awaiting PeriodicTimer's next tick]".into(),
         Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
         Cause::Running { .. } => "[awaiting a running task]".into(),
         Cause::RunningOnThread { os_id, .. } => format!("[running on thread {os_id:x}]"),
@@ -818,14 +819,32 @@ fn explain(cause: &Cause, c: &Clr) -> String {
             "waits for SemaphoreSlim {} to be released: count {current_count}, async waiter {position} of {async_waiters}, {sync_waiters} threads blocked in Wait",
             hex(*semaphore)
         ),
-        Cause::Delay { timer, due_ms, .. } => match (timer, due_ms) {
-            (Some(t), Some(d)) => format!(
-                "waits for Task.Delay: timer {} due {} after it was set",
-                hex(*t),
-                duration(*d)
-            ),
-            _ => "waits for Task.Delay (its timer could not be read)".into(),
-        },
+        Cause::Delay {
+            timer,
+            due_ms,
+            infinite,
+            cancellation,
+            ..
+        } => {
+            let mut x = match (timer, due_ms, infinite) {
+                (Some(t), Some(d), _) => format!(
+                    "waits for Task.Delay: timer {} due {} after it was set",
+                    hex(*t),
+                    duration(*d)
+                ),
+                (None, _, true) => "waits for Task.Delay(Timeout.Infinite): no timer, it never ends by itself".into(),
+                _ => "waits for Task.Delay (its timer could not be read)".into(),
+            };
+            if let Some(cs) = cancellation {
+                x.push_str(&format!(", {}", cancellation_text(cs)));
+            }
+            x
+        }
+        Cause::PeriodicTimer { timer, period_ms } => format!(
+            "waits for the next tick of PeriodicTimer {}{}",
+            hex(*timer),
+            period_ms.map_or(String::new(), |p| format!(" (period {})", duration(p)))
+        ),
         Cause::Queued {
             delegate_type,
             method,
@@ -899,6 +918,14 @@ fn cause_json(cause: &Cause) -> serde_json::Value {
                 o.insert(k.into(), serde_json::Value::String(hex(n)));
             }
         }
+        if let Some(c) = o
+            .get_mut("cancellation")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            if let Some(n) = c.get("source").and_then(serde_json::Value::as_u64) {
+                c.insert("source".into(), serde_json::Value::String(hex(n)));
+            }
+        }
         if let Some(r) = o.get_mut("ring").and_then(serde_json::Value::as_array_mut) {
             for x in r.iter_mut() {
                 if let Some(n) = x.as_u64() {
@@ -908,6 +935,26 @@ fn cause_json(cause: &Cause) -> serde_json::Value {
         }
     }
     v
+}
+
+/// A CancellationTokenSource's state in words: "or the cancellation of CancellationTokenSource
+/// 0x.. (not cancelled, 3 registrations)".
+fn cancellation_text(cs: &causality::CancellationState) -> String {
+    if cs.source == 0 {
+        return "with a token that cannot be cancelled".into();
+    }
+    let state = match cs.cancelled {
+        Some(true) => "cancellation requested",
+        Some(false) => "not cancelled",
+        None => "state unreadable",
+    };
+    let regs = cs.registrations.map_or(String::new(), |n| {
+        format!(", {n} registration{}", if n == 1 { "" } else { "s" })
+    });
+    format!(
+        "or the cancellation of CancellationTokenSource {} ({state}{regs})",
+        hex(cs.source)
+    )
 }
 
 fn duration(ms: u64) -> String {
