@@ -773,3 +773,196 @@ pub fn thread_pool<M: Memory>(
     }
     out
 }
+
+// ------------------------------------------------------------------------ starvation
+
+/// What a pool worker running a work item is blocked on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerBlock {
+    /// A task it waits for synchronously (`Task.Wait`, `.Result`, `GetAwaiter().GetResult()`),
+    /// proven from its stack ([`crate::causality`]).
+    Task {
+        /// The task.
+        task: u64,
+        /// Its type.
+        task_type: String,
+    },
+    /// `Monitor.Wait` on an object: it waits for a `Pulse`.
+    MonitorWait {
+        /// The object.
+        object: u64,
+        /// Its type.
+        type_name: String,
+    },
+    /// `lock` / `Monitor.Enter` on an object another thread holds.
+    MonitorEnter {
+        /// The object.
+        object: u64,
+        /// Its type.
+        type_name: String,
+    },
+    /// Another blocking call, named by its outermost `System.Threading` frame
+    /// (`Thread.Sleep`, `ManualResetEventSlim.Wait`, `WaitHandle.WaitOne`, ...).
+    Call {
+        /// The method.
+        method: String,
+    },
+}
+
+/// A worker blocked while running a work item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedWorker {
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// OS thread id.
+    pub os_id: u64,
+    /// The work item's method, as far as the stack shows.
+    pub work_item_method: Option<String>,
+    /// What it is blocked on.
+    pub on: WorkerBlock,
+}
+
+/// Whether the thread pool is starved: work waits in its queues while no worker is free,
+/// because the workers are blocked synchronously.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Starvation {
+    /// The verdict: work is queued, no worker is idle (`NumProcessingWork` ≥
+    /// `NumExistingThreads`), and at least half of the busy workers are blocked.
+    pub starved: bool,
+    /// Workers that exist (`NumExistingThreads`).
+    pub workers_total: Option<i64>,
+    /// Workers running a work item (`NumProcessingWork`).
+    pub workers_busy: Option<i64>,
+    /// `_maxThreads`.
+    pub max_threads: Option<i64>,
+    /// The workers blocked while running a work item, from their stacks.
+    pub blocked: Vec<BlockedWorker>,
+    /// Work items in the global queues (normal, high priority, assignable).
+    pub queued_global: usize,
+    /// Work items in the threads' local queues.
+    pub queued_local: usize,
+}
+
+impl Starvation {
+    /// All queued work items.
+    pub fn queued(&self) -> usize {
+        self.queued_global + self.queued_local
+    }
+
+    /// The blocked workers grouped by what they block on (most workers first), each with
+    /// their OS ids.
+    pub fn groups(&self) -> Vec<(&WorkerBlock, Vec<u64>)> {
+        let mut g: Vec<(&WorkerBlock, Vec<u64>)> = Vec::new();
+        for b in &self.blocked {
+            match g.iter_mut().find(|(k, _)| *k == &b.on) {
+                Some((_, ids)) => ids.push(b.os_id),
+                None => g.push((&b.on, vec![b.os_id])),
+            }
+        }
+        g.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        g
+    }
+}
+
+/// Whether the innermost frame of a stack is a blocking call of the runtime.
+fn is_blocking_frame(method: &str) -> bool {
+    let m = method.split('(').next().unwrap_or(method);
+    m.starts_with("System.Threading.")
+        && ["Wait", "Sleep", "Join", "Enter"]
+            .iter()
+            .any(|w| m.rsplit('.').next().is_some_and(|last| last.contains(w)))
+}
+
+/// Assesses starvation from the pool's state, its queues, the workers' stacks (by Thread),
+/// the threads blocked on monitors ([`crate::locks::find_deadlocks`]) and those proven
+/// blocked on tasks ([`crate::causality::analyze`]). A worker blocked on a task is named by
+/// the task; else by the monitor object when the program itself calls Monitor (the frame
+/// outside `Monitor` is not a `System.Threading` primitive built on it); else by the
+/// outermost `System.Threading` frame of its innermost blocking call.
+pub fn assess_starvation<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    pool: &ThreadPoolInfo,
+    queue: &WorkQueue,
+    stacks: &std::collections::HashMap<u64, crate::stack::ThreadStack>,
+    lock_waits: &[crate::locks::LockWait],
+    task_waits: &[crate::causality::ThreadWait],
+) -> Starvation {
+    let queued_local = queue.items.iter().filter(|i| i.queue == "local").count();
+    let mut out = Starvation {
+        workers_total: pool.existing_threads,
+        workers_busy: pool.processing_work,
+        max_threads: pool.max_threads,
+        queued_global: queue.items.len() - queued_local,
+        queued_local,
+        ..Starvation::default()
+    };
+    let type_of = |o: u64| {
+        crate::heap::read_method_table(r.rt.memory(), o)
+            .map(|mt| r.type_name(mt))
+            .unwrap_or_else(|_| "<object not in the dump>".into())
+    };
+    for wk in &pool.workers {
+        let Some(a) = &wk.activity else { continue };
+        if a.role != "worker" || a.activity != "running a work item" {
+            continue;
+        }
+        let Some(st) = stacks.get(&wk.thread) else {
+            continue;
+        };
+        let methods: Vec<&str> = st.methods().collect();
+        if !methods.first().is_some_and(|m| is_blocking_frame(m)) {
+            continue;
+        }
+        let on = if let Some(t) = task_waits.iter().find(|t| t.os_id == wk.os_id) {
+            WorkerBlock::Task {
+                task: t.task,
+                task_type: t.task_type.clone(),
+            }
+        } else if let Some(l) = lock_waits.iter().find(|l| {
+            l.os_id == wk.os_id
+                && l.object != 0
+                && !l
+                    .wait_frame
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with("System.Threading."))
+        }) {
+            match l.kind {
+                crate::locks::WaitKind::MonitorWait => WorkerBlock::MonitorWait {
+                    object: l.object,
+                    type_name: type_of(l.object),
+                },
+                crate::locks::WaitKind::MonitorEnter => WorkerBlock::MonitorEnter {
+                    object: l.object,
+                    type_name: type_of(l.object),
+                },
+            }
+        } else {
+            let outer = methods
+                .iter()
+                .take_while(|m| m.starts_with("System.Threading."))
+                .last()
+                .copied()
+                .unwrap_or(methods[0]);
+            WorkerBlock::Call {
+                method: outer.to_owned(),
+            }
+        };
+        out.blocked.push(BlockedWorker {
+            managed_id: wk.managed_id,
+            os_id: wk.os_id,
+            work_item_method: a.work_item_method.clone(),
+            on,
+        });
+    }
+    let busy = pool.processing_work.unwrap_or(0);
+    let no_idle = matches!(
+        (pool.processing_work, pool.existing_threads),
+        (Some(p), Some(e)) if p >= e && p > 0
+    );
+    out.starved = out.queued() > 0
+        && no_idle
+        && !out.blocked.is_empty()
+        && 2 * out.blocked.len() as i64 >= busy;
+    out
+}

@@ -260,7 +260,7 @@ pub struct Result {
 }
 
 /// The threads' stacks as causality scans them.
-fn thread_scans(
+pub(crate) fn thread_scans(
     s: &Session,
     walker: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
 ) -> std::result::Result<Vec<ThreadScan>, CommandError> {
