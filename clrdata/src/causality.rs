@@ -135,7 +135,8 @@ pub enum Cause {
     },
 }
 
-/// What the thread pool was doing, for a task queued to it.
+/// What the thread pool was doing, for a task queued to it (whether it is starved is
+/// [`crate::threadpool::assess_starvation`]'s to say).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PoolState {
     /// Workers running a work item (NumProcessingWork).
@@ -146,16 +147,6 @@ pub struct PoolState {
     pub threads_goal: Option<i64>,
     /// `_maxThreads`.
     pub max_threads: Option<i64>,
-}
-
-impl PoolState {
-    /// Whether every worker the pool may have is busy running a work item.
-    pub fn saturated(&self) -> bool {
-        match (self.processing_work, self.threads_goal, self.max_threads) {
-            (Some(p), Some(g), Some(m)) => p >= g.min(m).max(1) || p >= m,
-            _ => false,
-        }
-    }
 }
 
 /// One chain and what it waits for.

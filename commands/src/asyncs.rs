@@ -771,7 +771,13 @@ pub struct CausalityOut {
     pub errors: Vec<String>,
 }
 
-fn explain(cause: &Cause, c: &Clr) -> String {
+/// A cause in words; `starvation` is the thread pool's assessment, when a chain waits on
+/// queued work.
+fn explain(
+    cause: &Cause,
+    c: &Clr,
+    starvation: Option<&crate::threadpool::StarvationOut>,
+) -> String {
     let ty = |a: u64| {
         ObjectReader::new(&c.rt, &c.names)
             .object_mt(a)
@@ -823,8 +829,13 @@ fn explain(cause: &Cause, c: &Clr) -> String {
                         n(p.threads_goal),
                         n(p.max_threads)
                     );
-                    if p.saturated() {
-                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}, all busy: thread pool starvation")
+                    if let Some(st) = starvation.filter(|st| st.starved) {
+                        let on: Vec<String> = st
+                            .blocked_on
+                            .iter()
+                            .map(|g| format!("{} in {}", g.count, g.text))
+                            .collect();
+                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}, all busy: thread pool starvation (blocked workers: {})", on.join("; "))
                     } else {
                         format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}")
                     }
@@ -1002,6 +1013,13 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let scans = thread_scans(s, &walker)?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
+    // A chain waits on work queued to the pool: is the pool starved?
+    let starvation = k
+        .chains
+        .iter()
+        .any(|c| matches!(&c.cause, Cause::Queued { queue: Some(_), .. }))
+        .then(|| crate::threadpool::starvation_of(s, &c))
+        .flatten();
 
     let mut chains = Vec::new();
     let mut chain_pos = std::collections::HashMap::new();
@@ -1022,7 +1040,7 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             awaited_type: cc.awaited_type.clone(),
             cause: cause_json(&cc.cause),
             cause_kind: cause_kind(&cc.cause),
-            explanation: explain(&cc.cause, &c),
+            explanation: explain(&cc.cause, &c, starvation.as_ref()),
             waited_by_threads: Vec::new(),
         });
     }

@@ -514,6 +514,18 @@ fn block_group_out(on: &threadpool::WorkerBlock, os_ids: Vec<u64>) -> BlockGroup
     }
 }
 
+/// The starvation assessment of the target's pool (None when it was never started).
+pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
+    let (r, w) = tools(c);
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let p = threadpool::thread_pool(&r, Some(&walker));
+    if p.instance == 0 {
+        return None;
+    }
+    let q = threadpool::work_queue(&r, &w);
+    Some(starvation(s, c, &p, &q))
+}
+
 /// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
 /// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
 /// wait for, given to [`threadpool::assess_starvation`].

@@ -199,6 +199,22 @@ fn a_chain_awaiting_queued_work_names_it_and_the_starved_pool() {
         c["explanation"].as_str().unwrap().contains("starvation"),
         "{c}"
     );
+    // ... naming what the workers block on: the manifest's monitor-wait lock
+    // (threadpool's assessment, `thread_pool_starvation_is_a_finding_with_the_manifests_counts`).
+    let lock = e.manifest["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["kind"] == "monitor-wait")
+        .unwrap();
+    let blocked = format!(
+        "(blocked workers: {workers} in Monitor.Wait on {} 0x",
+        lock["type"].as_str().unwrap()
+    );
+    assert!(
+        c["explanation"].as_str().unwrap().contains(&blocked),
+        "{c} vs {blocked}"
+    );
 }
 
 /// The Roslyn scenario on .NET 8 and 10: the three threads blocked on chains are linked to
