@@ -879,9 +879,10 @@ fn is_blocking_frame(method: &str) -> bool {
 /// blocked on tasks ([`crate::causality::analyze`]). A worker blocked on a task is named by
 /// the task; else by the monitor object when the program itself calls Monitor (the frame
 /// outside `Monitor` is not a `System.Threading` primitive built on it); else by the
-/// outermost `System.Threading` frame of its innermost blocking call.
-pub fn assess_starvation<M: Memory>(
-    r: &ObjectReader<'_, M>,
+/// outermost `System.Threading` frame of its innermost blocking call. `type_of` names an
+/// object's type.
+pub fn assess_starvation(
+    type_of: impl Fn(u64) -> String,
     pool: &ThreadPoolInfo,
     queue: &WorkQueue,
     stacks: &std::collections::HashMap<u64, crate::stack::ThreadStack>,
@@ -896,11 +897,6 @@ pub fn assess_starvation<M: Memory>(
         queued_global: queue.items.len() - queued_local,
         queued_local,
         ..Starvation::default()
-    };
-    let type_of = |o: u64| {
-        crate::heap::read_method_table(r.rt.memory(), o)
-            .map(|mt| r.type_name(mt))
-            .unwrap_or_else(|_| "<object not in the dump>".into())
     };
     for wk in &pool.workers {
         let Some(a) = &wk.activity else { continue };
@@ -965,4 +961,253 @@ pub fn assess_starvation<M: Memory>(
         && !out.blocked.is_empty()
         && 2 * out.blocked.len() as i64 >= busy;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::causality::ThreadWait;
+    use crate::locks::{LockWait, WaitKind, WaitSource};
+    use crate::stack::{FrameKind, StackFrame, ThreadStack};
+    use std::collections::HashMap;
+
+    fn frame(method: &str) -> StackFrame {
+        StackFrame {
+            kind: FrameKind::Managed,
+            sp: 0,
+            ip: 0,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: Some(method.into()),
+            method_error: None,
+            code: None,
+            native: None,
+        }
+    }
+
+    /// A worker running a work item, with its stack (innermost first).
+    fn worker(thread: u64, frames: &[&str]) -> (Worker, ThreadStack) {
+        let st = ThreadStack {
+            thread,
+            managed_id: thread as u32,
+            os_id: thread + 100,
+            frames: frames.iter().map(|m| frame(m)).collect(),
+            incomplete: None,
+        };
+        let w = Worker {
+            thread,
+            managed_id: thread as u32,
+            os_id: thread + 100,
+            state: Vec::new(),
+            activity: Some(pool_thread_activity(&st)),
+        };
+        (w, st)
+    }
+
+    const DISPATCH: &[&str] = &[
+        "System.Threading.ThreadPoolWorkQueue.Dispatch()",
+        "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart()",
+    ];
+
+    fn stack(inner: &[&'static str]) -> Vec<&'static str> {
+        inner.iter().chain(DISPATCH).copied().collect()
+    }
+
+    fn item(queue: &str) -> WorkItem {
+        WorkItem {
+            address: 1,
+            type_name: "T".into(),
+            queue: queue.into(),
+            local_queue: None,
+            kind: "Other",
+            callback: 0,
+            method: None,
+            state: 0,
+            state_type: None,
+            task_status: None,
+        }
+    }
+
+    fn pool(workers: Vec<Worker>, busy: i64, existing: i64) -> ThreadPoolInfo {
+        ThreadPoolInfo {
+            instance: 1,
+            processing_work: Some(busy),
+            existing_threads: Some(existing),
+            max_threads: Some(32767),
+            workers,
+            ..ThreadPoolInfo::default()
+        }
+    }
+
+    /// Workers blocked on a task, on a program's monitor, in Thread.Sleep and in a Monitor
+    /// wait inside ManualResetEventSlim are named by task, object, and call; the verdict
+    /// needs work queued, no idle worker and half the busy ones blocked.
+    #[test]
+    fn blocked_workers_are_named_and_grouped_and_the_verdict_follows_the_counts() {
+        let (w1, s1) = worker(
+            1,
+            &stack(&[
+                "System.Threading.Monitor.Wait(System.Object, Int32)",
+                "System.Threading.ManualResetEventSlim.Wait(Int32, System.Threading.CancellationToken)",
+                "System.Threading.Tasks.Task.SpinThenBlockingWait(Int32, System.Threading.CancellationToken)",
+                "System.Threading.Tasks.Task.Wait()",
+                "App.Work()",
+            ]),
+        );
+        let (w2, s2) = worker(
+            2,
+            &stack(&[
+                "System.Threading.Monitor.Wait(System.Object, Int32)",
+                "App.WaitGate()",
+            ]),
+        );
+        let (w3, s3) = worker(
+            3,
+            &stack(&[
+                "System.Threading.Thread.SleepInternal(Int32)",
+                "System.Threading.Thread.Sleep(Int32)",
+                "App.Nap()",
+            ]),
+        );
+        let (w4, s4) = worker(
+            4,
+            &stack(&[
+                "System.Threading.Monitor.Wait(System.Object, Int32)",
+                "System.Threading.ManualResetEventSlim.Wait()",
+                "App.Event()",
+            ]),
+        );
+        let (w5, s5) = worker(5, &stack(&["App.Compute()"]));
+        let (w6, s6) = worker(
+            6,
+            &stack(&[
+                "System.Threading.Monitor.Wait(System.Object, Int32)",
+                "App.WaitGate()",
+            ]),
+        );
+        let stacks: HashMap<u64, ThreadStack> = [s1, s2, s3, s4, s5, s6]
+            .into_iter()
+            .map(|s| (s.thread, s))
+            .collect();
+        let lock = |t: u64, obj: u64, frame: &str| LockWait {
+            thread: t,
+            managed_id: t as u32,
+            os_id: t + 100,
+            kind: WaitKind::MonitorWait,
+            object: obj,
+            sync_block: 0,
+            owner: None,
+            source: WaitSource::BlockingInfo,
+            blocked_in: None,
+            wait_frame: Some(frame.into()),
+            notes: Vec::new(),
+        };
+        let locks = vec![
+            lock(1, 0x90, "System.Threading.ManualResetEventSlim.Wait(Int32, System.Threading.CancellationToken)"),
+            lock(2, 0x80, "App.WaitGate()"),
+            lock(4, 0x91, "System.Threading.ManualResetEventSlim.Wait()"),
+            lock(6, 0x80, "App.WaitGate()"),
+        ];
+        let tasks = vec![ThreadWait {
+            os_id: 101,
+            managed_id: 1,
+            task: 0x70,
+            task_type: "System.Threading.Tasks.Task`1[[System.Int32]]".into(),
+            event: 0x71,
+            via: Some("System.Threading.Tasks.Task.Wait()".into()),
+            chains: Vec::new(),
+        }];
+        let queue = WorkQueue {
+            items: vec![item("global"), item("local"), item("global-high-priority")],
+            ..WorkQueue::default()
+        };
+        let names = |o: u64| format!("Type{o:x}");
+        let workers = vec![w1, w2, w3, w4, w5, w6];
+        let st = assess_starvation(
+            names,
+            &pool(workers.clone(), 6, 6),
+            &queue,
+            &stacks,
+            &locks,
+            &tasks,
+        );
+        assert!(st.starved);
+        assert_eq!((st.queued_global, st.queued_local), (2, 1));
+        assert_eq!(st.blocked.len(), 5, "{:?}", st.blocked);
+        let g = st.groups();
+        assert_eq!(
+            g[0],
+            (
+                &WorkerBlock::MonitorWait {
+                    object: 0x80,
+                    type_name: "Type80".into()
+                },
+                vec![102, 106]
+            )
+        );
+        assert!(g.contains(&(
+            &WorkerBlock::Task {
+                task: 0x70,
+                task_type: "System.Threading.Tasks.Task`1[[System.Int32]]".into()
+            },
+            vec![101]
+        )));
+        assert!(g.contains(&(
+            &WorkerBlock::Call {
+                method: "System.Threading.Thread.Sleep(Int32)".into()
+            },
+            vec![103]
+        )));
+        assert!(g.contains(&(
+            &WorkerBlock::Call {
+                method: "System.Threading.ManualResetEventSlim.Wait()".into()
+            },
+            vec![104]
+        )));
+        // No work queued, an idle worker, or too few blocked: not starved.
+        let empty = WorkQueue::default();
+        assert!(
+            !assess_starvation(
+                names,
+                &pool(workers.clone(), 6, 6),
+                &empty,
+                &stacks,
+                &locks,
+                &tasks
+            )
+            .starved
+        );
+        assert!(
+            !assess_starvation(
+                names,
+                &pool(workers.clone(), 6, 7),
+                &queue,
+                &stacks,
+                &locks,
+                &tasks
+            )
+            .starved
+        );
+        let few: Vec<Worker> = workers
+            .into_iter()
+            .filter(|w| w.thread == 2 || w.thread == 5)
+            .collect();
+        assert!(
+            assess_starvation(
+                names,
+                &pool(few.clone(), 2, 2),
+                &queue,
+                &stacks,
+                &locks,
+                &tasks
+            )
+            .starved
+        );
+        assert!(
+            !assess_starvation(names, &pool(few, 3, 3), &queue, &stacks, &locks, &tasks).starved
+        );
+    }
 }

@@ -585,7 +585,12 @@ fn starvation(
             (Err(e), _) | (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
         }
     }
-    let st = threadpool::assess_starvation(&r, p, q, &stacks, &lock_waits, &task_waits);
+    let type_of = |o: u64| {
+        clrdata::heap::read_method_table(c.rt.memory(), o)
+            .map(|mt| c.type_name(mt))
+            .unwrap_or_else(|_| "<object not in the dump>".into())
+    };
+    let st = threadpool::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
     let blocked_on: Vec<BlockGroupOut> = st
         .groups()
         .into_iter()
