@@ -928,9 +928,9 @@ pub(crate) fn channel_summary(ch: &ChannelState) -> String {
     )
 }
 
-/// A channel as JSON: addresses as `"0x.."` strings, and the waiter counts.
+/// A channel as JSON: its address as a `"0x.."` string, and the waiter counts (the waiting
+/// operations themselves are not repeated for every chain waiting on the channel).
 pub(crate) fn channel_json(ch: &ChannelState) -> serde_json::Value {
-    let addrs = |v: &[u64]| -> Vec<String> { v.iter().map(|&a| hex(a)).collect() };
     serde_json::json!({
         "address": hex(ch.address),
         "type": ch.type_name,
@@ -940,10 +940,10 @@ pub(crate) fn channel_json(ch: &ChannelState) -> serde_json::Value {
         "full": ch.full(),
         "waiting_readers": ch.waiting_readers(),
         "waiting_writers": ch.waiting_writers(),
-        "blocked_readers": addrs(&ch.blocked_readers),
-        "blocked_writers": addrs(&ch.blocked_writers),
-        "waiting_to_read": addrs(&ch.waiting_to_read),
-        "waiting_to_write": addrs(&ch.waiting_to_write),
+        "blocked_readers": ch.blocked_readers.len(),
+        "blocked_writers": ch.blocked_writers.len(),
+        "waiting_to_read": ch.waiting_to_read.len(),
+        "waiting_to_write": ch.waiting_to_write.len(),
         "writing_done": ch.writing_done,
         "problems": ch.problems,
     })
