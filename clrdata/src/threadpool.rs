@@ -842,6 +842,20 @@ pub struct Starvation {
     pub queued_global: usize,
     /// Work items in the threads' local queues.
     pub queued_local: usize,
+    /// The queued work grouped by what it runs, most first.
+    pub queued_work: Vec<QueuedWork>,
+}
+
+/// Queued work items that run one method.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueuedWork {
+    /// `Task`, `QueueUserWorkItem`, `Timer`, `Delegate` or `Other`.
+    pub kind: &'static str,
+    /// The method the items run (no parameter list), or the item's type when no delegate
+    /// method is known.
+    pub what: String,
+    /// How many.
+    pub count: usize,
 }
 
 impl Starvation {
@@ -890,7 +904,27 @@ pub fn assess_starvation(
     task_waits: &[crate::causality::ThreadWait],
 ) -> Starvation {
     let queued_local = queue.items.iter().filter(|i| i.queue == "local").count();
+    let mut queued_work: Vec<QueuedWork> = Vec::new();
+    for i in &queue.items {
+        let what = match &i.method {
+            Some(Ok(m)) => m.short_name().to_owned(),
+            _ => i.type_name.clone(),
+        };
+        match queued_work
+            .iter_mut()
+            .find(|g| g.kind == i.kind && g.what == what)
+        {
+            Some(g) => g.count += 1,
+            None => queued_work.push(QueuedWork {
+                kind: i.kind,
+                what,
+                count: 1,
+            }),
+        }
+    }
+    queued_work.sort_by(|a, b| b.count.cmp(&a.count).then(a.what.cmp(&b.what)));
     let mut out = Starvation {
+        queued_work,
         workers_total: pool.existing_threads,
         workers_busy: pool.processing_work,
         max_threads: pool.max_threads,
@@ -1136,6 +1170,11 @@ mod tests {
         );
         assert!(st.starved);
         assert_eq!((st.queued_global, st.queued_local), (2, 1));
+        assert_eq!(st.queued_work.len(), 1);
+        assert_eq!(
+            (st.queued_work[0].what.as_str(), st.queued_work[0].count),
+            ("T", 3)
+        );
         assert_eq!(st.blocked.len(), 5, "{:?}", st.blocked);
         let g = st.groups();
         assert_eq!(

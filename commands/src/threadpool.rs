@@ -456,6 +456,8 @@ pub struct StarvationOut {
     pub workers_blocked: usize,
     pub queued_global: usize,
     pub queued_local: usize,
+    /// The queued work grouped by what it runs, most first.
+    pub queued_work: Vec<threadpool::QueuedWork>,
     /// The blocked workers grouped by what they block on, most first.
     pub blocked_on: Vec<BlockGroupOut>,
     /// The finding in words (when starved).
@@ -602,8 +604,17 @@ fn starvation(
             .iter()
             .map(|g| format!("{} in {}", g.count, g.text))
             .collect();
+        let mut work: Vec<String> = st
+            .queued_work
+            .iter()
+            .take(3)
+            .map(|g| format!("{} x {}", g.count, g.what))
+            .collect();
+        if st.queued_work.len() > 3 {
+            work.push("...".into());
+        }
         format!(
-            "THREAD POOL STARVATION: {} of {} workers busy (max {}), {} blocked: {}; {} work item{} in the queues ({} global, {} local)",
+            "THREAD POOL STARVATION: {} of {} workers busy (max {}), {} blocked: {}; {} work item{} in the queues ({} global, {} local): {}",
             n(st.workers_busy),
             n(st.workers_total),
             n(st.max_threads),
@@ -612,7 +623,8 @@ fn starvation(
             st.queued(),
             if st.queued() == 1 { " waits" } else { "s wait" },
             st.queued_global,
-            st.queued_local
+            st.queued_local,
+            work.join(", ")
         )
     });
     StarvationOut {
@@ -623,6 +635,7 @@ fn starvation(
         workers_blocked: st.blocked.len(),
         queued_global: st.queued_global,
         queued_local: st.queued_local,
+        queued_work: st.queued_work.clone(),
         blocked_on,
         summary,
         notes,

@@ -285,6 +285,28 @@ fn thread_pool_starvation_is_a_finding_with_the_manifests_counts() {
         assert!(global > 0, "{name}");
         assert_eq!(st.queued_global, global, "{name}");
         assert_eq!(st.queued_local, local, "{name}");
+        // What the queued work runs: the manifest's callbacks and counts (threadpool), or the
+        // callback of the Task.Run the async program queued.
+        let mut work: Vec<(String, usize)> = st
+            .queued_work
+            .iter()
+            .map(|g| (g.what.clone(), g.count))
+            .collect();
+        work.sort();
+        let mut want_work: Vec<(String, usize)> = match m["work_items"].as_array() {
+            Some(items) => items
+                .iter()
+                .map(|i| {
+                    (
+                        i["callback"].as_str().unwrap().to_owned(),
+                        i["count"].as_u64().unwrap() as usize,
+                    )
+                })
+                .collect(),
+            None => vec![(tp["queued_callback"].as_str().unwrap().to_owned(), global)],
+        };
+        want_work.sort();
+        assert_eq!(work, want_work, "{name}");
         // What they block on: the manifest's monitor-wait lock, every blocked worker on it.
         let lock = m["locks"]
             .as_array()
@@ -319,10 +341,10 @@ fn thread_pool_starvation_is_a_finding_with_the_manifests_counts() {
         assert!(line.starts_with("THREAD POOL STARVATION"), "{line}");
         let at = page.find(line).unwrap_or_else(|| panic!("{name}: {page}"));
         assert!(page.find("Top stacks").is_none_or(|s| at < s), "{page}");
-        compared += 9;
+        compared += 9 + 2 * want_work.len();
         starved += 1;
     }
     assert!(starved >= 6, "starved dumps checked: {starved}");
     assert!(clean >= 10, "dumps without starvation checked: {clean}");
-    assert!(compared >= 54);
+    assert!(compared >= 70, "{compared}");
 }
