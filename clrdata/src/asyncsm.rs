@@ -36,6 +36,7 @@
 //!   a `Task+SetOnInvokeMres` in the task's continuation: counted per box (`wait_events`);
 //!   which thread sleeps on it is `causality`'s business (it needs the stacks).
 
+use crate::channels::ChannelState;
 use crate::fields::{field, int, obj as ref_field};
 use crate::heap::GcHeap;
 use crate::names::TypeNames;
@@ -220,6 +221,20 @@ pub struct TaskFacts {
     /// `Task+SetOnInvokeMres` objects: the event a thread blocked in `Task.Wait`, `.Result`
     /// or `GetResult()` sleeps on, registered as the waited task's continuation.
     pub wait_events: HashSet<u64>,
+    /// Every `System.Threading.Channels` channel ([`crate::channels`]).
+    pub channels: Vec<ChannelState>,
+    /// The channel (index into `channels`) whose waiter lists hold an operation
+    /// (`ReadAsync`, `WriteAsync`, `WaitToReadAsync`, `WaitToWriteAsync`).
+    pub channel_of_operation: HashMap<u64, usize>,
+}
+
+impl TaskFacts {
+    /// The channel whose waiter lists hold the operation `op`, when one does.
+    pub fn channel_of(&self, op: u64) -> Option<&ChannelState> {
+        self.channel_of_operation
+            .get(&op)
+            .and_then(|&i| self.channels.get(i))
+    }
 }
 
 /// A `SemaphoreSlim` and its waiters.
@@ -299,6 +314,7 @@ enum Kind {
     Tcs,
     Semaphore,
     WaitEvent,
+    Channel,
     Other,
 }
 
@@ -320,6 +336,8 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             Kind::Semaphore
         } else if name == "System.Threading.Tasks.Task+SetOnInvokeMres" {
             Kind::WaitEvent
+        } else if crate::channels::is_channel_type(&name) {
+            Kind::Channel
         } else {
             Kind::Other
         }
@@ -754,6 +772,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
     let mut kinds: HashMap<u64, Kind> = HashMap::new();
     let mut tcs = Vec::new();
     let mut sems = Vec::new();
+    let mut chans = Vec::new();
     for o in iter.by_ref() {
         if o.is_free {
             continue;
@@ -769,6 +788,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
             Kind::WaitEvent => {
                 out.facts.wait_events.insert(o.address);
             }
+            Kind::Channel => chans.push((o.address, o.mt)),
             Kind::Other => {}
         }
     }
@@ -788,6 +808,24 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
                     out.facts.semaphore_of_node.insert(*n, i);
                 }
                 out.facts.semaphores.push(sem);
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    for (a, mt) in chans {
+        match crate::channels::read(&reader, a, mt) {
+            Ok(ch) => {
+                let i = out.facts.channels.len();
+                for op in ch
+                    .blocked_readers
+                    .iter()
+                    .chain(&ch.blocked_writers)
+                    .chain(&ch.waiting_to_read)
+                    .chain(&ch.waiting_to_write)
+                {
+                    out.facts.channel_of_operation.insert(*op, i);
+                }
+                out.facts.channels.push(ch);
             }
             Err(e) => out.errors.push(e),
         }

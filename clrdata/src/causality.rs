@@ -2,8 +2,9 @@
 //!
 //! - A chain's cause: what its innermost box awaits (the object its awaiter holds), classified
 //!   by what completes it: a `TaskCompletionSource` found by its `_task`, a `SemaphoreSlim`
-//!   whose async waiter list holds the `TaskNode`, a `Task.Delay` promise and its timer, a
-//!   delegate task queued but not yet run (`WaitingToRun`), or another task.
+//!   whose async waiter list holds the `TaskNode`, a channel whose waiter lists hold the
+//!   operation ([`crate::channels`]), a `Task.Delay` promise and its timer, a delegate task
+//!   queued but not yet run (`WaitingToRun`), or another task.
 //! - A thread's wait: a thread blocked in `Task.Wait`, `Task<T>.Result` or
 //!   `GetAwaiter().GetResult()` registers a `Task+SetOnInvokeMres` as the waited task's
 //!   continuation and sleeps on it. The thread's stack (scanned conservatively: every aligned
@@ -12,6 +13,7 @@
 //!   Without that proof nothing is claimed.
 
 use crate::asyncsm::{task_status_of, AsyncAnalysis};
+use crate::channels::{ChannelRole, ChannelState};
 use crate::fields::{int, obj as ref_field};
 use crate::objects::ObjectReader;
 use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
@@ -60,6 +62,18 @@ pub enum Cause {
         async_waiters: usize,
         /// Threads blocked in `Wait` on it (`m_waitCount`).
         sync_waiters: i64,
+    },
+    /// A `System.Threading.Channels` operation (`ReadAsync`, `WriteAsync`, `WaitToReadAsync`,
+    /// `WaitToWriteAsync`) waiting in a channel's waiter list.
+    Channel {
+        /// The operation awaited.
+        operation: u64,
+        /// Which of the channel's lists holds it (what the method called).
+        role: ChannelRole,
+        /// Its place in that list (1 = first to be served).
+        position: usize,
+        /// The channel: capacity, items, waiters.
+        channel: ChannelState,
     },
     /// A `Task.Delay` whose timer has not fired.
     Delay {
@@ -195,7 +209,8 @@ pub fn cancellation_state<M: Memory>(r: &ObjectReader<'_, M>, source: u64) -> Ca
     st
 }
 
-/// What the thread pool was doing, for a task queued to it.
+/// What the thread pool was doing, for a task queued to it (whether it is starved is
+/// [`crate::threadpool::assess_starvation`]'s to say).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PoolState {
     /// Workers running a work item (NumProcessingWork).
@@ -206,16 +221,6 @@ pub struct PoolState {
     pub threads_goal: Option<i64>,
     /// `_maxThreads`.
     pub max_threads: Option<i64>,
-}
-
-impl PoolState {
-    /// Whether every worker the pool may have is busy running a work item.
-    pub fn saturated(&self) -> bool {
-        match (self.processing_work, self.threads_goal, self.max_threads) {
-            (Some(p), Some(g), Some(m)) => p >= g.min(m).max(1) || p >= m,
-            _ => false,
-        }
-    }
 }
 
 /// One chain and what it waits for.
@@ -570,6 +575,16 @@ fn classify<M: Memory>(
             async_waiters: s.async_waiters.len(),
             sync_waiters: s.sync_waiters,
         };
+    }
+    if let Some(ch) = a.facts.channel_of(obj) {
+        if let Some((role, position)) = ch.role_of(obj) {
+            return Cause::Channel {
+                operation: obj,
+                role,
+                position,
+                channel: ch.clone(),
+            };
+        }
     }
     let Ok(fs) = r.fields(mt, obj + 8, false) else {
         return Cause::Other {

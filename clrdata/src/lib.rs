@@ -10,6 +10,7 @@
 
 pub mod asyncsm;
 pub mod causality;
+pub mod channels;
 pub mod delegates;
 pub mod descriptor;
 pub mod error;

@@ -10,6 +10,7 @@ use crate::tree::{self, Node};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::asyncsm::{self, AsyncBox};
 use clrdata::causality::{self, Cause, ThreadScan};
+use clrdata::channels::ChannelState;
 use clrdata::objects::ObjectReader;
 use clrdata::stack::StackWalker;
 use serde::Serialize;
@@ -29,7 +30,7 @@ pub static SPECS: &[CommandSpec] = &[
         aliases: &[],
         about: "who waits for what: threads blocked on tasks, joined with the async chains they \
                 wait for, and what each chain waits for (a TaskCompletionSource, a SemaphoreSlim, \
-                a timer, queued work)",
+                a timer, queued work, a channel)",
         grammar: causality_grammar,
         run: causality,
     },
@@ -107,6 +108,9 @@ pub struct AwaiterOut {
     pub type_name: String,
     pub object: Option<String>,
     pub object_type: Option<String>,
+    /// The channel whose waiter lists hold the awaited operation (see `causality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -154,7 +158,7 @@ pub struct FieldOut {
     pub string: Option<String>,
 }
 
-fn box_out(b: &AsyncBox) -> BoxOut {
+fn box_out(b: &AsyncBox, facts: &asyncsm::TaskFacts) -> BoxOut {
     BoxOut {
         address: hex(b.address),
         mt: hex(b.mt),
@@ -180,6 +184,7 @@ fn box_out(b: &AsyncBox) -> BoxOut {
                 type_name: a.type_name.clone(),
                 object: a.object.map(hex),
                 object_type: a.object_type.clone(),
+                channel: a.object.and_then(|o| facts.channel_of(o)).map(channel_json),
             })
             .collect(),
         fields: None,
@@ -295,7 +300,7 @@ pub struct Result {
 }
 
 /// The threads' stacks as causality scans them.
-fn thread_scans(
+pub(crate) fn thread_scans(
     s: &Session,
     walker: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
 ) -> std::result::Result<Vec<ThreadScan>, CommandError> {
@@ -575,6 +580,15 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                                 "",
                                 indent = depth * 2
                             ));
+                            if let Some(ch) = a.facts.channel_of(o) {
+                                let role = ch.role_of(o).map_or("?", |(r, _)| r.api());
+                                t.push_str(&format!(
+                                    "{:indent$}     ({role} on {})\n",
+                                    "",
+                                    channel_summary(ch),
+                                    indent = depth * 2
+                                ));
+                            }
                         }
                     }
                 }
@@ -660,7 +674,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                 boxes: ch
                     .iter()
                     .map(|&i| {
-                        let mut o = box_out(&a.boxes[i]);
+                        let mut o = box_out(&a.boxes[i], &a.facts);
                         if with_fields {
                             o.fields = Some(state_machine_fields(&c, &a.boxes[i]));
                         }
@@ -706,6 +720,7 @@ fn awaited_frame(cause: &Cause) -> String {
         Cause::Semaphore { .. } => "[awaiting SemaphoreSlim.WaitAsync]".into(),
         Cause::Delay { .. } => "[awaiting Task.Delay]".into(),
         Cause::PeriodicTimer { .. } => "[awaiting PeriodicTimer's next tick]".into(),
+        Cause::Channel { role, .. } => format!("[awaiting Channel {}]", role.api()),
         Cause::Queued { .. } => "[awaiting a queued task not yet run]".into(),
         Cause::Running { .. } => "[awaiting a running task]".into(),
         Cause::RunningOnThread { os_id, .. } => format!("[running on thread {os_id:x}]"),
@@ -796,7 +811,13 @@ pub struct CausalityOut {
     pub errors: Vec<String>,
 }
 
-fn explain(cause: &Cause, c: &Clr) -> String {
+/// A cause in words; `starvation` is the thread pool's assessment, when a chain waits on
+/// queued work.
+fn explain(
+    cause: &Cause,
+    c: &Clr,
+    starvation: Option<&crate::threadpool::StarvationOut>,
+) -> String {
     let ty = |a: u64| {
         ObjectReader::new(&c.rt, &c.names)
             .object_mt(a)
@@ -866,8 +887,13 @@ fn explain(cause: &Cause, c: &Clr) -> String {
                         n(p.threads_goal),
                         n(p.max_threads)
                     );
-                    if p.saturated() {
-                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}, all busy: thread pool starvation")
+                    if let Some(st) = starvation.filter(|st| st.starved) {
+                        let on: Vec<String> = st
+                            .blocked_on
+                            .iter()
+                            .map(|g| format!("{} in {}", g.count, g.text))
+                            .collect();
+                        format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}, all busy: thread pool starvation (blocked workers: {})", on.join("; "))
                     } else {
                         format!("waits for {what}, queued to the thread pool ({q} queue) and not yet run: {state}")
                     }
@@ -892,9 +918,98 @@ fn explain(cause: &Cause, c: &Clr) -> String {
             ring.len(),
             ring.iter().map(|b| hex(*b)).collect::<Vec<_>>().join(" -> ")
         ),
+        Cause::Channel {
+            role,
+            position,
+            channel,
+            ..
+        } => format!(
+            "waits in {} (waiter {position}) on {}",
+            role.api(),
+            channel_summary(channel)
+        ),
         Cause::Other { object, type_name } => format!("waits on {type_name} {}", hex(*object)),
         Cause::Unknown { why } => format!("unknown: {why}"),
     }
+}
+
+/// A channel in words: type, address, capacity, items, waiters.
+pub(crate) fn channel_summary(ch: &ChannelState) -> String {
+    let plural = |n: usize, one: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    };
+    let items = ch.items.map_or("? items (not counted)".to_string(), |n| {
+        plural(n as usize, "item")
+    });
+    let size = match ch.capacity {
+        Some(c) => format!(
+            "bounded, capacity {c}{}, holds {items}{}",
+            ch.full_mode
+                .as_deref()
+                .map_or(String::new(), |m| format!(" (full mode {m})")),
+            if ch.full() { ": full" } else { "" }
+        ),
+        None => format!("unbounded, holds {items}"),
+    };
+    let waiters = |blocked: usize, waiting: usize, who: &str, api: &str| {
+        let mut s = format!("{} waiting", plural(blocked + waiting, who));
+        if waiting > 0 {
+            s.push_str(&format!(" ({waiting} in {api})"));
+        }
+        s
+    };
+    format!(
+        "channel {} {}: {size}; {}, {}{}{}",
+        ch.type_name,
+        hex(ch.address),
+        waiters(
+            ch.blocked_readers.len(),
+            ch.waiting_to_read.len(),
+            "reader",
+            "WaitToReadAsync"
+        ),
+        waiters(
+            ch.blocked_writers.len(),
+            ch.waiting_to_write.len(),
+            "writer",
+            "WaitToWriteAsync"
+        ),
+        if ch.writing_done {
+            "; its writer has completed"
+        } else {
+            ""
+        },
+        if ch.problems.is_empty() {
+            String::new()
+        } else {
+            format!(" (not read: {})", ch.problems.join("; "))
+        }
+    )
+}
+
+/// A channel as JSON: its address as a `"0x.."` string, and the waiter counts (the waiting
+/// operations themselves are not repeated for every chain waiting on the channel).
+pub(crate) fn channel_json(ch: &ChannelState) -> serde_json::Value {
+    serde_json::json!({
+        "address": hex(ch.address),
+        "type": ch.type_name,
+        "capacity": ch.capacity,
+        "full_mode": ch.full_mode,
+        "items": ch.items,
+        "full": ch.full(),
+        "waiting_readers": ch.waiting_readers(),
+        "waiting_writers": ch.waiting_writers(),
+        "blocked_readers": ch.blocked_readers.len(),
+        "blocked_writers": ch.blocked_writers.len(),
+        "waiting_to_read": ch.waiting_to_read.len(),
+        "waiting_to_write": ch.waiting_to_write.len(),
+        "writing_done": ch.writing_done,
+        "problems": ch.problems,
+    })
 }
 
 /// A cause as JSON with its addresses as `"0x.."` strings, like every other address.
@@ -912,8 +1027,19 @@ fn cause_kind(cause: &Cause) -> String {
 
 fn cause_json(cause: &Cause) -> serde_json::Value {
     let mut v = serde_json::to_value(cause).unwrap_or_default();
+    if let (Cause::Channel { channel, .. }, Some(o)) = (cause, v.as_object_mut()) {
+        o.insert("channel".into(), channel_json(channel));
+    }
     if let Some(o) = v.as_object_mut() {
-        for k in ["tcs", "task", "semaphore", "timer", "delegate", "object"] {
+        for k in [
+            "tcs",
+            "task",
+            "semaphore",
+            "timer",
+            "delegate",
+            "object",
+            "operation",
+        ] {
             if let Some(n) = o.get(k).and_then(serde_json::Value::as_u64) {
                 o.insert(k.into(), serde_json::Value::String(hex(n)));
             }
@@ -978,6 +1104,13 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let scans = thread_scans(s, &walker)?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
+    // A chain waits on work queued to the pool: is the pool starved?
+    let starvation = k
+        .chains
+        .iter()
+        .any(|c| matches!(&c.cause, Cause::Queued { queue: Some(_), .. }))
+        .then(|| crate::threadpool::starvation_of(s, &c))
+        .flatten();
 
     let mut chains = Vec::new();
     let mut chain_pos = std::collections::HashMap::new();
@@ -998,7 +1131,7 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             awaited_type: cc.awaited_type.clone(),
             cause: cause_json(&cc.cause),
             cause_kind: cause_kind(&cc.cause),
-            explanation: explain(&cc.cause, &c),
+            explanation: explain(&cc.cause, &c, starvation.as_ref()),
             waited_by_threads: Vec::new(),
         });
     }

@@ -35,7 +35,8 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
         name: "threadpool",
         aliases: &[],
-        about: "the thread pool: worker counts and limits, CPU utilization, worker threads",
+        about: "the thread pool: worker counts and limits, CPU utilization, worker threads, \
+                starvation (work queued while every worker is blocked)",
         grammar: tp_grammar,
         run: threadpool_cmd,
     },
@@ -440,7 +441,205 @@ pub struct ThreadPoolOut {
     pub worker_threads: Vec<WorkerOut>,
     pub queued: Option<usize>,
     pub work_items: Option<Vec<WorkItemOut>>,
+    /// Whether the pool is starved, and why (null when the pool was never started).
+    pub starvation: Option<StarvationOut>,
     pub errors: Vec<String>,
+}
+
+/// The starvation assessment ([`threadpool::assess_starvation`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct StarvationOut {
+    pub starved: bool,
+    pub workers_total: Option<i64>,
+    pub workers_busy: Option<i64>,
+    pub max_threads: Option<i64>,
+    pub workers_blocked: usize,
+    pub queued_global: usize,
+    pub queued_local: usize,
+    /// The queued work grouped by what it runs, most first.
+    pub queued_work: Vec<threadpool::QueuedWork>,
+    /// The blocked workers grouped by what they block on, most first.
+    pub blocked_on: Vec<BlockGroupOut>,
+    /// The finding in words (when starved).
+    pub summary: Option<String>,
+    /// What the assessment could not read (then a worker's block may be named by a frame).
+    pub notes: Vec<String>,
+}
+
+/// Workers blocked on one thing.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockGroupOut {
+    pub count: usize,
+    /// `task`, `monitor_wait`, `monitor_enter` or `call`.
+    pub kind: &'static str,
+    /// The task or monitor object.
+    pub object: Option<String>,
+    /// Its type (for `call`: the blocking method).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// The workers' OS ids.
+    pub os_ids: Vec<u64>,
+    /// The group in words (`Monitor.Wait on Ns.Gate 0x..`).
+    pub text: String,
+}
+
+fn block_group_out(on: &threadpool::WorkerBlock, os_ids: Vec<u64>) -> BlockGroupOut {
+    use threadpool::WorkerBlock as B;
+    let (kind, object, type_name, text) = match on {
+        B::Task { task, task_type } => (
+            "task",
+            Some(hex(*task)),
+            task_type.clone(),
+            format!("Task.Wait/.Result on task {} {task_type}", hex(*task)),
+        ),
+        B::MonitorWait { object, type_name } => (
+            "monitor_wait",
+            Some(hex(*object)),
+            type_name.clone(),
+            format!("Monitor.Wait on {type_name} {}", hex(*object)),
+        ),
+        B::MonitorEnter { object, type_name } => (
+            "monitor_enter",
+            Some(hex(*object)),
+            type_name.clone(),
+            format!("lock (Monitor.Enter) on {type_name} {}", hex(*object)),
+        ),
+        B::Call { method } => ("call", None, method.clone(), method.clone()),
+    };
+    BlockGroupOut {
+        count: os_ids.len(),
+        kind,
+        object,
+        type_name,
+        os_ids,
+        text,
+    }
+}
+
+/// The starvation assessment of the target's pool (None when it was never started).
+pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
+    let (r, w) = tools(c);
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let p = threadpool::thread_pool(&r, Some(&walker));
+    if p.instance == 0 {
+        return None;
+    }
+    let q = threadpool::work_queue(&r, &w);
+    Some(starvation(s, c, &p, &q))
+}
+
+/// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
+/// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
+/// wait for, given to [`threadpool::assess_starvation`].
+fn starvation(
+    s: &Session,
+    c: &Clr,
+    p: &threadpool::ThreadPoolInfo,
+    q: &threadpool::WorkQueue,
+) -> StarvationOut {
+    let mut notes = Vec::new();
+    let walker = StackWalker::for_target(&c.rt, &c.names);
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let workers: std::collections::HashSet<u64> = p.workers.iter().map(|w| w.thread).collect();
+    let threads: Vec<clrdata::threads::ThreadData> = match c.rt.threads() {
+        Ok(ts) => ts
+            .into_iter()
+            .filter(|t| workers.contains(&t.address))
+            .collect(),
+        Err(e) => {
+            notes.push(format!("the thread list: {e}"));
+            Vec::new()
+        }
+    };
+    let stacks: HashMap<u64, clrdata::stack::ThreadStack> = threads
+        .iter()
+        .map(|t| (t.address, walker.walk(t)))
+        .collect();
+    let lock_waits = match c
+        .rt
+        .require(clrdata::layout::Capability::Locks)
+        .map_err(|e| e.to_string())
+        .and_then(|_| c.rt.sync_table().map_err(|e| e.to_string()))
+    {
+        Ok(table) => clrdata::locks::find_deadlocks(&c.rt, &threads, &table, &stacks).waits,
+        Err(e) => {
+            notes.push(format!("monitors not read: {e}"));
+            Vec::new()
+        }
+    };
+    let in_task_wait = stacks
+        .values()
+        .any(|st| st.methods().any(clrdata::causality::is_task_wait_frame));
+    let mut task_waits = Vec::new();
+    if in_task_wait {
+        match (
+            c.heap(),
+            crate::asyncs::thread_scans(s, &walker).map_err(|e| e.to_string()),
+        ) {
+            (Ok(heap), Ok(scans)) => {
+                let a = clrdata::asyncsm::analyze(&c.rt, &c.names, heap);
+                let scans: Vec<_> = scans
+                    .into_iter()
+                    .filter(|t| threads.iter().any(|w| w.os_id == t.os_id))
+                    .collect();
+                task_waits = clrdata::causality::analyze(&r, &a, &scans).thread_waits;
+            }
+            (Err(e), _) | (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
+        }
+    }
+    let type_of = |o: u64| {
+        clrdata::heap::read_method_table(c.rt.memory(), o)
+            .map(|mt| c.type_name(mt))
+            .unwrap_or_else(|_| "<object not in the dump>".into())
+    };
+    let st = threadpool::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
+    let blocked_on: Vec<BlockGroupOut> = st
+        .groups()
+        .into_iter()
+        .map(|(on, ids)| block_group_out(on, ids))
+        .collect();
+    let n = |v: Option<i64>| v.map_or("?".to_string(), |v| v.to_string());
+    let summary = st.starved.then(|| {
+        let on: Vec<String> = blocked_on
+            .iter()
+            .map(|g| format!("{} in {}", g.count, g.text))
+            .collect();
+        let mut work: Vec<String> = st
+            .queued_work
+            .iter()
+            .take(3)
+            .map(|g| format!("{} x {}", g.count, g.what))
+            .collect();
+        if st.queued_work.len() > 3 {
+            work.push("...".into());
+        }
+        format!(
+            "THREAD POOL STARVATION: {} of {} workers busy (max {}), {} blocked: {}; {} work item{} in the queues ({} global, {} local): {}",
+            n(st.workers_busy),
+            n(st.workers_total),
+            n(st.max_threads),
+            st.blocked.len(),
+            on.join("; "),
+            st.queued(),
+            if st.queued() == 1 { " waits" } else { "s wait" },
+            st.queued_global,
+            st.queued_local,
+            work.join(", ")
+        )
+    });
+    StarvationOut {
+        starved: st.starved,
+        workers_total: st.workers_total,
+        workers_busy: st.workers_busy,
+        max_threads: st.max_threads,
+        workers_blocked: st.blocked.len(),
+        queued_global: st.queued_global,
+        queued_local: st.queued_local,
+        queued_work: st.queued_work.clone(),
+        blocked_on,
+        summary,
+        notes,
+    }
 }
 
 fn opt(v: Option<i64>) -> String {
@@ -506,6 +705,14 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             t.push('\n');
         }
     }
+    let starved = (p.instance != 0).then(|| starvation(s, &c, &p, &q));
+    if let Some(st) = &starved {
+        if let Some(line) = &st.summary {
+            t.push('\n');
+            t.push_str(line);
+            t.push('\n');
+        }
+    }
     let wi = m.get_flag("wi");
     if wi {
         t.push('\n');
@@ -554,9 +761,10 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .collect(),
         queued: Some(q.items.len()),
         work_items: wi.then(|| q.items.iter().map(item_out).collect()),
+        starvation: starved,
         errors: p.errors.clone(),
     };
-    Ok(Output::new("threadpool", &res, t))
+    Ok(Output::of("threadpool", res, t))
 }
 
 // ------------------------------------------------------------------------- threadpoolqueue

@@ -13,6 +13,7 @@ use crate::native::{ExceptionOut, InfoResult};
 use crate::registry as commands;
 use crate::session::Session;
 use crate::stacks::{ClrThreads, PStacks};
+use crate::threadpool::{StarvationOut, ThreadPoolOut};
 use crate::tree::Node;
 use dumpreader::OpenOptions;
 use serde::Serialize;
@@ -48,6 +49,9 @@ pub struct Triage {
     pub dump_exception: Option<ExceptionOut>,
     /// Managed threads whose last thrown exception is known.
     pub thread_exceptions: Vec<ThreadException>,
+    /// Thread-pool starvation, when `threadpool` finds it (work queued, no worker free, the
+    /// workers blocked synchronously): the counts and what the workers block on.
+    pub thread_pool_starvation: Option<StarvationOut>,
     /// The merged stacks holding the most threads, innermost frame first.
     pub top_stacks: Vec<MergedStack>,
     /// Pending async logical stacks grouped by what they wait for (see [`AsyncGroup`]), those
@@ -421,6 +425,9 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
         all.truncate(TOP);
         t.top_stacks = all;
     }
+    if let Some(tp) = run::<ThreadPoolOut>(&s, "threadpool", p) {
+        t.thread_pool_starvation = tp.starvation.clone().filter(|st| st.starved);
+    }
     if let Some(c) = run::<CausalityOut>(&s, "causality", p) {
         t.async_chain_count = Some(c.chains.len() as u64);
         t.http_requests = Some(
@@ -561,6 +568,7 @@ fn empty(p: &Path) -> Triage {
         managed_threads: None,
         dump_exception: None,
         thread_exceptions: Vec::new(),
+        thread_pool_starvation: None,
         top_stacks: Vec::new(),
         async_groups: Vec::new(),
         async_group_count: None,
@@ -610,6 +618,14 @@ pub fn render(t: &Triage) -> String {
             "Thread {:#x} (managed {}) last threw {}\n",
             e.os_id, e.managed_id, e.exception_type
         ));
+    }
+    if let Some(line) = t
+        .thread_pool_starvation
+        .as_ref()
+        .and_then(|st| st.summary.as_ref())
+    {
+        s.push_str(line);
+        s.push('\n');
     }
     if !t.top_stacks.is_empty() {
         s.push_str("Top stacks:\n");

@@ -199,28 +199,50 @@ fn a_chain_awaiting_queued_work_names_it_and_the_starved_pool() {
         c["explanation"].as_str().unwrap().contains("starvation"),
         "{c}"
     );
+    // ... naming what the workers block on: the manifest's monitor-wait lock
+    // (threadpool's assessment, `thread_pool_starvation_is_a_finding_with_the_manifests_counts`).
+    let lock = e.manifest["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["kind"] == "monitor-wait")
+        .unwrap();
+    let blocked = format!(
+        "(blocked workers: {workers} in Monitor.Wait on {} 0x",
+        lock["type"].as_str().unwrap()
+    );
+    assert!(
+        c["explanation"].as_str().unwrap().contains(&blocked),
+        "{c} vs {blocked}"
+    );
 }
 
-/// The Roslyn scenario on .NET 8 (causality needs the stacks, not yet read on .NET 10): the
-/// three threads blocked on chains are linked to them with the manifest's ids, the cycle is a
-/// `cycle` cause naming its ring, and what the innermost methods await is named: the
-/// TaskCompletionSources, the semaphores (with the waiter counts the manifest records) and,
-/// for the ValueTask sources, the objects of the manifest's `awaited_type`.
+/// The Roslyn scenario on .NET 8 and 10: the three threads blocked on chains are linked to
+/// them with the manifest's ids, the cycle is a `cycle` cause naming its ring, and what the
+/// innermost methods await is named: the TaskCompletionSources, the semaphores (with the
+/// waiter counts the manifest records), the channels (their values:
+/// `channels_equal_the_manifest_and_are_linked_to_their_chains`) and, for the other ValueTask
+/// sources, the objects of the manifest's `awaited_type`.
 #[test]
 fn roslyn_scenario_threads_cycle_and_causes() {
-    let e = tests::entry("asyncreal-net8");
+    for e in tests::of_program("asyncreal") {
+        roslyn_scenario(&e);
+    }
+}
+
+fn roslyn_scenario(e: &tests::Entry) {
     let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
     let r = run(&s, "causality");
     assert_eq!(r["errors"].as_array().unwrap().len(), 0, "{}", r["errors"]);
     let chains = r["chains"].as_array().unwrap();
     let threads = r["threads"].as_array().unwrap();
-    for w in waits(&e) {
+    for w in waits(e) {
         let t = threads
             .iter()
             .find(|t| t["managed_id"] == w["managed_id"])
             .unwrap_or_else(|| panic!("thread {w} not found: {threads:?}"));
-        assert_eq!(t["os_id"], w["os_id"]);
-        let want = chain_methods(&e, w["waits_on_chain"].as_str().unwrap());
+        assert_eq!(t["os_id"], w["os_id"], "{}", e.name);
+        let want = chain_methods(e, w["waits_on_chain"].as_str().unwrap());
         let linked: Vec<Vec<String>> = t["chains"]
             .as_array()
             .unwrap()
@@ -238,7 +260,7 @@ fn roslyn_scenario_threads_cycle_and_causes() {
             "{w}: {linked:?} vs {want:?}"
         );
     }
-    assert_eq!(threads.len(), waits(&e).len(), "{threads:?}");
+    assert_eq!(threads.len(), waits(e).len(), "{threads:?}");
     // compiler-generated methods as their author wrote them (the manifest's compiler_names)
     let readable = |raw: &str| -> String {
         for n in e.manifest["compiler_names"].as_array().unwrap() {
@@ -291,11 +313,17 @@ fn roslyn_scenario_threads_cycle_and_causes() {
                 "task_completion_source"
             } else if m["awaits"] == "System.Threading.SemaphoreSlim.WaitAsync" {
                 "semaphore"
+            } else if m["awaits"]
+                .as_str()
+                .unwrap()
+                .starts_with("System.Threading.Channels.")
+            {
+                "channel"
             } else {
                 "other"
             };
             assert_eq!(kind, want_kind, "{}: {c}", m["name"]);
-            if kind == "other" {
+            if kind == "other" || kind == "channel" {
                 assert_eq!(c["awaited_type"], m["awaited_type"], "{}", m["name"]);
             }
             if kind == "cycle" {
@@ -315,4 +343,108 @@ fn roslyn_scenario_threads_cycle_and_causes() {
             .count() as u64;
         assert_eq!(hits, n, "{sem}");
     }
+}
+
+/// The address a static reference field holds, by the manifest's `Namespace.Type.field` path
+/// (name2ee, then dumpclass: statics equal the DAC's, tests/tests/statics.rs).
+fn static_object(s: &Session, path: &str) -> String {
+    let (ty, fld) = path.rsplit_once('.').unwrap();
+    let n = run(s, &format!("name2ee * {ty}"));
+    let ee = n["matches"][0]["ee_class"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{ty} not found: {n}"))
+        .to_owned();
+    let c = run(s, &format!("dumpclass {ee}"));
+    let f = c["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == fld && f["attr"] == "static")
+        .unwrap_or_else(|| panic!("no static {fld} in {ty}: {c}"));
+    f["value"]["address"].as_str().unwrap().to_owned()
+}
+
+/// On every dump whose manifest records channels: the chain the manifest names waits on that
+/// channel (the object its static field holds), with the manifest's type, capacity, item
+/// count and waiting readers / writers, in `causality` and in `dumpasync`'s awaiter.
+#[test]
+fn channels_equal_the_manifest_and_are_linked_to_their_chains() {
+    let dumps: Vec<tests::Entry> = tests::all()
+        .into_iter()
+        .filter(|e| e.manifest["channels"].is_array())
+        .collect();
+    assert!(dumps.len() >= 2, "no dumps with channels in their manifest");
+    let mut compared = 0;
+    for e in &dumps {
+        let name = &e.name;
+        let s = session(e);
+        let r = run(&s, "causality");
+        let chains = r["chains"].as_array().unwrap();
+        let da = run(&s, "dumpasync");
+        for want in e.manifest["channels"].as_array().unwrap() {
+            let chain = want["chain"].as_str().unwrap();
+            let methods_want = chain_methods(e, chain);
+            let found: Vec<&Value> = chains
+                .iter()
+                .filter(|c| methods(c) == methods_want)
+                .collect();
+            assert_eq!(found.len(), 1, "{name}: chain {chain}: {chains:?}");
+            let cause = &found[0]["cause"];
+            assert_eq!(cause["kind"], "channel", "{name}: {chain}: {cause}");
+            let ch = &cause["channel"];
+            let address = static_object(&s, want["path"].as_str().unwrap());
+            assert_eq!(ch["address"], address.as_str(), "{name}: {chain}: {ch}");
+            assert_eq!(ch["type"], want["type"], "{name}: {chain}");
+            assert_eq!(ch["capacity"], want["capacity"], "{name}: {chain}");
+            assert_eq!(ch["items"], want["items"], "{name}: {chain}");
+            compared += 4;
+            for k in ["waiting_readers", "waiting_writers"] {
+                if !want[k].is_null() {
+                    assert_eq!(ch[k], want[k], "{name}: {chain}: {k}");
+                    compared += 1;
+                }
+            }
+            assert!(ch["problems"].as_array().unwrap().is_empty(), "{ch}");
+            // the awaited operation waits in the list of what the chain called
+            let awaits = e.manifest["async_chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == chain)
+                .unwrap()["awaits"]
+                .as_str()
+                .unwrap();
+            let (role, list) = match awaits.rsplit('.').next().unwrap() {
+                "ReadAsync" => ("read", "blocked_readers"),
+                "WriteAsync" => ("write", "blocked_writers"),
+                "WaitToReadAsync" => ("wait_to_read", "waiting_to_read"),
+                _ => ("wait_to_write", "waiting_to_write"),
+            };
+            assert_eq!(cause["role"], role, "{name}: {chain}: {cause}");
+            let pos = cause["position"].as_u64().unwrap();
+            assert!(
+                pos >= 1 && pos <= ch[list].as_u64().unwrap(),
+                "{name}: {chain}: {cause}"
+            );
+            assert_eq!(found[0]["awaited"], cause["operation"]);
+            // dumpasync names the same channel on the innermost box's awaiter
+            let innermost = found[0]["boxes"][0].as_str().unwrap();
+            let aw = da["chains"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|c| c["boxes"].as_array().unwrap())
+                .find(|b| b["address"] == innermost)
+                .unwrap_or_else(|| panic!("{name}: box {innermost} not in dumpasync"))["awaiters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| !a["channel"].is_null())
+                .unwrap_or_else(|| panic!("{name}: {chain}: no awaiter names a channel"))
+                .clone();
+            assert_eq!(aw["channel"]["address"], address.as_str());
+            assert_eq!(aw["channel"]["items"], want["items"]);
+        }
+    }
+    assert!(compared >= 20, "{compared}");
 }

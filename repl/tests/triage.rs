@@ -213,3 +213,143 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
         m["exceptions"][0]
     );
 }
+
+/// Thread-pool starvation as a triage finding, against the scenarios that starve the pool
+/// (`threadpool`: 2 workers blocked in `Monitor.Wait` on a `BlockGate`, 10 QueueUserWorkItem
+/// and 5 tasks queued; `async`: 2 workers blocked on a `PoolGate`, and the one `Task.Run`
+/// the program queued behind them): the worker counts, the workers blocked and on what (the
+/// manifest's monitor-wait lock: its type and waiters), the items queued. The dumps whose
+/// programs do not starve the pool (hang, heap, deadlock) get no such finding.
+#[test]
+fn thread_pool_starvation_is_a_finding_with_the_manifests_counts() {
+    let entries = tests::all();
+    let mut starved = 0;
+    let mut clean = 0;
+    let mut compared = 0;
+    for e in &entries {
+        let expect = match e.program() {
+            "threadpool" | "async" => true,
+            "hang" | "heap" | "deadlock" => false,
+            _ => continue,
+        };
+        let t = commands::triage::triage(&e.dump_path(), &e.open_options());
+        let page = commands::triage::render(&t);
+        let name = &e.name;
+        if !expect {
+            assert!(
+                t.thread_pool_starvation.is_none(),
+                "{name}: {:?}",
+                t.thread_pool_starvation
+            );
+            assert!(!page.contains("STARVATION"), "{name}: {page}");
+            clean += 1;
+            continue;
+        }
+        let m = &e.manifest;
+        let tp = &m["thread_pool"];
+        let st = t
+            .thread_pool_starvation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no starvation finding: {:?}", t.problems));
+        assert!(st.starved);
+        // The pool's size: `workers` (async) or the limits both set to it (threadpool).
+        let workers = tp["workers"]
+            .as_i64()
+            .or_else(|| tp["max_worker_threads"].as_i64())
+            .unwrap();
+        if let Some(min) = tp["min_worker_threads"].as_i64() {
+            assert_eq!(min, workers, "{name}");
+        }
+        assert_eq!(st.workers_total, Some(workers), "{name}");
+        assert_eq!(st.workers_busy, Some(workers), "{name}");
+        assert_eq!(st.max_threads, Some(workers), "{name}");
+        let blocked = tp["blocked_workers"].as_u64().unwrap() as usize;
+        assert_eq!(st.workers_blocked, blocked, "{name}");
+        // Queued: the manifest's work items by queue, or the async program's Task.Run chains.
+        let (global, local) = match m["work_items"].as_array() {
+            Some(items) => {
+                let sum = |q: &str| -> usize {
+                    items
+                        .iter()
+                        .filter(|i| i["queue"] == q)
+                        .map(|i| i["count"].as_u64().unwrap() as usize)
+                        .sum()
+                };
+                (sum("global"), sum("local"))
+            }
+            None => (
+                m["async_chains"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| c["awaits"] == "System.Threading.Tasks.Task.Run")
+                    .count(),
+                0,
+            ),
+        };
+        assert!(global > 0, "{name}");
+        assert_eq!(st.queued_global, global, "{name}");
+        assert_eq!(st.queued_local, local, "{name}");
+        // What the queued work runs: the manifest's callbacks and counts (threadpool), or the
+        // callback of the Task.Run the async program queued.
+        let mut work: Vec<(String, usize)> = st
+            .queued_work
+            .iter()
+            .map(|g| (g.what.clone(), g.count))
+            .collect();
+        work.sort();
+        let mut want_work: Vec<(String, usize)> = match m["work_items"].as_array() {
+            Some(items) => items
+                .iter()
+                .map(|i| {
+                    (
+                        i["callback"].as_str().unwrap().to_owned(),
+                        i["count"].as_u64().unwrap() as usize,
+                    )
+                })
+                .collect(),
+            None => vec![(tp["queued_callback"].as_str().unwrap().to_owned(), global)],
+        };
+        want_work.sort();
+        assert_eq!(work, want_work, "{name}");
+        // What they block on: the manifest's monitor-wait lock, every blocked worker on it.
+        let lock = m["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["kind"] == "monitor-wait")
+            .unwrap();
+        assert_eq!(st.blocked_on.len(), 1, "{name}: {:?}", st.blocked_on);
+        let g = &st.blocked_on[0];
+        assert_eq!(g.kind, "monitor_wait", "{name}");
+        assert_eq!(g.type_name, lock["type"].as_str().unwrap(), "{name}");
+        let mut ids = g.os_ids.clone();
+        ids.sort_unstable();
+        let mut want: Vec<u64> = m["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|th| th["role"] == "pool-worker-blocked")
+            .filter(|th| {
+                lock["waiter_managed_ids"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&th["managed_id"])
+            })
+            .map(|th| th["os_id"].as_u64().unwrap())
+            .collect();
+        want.sort_unstable();
+        assert_eq!(ids, want, "{name}");
+        assert_eq!(g.count, blocked, "{name}");
+        // The page says it, at the top (before the stacks).
+        let line = st.summary.as_deref().unwrap();
+        assert!(line.starts_with("THREAD POOL STARVATION"), "{line}");
+        let at = page.find(line).unwrap_or_else(|| panic!("{name}: {page}"));
+        assert!(page.find("Top stacks").is_none_or(|s| at < s), "{page}");
+        compared += 9 + 2 * want_work.len();
+        starved += 1;
+    }
+    assert!(starved >= 6, "starved dumps checked: {starved}");
+    assert!(clean >= 10, "dumps without starvation checked: {clean}");
+    assert!(compared >= 70, "{compared}");
+}
