@@ -48,6 +48,11 @@
 //                    orderId) across its await of LocalsInner(key, attempt), which awaits a TCS
 //                    task: the manifest's `hoisted` lists each argument and local with its
 //                    value, as the state machines hold them (hoisted fields).
+//   * "cancellable": CancelInner awaits Task.Delay(Infinite, cts.Token) (a delay that only the
+//                    CancellationTokenSource `cts` can end: not cancelled, 3 registrations: the
+//                    delay's own and two of ours); CancelOuter awaits CancelInner.
+//   * "periodic":    TickOuter awaits PeriodicTimer.WaitForNextTickAsync() of a timer with a
+//                    1 h period (a ValueTask<bool> whose source is the timer's State).
 //   * threads blocked on chains (sync over async): "result-waiter" in Task<int>.Result on
 //     VtOuter's task, "wait-waiter" in Task.Wait() on ChanReadOuter's task, "cycle-waiter" in
 //     GetAwaiter().GetResult() on CycleA's task.
@@ -98,13 +103,15 @@ namespace RealAsync
         static readonly TaskCompletionSource<int> localTcs = new TaskCompletionSource<int>();
         static readonly TaskCompletionSource<string> genTcs = new TaskCompletionSource<string>();
         static readonly TaskCompletionSource<int> localsTcs = new TaskCompletionSource<int>();
+        static readonly CancellationTokenSource cts = new CancellationTokenSource();
+        static readonly PeriodicTimer periodic = new PeriodicTimer(TimeSpan.FromHours(1));
         static readonly TaskCompletionSource<Task<int>> cycleGate = new TaskCompletionSource<Task<int>>();
         static readonly Dictionary<string, Type> awaitedTypes = new Dictionary<string, Type>();
         static volatile bool cycleArmed;
         static int consumed;
 
         static Task<int> vtOuter, pooledOuter, sourceOuter, chanReadOuter, semOuter, tcsOuter,
-            lambdaOuter, localOuter, cycleA, localsOuter;
+            lambdaOuter, localOuter, cycleA, localsOuter, cancelOuter, tickOuter;
         static Task chanWrite, iterOuter, whenAllOuter, whenAnyOuter;
         static Task<string> genOuter;
         static Func<Task<int>> lambda;
@@ -214,6 +221,20 @@ namespace RealAsync
             return r + attempt + key.Length + (int)(started % 10) + orderId + customer.Length;
         }
 
+        static async Task<int> CancelInner()
+        {
+            await Awaited("cancellable", Task.Delay(Timeout.Infinite, cts.Token));
+            return 1;
+        }
+        static async Task<int> CancelOuter() { return await CancelInner() + 1; }
+
+        static async Task<int> TickOuter()
+        {
+            int ticks = 0;
+            while (await AwaitedVt("periodic", periodic.WaitForNextTickAsync())) ticks++;
+            return ticks;
+        }
+
         static async Task<int> CycleA() { return await CycleB() + 1; }
         static async Task<int> CycleB()
         {
@@ -278,6 +299,10 @@ namespace RealAsync
             localOuter = LocalOuter();
             genOuter = GenOuter();
             localsOuter = LocalsOuter(OrderId, Customer);
+            cts.Token.Register(() => Console.WriteLine("cancelled"));
+            cts.Token.Register(() => Console.WriteLine("cancelled too"));
+            cancelOuter = CancelOuter();
+            tickOuter = TickOuter();
             cycleA = CycleA();
             cycleGate.SetResult(cycleA);
             while (!cycleArmed) Thread.Sleep(10);
@@ -399,6 +424,8 @@ namespace RealAsync
                     Chain("local", Tcs, Int, 1, Of(localM), Named("LocalOuter")),
                     Chain("generic", Tcs, Str, 1, Of(Method("GenInner").MakeGenericMethod(typeof(string))), Named("GenOuter")),
                     Chain("locals", Tcs, Int, 1, Named("LocalsInner"), Named("LocalsOuter")),
+                    Chain("cancellable", "System.Threading.Tasks.Task.Delay (CancellationToken)", Int, 1, Named("CancelInner"), Named("CancelOuter")),
+                    Chain("periodic", "System.Threading.PeriodicTimer.WaitForNextTickAsync", Int, 1, Named("TickOuter")),
                     cycle,
                 })
                 .Add("compiler_names", new object[] {
@@ -414,6 +441,14 @@ namespace RealAsync
                     Hoisted("LocalsOuter", "local", "started", 1234567890123L + OrderId),
                     Hoisted("LocalsInner", "argument", "key", Customer + "/" + OrderId),
                     Hoisted("LocalsInner", "argument", "attempt", OrderId % 7 + 1),
+                })
+                .Add("cancellation_sources", new object[] {
+                    new Json().Add("path", "RealAsync.Program.cts").Add("cancelled", cts.IsCancellationRequested)
+                        .Add("registrations", 3).Add("chain", "cancellable"),
+                })
+                .Add("periodic_timers", new object[] {
+                    new Json().Add("path", "RealAsync.Program.periodic").Add("period_ms", (long)periodic.Period.TotalMilliseconds)
+                        .Add("chain", "periodic"),
                 })
                 .Add("channels", new object[] {
                     new Json().Add("path", "RealAsync.Program.readChannel").Add("type", Recorder.DacName(readChannel.GetType()))

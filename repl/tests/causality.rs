@@ -319,6 +319,14 @@ fn roslyn_scenario(e: &tests::Entry) {
                 .starts_with("System.Threading.Channels.")
             {
                 "channel"
+            } else if m["awaits"]
+                .as_str()
+                .unwrap()
+                .starts_with("System.Threading.Tasks.Task.Delay")
+            {
+                "delay"
+            } else if m["awaits"] == "System.Threading.PeriodicTimer.WaitForNextTickAsync" {
+                "periodic_timer"
             } else {
                 "other"
             };
@@ -447,4 +455,50 @@ fn channels_equal_the_manifest_and_are_linked_to_their_chains() {
         }
     }
     assert!(compared >= 20, "{compared}");
+}
+
+/// A chain waiting on an infinite, cancellable Task.Delay names the CancellationTokenSource that
+/// alone can end it (the object the manifest's static field holds), whether it is cancelled
+/// and how many registrations it has; a PeriodicTimer wait names the timer and its period.
+#[test]
+fn cancellation_sources_and_periodic_timers_equal_the_manifest() {
+    let dumps: Vec<tests::Entry> = tests::all()
+        .into_iter()
+        .filter(|e| e.manifest["cancellation_sources"].is_array())
+        .collect();
+    assert!(!dumps.is_empty(), "no corpus dump records cancellation sources");
+    let mut compared = 0;
+    for e in &dumps {
+        let name = &e.name;
+        let s = session(e);
+        let r = run(&s, "causality");
+        let chains = r["chains"].as_array().unwrap();
+        let chain_of = |chain: &str| -> &Value {
+            let want = chain_methods(e, chain);
+            chains
+                .iter()
+                .find(|c| methods(c) == want)
+                .unwrap_or_else(|| panic!("{name}: chain {want:?} not found"))
+        };
+        for cs in e.manifest["cancellation_sources"].as_array().unwrap() {
+            let c = chain_of(cs["chain"].as_str().unwrap());
+            assert_eq!(c["cause"]["kind"], "delay", "{name}: {c}");
+            assert_eq!(c["cause"]["infinite"], true, "{name}: {c}");
+            let got = &c["cause"]["cancellation"];
+            let want_source = static_object(&s, cs["path"].as_str().unwrap());
+            assert_eq!(got["source"].as_str(), Some(want_source.as_str()), "{name}: {c}");
+            assert_eq!(got["cancelled"], cs["cancelled"], "{name}: {c}");
+            assert_eq!(got["registrations"], cs["registrations"], "{name}: {c}");
+            compared += 3;
+        }
+        for pt in e.manifest["periodic_timers"].as_array().unwrap() {
+            let c = chain_of(pt["chain"].as_str().unwrap());
+            assert_eq!(c["cause"]["kind"], "periodic_timer", "{name}: {c}");
+            let want_timer = static_object(&s, pt["path"].as_str().unwrap());
+            assert_eq!(c["cause"]["timer"].as_str(), Some(want_timer.as_str()), "{name}: {c}");
+            assert_eq!(c["cause"]["period_ms"], pt["period_ms"], "{name}: {c}");
+            compared += 2;
+        }
+    }
+    eprintln!("{compared} cancellation and periodic timer values equal the manifests' on {} dumps", dumps.len());
 }
