@@ -47,7 +47,7 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
      hang-net10-r2r hang-net10-trim hang-net8-single-gcore
      hang-net10-triage hang-net10-gcore servergc-net10
-     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug)
+     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 
