@@ -217,6 +217,14 @@ fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
         ["tcs", "semaphore", "object"]
             .iter()
             .find_map(|k| str_of(&ch.cause, k))
+            .or_else(|| {
+                // a channel: its address, whichever of its operations a chain awaits
+                let a = ch.cause.get("channel")?.get("address")?;
+                Some(
+                    a.as_u64()
+                        .map_or_else(|| a.to_string(), |n| format!("{n:#x}")),
+                )
+            })
             .or_else(|| ch.awaited.clone())
     };
     let mut shared: HashMap<String, usize> = HashMap::new();
@@ -248,6 +256,14 @@ fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
                     ch.cause["async_waiters"],
                     ch.cause["sync_waiters"]
                 ),
+                // one waiter's place in line is not the group's
+                (Some(_), "channel") => match ch.explanation.split_once(" (waiter ") {
+                    Some((head, tail)) => match tail.split_once(") ") {
+                        Some((_, rest)) => format!("{head} {rest}"),
+                        None => ch.explanation.clone(),
+                    },
+                    None => ch.explanation.clone(),
+                },
                 (Some(_), _) => ch.explanation.clone(),
                 (None, "other") => format!(
                     "each waits on an object of its own, a {}",

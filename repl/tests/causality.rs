@@ -466,7 +466,10 @@ fn cancellation_sources_and_periodic_timers_equal_the_manifest() {
         .into_iter()
         .filter(|e| e.manifest["cancellation_sources"].is_array())
         .collect();
-    assert!(!dumps.is_empty(), "no corpus dump records cancellation sources");
+    assert!(
+        !dumps.is_empty(),
+        "no corpus dump records cancellation sources"
+    );
     let mut compared = 0;
     for e in &dumps {
         let name = &e.name;
@@ -486,7 +489,11 @@ fn cancellation_sources_and_periodic_timers_equal_the_manifest() {
             assert_eq!(c["cause"]["infinite"], true, "{name}: {c}");
             let got = &c["cause"]["cancellation"];
             let want_source = static_object(&s, cs["path"].as_str().unwrap());
-            assert_eq!(got["source"].as_str(), Some(want_source.as_str()), "{name}: {c}");
+            assert_eq!(
+                got["source"].as_str(),
+                Some(want_source.as_str()),
+                "{name}: {c}"
+            );
             assert_eq!(got["cancelled"], cs["cancelled"], "{name}: {c}");
             assert_eq!(got["registrations"], cs["registrations"], "{name}: {c}");
             compared += 3;
@@ -495,10 +502,17 @@ fn cancellation_sources_and_periodic_timers_equal_the_manifest() {
             let c = chain_of(pt["chain"].as_str().unwrap());
             assert_eq!(c["cause"]["kind"], "periodic_timer", "{name}: {c}");
             let want_timer = static_object(&s, pt["path"].as_str().unwrap());
-            assert_eq!(c["cause"]["timer"].as_str(), Some(want_timer.as_str()), "{name}: {c}");
+            assert_eq!(
+                c["cause"]["timer"].as_str(),
+                Some(want_timer.as_str()),
+                "{name}: {c}"
+            );
             assert_eq!(c["cause"]["period_ms"], pt["period_ms"], "{name}: {c}");
             compared += 2;
         }
     }
-    eprintln!("{compared} cancellation and periodic timer values equal the manifests' on {} dumps", dumps.len());
+    eprintln!(
+        "{compared} cancellation and periodic timer values equal the manifests' on {} dumps",
+        dumps.len()
+    );
 }
