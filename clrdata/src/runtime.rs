@@ -486,6 +486,9 @@ impl<M: Memory> Runtime<M> {
         };
         let mut rt = Self::discover_in(target).map_err(explain)?;
         rt.dump_problems = problems;
+        // A core lacking the PE headers of its assemblies: their files, checked against the
+        // runtime's own records, fill what it lacks.
+        crate::imagecheck::settle_image_files(&rt);
         Ok(rt)
     }
 
