@@ -517,7 +517,7 @@ pub(crate) fn image_candidates(path: &str, opts: &OpenOptions) -> Vec<PathBuf> {
             .map(|d| d.join(&name))
             .collect()
     };
-    if opts.recorded_paths && !path.is_empty() {
+    if opts.recorded_paths && !path.is_empty() && !cands.iter().any(|c| c == Path::new(path)) {
         cands.push(PathBuf::from(path));
     }
     cands
