@@ -164,8 +164,12 @@ impl Dump {
     }
 
     /// Where the missing bytes of every mapped file come from, in the order the dump records
-    /// the files.
+    /// the files; empty for a dump whose producer may also leave out written pages
+    /// (createdump, minidumps), where no file stands in for what is missing.
     pub fn file_sources(&self) -> Vec<FileSource> {
+        if !self.backing.enabled {
+            return Vec::new();
+        }
         (0..self.backing.paths.len())
             .map(|i| self.file_source_at(i))
             .collect()
