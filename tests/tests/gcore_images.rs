@@ -275,3 +275,82 @@ fn gcore_heap_census_names_equal_the_dac() {
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
     assert!(named > 0);
 }
+
+/// A single-file app's gcore: its bundled assemblies are mapped from the host executable, so
+/// the host file must be here, matched by build id AND by its bundle marker (the build id
+/// names the runtime's singlefilehost, not the app). The host (tens of MB) is not in the
+/// corpus: folders named in `DUMPSHELL_APP_IMAGES` (colon-separated) are searched for it; the
+/// test skips loudly when it is absent, and holds whatever it finds to the rule: a host whose
+/// bundle is not the dump's is refused and nothing is read from it.
+#[test]
+fn gcore_single_file_host_is_used_only_with_its_bundle() {
+    let dirs: Vec<std::path::PathBuf> = std::env::var_os("DUMPSHELL_APP_IMAGES")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    for e in tests::all() {
+        if e.kind() != "gcore" || !e.shape().starts_with("single-file") {
+            continue;
+        }
+        let d0 = e.open();
+        let Some(hb) = d0.bundles().first().cloned() else {
+            panic!("{}: no single-file host found", e.name);
+        };
+        let host = hb.host_path.rsplit('/').next().unwrap_or("").to_string();
+        let mut opts = e.open_options();
+        opts.image_search_path.extend(dirs.iter().cloned());
+        let found: Vec<_> = opts
+            .image_search_path
+            .iter()
+            .map(|d| d.join(&host))
+            .filter(|p| p.is_file())
+            .collect();
+        if found.is_empty() {
+            println!(
+                "SKIPPED {}: its single-file host `{host}` is not here (not in the corpus; name \
+                 its folder in DUMPSHELL_APP_IMAGES)",
+                e.name
+            );
+            continue;
+        }
+        let d = dumpreader::Dump::open_with(&e.dump_path(), &opts).unwrap();
+        let f = d.file_source(&hb.host_path).unwrap();
+        println!("{}: {host}: {}", e.name, f.state.describe());
+        match &f.state {
+            dumpreader::FileSourceState::Used { check, .. } => {
+                assert!(check.contains("bundle marker"), "{}: {check}", e.name);
+                // The bundle's assemblies then read: the stacks name the app's methods.
+                let rt = clrdata::Runtime::discover(&d).unwrap();
+                let names = clrdata::TypeNames::new();
+                let stacks = clrdata::stack::StackWalker::for_target(&rt, &names)
+                    .walk_all()
+                    .unwrap();
+                assert!(
+                    stacks
+                        .iter()
+                        .flat_map(|s| &s.frames)
+                        .any(|f| f.method.as_deref().is_some_and(|m| m.starts_with("Hang."))),
+                    "{}: no Hang frame named",
+                    e.name
+                );
+            }
+            dumpreader::FileSourceState::NotUsed { why } => {
+                assert!(why.contains("refused"), "{}: {why}", e.name);
+                // Nothing read from it: a page of the host's mappings that the dump lacks
+                // stays missing.
+                let m = d
+                    .file_mappings()
+                    .iter()
+                    .find(|m| m.path == hb.host_path && d.range_of(m.start).is_none())
+                    .unwrap();
+                use dumpreader::Memory;
+                assert_eq!(
+                    d.read(m.start, &mut [0u8; 2]),
+                    0,
+                    "{}: read a refused file",
+                    e.name
+                );
+            }
+            other => panic!("{}: {other:?}", e.name),
+        }
+    }
+}
