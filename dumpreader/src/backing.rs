@@ -175,8 +175,13 @@ impl Dump {
             .collect()
     }
 
-    /// Where the missing bytes of the file the dump records as `recorded` come from.
+    /// Where the missing bytes of the file the dump records as `recorded` come from (`None`
+    /// for an unknown path, and as [`Dump::file_sources`], for a dump whose producer may leave
+    /// out written pages).
     pub fn file_source(&self, recorded: &str) -> Option<FileSource> {
+        if !self.backing.enabled {
+            return None;
+        }
         self.backing
             .slot_of(recorded)
             .map(|i| self.file_source_at(i))
@@ -335,6 +340,9 @@ impl Dump {
                                     }
                                 }
                             }
+                            if !why.is_empty() {
+                                check = format!("{check} (after: {})", why.join("; "));
+                            }
                             return Slot::Resolved {
                                 state: FileSourceState::Used {
                                     file: c.clone(),
@@ -343,9 +351,10 @@ impl Dump {
                                 file: Some(Arc::new(Accepted { map })),
                             };
                         }
-                        Some(have) => {
-                            why.push(format!("{}: dump has {want}, file has {have}", c.display()))
-                        }
+                        Some(have) => why.push(format!(
+                            "{}: identity mismatch: dump has {want}, file has {have}",
+                            c.display()
+                        )),
                         None => why.push(format!("{}: no identity, dump has {want}", c.display())),
                     }
                 }

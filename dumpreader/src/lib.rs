@@ -480,21 +480,40 @@ impl Dump {
     fn load_image(&self, module: &ModuleInfo) -> Result<ModuleImage, Error> {
         let is_pe = module.kind == ModuleKind::Pe
             || (module.kind == ModuleKind::Other && self.info.os == Os::Windows);
+        // A core's file mapping whose file is accepted for the bytes the dump lacks: read
+        // through both (what every other reader sees); otherwise the dump's bytes alone.
+        let raw = self.raw();
+        let (mem, source, from): (&dyn Memory, ImageSource, String) =
+            match self.file_source(&module.path).map(|f| f.state) {
+                Some(backing::FileSourceState::Used { file, check }) => (
+                    self,
+                    ImageSource::File(file.clone()),
+                    format!(
+                        "from dump memory, and from file {} what it lacks: {check}",
+                        file.display()
+                    ),
+                ),
+                _ => (
+                    &raw,
+                    ImageSource::DumpMemory,
+                    "from dump memory".to_string(),
+                ),
+            };
         let layout = if is_pe {
-            image::guess_pe_layout(&self.raw(), module.base, &module.mappings)
+            image::guess_pe_layout(mem, module.base, &module.mappings)
         } else {
             PeLayout::Mapped
         };
         // 1. The dump's memory.
-        let mem_result = parse_image_in_memory(&self.raw(), module.base, is_pe, layout);
+        let mem_result = parse_image_in_memory(mem, module.base, is_pe, layout);
         let mut refusals = Vec::new();
         let partial = match mem_result {
             Ok((fmt, probs)) if probs.is_empty() => {
                 return Ok(ModuleImage {
                     module_path: module.path.clone(),
                     base: module.base,
-                    source: ImageSource::DumpMemory,
-                    note: "from dump memory".to_string(),
+                    source,
+                    note: from,
                     format: fmt,
                 });
             }
@@ -637,7 +656,14 @@ impl Dump {
                 ))
             }
             (Some(want), None) => return Err(format!("file has no identity, dump has {want}")),
-            (None, _) => "identity not in dump, not verified".to_string(),
+            // A core's file that its checks left unverified or refused is not used either.
+            (None, _) => match self.file_source(&module.path).map(|f| f.state) {
+                Some(st @ backing::FileSourceState::Unverified { .. })
+                | Some(st @ backing::FileSourceState::NotUsed { .. }) => {
+                    return Err(format!("identity not in dump, and {}", st.describe()))
+                }
+                _ => "identity not in dump, not verified".to_string(),
+            },
         };
         let note = format!("from file {}: {verdict}", path.display());
         let fmt = if is_pe {
