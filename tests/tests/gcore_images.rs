@@ -354,3 +354,51 @@ fn gcore_single_file_host_is_used_only_with_its_bundle() {
         }
     }
 }
+
+/// `syncblk`: every sync block in use equals ClrMD's (its object, whether held, owner,
+/// recursion, waiters).
+#[test]
+fn gcore_sync_blocks_equal_clrmds() {
+    let (mut blocks, mut values) = (0, 0);
+    for e in gcore_fd() {
+        let d = e.open();
+        let rt = clrdata::Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let table = rt.sync_table().unwrap();
+        let cm: Value = serde_json::from_str(
+            &std::fs::read_to_string(tests::dumps_dir().join(format!("{}.clrmd.json", e.name)))
+                .unwrap(),
+        )
+        .unwrap();
+        let theirs = cm["sync_blocks"].as_array().cloned().unwrap_or_default();
+        assert!(!theirs.is_empty(), "{}: ClrMD lists no sync block", e.name);
+        assert_eq!(
+            table.sync_blocks.len(),
+            theirs.len(),
+            "{}: sync blocks",
+            e.name
+        );
+        for c in &theirs {
+            let i = c["index"].as_u64().unwrap() as u32;
+            let what = format!("{}: sync block {i}", e.name);
+            let s = table.sync_blocks.iter().find(|s| s.index == i).unwrap();
+            assert_eq!(Some(s.object), hex(&c["object"]), "{what}");
+            assert_eq!(s.locked, c["monitor_held"].as_bool().unwrap(), "{what}");
+            let owner = c["owner_thread"].as_str().and(hex(&c["owner_thread"]));
+            assert_eq!(s.locked.then_some(s.holding_thread), owner, "{what}");
+            assert_eq!(
+                u64::from(s.recursion),
+                c["recursion"].as_u64().unwrap(),
+                "{what}"
+            );
+            let waiting = c["waiting_count"].as_u64().unwrap();
+            if s.wait_threads.is_empty() {
+                assert_eq!(u64::from(s.enter_waiters), waiting, "{what}: waiters");
+            } else {
+                assert!(waiting > 0, "{what}: threads in Monitor.Wait");
+            }
+            blocks += 1;
+            values += 5;
+        }
+    }
+    println!("{blocks} sync blocks, {values} values equal ClrMD's");
+}
