@@ -229,16 +229,7 @@ impl ImageSearch {
     /// The files to try for an image the runtime loaded from `recorded` (a Linux or Windows
     /// path), in order.
     pub fn candidates(&self, recorded: &str) -> Vec<std::path::PathBuf> {
-        let name = recorded.rsplit(['/', '\\']).next().unwrap_or(recorded);
-        let mut out: Vec<std::path::PathBuf> = if name.is_empty() {
-            Vec::new()
-        } else {
-            self.dirs.iter().map(|d| d.join(name)).collect()
-        };
-        if self.recorded_paths && !recorded.is_empty() {
-            out.push(std::path::PathBuf::from(recorded));
-        }
-        out
+        dumpreader::image_candidates(recorded, &self.dirs, self.recorded_paths)
     }
 }
 

@@ -505,22 +505,7 @@ pub(crate) fn bundle_in_file(hb: &HostBundle, bytes: &[u8]) -> Result<(), String
 /// The files tried for a module recorded at `path`, in order: each image search folder joined
 /// with the file name, then the recorded path itself when [`OpenOptions::recorded_paths`].
 pub(crate) fn image_candidates(path: &str, opts: &OpenOptions) -> Vec<PathBuf> {
-    let name = Path::new(path)
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    let mut cands: Vec<PathBuf> = if name.is_empty() {
-        Vec::new()
-    } else {
-        opts.image_search_path
-            .iter()
-            .map(|d| d.join(&name))
-            .collect()
-    };
-    if opts.recorded_paths && !path.is_empty() && !cands.iter().any(|c| c == Path::new(path)) {
-        cands.push(PathBuf::from(path));
-    }
-    cands
+    crate::image_candidates(path, &opts.image_search_path, opts.recorded_paths)
 }
 
 /// The host's file, from the image search path (by name) or its recorded path, accepted only

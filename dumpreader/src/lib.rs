@@ -751,6 +751,22 @@ impl Memory for Raw<'_> {
     }
 }
 
+/// The files tried, in order, for an image file recorded at `recorded` (a Linux or Windows
+/// path): each folder of `dirs` joined with its file name, then the recorded path itself when
+/// `recorded_paths`. The one candidate rule of every layer.
+pub fn image_candidates(recorded: &str, dirs: &[PathBuf], recorded_paths: bool) -> Vec<PathBuf> {
+    let name = recorded.rsplit(['/', '\\']).next().unwrap_or(recorded);
+    let mut cands: Vec<PathBuf> = if name.is_empty() {
+        Vec::new()
+    } else {
+        dirs.iter().map(|d| d.join(name)).collect()
+    };
+    if recorded_paths && !recorded.is_empty() && !cands.iter().any(|c| c == Path::new(recorded)) {
+        cands.push(PathBuf::from(recorded));
+    }
+    cands
+}
+
 /// Parses the image whose headers are at `base` in `mem` (ELF, or PE in the given layout).
 /// Returns the image and the problems met (pages missing...): an image with problems is
 /// usable but incomplete. Other [`Target`] implementations use this to build their images.
