@@ -18,6 +18,7 @@ pub mod exceptions;
 pub mod fields;
 pub mod handles;
 pub mod heap;
+mod imagecheck;
 pub mod layout;
 pub mod locks;
 pub mod metadata;

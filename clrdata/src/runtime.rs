@@ -214,6 +214,10 @@ pub struct ImageSearch {
     /// Whether the path the runtime recorded for the image is tried last (right when the dump
     /// is analysed on the machine it was taken on).
     pub recorded_paths: bool,
+    /// Whether the target itself reads the pages it lacks from identity-checked image files
+    /// (a gcore or kernel core: dumpreader's file backing); the stack walk then needs no image
+    /// file of its own.
+    pub target_reads_files: bool,
 }
 
 impl Default for ImageSearch {
@@ -221,24 +225,28 @@ impl Default for ImageSearch {
         ImageSearch {
             dirs: Vec::new(),
             recorded_paths: true,
+            target_reads_files: false,
         }
     }
 }
 
 impl ImageSearch {
+    /// The target's image path and whether it reads image files itself.
+    pub fn of_target<T: Target + ?Sized>(target: &T) -> ImageSearch {
+        ImageSearch {
+            dirs: target.image_search_path(),
+            recorded_paths: target.use_recorded_paths(),
+            target_reads_files: matches!(
+                target.dump_kind().map(|k| k.producer),
+                Some(dumpreader::DumpProducer::Gcore | dumpreader::DumpProducer::Kernel)
+            ),
+        }
+    }
+
     /// The files to try for an image the runtime loaded from `recorded` (a Linux or Windows
     /// path), in order.
     pub fn candidates(&self, recorded: &str) -> Vec<std::path::PathBuf> {
-        let name = recorded.rsplit(['/', '\\']).next().unwrap_or(recorded);
-        let mut out: Vec<std::path::PathBuf> = if name.is_empty() {
-            Vec::new()
-        } else {
-            self.dirs.iter().map(|d| d.join(name)).collect()
-        };
-        if self.recorded_paths && !recorded.is_empty() {
-            out.push(std::path::PathBuf::from(recorded));
-        }
-        out
+        dumpreader::image_candidates(recorded, &self.dirs, self.recorded_paths)
     }
 }
 
@@ -486,6 +494,9 @@ impl<M: Memory> Runtime<M> {
         };
         let mut rt = Self::discover_in(target).map_err(explain)?;
         rt.dump_problems = problems;
+        // A core lacking the PE headers of its assemblies: their files, checked against the
+        // runtime's own records, fill what it lacks.
+        crate::imagecheck::settle_image_files(&rt);
         Ok(rt)
     }
 
@@ -572,10 +583,7 @@ impl<M: Memory> Runtime<M> {
                     info.module_name
                 ),
             })?;
-        let image_search = ImageSearch {
-            dirs: target.image_search_path(),
-            recorded_paths: target.use_recorded_paths(),
-        };
+        let image_search = ImageSearch::of_target(&target);
         let dac_revision =
             layout::DacTableRevision::detect(&target_dac_probe(&target, dac_table, layout));
         let mut rt = Runtime {
@@ -838,10 +846,7 @@ impl<M: Memory> Runtime<M> {
             ee_jit_manager: 0,
             ready_to_run_jit_manager: 0,
         };
-        let image_search = ImageSearch {
-            dirs: target.image_search_path(),
-            recorded_paths: target.use_recorded_paths(),
-        };
+        let image_search = ImageSearch::of_target(&target);
         let rt = Runtime {
             mem: target,
             info,

@@ -740,6 +740,51 @@ pub struct ModuleOut {
     /// Other places the same file is mapped as a whole (the .NET runtime on Linux maps each
     /// assembly twice: flat for its metadata and as a loaded image).
     pub also_mapped_at: Vec<AlsoMapped>,
+    /// Bytes of the file's mappings that the dump lacks (gcore leaves out pages never
+    /// written), and where they are read from.
+    pub missing: Option<MissingOut>,
+}
+
+/// Where the bytes a dump lacks in a mapped file come from.
+#[derive(Serialize)]
+pub struct MissingOut {
+    /// Bytes of all the file's mappings that the dump lacks.
+    pub bytes: u64,
+    /// "file" (read from `file`, accepted by `check`), "not_verified" (a file was found but
+    /// nothing anchors its identity: not read) or "none" (`why`).
+    pub source: &'static str,
+    pub file: Option<String>,
+    /// The check that accepted the file: "build id matches (...)", "PE identity matches
+    /// (...)", "the runtime's records: ...".
+    pub check: Option<String>,
+    pub why: Option<String>,
+}
+
+impl MissingOut {
+    fn of(f: &dumpreader::FileSource) -> MissingOut {
+        let (source, file, check, why) = match &f.state {
+            dumpreader::FileSourceState::Used { file, check } => (
+                "file",
+                Some(file.display().to_string()),
+                Some(check.clone()),
+                None,
+            ),
+            dumpreader::FileSourceState::Unverified { candidates, why } => (
+                "not_verified",
+                candidates.first().map(|c| c.display().to_string()),
+                None,
+                Some(why.clone()),
+            ),
+            dumpreader::FileSourceState::NotUsed { why } => ("none", None, None, Some(why.clone())),
+        };
+        MissingOut {
+            bytes: f.missing_bytes,
+            source,
+            file,
+            check,
+            why,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -791,6 +836,9 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             None => groups.push(vec![md]),
         }
     }
+    // The runtime's records settle the files of images whose headers the dump lacks.
+    let _ = s.clr();
+    let sources = s.target.file_sources();
     let mut rows = Vec::new();
     for g in groups {
         let layouts: Vec<Option<&'static str>> = g.iter().map(|md| pe_layout(s, md)).collect();
@@ -850,6 +898,10 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     })
                 }),
                 also_mapped_at: also,
+                missing: sources
+                    .iter()
+                    .find(|f| f.recorded == md.path && f.missing_bytes > 0)
+                    .map(MissingOut::of),
             },
         ));
     }
@@ -875,6 +927,16 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 "\n  also mapped at {} ({})",
                 a.base,
                 a.layout.unwrap_or("?")
+            ));
+        }
+        if let Some(f) = sources
+            .iter()
+            .find(|f| f.recorded == md.path && f.missing_bytes > 0)
+        {
+            path.push_str(&format!(
+                "\n  {:#x} bytes not in the dump: {}",
+                f.missing_bytes,
+                f.state.describe()
             ));
         }
         t.add_row(vec![

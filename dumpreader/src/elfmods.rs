@@ -86,7 +86,7 @@ pub(crate) struct Built {
 
 fn magic(d: &Dump, addr: u64) -> Option<ModuleKind> {
     let mut m = [0u8; 4];
-    if d.read(addr, &mut m) != 4 {
+    if d.raw().read(addr, &mut m) != 4 {
         return None;
     }
     if &m == b"\x7fELF" {
@@ -100,7 +100,7 @@ fn magic(d: &Dump, addr: u64) -> Option<ModuleKind> {
 
 /// The ELF image at `base`: (end of its PT_LOAD extent, its PT_LOAD ranges as addresses).
 fn elf_extent(d: &Dump, base: u64) -> Option<(u64, Vec<ProgramHeader>, u64)> {
-    let (phdrs, bias) = image::elf_headers(d, base).ok()?;
+    let (phdrs, bias) = image::elf_headers(&d.raw(), base).ok()?;
     let end = phdrs
         .iter()
         .filter(|p| p.p_type == 1)
@@ -143,7 +143,8 @@ pub(crate) fn build(d: &Dump, mappings: &[FileMapping], opts: &OpenOptions) -> B
                     mine.push((*x).clone());
                 }
             }
-            let identity = image::build_id_from(d, &phdrs, bias).map(ModuleIdentity::BuildId);
+            let identity =
+                image::build_id_from(&d.raw(), &phdrs, bias).map(ModuleIdentity::BuildId);
             elf_heads.push((m.start, end, phdrs, bias));
             out.push(ModuleInfo {
                 path: path.to_string(),
@@ -227,7 +228,7 @@ fn group_rest(d: &Dump, path: &str, maps: &[&FileMapping], out: &mut Vec<ModuleI
             let mut b = [0u8; 1];
             match magic(d, m.start) {
                 Some(k) => Some(k),
-                None if pe_by_name && d.read(m.start, &mut b) == 0 => Some(ModuleKind::Pe),
+                None if pe_by_name && d.raw().read(m.start, &mut b) == 0 => Some(ModuleKind::Pe),
                 None => None,
             }
         } else {
@@ -244,7 +245,7 @@ fn group_rest(d: &Dump, path: &str, maps: &[&FileMapping], out: &mut Vec<ModuleI
         // header is not in the dump).
         let inside_previous_pe = groups.last().is_some_and(|g| {
             g.1 == ModuleKind::Pe
-                && match image::pe_identity(d, g.0) {
+                && match image::pe_identity(&d.raw(), g.0) {
                     Some(ModuleIdentity::Pe { size_of_image, .. }) => {
                         m.start < g.0.saturating_add(u64::from(size_of_image))
                     }
@@ -280,8 +281,8 @@ fn group_rest(d: &Dump, path: &str, maps: &[&FileMapping], out: &mut Vec<ModuleI
         };
         let end = mappings.iter().map(|m| m.end).max().unwrap_or(base);
         let identity = match kind {
-            ModuleKind::Elf => image::elf_build_id(d, base).map(ModuleIdentity::BuildId),
-            ModuleKind::Pe => image::pe_identity(d, base),
+            ModuleKind::Elf => image::elf_build_id(&d.raw(), base).map(ModuleIdentity::BuildId),
+            ModuleKind::Pe => image::pe_identity(&d.raw(), base),
             ModuleKind::Other => None,
         };
         out.push(ModuleInfo {
@@ -410,25 +411,18 @@ fn find_bundle(
     };
     // The build id names the host program (the runtime pack's singlefilehost), not the bundle
     // appended to it: the file's own marker must point where the dump's does.
-    let marker_in = |bytes: &[u8]| -> Option<(usize, u64)> {
-        if let Some(o) = marker_file_off.and_then(|o| usize::try_from(o).ok()) {
-            if let Some(m) = bytes.get(o..o.saturating_add(40)) {
-                if m[8..] == bundle::BUNDLE_SIGNATURE {
-                    return Some((o, crate::bytes::le_u64(m, 0)));
-                }
-            }
-        }
-        bundle::find_marker(bytes)
-    };
-    let file = file.and_then(|(fpath, bytes, note)| match marker_in(&bytes) {
-        Some((_, off)) if off == header_offset => Ok((fpath, bytes, note)),
-        Some((_, off)) => Err(format!(
+    let file =
+        file.and_then(
+            |(fpath, bytes, note)| match marker_in_file(&bytes, marker_file_off) {
+                Some(off) if off == header_offset => Ok((fpath, bytes, note)),
+                Some(off) => Err(format!(
             "{}: {note}, but it carries another bundle (manifest at file offset {off:#x}, the \
              dump's at {header_offset:#x})",
             fpath.display()
         )),
-        None => Err(format!("{}: no bundle marker in the file", fpath.display())),
-    });
+                None => Err(format!("{}: no bundle marker in the file", fpath.display())),
+            },
+        );
     let (manifest, source) = match file {
         Ok((fpath, bytes, note)) => {
             match bundle::parse_manifest(&bytes, 0, header_offset, Some(bytes.len() as u64)) {
@@ -464,7 +458,7 @@ fn read_sparse(d: &Dump, addr: u64, len: u64) -> Vec<u8> {
     let mut done = 0usize;
     while done < len {
         let a = addr + done as u64;
-        let got = d.read(a, &mut v[done..]);
+        let got = d.raw().read(a, &mut v[done..]);
         done += got;
         if done < len {
             // Skip to the next page.
@@ -478,9 +472,40 @@ fn read_sparse(d: &Dump, addr: u64, len: u64) -> Vec<u8> {
 /// The bytes at `addr..addr+len` that the dump holds, up to the first missing one.
 fn read_present(d: &Dump, addr: u64, len: u64) -> Vec<u8> {
     let mut v = vec![0u8; len.min(MAX_MARKER_SCAN) as usize];
-    let got = d.read(addr, &mut v);
+    let got = d.raw().read(addr, &mut v);
     v.truncate(got);
     v
+}
+
+/// Where the bundle marker of a host file points (the manifest's file offset): read at
+/// `known` (the marker's file offset, when the dump told it) or found by a scan.
+pub(crate) fn marker_in_file(bytes: &[u8], known: Option<u64>) -> Option<u64> {
+    if let Some(o) = known.and_then(|o| usize::try_from(o).ok()) {
+        if let Some(m) = bytes.get(o..o.saturating_add(40)) {
+            if m.len() == 40 && m[8..] == bundle::BUNDLE_SIGNATURE {
+                return Some(crate::bytes::le_u64(m, 0));
+            }
+        }
+    }
+    bundle::find_marker(bytes).map(|(_, off)| off)
+}
+
+/// Whether a host file carries the dump's bundle: its marker points where the dump's does
+/// (a host's build id names the runtime's singlefilehost, not the app bundled into it).
+pub(crate) fn bundle_in_file(hb: &HostBundle, bytes: &[u8]) -> Result<(), String> {
+    match marker_in_file(bytes, hb.marker_file_offset) {
+        Some(off) if off == hb.header_offset => Ok(()),
+        other => Err(format!(
+            "it carries another bundle (marker {:?}, the dump's manifest at {:#x})",
+            other, hb.header_offset
+        )),
+    }
+}
+
+/// The files tried for a module recorded at `path`, in order: each image search folder joined
+/// with the file name, then the recorded path itself when [`OpenOptions::recorded_paths`].
+pub(crate) fn image_candidates(path: &str, opts: &OpenOptions) -> Vec<PathBuf> {
+    crate::image_candidates(path, &opts.image_search_path, opts.recorded_paths)
 }
 
 /// The host's file, from the image search path (by name) or its recorded path, accepted only
@@ -494,14 +519,7 @@ pub(crate) fn host_file(
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
-    let mut cands: Vec<PathBuf> = opts
-        .image_search_path
-        .iter()
-        .map(|d| d.join(&name))
-        .collect();
-    if opts.recorded_paths {
-        cands.push(PathBuf::from(path));
-    }
+    let cands = image_candidates(path, opts);
     let mut why = Vec::new();
     for c in cands {
         if !c.is_file() {
@@ -595,8 +613,8 @@ fn place_entries(
             None => ModuleKind::Other,
         };
         let identity = match kind {
-            ModuleKind::Pe => image::pe_identity(d, base),
-            ModuleKind::Elf => image::elf_build_id(d, base).map(ModuleIdentity::BuildId),
+            ModuleKind::Pe => image::pe_identity(&d.raw(), base),
+            ModuleKind::Elf => image::elf_build_id(&d.raw(), base).map(ModuleIdentity::BuildId),
             ModuleKind::Other => None,
         };
         placements.push(BundlePlacement {
@@ -662,14 +680,15 @@ fn place_unnamed(
         let mut kind = ModuleKind::Other;
         let page = read_present(d, first.start, PAGE.min(first.end - first.start));
         if let Some(i) = (0..page.len().saturating_sub(1)).step_by(16).find(|&i| {
-            page[i..].starts_with(b"MZ") && image::pe_identity(d, first.start + i as u64).is_some()
+            page[i..].starts_with(b"MZ")
+                && image::pe_identity(&d.raw(), first.start + i as u64).is_some()
         }) {
             base = first.start + i as u64;
             kind = ModuleKind::Pe;
         }
         let end = mappings.iter().map(|m| m.end).max().unwrap_or(base);
         let identity = match kind {
-            ModuleKind::Pe => image::pe_identity(d, base),
+            ModuleKind::Pe => image::pe_identity(&d.raw(), base),
             _ => None,
         };
         out.push(ModuleInfo {

@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod backing;
 mod bundle;
 mod bytes;
 pub mod context;
@@ -33,6 +34,7 @@ mod mdmp;
 mod memory;
 mod types;
 
+pub use backing::{FileSource, FileSourceState};
 pub use bundle::{
     find_marker as find_bundle_marker, parse_manifest as parse_bundle_manifest,
     write_manifest as write_bundle_manifest, BundleEntry, BundleFileType, BundleManifest,
@@ -175,6 +177,7 @@ pub struct Dump {
     kind: OnceLock<DumpKind>,
     regions: Vec<RegionInfo>,
     images: Mutex<HashMap<u64, Result<Arc<ModuleImage>, Error>>>,
+    backing: backing::Backing,
 }
 
 impl std::fmt::Debug for Dump {
@@ -289,6 +292,7 @@ impl Dump {
                 t.stack = index.range_of(t.context.rsp).map(|r| (r.address, r.end()));
             }
         }
+        let backing = backing::Backing::new(&mappings, producer.0);
         let ml = OnceLock::new();
         if let Some(m) = modules {
             let _ = ml.set(m);
@@ -308,6 +312,7 @@ impl Dump {
             kind: OnceLock::new(),
             regions,
             images: Mutex::new(HashMap::new()),
+            backing,
         })
     }
 
@@ -475,21 +480,40 @@ impl Dump {
     fn load_image(&self, module: &ModuleInfo) -> Result<ModuleImage, Error> {
         let is_pe = module.kind == ModuleKind::Pe
             || (module.kind == ModuleKind::Other && self.info.os == Os::Windows);
+        // A core's file mapping whose file is accepted for the bytes the dump lacks: read
+        // through both (what every other reader sees); otherwise the dump's bytes alone.
+        let raw = self.raw();
+        let (mem, source, from): (&dyn Memory, ImageSource, String) =
+            match self.file_source(&module.path).map(|f| f.state) {
+                Some(backing::FileSourceState::Used { file, check }) => (
+                    self,
+                    ImageSource::File(file.clone()),
+                    format!(
+                        "from dump memory, and from file {} what it lacks: {check}",
+                        file.display()
+                    ),
+                ),
+                _ => (
+                    &raw,
+                    ImageSource::DumpMemory,
+                    "from dump memory".to_string(),
+                ),
+            };
         let layout = if is_pe {
-            image::guess_pe_layout(self, module.base, &module.mappings)
+            image::guess_pe_layout(mem, module.base, &module.mappings)
         } else {
             PeLayout::Mapped
         };
         // 1. The dump's memory.
-        let mem_result = parse_image_in_memory(self, module.base, is_pe, layout);
+        let mem_result = parse_image_in_memory(mem, module.base, is_pe, layout);
         let mut refusals = Vec::new();
         let partial = match mem_result {
             Ok((fmt, probs)) if probs.is_empty() => {
                 return Ok(ModuleImage {
                     module_path: module.path.clone(),
                     base: module.base,
-                    source: ImageSource::DumpMemory,
-                    note: "from dump memory".to_string(),
+                    source,
+                    note: from,
                     format: fmt,
                 });
             }
@@ -515,16 +539,7 @@ impl Dump {
             }
         }
         // 3. Files on disk, matched by identity.
-        let mut candidates: Vec<PathBuf> = self
-            .opts
-            .image_search_path
-            .iter()
-            .map(|d| d.join(module.name()))
-            .collect();
-        if self.opts.recorded_paths {
-            candidates.push(PathBuf::from(&module.path));
-        }
-        for cand in candidates {
+        for cand in elfmods::image_candidates(&module.path, &self.opts) {
             if !cand.is_file() {
                 continue;
             }
@@ -584,24 +599,8 @@ impl Dump {
             .map_err(|e| format!("bundle host file: {e}"))?;
         let bytes: &[u8] = &map;
         // The build id names the host program, not its bundle: the marker must agree too.
-        let at_known = hb
-            .marker_file_offset
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| bytes.get(o..o.checked_add(40)?))
-            .filter(|m| m[8..] == BUNDLE_SIGNATURE)
-            .map(|m| (0, bytes::le_u64(m, 0)));
-        match at_known.or_else(|| bundle::find_marker(bytes)) {
-            Some((_, off)) if off == hb.header_offset => {}
-            other => {
-                return Err(format!(
-                    "{}: {verdict}, but it carries another bundle (marker {:?}, the dump's \
-                     manifest at {:#x})",
-                    fpath.display(),
-                    other.map(|o| o.1),
-                    hb.header_offset
-                ))
-            }
-        }
+        elfmods::bundle_in_file(hb, bytes)
+            .map_err(|e| format!("{}: {verdict}, but {e}", fpath.display()))?;
         let slice = usize::try_from(entry.offset)
             .ok()
             .and_then(|o| bytes.get(o..o.checked_add(usize::try_from(entry.size).ok()?)?))
@@ -657,7 +656,14 @@ impl Dump {
                 ))
             }
             (Some(want), None) => return Err(format!("file has no identity, dump has {want}")),
-            (None, _) => "identity not in dump, not verified".to_string(),
+            // A core's file that its checks left unverified or refused is not used either.
+            (None, _) => match self.file_source(&module.path).map(|f| f.state) {
+                Some(st @ backing::FileSourceState::Unverified { .. })
+                | Some(st @ backing::FileSourceState::NotUsed { .. }) => {
+                    return Err(format!("identity not in dump, and {}", st.describe()))
+                }
+                _ => "identity not in dump, not verified".to_string(),
+            },
         };
         let note = format!("from file {}: {verdict}", path.display());
         let fmt = if is_pe {
@@ -700,10 +706,65 @@ impl Dump {
 }
 
 impl Memory for Dump {
+    /// The dump's bytes; where a file-backed mapping lacks pages that its producer leaves out
+    /// unwritten (gcore, kernel), the mapped file's bytes once its identity is checked (see
+    /// [`Dump::file_sources`]).
     #[inline]
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
-        self.index.read(self.data.bytes(), addr, buf)
+        let got = self.index.read(self.data.bytes(), addr, buf);
+        if got == buf.len() {
+            return got;
+        }
+        self.read_missing(addr, buf, got)
     }
+}
+
+impl Dump {
+    /// The rest of a read that stopped at `got`: alternately from accepted files and the dump.
+    #[cold]
+    fn read_missing(&self, addr: u64, buf: &mut [u8], mut got: usize) -> usize {
+        while got < buf.len() {
+            let a = addr.wrapping_add(got as u64);
+            let f = self.read_from_files(a, &mut buf[got..]);
+            if f == 0 {
+                break;
+            }
+            got += f;
+            let a = addr.wrapping_add(got as u64);
+            got += self.index.read(self.data.bytes(), a, &mut buf[got..]);
+        }
+        got
+    }
+
+    /// The dump's own memory only (no image files): what module discovery reads.
+    pub(crate) fn raw(&self) -> Raw<'_> {
+        Raw(self)
+    }
+}
+
+/// A dump's own memory, without the mapped files standing in for missing pages.
+pub(crate) struct Raw<'a>(&'a Dump);
+
+impl Memory for Raw<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
+        self.0.index.read(self.0.data.bytes(), addr, buf)
+    }
+}
+
+/// The files tried, in order, for an image file recorded at `recorded` (a Linux or Windows
+/// path): each folder of `dirs` joined with its file name, then the recorded path itself when
+/// `recorded_paths`. The one candidate rule of every layer.
+pub fn image_candidates(recorded: &str, dirs: &[PathBuf], recorded_paths: bool) -> Vec<PathBuf> {
+    let name = recorded.rsplit(['/', '\\']).next().unwrap_or(recorded);
+    let mut cands: Vec<PathBuf> = if name.is_empty() {
+        Vec::new()
+    } else {
+        dirs.iter().map(|d| d.join(name)).collect()
+    };
+    if recorded_paths && !recorded.is_empty() && !cands.iter().any(|c| c == Path::new(recorded)) {
+        cands.push(PathBuf::from(recorded));
+    }
+    cands
 }
 
 /// Parses the image whose headers are at `base` in `mem` (ELF, or PE in the given layout).
@@ -761,6 +822,27 @@ pub trait Target: Memory {
     /// What kind of dump the target is, when it is a dump file.
     fn dump_kind(&self) -> Option<&DumpKind> {
         None
+    }
+    /// Where the bytes the target lacks in each mapped file come from (empty when the target
+    /// does not read files for missing pages).
+    fn file_sources(&self) -> Vec<FileSource> {
+        Vec::new()
+    }
+    /// Mapped files found on disk whose identity the target cannot anchor itself (a PE file
+    /// whose headers a core lacks): (recorded path, candidate files). A layer that knows the
+    /// loader may check them and settle each with [`Target::settle_image_file`].
+    fn unverified_image_files(&self) -> Vec<(String, Vec<PathBuf>)> {
+        Vec::new()
+    }
+    /// Accepts a candidate file for `recorded` with the check that verified it (`Ok((file,
+    /// check))`), or refuses them (`Err(why)`). Returns whether there was such a file to settle.
+    fn settle_image_file(
+        &self,
+        recorded: &str,
+        verdict: Result<(PathBuf, String), String>,
+    ) -> bool {
+        let _ = (recorded, verdict);
+        false
     }
 
     /// The module containing `addr`.
@@ -826,6 +908,19 @@ macro_rules! forward_target {
             fn dump_kind(&self) -> Option<&DumpKind> {
                 (**self).dump_kind()
             }
+            fn file_sources(&self) -> Vec<FileSource> {
+                (**self).file_sources()
+            }
+            fn unverified_image_files(&self) -> Vec<(String, Vec<PathBuf>)> {
+                (**self).unverified_image_files()
+            }
+            fn settle_image_file(
+                &self,
+                recorded: &str,
+                verdict: Result<(PathBuf, String), String>,
+            ) -> bool {
+                (**self).settle_image_file(recorded, verdict)
+            }
         }
     )*};
 }
@@ -864,6 +959,19 @@ impl Target for Dump {
     }
     fn dump_kind(&self) -> Option<&DumpKind> {
         Some(Dump::dump_kind(self))
+    }
+    fn file_sources(&self) -> Vec<FileSource> {
+        Dump::file_sources(self)
+    }
+    fn unverified_image_files(&self) -> Vec<(String, Vec<PathBuf>)> {
+        Dump::unverified_files(self)
+    }
+    fn settle_image_file(
+        &self,
+        recorded: &str,
+        verdict: Result<(PathBuf, String), String>,
+    ) -> bool {
+        Dump::settle_file(self, recorded, verdict)
     }
 }
 

@@ -305,3 +305,56 @@ fn help_lists_every_command_and_each_commands_options() {
         "help db shows db's options: {text}"
     );
 }
+
+/// `modules` on a gcore core says per file where the bytes the dump lacks come from and which
+/// check accepted the file: CoreLib from the framework pack by the runtime's records,
+/// libcoreclr by its build id; the app's hang.dll, not on this machine, is read from nowhere.
+#[test]
+fn modules_say_where_a_gcore_cores_missing_bytes_come_from() {
+    for e in tests::all()
+        .into_iter()
+        .filter(|e| e.kind() == "gcore" && e.shape() == "framework-dependent")
+    {
+        if !e.has_framework() {
+            println!(
+                "SKIPPED {}: no .NET {} runtime pack here",
+                e.name,
+                e.runtime_version()
+            );
+            continue;
+        }
+        let doc = run_json(&session(&e), "modules");
+        let mods = doc["result"]["modules"].as_array().unwrap();
+        let by_name = |n: &str| {
+            mods.iter()
+                .find(|m| m["path"].as_str().unwrap().ends_with(n))
+                .unwrap_or_else(|| panic!("{}: no {n}", e.name))
+        };
+        let core = &by_name("/System.Private.CoreLib.dll")["missing"];
+        assert_eq!(core["source"], "file", "{}: {core}", e.name);
+        assert!(
+            core["check"]
+                .as_str()
+                .unwrap()
+                .starts_with("the runtime's records:"),
+            "{core}"
+        );
+        assert!(core["bytes"].as_u64().unwrap() > 0);
+        let clr = &by_name("/libcoreclr.so")["missing"];
+        assert_eq!(clr["source"], "file", "{clr}");
+        assert!(
+            clr["check"]
+                .as_str()
+                .unwrap()
+                .starts_with("build id matches"),
+            "{clr}"
+        );
+        let app = &by_name("/hang.dll")["missing"];
+        assert_eq!(app["source"], "none", "{}: {app}", e.name);
+        assert!(app["file"].is_null(), "{app}");
+        println!(
+            "{}: CoreLib: {}; hang.dll: {}",
+            e.name, core["check"], app["why"]
+        );
+    }
+}

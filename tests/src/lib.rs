@@ -79,6 +79,61 @@ impl Entry {
         self.kind() != "gcore" && !self.shape().starts_with("single-file")
     }
 
+    /// Whether every managed image's bytes can be read: in the dump ([`Entry::images_in_dump`]),
+    /// or, where a gcore core lacks them, from files on this machine that dumpreader and the
+    /// runtime's records accepted ([`Entry::unread_images`] is empty).
+    pub fn images_readable(&self) -> bool {
+        self.images_in_dump()
+            || (self.kind() == "gcore" && self.has_framework() && self.unread_images().is_empty())
+    }
+
+    /// The image files (assemblies, the runtime, a single-file host) whose bytes this dump
+    /// lacks and that no file on this machine stands in for, each with why ("none: no file
+    /// hang.dll on the image path", "not verified: ...", "none: refused: ..."). Opens the dump
+    /// once per process.
+    pub fn unread_images(&self) -> Vec<String> {
+        static CACHE: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+        > = std::sync::OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(v) = cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&self.name)
+        {
+            return v.clone();
+        }
+        let d = self.open();
+        // The runtime's records settle the PE files whose headers the dump lacks.
+        let _ = clrdata::Runtime::discover(&d);
+        let hosts: Vec<String> = d.bundles().iter().map(|b| b.host_path.clone()).collect();
+        let v: Vec<String> = d
+            .file_sources()
+            .into_iter()
+            .filter(|f| f.missing_bytes > 0)
+            .filter(|f| {
+                let n = f.recorded.to_ascii_lowercase();
+                n.ends_with(".dll") || n.ends_with("libcoreclr.so") || hosts.contains(&f.recorded)
+            })
+            .filter(|f| !matches!(f.state, dumpreader::FileSourceState::Used { .. }))
+            .map(|f| format!("{}: {}", f.recorded, f.state.describe()))
+            .collect();
+        cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(self.name.clone(), v.clone());
+        v
+    }
+
+    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`: small app files
+    /// checked against the dump's truths), when there are any.
+    pub fn image_dir(&self) -> Option<PathBuf> {
+        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../dumps/images")
+            .join(&self.name);
+        d.is_dir().then_some(d)
+    }
+
     /// Whether the dump holds the GC heap: every kind but createdump's `--triage` and
     /// `--normal` (and minidumps without full memory) does.
     pub fn has_heap(&self) -> bool {
@@ -224,7 +279,9 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
 /// ([`family_claims`]) and its kind holds what it needs. A triage dump holds no GC heap; a
 /// gcore core leaves out the unmodified file mappings (the assemblies' metadata and ReadyToRun
 /// code) and a single-file app's assemblies live in its bundle, so on those only what the
-/// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them).
+/// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them),
+/// unless every image the gcore core lacks is read from an accepted file on this machine
+/// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give).
 pub fn claims(e: &Entry, cap: Capability) -> bool {
     use Capability::*;
     if !family_claims(e.family(), cap) {
@@ -233,7 +290,7 @@ pub fn claims(e: &Entry, cap: Capability) -> bool {
     match cap {
         HeapWalk | ServerGc => e.has_heap(),
         Threads => true,
-        _ => e.has_heap() && e.images_in_dump(),
+        _ => e.has_heap() && e.images_readable(),
     }
 }
 
@@ -414,7 +471,11 @@ impl Entry {
     /// from the paths the dump records.
     pub fn open_options(&self) -> dumpreader::OpenOptions {
         dumpreader::OpenOptions {
-            image_search_path: self.framework_dirs(),
+            image_search_path: self
+                .image_dir()
+                .into_iter()
+                .chain(self.framework_dirs())
+                .collect(),
             recorded_paths: false,
             ..Default::default()
         }

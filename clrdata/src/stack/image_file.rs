@@ -7,6 +7,12 @@
 //! headers in the dump. [`Overlay`] reads such an image's bytes from its file (a dump may
 //! zero-fill pages it did not save, so the file is the better witness of read-only tables)
 //! and everything else from the dump.
+//!
+//! A gcore or kernel core does not need this: its target (dumpreader) reads the pages it lacks
+//! from identity-checked files itself, and a page such a core holds is the process's own
+//! (relocated, written). createdump dumps still do: createdump may also leave out pages the
+//! process wrote, so dumpreader serves no file for them, and only the read-only tables this
+//! overlay is used for are safe to take from the file.
 
 use crate::metadata::{PeHeaders, PeLayout};
 use dumpreader::Memory;

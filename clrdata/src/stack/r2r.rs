@@ -67,12 +67,17 @@ impl R2rImage {
         } else {
             PeLayout::Flat
         };
-        let file = rt
-            .image_search
-            .candidates(&md.path)
-            .iter()
-            .find_map(|p| ImageFile::open(m, base, layout, &p.to_string_lossy()).ok())
-            .map(Arc::new);
+        // A core whose target reads the missing pages from the image files itself (gcore)
+        // needs no file here.
+        let file = if rt.image_search.target_reads_files {
+            None
+        } else {
+            rt.image_search
+                .candidates(&md.path)
+                .iter()
+                .find_map(|p| ImageFile::open(m, base, layout, &p.to_string_lossy()).ok())
+                .map(Arc::new)
+        };
         let ov = super::image_file::Overlay {
             inner: m,
             files: file.iter().cloned().collect(),
