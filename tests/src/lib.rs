@@ -279,7 +279,8 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
 /// ([`family_claims`]) and its kind holds what it needs. A triage dump holds no GC heap; a
 /// gcore core leaves out the unmodified file mappings (the assemblies' metadata and ReadyToRun
 /// code) and a single-file app's assemblies live in its bundle, so on those only what the
-/// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them),
+/// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them;
+/// the stack walk and method names are claimed on a triage dump, which holds the stacks),
 /// unless every image the gcore core lacks is read from an accepted file on this machine
 /// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give).
 pub fn claims(e: &Entry, cap: Capability) -> bool {
@@ -290,6 +291,9 @@ pub fn claims(e: &Entry, cap: Capability) -> bool {
     match cap {
         HeapWalk | ServerGc => e.has_heap(),
         Threads => true,
+        // the stack walk and method names need the images, not the heap: a triage dump
+        // holds the stacks (clrdata/tests/stack_truth.rs checks them against the DAC's)
+        Stacks | Methods => e.images_readable(),
         _ => e.has_heap() && e.images_readable(),
     }
 }
