@@ -106,7 +106,14 @@ impl Entry {
         let d = self.open();
         // The runtime's records settle the PE files whose headers the dump lacks.
         let _ = clrdata::Runtime::discover(&d);
-        let hosts: Vec<String> = d.bundles().iter().map(|b| b.host_path.clone()).collect();
+        // A single-file host counts when its bundle maps assemblies out of it; a compressed
+        // bundle inflates them into anonymous memory, which the core holds.
+        let hosts: Vec<String> = d
+            .bundles()
+            .iter()
+            .filter(|b| b.bundle_mappings > 0)
+            .map(|b| b.host_path.clone())
+            .collect();
         let v: Vec<String> = d
             .file_sources()
             .into_iter()
