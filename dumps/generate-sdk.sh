@@ -327,7 +327,11 @@ EOF
     rm -f "$OUT/$name.clrmd.json"
     if [ "${NO_CLRMD:-0}" != 1 ] && [ -f "$CLRMD" ]; then
         log "[$name] ClrMD truth"
-        if ! bash "$CLRMD" "$dmp" "$dac" "$st/$name.clrmd.json" > "$w/clrmd.log" 2>&1; then
+        # a gcore core lacks the file-backed pages; right after the dump the files on disk are
+        # the ones that were mapped, so ClrMD reads them as dacprobe does (tools/clrmd finding 7)
+        local -a clrmd_args=()
+        [ $kind != gcore ] || clrmd_args+=(--file-fallback)
+        if ! bash "$CLRMD" "$dmp" "$dac" "$st/$name.clrmd.json" "${clrmd_args[@]}" > "$w/clrmd.log" 2>&1; then
             tail -n 20 "$w/clrmd.log" >&2
             log "[$name] WARNING: tools/clrmd/truth.sh failed: no $name.clrmd.json"
             rm -f "$st/$name.clrmd.json"
@@ -337,6 +341,14 @@ EOF
     fi
     mkdir -p "$OUT"
     mv -f "$st"/* "$OUT/"
+    if [ $kind = gcore ] && [ $sc = false ]; then
+        # gcore leaves out the app's own (file-mapped, never written) dll, and this build of it
+        # exists nowhere else: keep it (a few KB) for the tests' image path (dumps/images/<name>/;
+        # the framework's files come from the NuGet pack)
+        rm -rf "$OUT/images/$name"
+        mkdir -p "$OUT/images/$name"
+        cp "$app/$prog.dll" "$OUT/images/$name/"
+    fi
     [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
     log "[$name] $(numfmt --to=iec "$zsz") compressed"
 }

@@ -44,8 +44,9 @@ fn gcore_fd() -> Vec<Entry> {
     out
 }
 
-/// Where each file's missing bytes come from: the framework's assemblies are accepted by the
-/// runtime's records, the runtime by its build id; nothing is read from an unchecked file.
+/// Where each file's missing bytes come from: the framework's assemblies (and the app's dll
+/// kept in dumps/images/<name>/) are accepted by the runtime's records, the runtime by its
+/// build id; nothing is read from an unchecked file.
 #[test]
 fn gcore_framework_files_are_checked_before_use() {
     let mut files = 0;
@@ -62,7 +63,10 @@ fn gcore_framework_files_are_checked_before_use() {
             match &f.state {
                 dumpreader::FileSourceState::Used { file, check } => {
                     assert!(
-                        e.framework_dirs().iter().any(|dir| file.starts_with(dir)),
+                        e.framework_dirs()
+                            .iter()
+                            .chain(e.image_dir().iter())
+                            .any(|dir| file.starts_with(dir)),
                         "{}: {name} read from {} (recorded paths are off)",
                         e.name,
                         file.display()
