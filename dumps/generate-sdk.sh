@@ -4,7 +4,7 @@
 # Builds dumpshell's second Linux dump corpus: the scenario programs compiled by Roslyn (the .NET
 # SDK) and run on runtimes taken from NuGet runtime packs alone, in several app shapes and dump
 # kinds.  (dumps/generate.sh, untouched, still makes the mcs / .NET 8.0.4 / 3.1 dumps.)
-# Per dump name <scenario>-<rt>[-<shape>][-<kind>] (shapes: sc, single, singlez, r2r, trim, and
+# Per dump name <scenario>-<rt>[-<shape>][-<kind>] (shapes: sc, single, singlez, singlex (self-extracting), r2r, trim, and
 # debug = framework-dependent built with -c Debug, unoptimized: class state machines):
 #   1. restores Microsoft.NETCore.App.Runtime.linux-x64 + .Host.linux-x64 <version> from NuGet
 #      (dumps/sdk/Fetch.csproj) and lays out a private dotnet root in dumps/build/roots/<version>/
@@ -144,7 +144,7 @@ run_one() {
     scen=${parts[0]}; rt=${parts[1]}
     for part in "${parts[@]:2}"; do
         case $part in
-            sc|single|singlez|r2r|trim|debug) shape=$part ;;
+            sc|single|singlez|singlex|r2r|trim|debug) shape=$part ;;
             full|triage|normal|gcore) kind=$part ;;
             *) die "unknown shape or kind '$part' in '$name'" ;;
         esac
@@ -176,13 +176,17 @@ run_one() {
         single) shape_name=single-file; sc=true; props+=(-p:PublishSingleFile=true) ;;
         singlez) shape_name=single-file-compressed; sc=true
                  props+=(-p:PublishSingleFile=true -p:EnableCompressionInSingleFile=true) ;;
+        # self-extracting: the host extracts every bundled file to $DOTNET_BUNDLE_EXTRACT_BASE_DIR
+        # (default ~/.net/<app>/<bundle id>/) and the runtime maps the assemblies from there
+        singlex) shape_name=single-file-self-extract; sc=true
+                 props+=(-p:PublishSingleFile=true -p:IncludeAllContentForSelfExtract=true) ;;
         r2r) shape_name=ready-to-run; props+=(-p:PublishReadyToRun=true) ;;
         trim) shape_name=trimmed; sc=true
               # ILLink.Tasks comes in the runtime's version and runs on that runtime, which the
               # SDK's own dotnet root lacks: run it with the private root's muxer
               props+=(-p:PublishTrimmed=true "-p:_DotNetHostDirectory=$root/") ;;
     esac
-    if { [ $shape = single ] || [ $shape = singlez ]; } && { [ $kind != full ] && [ $kind != gcore ]; }; then
+    if { [ $shape = single ] || [ $shape = singlez ] || [ $shape = singlex ]; } && { [ $kind != full ] && [ $kind != gcore ]; }; then
         # createdump finds no libcoreclr.so in a single-file app, so it does not load the DAC
         # and writes the dump from the memory map alone (with --singlefile it refuses anything but
         # --full): the host's .data, the code heaps and the runtime's double-mapped memory are
@@ -204,7 +208,7 @@ run_one() {
     local -a cmd
     if [ $sc = true ]; then
         cmd=("$app/$prog")
-        if [ $shape = single ] || [ $shape = singlez ]; then
+        if [ $shape = single ] || [ $shape = singlez ] || [ $shape = singlex ]; then
             [ ! -e "$app/libcoreclr.so" ] || die "[$name] single-file publish left libcoreclr.so beside the app"
         fi
     else
@@ -228,14 +232,14 @@ run_one() {
         # the runtime that actually runs: the one the manifest names, from the expected place
         local want=$fx/libcoreclr.so got
         [ $sc = false ] || want=$app/libcoreclr.so
-        [ $shape != single ] && [ $shape != singlez ] || want=$app/$prog
+        [ $shape != single ] && [ $shape != singlez ] && [ $shape != singlex ] || want=$app/$prog
         got=$(awk -v w="$want" '$6 == w {print $6}' "/proc/$pid/maps" | head -n1)
         [ "$got" = "$want" ] || { kill -9 "$pid"; die "[$name] $want is not mapped: not the expected runtime"; }
         case $kind in
             withheap|full|triage|normal)
                 local -a cdargs=(--$kind)
                 # single-file: createdump needs to be told (it then takes the runtime from the host)
-                if [ $shape = single ] || [ $shape = singlez ]; then cdargs+=(--singlefile); fi
+                if [ $shape = single ] || [ $shape = singlez ] || [ $shape = singlex ]; then cdargs+=(--singlefile); fi
                 log "[$name] createdump ${cdargs[*]} $pid"
                 tool="createdump $ver"
                 if ! "$createdump" "${cdargs[@]}" -f "$dmp" "$pid" > "$w/createdump.log" 2>&1; then

@@ -185,8 +185,8 @@ pub struct DumpKindOut {
 
 #[derive(Serialize)]
 pub struct AppShapeOut {
-    /// "single-file", "single-file-compressed", "framework-dependent", "self-contained", or
-    /// "none" (no .NET runtime found).
+    /// "single-file", "single-file-compressed", "single-file-self-extract",
+    /// "framework-dependent", "self-contained", or "none" (no .NET runtime found).
     pub shape: &'static str,
     pub description: String,
     /// The single-file host's path.
@@ -364,17 +364,36 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
             Some(r) => format!("the runtime from {}", r.module_path),
             None => "no .NET runtime found in it".to_string(),
         };
+        // A self-extracting bundle (IncludeAllContentForSelfExtract): the host extracted its
+        // files to a folder and the runtime maps the assemblies from there, CoreLib first.
+        let extracted_to = s
+            .target
+            .modules()
+            .iter()
+            .find(|m| {
+                m.name().eq_ignore_ascii_case("System.Private.CoreLib.dll")
+                    && m.path != hb.host_path
+                    && !m.path.is_empty()
+            })
+            .map(|m| dir_of(&m.path).to_string());
         // Without the manifest: a compressed bundle maps none of its files from the host.
         let is_compressed = match compressed {
             Some(c) => c > 0,
             None => hb.bundle_mappings == 0,
         };
-        let shape = if is_compressed {
+        let shape = if extracted_to.is_some() {
+            "single-file-self-extract"
+        } else if is_compressed {
             "single-file-compressed"
         } else {
             "single-file"
         };
         let mut description = format!("single-file host {host_name} with {inside}");
+        if let Some(dir) = &extracted_to {
+            description.push_str(&format!(
+                "; self-extracting: its files were extracted to {dir} and are mapped from there"
+            ));
+        }
         match man {
             Some(m) => description.push_str(&format!(
                 "; bundle of {} files ({} compressed), {} mapped",
@@ -382,6 +401,7 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
                 compressed.unwrap_or(0),
                 hb.placements.len()
             )),
+            None if extracted_to.is_some() => {}
             None if is_compressed => description.push_str(
                 "; compressed bundle (none of its files is mapped from the host; manifest not \
                  readable: give the host file with --image-path)",

@@ -215,7 +215,15 @@ fn bundled_assemblies_are_named_from_the_manifest() {
             eprintln!("  !!! {}: runtime pack not here; names unchecked", e.name);
         }
         let compressed = man.entries.iter().filter(|x| x.is_compressed()).count();
-        if e.shape() == "single-file-compressed" {
+        if e.shape() == "single-file-self-extract" {
+            // extracted to a folder: the runtime maps the assemblies from there, none from the
+            // host
+            assert_eq!(
+                hb.bundle_mappings, 0,
+                "{}: nothing mapped from the host",
+                e.name
+            );
+        } else if e.shape() == "single-file-compressed" {
             assert!(compressed > 0, "{}", e.name);
             assert_eq!(
                 hb.bundle_mappings, 0,
@@ -293,7 +301,10 @@ fn info_names_the_app_shape_and_the_dump_kind() {
         // ReadyToRun apps are framework-dependent in how the runtime is hosted; trimming
         // needs a self-contained publish.
         let want_shape = match shape.as_str() {
-            "single-file" | "single-file-compressed" | "self-contained" => shape.as_str(),
+            "single-file"
+            | "single-file-compressed"
+            | "single-file-self-extract"
+            | "self-contained" => shape.as_str(),
             "trimmed" => "self-contained",
             _ => "framework-dependent",
         };
