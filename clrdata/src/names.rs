@@ -223,7 +223,12 @@ fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<Modul
                 Some(w) if !w.contains("not in the dump") => {
                     format!("its metadata cannot be used: {w}")
                 }
-                _ => "its metadata is not in the dump".into(),
+                _ => match rt.unread_file_at(data.image_base) {
+                    Some(file) => format!(
+                        "its metadata is not in the dump, and its file is not read ({file})"
+                    ),
+                    None => "its metadata is not in the dump".into(),
+                },
             },
         }
     })?;

@@ -196,6 +196,10 @@ pub struct Runtime<M> {
     /// Problems the dump reported when opened (a truncated file...), for explaining missing
     /// memory ([`Runtime::explain`]).
     dump_problems: Vec<String>,
+    /// For a core whose missing file pages may be read from the files (gcore): the address
+    /// ranges of each mapped file whose missing bytes no file stands in for, with why (none
+    /// found, refused, not verified).
+    unread_files: Vec<(u64, u64, String)>,
     /// The runtime's contract descriptor (.NET 9+).
     descriptor: Option<std::sync::Arc<crate::descriptor::ContractDescriptor>>,
     /// Where this build's g_dacTable has an entry the layout's numbering lacks
@@ -497,7 +501,36 @@ impl<M: Memory> Runtime<M> {
         // A core lacking the PE headers of its assemblies: their files, checked against the
         // runtime's own records, fill what it lacks.
         crate::imagecheck::settle_image_files(&rt);
+        let unread: Vec<(String, String)> = rt
+            .memory()
+            .file_sources()
+            .into_iter()
+            .filter(|f| {
+                f.missing_bytes > 0 && !matches!(f.state, dumpreader::FileSourceState::Used { .. })
+            })
+            .map(|f| (f.recorded, f.state.describe()))
+            .collect();
+        if !unread.is_empty() {
+            rt.unread_files = rt
+                .memory()
+                .modules()
+                .iter()
+                .flat_map(|m| {
+                    let why = unread.iter().find(|(p, _)| *p == m.path).map(|u| &u.1);
+                    why.into_iter().map(|w| (m.base, m.end, w.clone()))
+                })
+                .collect();
+        }
         Ok(rt)
+    }
+
+    /// Why the missing bytes of the file mapped at `addr` are not read from a file (a gcore
+    /// core whose file was not found, or was refused), when that is so.
+    pub fn unread_file_at(&self, addr: u64) -> Option<&str> {
+        self.unread_files
+            .iter()
+            .find(|(b, e, _)| (*b..*e).contains(&addr))
+            .map(|u| u.2.as_str())
     }
 
     /// `e`, with the dump's own problems added when `e` is memory missing from a dump that
@@ -596,6 +629,7 @@ impl<M: Memory> Runtime<M> {
             },
             image_search,
             dump_problems: Vec::new(),
+            unread_files: Default::default(),
             descriptor: None,
             dac_revision,
         };
@@ -854,6 +888,7 @@ impl<M: Memory> Runtime<M> {
             globals,
             image_search,
             dump_problems: Vec::new(),
+            unread_files: Default::default(),
             descriptor: Some(std::sync::Arc::new(d)),
             dac_revision: layout::DacTableRevision::AS_NUMBERED,
         };

@@ -371,16 +371,18 @@ fn runtime_threads_and_census_equal_the_dac_exactly() {
         for (mt, v) in &theirs {
             let o = ours.get(mt);
             // A gcore dump lacks unmodified file mappings (the assemblies, or a single-file
-            // app's bundle); names from image files on disk are not read yet: the count and
-            // size must still be exact, the name is said to be unchecked.
+            // app's bundle); where no accepted file stands in (the single-file host is not
+            // kept), the count and size must still be exact and the name says it is unknown.
             let metadata_absent = o.is_some_and(|o| {
-                o.2.starts_with("<unknown type:")
-                    && o.2.ends_with("its metadata is not in the dump>")
+                o.2.starts_with("<unknown type:") && o.2.contains("its metadata is not in the dump")
             });
             if shape == "images-not-in-dump"
                 && metadata_absent
                 && o.map(|o| (o.0, o.1)) == Some((v.0, v.1))
             {
+                // and it says why no file stood in for the missing pages
+                let note = &o.unwrap().2;
+                assert!(note.contains("its file is not read ("), "{name}: {note}");
                 unnamed += 1;
                 continue;
             }
