@@ -14,7 +14,7 @@
 
 use crate::asyncsm::{task_status_of, AsyncAnalysis};
 use crate::channels::{ChannelRole, ChannelState};
-use crate::fields::{int, obj as ref_field};
+use crate::fields::{int, obj as ref_field, object_fields, struct_fields};
 use crate::objects::ObjectReader;
 use crate::stack::dso::{for_each_word, MAX_STACK_BYTES};
 use crate::stack::StackWalker;
@@ -181,10 +181,7 @@ pub fn cancellation_state<M: Memory>(r: &ObjectReader<'_, M>, source: u64) -> Ca
     if source == 0 {
         return st;
     }
-    let Ok((mt, _)) = r.object_mt(source) else {
-        return st;
-    };
-    let Ok(fs) = r.fields(mt, source + 8, false) else {
+    let Some(fs) = fields_at(r, source) else {
         return st;
     };
     st.cancelled = int(&fs, "_state").map(|v| v != 0);
@@ -193,20 +190,24 @@ pub fn cancellation_state<M: Memory>(r: &ObjectReader<'_, M>, source: u64) -> Ca
         Some(0)
     } else {
         (|| {
-            let (rmt, _) = r.object_mt(regs).ok()?;
-            let rf = r.fields(rmt, regs + 8, false).ok()?;
-            let mut node = ref_field(&rf, "Callbacks");
+            let mut node = ref_field(&fields_at(r, regs)?, "Callbacks");
             let mut n = 0u64;
             while node != 0 && n < MAX_REGISTRATIONS {
                 n += 1;
-                let (nmt, _) = r.object_mt(node).ok()?;
-                let nf = r.fields(nmt, node + 8, false).ok()?;
-                node = ref_field(&nf, "Next");
+                node = ref_field(&fields_at(r, node)?, "Next");
             }
             (node == 0).then_some(n)
         })()
     };
     st
+}
+
+/// The instance fields of the object at `addr`, when it is readable.
+fn fields_at<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    addr: u64,
+) -> Option<Vec<crate::objects::FieldData>> {
+    object_fields(r, addr, "object").ok().map(|(_, f)| f)
 }
 
 /// What the thread pool was doing, for a task queued to it (whether it is starved is
@@ -595,12 +596,8 @@ fn classify<M: Memory>(
     if ty == "System.Threading.PeriodicTimer+State" {
         let owner = ref_field(&fs, "_owner");
         let period_ms = (|| {
-            let (omt, _) = r.object_mt(owner).ok()?;
-            let of = r.fields(omt, owner + 8, false).ok()?;
-            let t = ref_field(&of, "_timer");
-            let (tmt, _) = r.object_mt(t).ok()?;
-            let tf = r.fields(tmt, t + 8, false).ok()?;
-            int(&tf, "_period").map(|v| v as u64)
+            let t = ref_field(&fields_at(r, owner)?, "_timer");
+            int(&fields_at(r, t)?, "_period").map(|v| v as u64)
         })();
         return Cause::PeriodicTimer {
             timer: owner,
@@ -617,27 +614,12 @@ fn classify<M: Memory>(
     }
     if ty.starts_with("System.Threading.Tasks.Task+DelayPromise") {
         let timer = Some(ref_field(&fs, "_timer")).filter(|t| *t != 0);
-        let due_ms = timer.and_then(|t| {
-            let (tmt, _) = r.object_mt(t).ok()?;
-            let tf = r.fields(tmt, t + 8, false).ok()?;
-            int(&tf, "_dueTime").map(|v| v as u64)
-        });
+        let due_ms = timer.and_then(|t| int(&fields_at(r, t)?, "_dueTime").map(|v| v as u64));
         // DelayPromiseWithCancellation: its `_registration` on the token (a
         // CancellationTokenRegistration {_id, _node}: the CallbackNode's Registrations.Source),
         // or a `_token` (a CancellationToken {_source}) where it keeps one.
-        let strukt = |name: &str| -> Option<Vec<crate::objects::FieldData>> {
-            match &crate::fields::field(&fs, name)?.value {
-                crate::objects::FieldValue::ValueType {
-                    address,
-                    mt: Some(smt),
-                } => r.fields(*smt, *address, false).ok(),
-                _ => None,
-            }
-        };
-        let of = |o: u64, name: &str| -> Option<u64> {
-            let (omt, _) = r.object_mt(o).ok()?;
-            Some(ref_field(&r.fields(omt, o + 8, false).ok()?, name))
-        };
+        let strukt = |name: &str| struct_fields(r, crate::fields::field(&fs, name)?, name).ok();
+        let of = |o: u64, name: &str| Some(ref_field(&fields_at(r, o)?, name));
         let source = strukt("_token")
             .map(|tf| ref_field(&tf, "_source"))
             .or_else(|| {

@@ -18,7 +18,7 @@
 //!   (prioritized), both counted by `_size`. Another container is not counted, and says so.
 //! - Capacity: `_bufferedCapacity` (bounded channels only) and `_mode` (`BoundedChannelFullMode`).
 
-use crate::fields::{field, int, obj as ref_field};
+use crate::fields::{field, int, obj as ref_field, struct_fields};
 use crate::objects::{FieldData, FieldValue, ObjectReader};
 use dumpreader::Memory;
 use serde::Serialize;
@@ -350,16 +350,7 @@ fn concurrent_queue_count<M: Memory>(
             int(&sf, "_slotsMask").ok_or_else(|| format!("{sname} {seg:#x}: no _slotsMask"))?;
         let ht = field(&sf, "_headAndTail")
             .ok_or_else(|| format!("{sname} {seg:#x}: no _headAndTail"))?;
-        let hf = match (&ht.value, ht.type_mt) {
-            (FieldValue::ValueType { address, mt }, tmt) => {
-                let m = mt.or(tmt).ok_or_else(|| {
-                    format!("{sname} {seg:#x}: _headAndTail's MethodTable is not known")
-                })?;
-                r.fields(m, *address, false)
-                    .map_err(|e| format!("{sname} {seg:#x}: _headAndTail: {e}"))?
-            }
-            _ => return Err(format!("{sname} {seg:#x}: _headAndTail is not a struct")),
-        };
+        let hf = struct_fields(r, ht, &format!("{sname} {seg:#x}: _headAndTail"))?;
         let (Some(head), Some(tail)) = (int(&hf, "Head"), int(&hf, "Tail")) else {
             return Err(format!("{sname} {seg:#x}: no Head/Tail"));
         };

@@ -43,3 +43,20 @@ pub fn object_fields<M: Memory>(
         .map_err(|e| format!("{what} {addr:#x}: fields not readable: {e}"))?;
     Ok((mt, f))
 }
+
+/// The fields of the struct field `f` holds inline; the error names `what` it was.
+pub fn struct_fields<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    f: &FieldData,
+    what: &str,
+) -> Result<Vec<FieldData>, String> {
+    match &f.value {
+        FieldValue::ValueType {
+            address,
+            mt: Some(mt),
+        } => r
+            .fields(*mt, *address, false)
+            .map_err(|e| format!("{what} at {address:#x}: {e}")),
+        v => Err(format!("{what}: not a readable struct ({})", v.display())),
+    }
+}

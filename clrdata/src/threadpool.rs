@@ -22,8 +22,8 @@
 //!   Worker threads carry the runtime's `TS_TPWorkerThread` thread state bit (0x01000000).
 
 use crate::delegates::{self, DelegateMethod};
-use crate::fields::{field, int, obj, object_fields};
-use crate::objects::{FieldData, FieldValue, ObjectReader};
+use crate::fields::{field, int, obj, object_fields, struct_fields};
+use crate::objects::{FieldValue, ObjectReader};
 use crate::stack::StackWalker;
 use crate::tasks::{self, corelib_static_object, object_type};
 use dumpreader::Memory;
@@ -34,22 +34,6 @@ use std::collections::HashSet;
 pub const MAX_SEGMENTS: usize = 4096;
 /// Bound on the items read from one queue.
 pub const MAX_ITEMS: usize = 1_000_000;
-
-fn struct_fields<M: Memory>(
-    r: &ObjectReader<'_, M>,
-    f: &FieldData,
-    what: &str,
-) -> Result<Vec<FieldData>, String> {
-    match &f.value {
-        FieldValue::ValueType {
-            address,
-            mt: Some(mt),
-        } => r
-            .fields(*mt, *address, false)
-            .map_err(|e| format!("{what} at {address:#x}: {e}")),
-        v => Err(format!("{what}: not a readable struct ({})", v.display())),
-    }
-}
 
 // ----------------------------------------------------------------------------- ConcurrentQueue
 

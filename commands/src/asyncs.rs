@@ -785,6 +785,9 @@ pub struct ChainView {
     /// The cause's kind (its tag in `cause`).
     #[serde(skip)]
     pub cause_kind: String,
+    /// The cause as read (`cause` is its JSON).
+    #[serde(skip)]
+    pub cause_read: Cause,
     /// What the cause means, in words.
     pub explanation: String,
     /// Threads blocked synchronously on this chain (OS ids).
@@ -1131,6 +1134,7 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             awaited_type: cc.awaited_type.clone(),
             cause: cause_json(&cc.cause),
             cause_kind: cause_kind(&cc.cause),
+            cause_read: cc.cause.clone(),
             explanation: explain(&cc.cause, &c, starvation.as_ref()),
             waited_by_threads: Vec::new(),
         });

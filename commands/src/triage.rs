@@ -5,6 +5,7 @@
 //! The summary is composed from the commands' typed results ([`crate::Output::typed`]): a
 //! renamed field is a compile error here, never a silent "?".
 
+use crate::addr::hex;
 use crate::asyncs::{CausalityOut, ChainView};
 use crate::exceptions::{DumpExceptionsOut, PrintExceptionOut};
 use crate::heap::{DumpHeap, EeVersion, TypeOut};
@@ -209,23 +210,18 @@ fn is_http_request(methods: &[String]) -> bool {
 
 /// Groups `causality`'s chains by what they wait for ([`AsyncGroup`]).
 fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
+    use clrdata::causality::Cause;
     use std::collections::HashMap;
-    let str_of =
-        |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
-    // The one object a chain waits on, if its cause names one.
+    // The one object a chain waits on: what its cause names (a TaskCompletionSource, a
+    // SemaphoreSlim, a channel, another object), else the object its innermost box awaits.
     let object_of = |ch: &ChainView| -> Option<String> {
-        ["tcs", "semaphore", "object"]
-            .iter()
-            .find_map(|k| str_of(&ch.cause, k))
-            .or_else(|| {
-                // a channel: its address, whichever of its operations a chain awaits
-                let a = ch.cause.get("channel")?.get("address")?;
-                Some(
-                    a.as_u64()
-                        .map_or_else(|| a.to_string(), |n| format!("{n:#x}")),
-                )
-            })
-            .or_else(|| ch.awaited.clone())
+        match &ch.cause_read {
+            Cause::TaskCompletionSource { tcs: o, .. }
+            | Cause::Semaphore { semaphore: o, .. }
+            | Cause::Other { object: o, .. } => Some(hex(*o)),
+            Cause::Channel { channel, .. } => Some(hex(channel.address)),
+            _ => ch.awaited.clone(),
+        }
     };
     let mut shared: HashMap<String, usize> = HashMap::new();
     for ch in &c.chains {
@@ -248,28 +244,33 @@ fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
         };
         let g = groups.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
-            let explanation = match (&one, ch.cause_kind.as_str()) {
-                (Some(_), "semaphore") => format!(
-                    "wait for SemaphoreSlim {} to be released (count {}, {} async waiters, {} threads blocked in Wait)",
-                    str_of(&ch.cause, "semaphore").unwrap_or_default(),
-                    ch.cause["current_count"],
-                    ch.cause["async_waiters"],
-                    ch.cause["sync_waiters"]
-                ),
-                // one waiter's place in line is not the group's
-                (Some(_), "channel") => match ch.explanation.split_once(" (waiter ") {
-                    Some((head, tail)) => match tail.split_once(") ") {
-                        Some((_, rest)) => format!("{head} {rest}"),
-                        None => ch.explanation.clone(),
+            // One waiter's place in line is not the group's.
+            let explanation = match (&one, &ch.cause_read) {
+                (
+                    Some(_),
+                    Cause::Semaphore {
+                        semaphore,
+                        current_count,
+                        async_waiters,
+                        sync_waiters,
+                        ..
                     },
-                    None => ch.explanation.clone(),
-                },
+                ) => format!(
+                    "wait for SemaphoreSlim {} to be released (count {current_count}, \
+                     {async_waiters} async waiters, {sync_waiters} threads blocked in Wait)",
+                    hex(*semaphore)
+                ),
+                (Some(_), Cause::Channel { role, channel, .. }) => format!(
+                    "waits in {} on {}",
+                    role.api(),
+                    crate::asyncs::channel_summary(channel)
+                ),
                 (Some(_), _) => ch.explanation.clone(),
-                (None, "other") => format!(
+                (None, Cause::Other { .. }) => format!(
                     "each waits on an object of its own, a {}",
                     ch.awaited_type.as_deref().unwrap_or("object")
                 ),
-                (None, "running_on_thread") => {
+                (None, Cause::RunningOnThread { .. }) => {
                     "the innermost method is running on a thread now".to_string()
                 }
                 (None, _) => ch.explanation.clone(),
@@ -287,11 +288,8 @@ fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
         if is_http_request(&ch.methods) {
             g.http_requests += 1;
         }
-        let running = match (
-            &ch.cause_kind[..],
-            ch.cause.get("os_id").and_then(|v| v.as_u64()),
-        ) {
-            ("running_on_thread", Some(t)) => Some(t),
+        let running = match ch.cause_read {
+            Cause::RunningOnThread { os_id, .. } => Some(os_id),
             _ => None,
         };
         match g.stacks.iter_mut().find(|st| st.methods == ch.methods) {
