@@ -56,13 +56,19 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     fn u32(&mut self) -> Result<u32, IndexError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap_or([0; 4])))
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().unwrap_or([0; 4]),
+        ))
     }
     fn i32(&mut self) -> Result<i32, IndexError> {
-        Ok(i32::from_le_bytes(self.take(4)?.try_into().unwrap_or([0; 4])))
+        Ok(i32::from_le_bytes(
+            self.take(4)?.try_into().unwrap_or([0; 4]),
+        ))
     }
     fn u64(&mut self) -> Result<u64, IndexError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or([0; 8])))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().unwrap_or([0; 8]),
+        ))
     }
     fn count(&mut self, what: &str) -> Result<usize, IndexError> {
         let n = self.u32()?;
@@ -184,7 +190,10 @@ fn build(r: &mut Reader<'_>) -> Result<Build, IndexError> {
     for d in &descriptors {
         for s in &d.sub_descriptors {
             if s.target.is_some_and(|t| t >= descriptors.len()) {
-                return err(format!("sub-descriptor {} targets descriptor {:?}", s.name, s.target));
+                return err(format!(
+                    "sub-descriptor {} targets descriptor {:?}",
+                    s.name, s.target
+                ));
             }
         }
     }
@@ -242,7 +251,10 @@ fn descriptor(r: &mut Reader<'_>) -> Result<Descriptor, IndexError> {
             t => return err(format!("sub-descriptor target {t}")),
         };
         if index as usize >= pointer_data.len() {
-            return err(format!("sub-descriptor {name}: index {index} of {}", pointer_data.len()));
+            return err(format!(
+                "sub-descriptor {name}: index {index} of {}",
+                pointer_data.len()
+            ));
         }
         sub_descriptors.push(SubDescriptor {
             name,

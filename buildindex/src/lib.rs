@@ -221,6 +221,13 @@ impl Descriptor {
     pub fn json_text(&self) -> &str {
         &self.json
     }
+
+    /// The pointer_data entries as addresses in a module loaded at `base` (what the array
+    /// holds in the process; `None` for an entry without file bytes, which only the dump
+    /// knows): for `clrdata::descriptor::parse(json, pointer_data)`.
+    pub fn pointer_data_at(&self, base: u64) -> Vec<Option<u64>> {
+        self.pointer_data.iter().map(|p| p.resolve(base)).collect()
+    }
 }
 
 /// A single-file host's `DotNetRuntimeInfo` export (dotnet/runtime
@@ -349,8 +356,8 @@ impl Index {
 
     /// Decompresses and decodes zstd-compressed data.
     pub fn from_compressed(compressed: &[u8]) -> Result<Index, IndexError> {
-        let raw = zstd::decode_all(compressed)
-            .map_err(|e| IndexError::Format(format!("zstd: {e}")))?;
+        let raw =
+            zstd::decode_all(compressed).map_err(|e| IndexError::Format(format!("zstd: {e}")))?;
         Index::decode(&raw)
     }
 

@@ -26,7 +26,11 @@ fn to_hex(b: &[u8]) -> String {
 fn every_entry_round_trips() {
     let raw = zstd::decode_all(DATA).expect("zstd");
     let i = Index::decode(&raw).expect("decode");
-    assert_eq!(i.encode(), raw, "encode(decode(data)) differs from the data");
+    assert_eq!(
+        i.encode(),
+        raw,
+        "encode(decode(data)) differs from the data"
+    );
     assert_eq!(&i, idx());
     // And through a second decode, the builds are equal field by field.
     let again = Index::decode(&i.encode()).expect("decode the re-encoded data");
@@ -91,7 +95,11 @@ fn data_agrees_with_the_tsv() {
         assert_eq!(descs.join(","), f[11]);
         lines += 1;
     }
-    assert_eq!(lines, idx().builds().len(), "builds in the data but not in the tsv");
+    assert_eq!(
+        lines,
+        idx().builds().len(),
+        "builds in the data but not in the tsv"
+    );
 }
 
 /// The packs of gen/packs.txt are all there, each module once.
@@ -123,14 +131,24 @@ fn the_index_covers_the_packs() {
 fn every_build_is_consistent() {
     for b in idx().builds() {
         let what = format!("{} {} {}", b.package, b.package_version, b.file_name);
-        let major: u32 = b.package_version.split('.').next().unwrap().parse().unwrap();
+        let major: u32 = b
+            .package_version
+            .split('.')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(b.export("g_dacTable").is_some(), "{what}: no g_dacTable");
         assert_eq!(b.commit.len(), 40, "{what}");
         assert!(b.version_text.contains(&b.commit), "{what}");
         assert!(!b.version_text_rvas.is_empty(), "{what}");
         assert!(b.file_version.starts_with(&format!("{major}.")), "{what}");
         assert_eq!(b.kind.is_elf(), b.build_id_rva.is_some(), "{what}");
-        assert_eq!(b.kind.is_single_file_host(), b.runtime_info.is_some(), "{what}");
+        assert_eq!(
+            b.kind.is_single_file_host(),
+            b.runtime_info.is_some(),
+            "{what}"
+        );
         for e in &b.exports {
             assert!(e.rva < b.image_size, "{what}: {} at {:#x}", e.name, e.rva);
         }
@@ -138,7 +156,11 @@ fn every_build_is_consistent() {
         // .NET 9's Linux single-file host has no descriptor at all (no export, no header in
         // the image); its Windows one has.
         let nine_elf_host = major == 9 && b.kind == ModuleKind::SingleFileHostElf;
-        assert_eq!(main.is_some(), major >= 9 && !nine_elf_host, "{what}: descriptor export");
+        assert_eq!(
+            main.is_some(),
+            major >= 9 && !nine_elf_host,
+            "{what}: descriptor export"
+        );
         assert_eq!(main, b.main_descriptor().map(|d| d.rva), "{what}");
         if main.is_some() {
             assert_eq!(b.descriptors[0].role, DescriptorRole::Main, "{what}");
@@ -149,11 +171,14 @@ fn every_build_is_consistent() {
             let w = format!("{what}: descriptor at {:#x}", d.rva);
             assert_eq!(d.flags, 1, "{w}: flags (64-bit, little-endian)");
             assert!(matches!(d.json_ptr, Ptr::Rva(r) if r < b.image_size), "{w}");
-            assert!(matches!(d.pointer_data_ptr, Ptr::Rva(r) if r < b.image_size), "{w}");
+            assert!(
+                matches!(d.pointer_data_ptr, Ptr::Rva(r) if r < b.image_size),
+                "{w}"
+            );
             // descriptor_size counts the text without the NUL the image has after it.
             assert!(!d.json.contains('\0'), "{w}: a NUL inside the JSON");
-            let j: serde_json::Value = serde_json::from_str(d.json_text())
-                .unwrap_or_else(|e| panic!("{w}: JSON: {e}"));
+            let j: serde_json::Value =
+                serde_json::from_str(d.json_text()).unwrap_or_else(|e| panic!("{w}: JSON: {e}"));
             for key in ["version", "baseline", "types", "globals", "contracts"] {
                 assert!(j.get(key).is_some(), "{w}: no {key}");
             }
@@ -167,7 +192,10 @@ fn every_build_is_consistent() {
                 };
                 if let serde_json::Value::Array(a) = inner {
                     let i = a[0].as_u64().unwrap_or_else(|| panic!("{w}: {name}: {v}")) as usize;
-                    let p = d.pointer_data.get(i).unwrap_or_else(|| panic!("{w}: {name}[{i}]"));
+                    let p = d
+                        .pointer_data
+                        .get(i)
+                        .unwrap_or_else(|| panic!("{w}: {name}[{i}]"));
                     assert!(
                         matches!(*p, Ptr::Rva(r) if r < b.image_size),
                         "{w}: global {name} = pointer_data[{i}] = {p:?}"
@@ -200,7 +228,11 @@ fn every_build_is_consistent() {
 #[test]
 fn single_file_hosts_name_their_runtime_pack_build() {
     let mut checked = 0;
-    for h in idx().builds().iter().filter(|b| b.kind.is_single_file_host()) {
+    for h in idx()
+        .builds()
+        .iter()
+        .filter(|b| b.kind.is_single_file_host())
+    {
         let ri = h.runtime_info.as_ref().unwrap();
         assert_eq!(ri.version, 2, "{}", h.package_version);
         let v = ri.runtime_version.unwrap();
@@ -239,7 +271,12 @@ fn single_file_hosts_name_their_runtime_pack_build() {
         // The runtime linked into the host publishes the same descriptor JSON (.NET 9's
         // Linux host has none).
         if let Some(hd) = h.main_descriptor() {
-            assert_eq!(rt.main_descriptor().map(|d| &d.json), Some(&hd.json), "{}", h.package_version);
+            assert_eq!(
+                rt.main_descriptor().map(|d| &d.json),
+                Some(&hd.json),
+                "{}",
+                h.package_version
+            );
         }
         checked += 1;
     }
@@ -253,17 +290,53 @@ fn known_builds() {
     let cases: &[(&str, &str, ModuleKind, u64, Option<u64>)] = &[
         // (build id from the dump, package version, kind, g_dacTable RVA, descriptor RVA)
         // dumps/hang-net8.dmp.zst
-        ("be4af8fbe7201f286fe16d9afb6e7ac51280e11c", "8.0.33", ModuleKind::LibCoreClr, 0x6aec68, None),
+        (
+            "be4af8fbe7201f286fe16d9afb6e7ac51280e11c",
+            "8.0.33",
+            ModuleKind::LibCoreClr,
+            0x6aec68,
+            None,
+        ),
         // dumps/hang-net9.dmp.zst
-        ("178a030f028498f8e1ad6761370737925b4dd1a7", "9.0.22", ModuleKind::LibCoreClr, 0x728fb8, Some(0x6fe548)),
+        (
+            "178a030f028498f8e1ad6761370737925b4dd1a7",
+            "9.0.22",
+            ModuleKind::LibCoreClr,
+            0x728fb8,
+            Some(0x6fe548),
+        ),
         // dumps/hang-net10.dmp.zst
-        ("e217f0fc049d68f827cc2e462c0c3b59ad69a198", "10.0.14", ModuleKind::LibCoreClr, 0x6cd380, Some(0x6a7b70)),
+        (
+            "e217f0fc049d68f827cc2e462c0c3b59ad69a198",
+            "10.0.14",
+            ModuleKind::LibCoreClr,
+            0x6cd380,
+            Some(0x6a7b70),
+        ),
         // dumps/hang-net10h.dmp.zst
-        ("989b56dfb2782aa230f822ee4c520e2ccfea71b7", "10.0.11", ModuleKind::LibCoreClr, 0x6cc380, Some(0x6a6b80)),
+        (
+            "989b56dfb2782aa230f822ee4c520e2ccfea71b7",
+            "10.0.11",
+            ModuleKind::LibCoreClr,
+            0x6cc380,
+            Some(0x6a6b80),
+        ),
         // dumps/hang-net10-single-gcore.dmp.zst
-        ("673ec0c515adf4755c75e41c6980dd13fad3adc9", "10.0.14", ModuleKind::SingleFileHostElf, 0xb6f570, Some(0xb494c8)),
+        (
+            "673ec0c515adf4755c75e41c6980dd13fad3adc9",
+            "10.0.14",
+            ModuleKind::SingleFileHostElf,
+            0xb6f570,
+            Some(0xb494c8),
+        ),
         // dumps/hang-net8-single-gcore.dmp.zst
-        ("10b4d8d6b0200d76356b98578b320977ad840714", "8.0.33", ModuleKind::SingleFileHostElf, 0xa90768, None),
+        (
+            "10b4d8d6b0200d76356b98578b320977ad840714",
+            "8.0.33",
+            ModuleKind::SingleFileHostElf,
+            0xa90768,
+            None,
+        ),
     ];
     for &(id, version, kind, dac, desc) in cases {
         let id = hex(id);
@@ -272,7 +345,11 @@ fn known_builds() {
             .unwrap_or_else(|| panic!("{version} {kind:?} not found"));
         assert_eq!((b.package_version.as_str(), b.kind), (version, kind));
         assert_eq!(b.export("g_dacTable"), Some(dac), "{version}");
-        assert_eq!(b.export("DotNetRuntimeContractDescriptor"), desc, "{version}");
+        assert_eq!(
+            b.export("DotNetRuntimeContractDescriptor"),
+            desc,
+            "{version}"
+        );
     }
     // dumps/windows-hang-net10.dmp.zst: coreclr.dll's module list entry.
     let b = lookup(Identity::Pe {
@@ -281,14 +358,21 @@ fn known_builds() {
     })
     .expect("index")
     .expect("windows 10.0.14 coreclr.dll");
-    assert_eq!((b.package_version.as_str(), b.kind), ("10.0.14", ModuleKind::CoreClrDll));
+    assert_eq!(
+        (b.package_version.as_str(), b.kind),
+        ("10.0.14", ModuleKind::CoreClrDll)
+    );
 }
 
 /// The .NET 11 runtime: its descriptor's GC sub-descriptor slot is in .bss (filled at run
 /// time), and the image holds the two GC descriptors it may point at.
 #[test]
 fn net11_gc_sub_descriptors() {
-    for b in idx().builds().iter().filter(|b| b.package_version == "11.0.0") {
+    for b in idx()
+        .builds()
+        .iter()
+        .filter(|b| b.package_version == "11.0.0")
+    {
         let main = b.main_descriptor().unwrap();
         assert_eq!(main.sub_descriptors.len(), 1, "{}", b.file_name);
         let gc = &main.sub_descriptors[0];
@@ -301,17 +385,42 @@ fn net11_gc_sub_descriptors() {
             .filter(|d| d.role == DescriptorRole::InImage)
             .map(|d| {
                 let j: serde_json::Value = serde_json::from_str(d.json_text()).unwrap();
-                j["globals"]["GCIdentifiers"][0].as_str().unwrap().to_owned()
+                j["globals"]["GCIdentifiers"][0]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
             })
             .collect();
         kinds.sort();
         assert_eq!(
             kinds,
-            ["server, regions, background, dynamic_heap", "workstation, regions, background,"],
+            [
+                "server, regions, background, dynamic_heap",
+                "workstation, regions, background,"
+            ],
             "{}",
             b.file_name
         );
     }
+}
+
+/// Resolving pointer_data against a base: RVAs move, raw values do not.
+#[test]
+fn pointer_data_at_a_base() {
+    let id = hex("e217f0fc049d68f827cc2e462c0c3b59ad69a198");
+    let b = idx().lookup(Identity::ElfBuildId(&id)).unwrap();
+    let d = b.main_descriptor().unwrap();
+    let base = 0x7f54_8220_0000;
+    let at = d.pointer_data_at(base);
+    assert_eq!(at.len(), 24);
+    assert_eq!(d.pointer_data[0], Ptr::Raw(0));
+    assert_eq!(at[0], Some(0));
+    for (p, a) in d.pointer_data.iter().zip(&at) {
+        if let Ptr::Rva(r) = p {
+            assert_eq!(*a, Some(base + r));
+        }
+    }
+    assert_eq!(Ptr::Unfilled.resolve(base), None);
 }
 
 /// Exact identity only: one byte off, a prefix, a longer id, or the right timestamp with
@@ -371,7 +480,9 @@ fn corrupt_data_is_an_error() {
 fn pack_file_identity_when_present() {
     let root = std::env::var_os("NUGET_PACKAGES")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".nuget/packages")));
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".nuget/packages"))
+        });
     let Some(root) = root else {
         eprintln!("SKIPPED pack_file_identity_when_present: no NuGet cache folder");
         return;
@@ -382,9 +493,13 @@ fn pack_file_identity_when_present() {
             .join(b.package.to_lowercase())
             .join(&b.package_version)
             .join(&b.path);
-        let Ok(data) = std::fs::read(&p) else { continue };
+        let Ok(data) = std::fs::read(&p) else {
+            continue;
+        };
         let at = b.build_id_rva.unwrap() as usize; // the note is in the first page: RVA = offset
-        let OwnedIdentity::ElfBuildId(id) = &b.identity else { unreachable!() };
+        let OwnedIdentity::ElfBuildId(id) = &b.identity else {
+            unreachable!()
+        };
         assert_eq!(&data[at..at + id.len()], &id[..], "{}", p.display());
         // The note header before it: namesz 4, descsz, type 3 (NT_GNU_BUILD_ID), "GNU\0".
         assert_eq!(&data[at - 4..at], b"GNU\0", "{}", p.display());
