@@ -59,6 +59,19 @@ namespace Scenario
             return m.DeclaringType.FullName + "." + m.Name;
         }
 
+        // The method that threw `ex`: Exception.TargetSite, which NativeAOT does not give (null),
+        // else the innermost frame of the exception's own stack trace.
+        public static string ThrownIn(Exception ex)
+        {
+            MethodBase m = ex.TargetSite;
+            if (m == null)
+            {
+                var st = new StackTrace(ex, false);
+                if (st.FrameCount > 0) m = st.GetFrame(0).GetMethod();
+            }
+            return m == null ? null : Name(m);
+        }
+
         // Our own methods on the calling thread's stack, innermost first, skipping `skip`
         // frames above the caller.
         [MethodImpl(MethodImplOptions.NoInlining)]

@@ -121,7 +121,7 @@ namespace Crash
                         .Add("unhandled", true)
                         .Add("inner", new Json()
                             .Add("type", ex.InnerException.GetType().FullName).Add("message", ex.InnerException.Message)
-                            .Add("thrown_in", Recorder.Name(ex.InnerException.TargetSite))),
+                            .Add("thrown_in", Recorder.ThrownIn(ex.InnerException))),
                 })
                 .Add("values", new object[] {
                     new Json().Add("what", "the order's checksum").Add("type", typeof(Order).FullName)

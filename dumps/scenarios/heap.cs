@@ -388,11 +388,11 @@ namespace Heap
                 .Add("exceptions", new object[] {
                     new Json().Add("path", "Heap.Roots.Kept")
                         .Add("type", kept.GetType().FullName).Add("message", kept.Message)
-                        .Add("thrown_in", Recorder.Name(kept.TargetSite))
+                        .Add("thrown_in", Recorder.ThrownIn(kept))
                         .Add("thrown_on_managed_id", Thread.CurrentThread.ManagedThreadId)
                         .Add("inner", new Json()
                             .Add("type", kept.InnerException.GetType().FullName).Add("message", kept.InnerException.Message)
-                            .Add("thrown_in", Recorder.Name(kept.InnerException.TargetSite))),
+                            .Add("thrown_in", Recorder.ThrownIn(kept.InnerException))),
                 })
                 .Add("values", new object[] {
                     Val("Heap.Roots.People[0].Name", S, Roots.People[0].Name),

@@ -197,8 +197,25 @@ pub fn cache_dir() -> PathBuf {
     target.join("corpus")
 }
 
-/// The names of every corpus dump (`dumps/<name>.dmp.zst`), sorted.
+/// The names of every corpus dump of the CLR (`dumps/<name>.dmp.zst`), sorted: NativeAOT dumps
+/// ([`nativeaot_names`]) are not among them.
 pub fn names() -> Vec<String> {
+    all_names()
+        .into_iter()
+        .filter(|n| !is_nativeaot(n))
+        .collect()
+}
+
+/// The names of the NativeAOT dumps (`app.shape` "nativeaot" in the manifest, made by
+/// dumps/generate-aot.sh), sorted. They have no DAC truth (no DAC exists for NativeAOT: their
+/// `<name>.dac.json` is a note) and no libcoreclr.so, so the CLR corpus's tests ([`all`], which
+/// hold every dump to its DAC truth and to the CLR layer's claims) leave them out; their truths
+/// are the manifest, `<name>.symbols.json` and `<name>.sos.txt` (dumps/README.md).
+pub fn nativeaot_names() -> Vec<String> {
+    all_names().into_iter().filter(|n| is_nativeaot(n)).collect()
+}
+
+fn all_names() -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dumps_dir())
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -211,6 +228,15 @@ pub fn names() -> Vec<String> {
         .unwrap_or_default();
     names.sort();
     names
+}
+
+/// Whether the manifest of `name` says the app was published with NativeAOT (a dump whose
+/// manifest is not there yet is not).
+fn is_nativeaot(name: &str) -> bool {
+    fs::read_to_string(dumps_dir().join(format!("{name}.manifest.json")))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|m| m["app"]["shape"] == "nativeaot")
 }
 
 /// Loads one corpus entry: the dump's path and both truths. Panics with a clear message when a
@@ -231,9 +257,15 @@ pub fn entry(name: &str) -> Entry {
     }
 }
 
-/// Every corpus entry.
+/// Every corpus entry of the CLR ([`names`]).
 pub fn all() -> Vec<Entry> {
     names().iter().map(|n| entry(n)).collect()
+}
+
+/// Every NativeAOT corpus entry ([`nativeaot_names`]); their `dac` is the note the generator
+/// writes in place of a DAC's view.
+pub fn nativeaot() -> Vec<Entry> {
+    nativeaot_names().iter().map(|n| entry(n)).collect()
 }
 
 pub use clrdata::layout::Capability;
