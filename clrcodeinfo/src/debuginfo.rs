@@ -23,8 +23,12 @@ use thiserror::Error;
 
 /// `ICorDebugInfo::MAX_MAPPING_VALUE`: IL offsets are stored plus 3.
 const IL_OFFSET_BIAS: u32 = 3;
-/// `ICorDebugInfo::MAX_ILNUM`: variable numbers are stored plus 4.
+/// `ICorDebugInfo::MAX_ILNUM` on .NET 8-10: variable numbers are stored plus 4.
 const MAX_ILNUM: i64 = -4;
+/// .NET 11's `MAX_ILNUM` (after `CALL_RETURN_ILNUM` = -5 was added): stored plus 6.
+const MAX_ILNUM_NET11: i64 = -6;
+/// .NET 11: a variable entry describing the value a call returned.
+const CALL_RETURN_ILNUM: u32 = -5i32 as u32;
 /// The .NET 11 fat header marker.
 const DEBUG_INFO_FAT: u32 = 0;
 /// The .NET 10 marker of a header with uninstrumented bounds.
@@ -183,9 +187,9 @@ pub enum VarLoc {
     FixedVarArg(u32),
 }
 
-/// Variable numbers: IL arguments first (`this` is 0), then IL locals; negative ones are
-/// special (`ICorDebugInfo`: -1 varargs handle, -2 return buffer, -3 generics type context,
-/// -4 unknown).
+/// Variable numbers: IL arguments first (`this` is 0), then IL locals (argument count +
+/// local index); negative ones are special (`ICorDebugInfo`: -1 varargs handle, -2 return
+/// buffer, -3 generics type context, -4 unknown; .NET 11 adds -5, a call's return value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VarNumber {
     Il(u32),
@@ -193,15 +197,22 @@ pub enum VarNumber {
     ReturnBuffer,
     TypeContext,
     Unknown,
+    /// .NET 11 `CALL_RETURN_ILNUM`: the return value of the call at an IL offset.
+    CallReturn,
+    /// Another negative number.
+    Special(i32),
 }
 
 impl VarNumber {
-    fn from_raw(v: u32) -> VarNumber {
+    /// From the runtime's `uint32_t varNumber`.
+    pub fn from_raw(v: u32) -> VarNumber {
         match v as i32 {
             -1 => VarNumber::VarargsHandle,
             -2 => VarNumber::ReturnBuffer,
             -3 => VarNumber::TypeContext,
             -4 => VarNumber::Unknown,
+            -5 => VarNumber::CallReturn,
+            n if n < 0 && n >= -64 => VarNumber::Special(n),
             _ => VarNumber::Il(v),
         }
     }
@@ -214,6 +225,8 @@ impl VarNumber {
             VarNumber::ReturnBuffer => -2i32 as u32,
             VarNumber::TypeContext => -3i32 as u32,
             VarNumber::Unknown => -4i32 as u32,
+            VarNumber::CallReturn => -5i32 as u32,
+            VarNumber::Special(n) => n as u32,
         }
     }
 }
@@ -225,6 +238,9 @@ pub struct NativeVarInfo {
     pub end_offset: u32,
     pub var_number: VarNumber,
     pub loc: VarLoc,
+    /// .NET 11, [`VarNumber::CallReturn`] entries: the IL offset of the call whose return
+    /// value this is (the entry covers `[start, start + 1]`).
+    pub call_return_il_offset: Option<u32>,
 }
 
 /// A local captured in a runtime-async continuation (.NET 11).
@@ -387,7 +403,7 @@ impl DebugInfo {
         };
         let vars = match slice(1) {
             (b, _) if b.is_empty() => Vec::new(),
-            (b, base) => decode_vars(b, base)?,
+            (b, base) => decode_vars(b, base, format)?,
         };
         let to_range = |i: usize| {
             ranges[i]
@@ -531,15 +547,30 @@ fn decode_bounds(b: &[u8], base: usize, format: DebugInfoFormat) -> Result<Vec<O
 }
 
 /// Vars: count, then per variable (`DoNativeVarInfo`).
-fn decode_vars(b: &[u8], base: usize) -> Result<Vec<NativeVarInfo>> {
+fn decode_vars(b: &[u8], base: usize, format: DebugInfoFormat) -> Result<Vec<NativeVarInfo>> {
     let mut r = NibbleReader::new(b, base);
     let count = r.u32("the vars count")?;
     count_check("the vars count", count, base, b.len(), 20)?;
     let mut out = Vec::with_capacity(count as usize);
     for index in 0..count {
-        let start = r.u32("a variable's start offset")?;
-        let end = start.wrapping_add(r.u32("a variable's range length")?);
-        let num = (r.u32("a variable number")? as i64 + MAX_ILNUM) as u32;
+        let (start, end, num);
+        let mut call_return_il_offset = None;
+        if format == DebugInfoFormat::Net11 {
+            // .NET 11: the number first (entries sorted by it), then the range, or for a
+            // call's return value the call's IL offset.
+            num = (r.u32("a variable number")? as i64 + MAX_ILNUM_NET11) as u32;
+            start = r.u32("a variable's start offset")?;
+            if num == CALL_RETURN_ILNUM {
+                call_return_il_offset = Some(r.u32("a call return value's IL offset")?);
+                end = start.wrapping_add(1);
+            } else {
+                end = start.wrapping_add(r.u32("a variable's range length")?);
+            }
+        } else {
+            start = r.u32("a variable's start offset")?;
+            end = start.wrapping_add(r.u32("a variable's range length")?);
+            num = (r.u32("a variable number")? as i64 + MAX_ILNUM) as u32;
+        }
         let kind = r.u32("a variable's location kind")?;
         let reg = |r: &mut NibbleReader<'_>| r.u32("a variable's register");
         let off = |r: &mut NibbleReader<'_>| r.i32("a variable's stack offset");
@@ -582,6 +613,7 @@ fn decode_vars(b: &[u8], base: usize) -> Result<Vec<NativeVarInfo>> {
             end_offset: end,
             var_number: VarNumber::from_raw(num),
             loc,
+            call_return_il_offset,
         });
     }
     Ok(out)
@@ -609,7 +641,7 @@ fn decode_async(b: &[u8], base: usize) -> Result<Vec<AsyncSuspensionPoint>> {
     }
     for (p, c) in points.iter_mut().zip(counts) {
         for _ in 0..c {
-            let num = (r.u32("an async local's variable number")? as i64 + MAX_ILNUM) as u32;
+            let num = (r.u32("an async local's variable number")? as i64 + MAX_ILNUM_NET11) as u32;
             let offset = r.u32("an async local's offset")?;
             p.locals.push(AsyncLocal {
                 var_number: VarNumber::from_raw(num),

@@ -67,8 +67,9 @@ impl<'a> NibbleReader<'a> {
 mod tests {
     use super::*;
 
-    /// The contract doc's examples: 0 -> X0, 7 -> X7, 8 -> 09, 63 -> 7F, 64 -> F9 X0,
-    /// 511 -> FF X7, 512 -> 89 08, 513 -> 89 18.
+    /// The contract doc's examples (0 -> X0, 7 -> X7, 8 -> 09, 63 -> 7F, 511 -> FF X7,
+    /// 512 -> 89 08, 513 -> 89 18). Its 64 -> "F9 X0" and 65 -> "F9 X1" contradict its own
+    /// scheme (F9 X0 is 0b1111_000 = 120): 64 is 89 X0.
     #[test]
     fn contract_doc_examples() {
         let cases: &[(&[u8], u32)] = &[
@@ -77,8 +78,9 @@ mod tests {
             (&[0x09], 8),
             (&[0x19], 9),
             (&[0x7F], 63),
-            (&[0xF9, 0x00], 64),
-            (&[0xF9, 0x01], 65),
+            (&[0x89, 0x00], 64),
+            (&[0x89, 0x01], 65),
+            (&[0xF9, 0x00], 120),
             (&[0xFF, 0x07], 511),
             (&[0x89, 0x08], 512),
             (&[0x89, 0x18], 513),

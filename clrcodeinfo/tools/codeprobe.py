@@ -348,20 +348,32 @@ def r2r_debug_info(core, method_start, image_dirs, nbytes):
         secs[t] = (rva, size)
     rf_rva, rf_size = secs[102]
     start_rva = method_start - base
-    lo, hi = 0, rf_size // 12
+    # NativeUnwindInfoLookupTable::LookupUnwindInfoForMethod's own probes (binary search down
+    # to 10 entries, then linear): the entries the DAC read, which the dump kept.
+    low, high = 0, rf_size // 12 - 1
     index = None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        b = img.u32(rf_rva + 12 * mid)
+
+    def begin(i):
+        b = img.u32(rf_rva + 12 * i)
         if b is None:
-            return dict(out, error='RuntimeFunctions entry %d unreadable' % mid)
-        if b == start_rva:
-            index = mid
-            break
-        if b < start_rva:
-            lo = mid + 1
-        else:
-            hi = mid
+            raise ValueError('RuntimeFunctions entry %d unreadable' % i)
+        return b
+    try:
+        while high - low > 10:
+            mid = low + (high - low) // 2
+            if start_rva < begin(mid):
+                high = mid - 1
+            else:
+                low = mid
+        i = low
+        while i <= high:
+            if i == high or start_rva < begin(i + 1):
+                if begin(i) == start_rva:
+                    index = i
+                break
+            i += 1
+    except ValueError as e:
+        return dict(out, error=str(e))
     if index is None:
         return dict(out, error='no RUNTIME_FUNCTION starts at the method')
     out['runtime_function_index'] = index

@@ -8,14 +8,16 @@ debug info blobs of every method on its managed stacks, with independent truths.
 Per method (blobs, as the runtime finds them):
 - `gc_info`: the bytes at the DAC's GCInfo address (ISOSDacInterface::GetCodeHeaderData), as
   many as the blob can occupy: up to the debug info that the JIT allocated right after it
-  (JIT'd code), else 1 KB (ReadyToRun; the rest of the image follows);
+  (JIT'd code), else 512 bytes (ReadyToRun: the image's next data follows);
 - `debug_info`: JIT'd code: at RealCodeHeader::phdrDebugInfo (the pointer at MethodStart - 8
   names the code header, whose first field it is); ReadyToRun: the image's DebugInfo section
   entry for the method's RUNTIME_FUNCTION (codeprobe.r2r_debug_info).
 Truths:
 - `sos_gcinfo`: what SOS's `gcinfo <method start>` printed (dotnet-dump 10.0.750501, the
   runtime's own GcInfoDecoder/GcInfoDumper code on 8-10; on 11 SOS asks the cDAC's GCInfo
-  contract through ISOSDacInterface18), from "Pointer table:" on;
+  contract through ISOSDacInterface18), from "Pointer table:" on; `sos_eeversion` is the
+  runtime version SOS saw (it picks the GC info version by it: 0.0.0.0, as in the runtime's
+  own crash dumps, makes it decode .NET 10 GC info as version 3);
 - `dac_il_address_map`: the DAC's IXCLRDataMethodInstance::GetILAddressMap, as offsets;
 - per frame: the IP, the frame's registers, the DAC's GetILOffsetsByAddress at IP and IP-1,
   its arguments and locals (IXCLRDataFrame: number of locations, memory address or register,
@@ -40,7 +42,11 @@ def sos_gcinfo(core_path, starts, dac_dir, dotnet_dump):
     """{method start: text after 'Pointer table:'} from one dotnet-dump session."""
     cmd = [dotnet_dump, 'analyze', core_path]
     if dac_dir:
-        cmd += ['-c', 'setclrpath ' + dac_dir]
+        # SOS picks the GC info version by the runtime's version, which it reads from the
+        # runtime module's file: found by build id in the pack (no download: -disable).
+        cmd += ['-c', 'setsymbolserver -disable', '-c', 'setsymbolserver -directory ' + dac_dir,
+                '-c', 'setclrpath ' + dac_dir]
+    cmd += ['-c', 'eeversion']
     for s in starts:
         cmd += ['-c', 'gcinfo ' + s]
     cmd += ['-c', 'exit']
@@ -48,7 +54,10 @@ def sos_gcinfo(core_path, starts, dac_dir, dotnet_dump):
     res = {}
     cur = None
     lines = []
+    version = None
     for line in out.splitlines():
+        if version is None and re.match(r'^\d+\.\d+\.\d+', line):
+            version = line.strip()
         m = re.match(r'^entry point ([0-9A-Fa-f]+)', line)
         if m:
             if cur:
@@ -65,7 +74,7 @@ def sos_gcinfo(core_path, starts, dac_dir, dotnet_dump):
         if 'Pointer table:' in ls:
             ls = ls[ls.index('Pointer table:') + 1:]
         texts[k] = '\n'.join(l.rstrip() for l in ls if l.strip() != '') + '\n'
-    return texts, out
+    return texts, version
 
 
 def nibbles(data, pos):
@@ -130,7 +139,7 @@ def main():
     body = codeprobe.collect(core, dac, args)
 
     starts = sorted(body['methods'])
-    texts, raw = sos_gcinfo(args.core, starts, args.sos_dac_dir or os.path.dirname(args.dac),
+    texts, sos_version = sos_gcinfo(args.core, starts, args.sos_dac_dir or os.path.dirname(args.dac),
                             args.dotnet_dump)
 
     major = int(args.runtime.split('.')[0])
@@ -217,10 +226,24 @@ def main():
            'made_by': 'clrcodeinfo/tools/make_testdata.py (codeprobe.py over dumps/tools/dacprobe; '
                       'SOS gcinfo through dotnet-dump)',
            'dac': os.path.relpath(args.dac, os.path.expanduser('~/.nuget/packages')),
+           'sos_eeversion': sos_version,
            'methods': methods, 'frames': frames}
+    # One method or frame per line: diffable, and a third of an indented file's size.
     with open(args.out, 'w') as fh:
-        json.dump(out, fh, indent=1)
-        fh.write('\n')
+        fh.write('{\n')
+        keys = list(out)
+        for i, k in enumerate(keys):
+            sep = ',' if i + 1 < len(keys) else ''
+            v = out[k]
+            if isinstance(v, list):
+                fh.write(' %s: [\n' % json.dumps(k))
+                for j, item in enumerate(v):
+                    fh.write('  %s%s\n' % (json.dumps(item, separators=(',', ':')),
+                                           ',' if j + 1 < len(v) else ''))
+                fh.write(' ]%s\n' % sep)
+            else:
+                fh.write(' %s: %s%s\n' % (json.dumps(k), json.dumps(v), sep))
+        fh.write('}\n')
 
 
 if __name__ == '__main__':
