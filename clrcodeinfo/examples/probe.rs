@@ -58,7 +58,10 @@ fn main() {
                     );
                     if verbose {
                         for b in &di.bounds {
-                            println!("      {:#x} -> {:#x} {:#x}", b.native_offset, b.il_offset, b.source.0);
+                            println!(
+                                "      {:#x} -> {:#x} {:#x}",
+                                b.native_offset, b.il_offset, b.source.0
+                            );
                         }
                         for v in &di.vars {
                             println!("      {:?}", v);

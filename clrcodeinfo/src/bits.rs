@@ -46,7 +46,9 @@ impl<'a> BitReader<'a> {
 
     /// Skips `n` bits (which must lie inside the blob).
     pub(crate) fn skip(&mut self, n: u64, what: &'static str) -> Result<(), GcInfoError> {
-        let to = (self.pos as u64).checked_add(n).filter(|&p| p <= self.len_bits() as u64);
+        let to = (self.pos as u64)
+            .checked_add(n)
+            .filter(|&p| p <= self.len_bits() as u64);
         match to {
             Some(p) => {
                 self.pos = p as usize;
@@ -96,7 +98,11 @@ impl<'a> BitReader<'a> {
     }
 
     /// `DecodeVarLengthUnsigned(base)`.
-    pub(crate) fn var_unsigned(&mut self, base: u32, what: &'static str) -> Result<u64, GcInfoError> {
+    pub(crate) fn var_unsigned(
+        &mut self,
+        base: u32,
+        what: &'static str,
+    ) -> Result<u64, GcInfoError> {
         let at = self.pos;
         let ext = 1u64 << base;
         let mask = ext - 1;

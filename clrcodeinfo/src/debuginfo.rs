@@ -176,9 +176,17 @@ pub enum VarLoc {
     /// `VLT_REG_REG`: two registers.
     RegReg(RegNum, RegNum),
     /// `VLT_REG_STK`: a register, then a stack slot.
-    RegStack { reg: RegNum, base: RegNum, offset: i32 },
+    RegStack {
+        reg: RegNum,
+        base: RegNum,
+        offset: i32,
+    },
     /// `VLT_STK_REG`: a stack slot, then a register.
-    StackReg { base: RegNum, offset: i32, reg: RegNum },
+    StackReg {
+        base: RegNum,
+        offset: i32,
+        reg: RegNum,
+    },
     /// `VLT_STK2`: two successive stack slots at `[base + offset]`.
     Stack2 { base: RegNum, offset: i32 },
     /// `VLT_FPSTK` (x86 only).
@@ -212,7 +220,7 @@ impl VarNumber {
             -3 => VarNumber::TypeContext,
             -4 => VarNumber::Unknown,
             -5 => VarNumber::CallReturn,
-            n if n < 0 && n >= -64 => VarNumber::Special(n),
+            n if (-64..0).contains(&n) => VarNumber::Special(n),
             _ => VarNumber::Il(v),
         }
     }
@@ -278,7 +286,13 @@ pub struct DebugInfo {
     pub size: usize,
 }
 
-fn count_check(what: &'static str, n: u32, at: usize, remaining: usize, min_bits: u64) -> Result<()> {
+fn count_check(
+    what: &'static str,
+    n: u32,
+    at: usize,
+    remaining: usize,
+    min_bits: u64,
+) -> Result<()> {
     // Every entry takes at least `min_bits` bits.
     if n > MAX_ENTRIES || (n as u64) * min_bits > (remaining as u64) * 8 {
         return Err(DebugInfoError::CountTooLarge {
@@ -323,7 +337,12 @@ impl DebugInfo {
             }
             if flags & EXTRA_DEBUG_INFO_PATCHPOINT != 0 {
                 let (fixed, count_at) = format.patchpoint_layout();
-                let c = chunk(bytes, "the patchpoint info's local count", (pos + count_at) as u64, 4)?;
+                let c = chunk(
+                    bytes,
+                    "the patchpoint info's local count",
+                    (pos + count_at) as u64,
+                    4,
+                )?;
                 let locals = u32::from_le_bytes(c.try_into().unwrap()) as u64;
                 let size = fixed as u64 + locals * 4;
                 chunk(bytes, "the patchpoint info", pos as u64, size)?;
@@ -394,15 +413,15 @@ impl DebugInfo {
             (&bytes[r.start as usize..r.end as usize], r.start as usize)
         };
         let bounds = match slice(0) {
-            (b, _) if b.is_empty() => Vec::new(),
+            ([], _) => Vec::new(),
             (b, base) => decode_bounds(b, base, format)?,
         };
         let uninstrumented_bounds = match slice(2) {
-            (b, _) if b.is_empty() => None,
+            ([], _) => None,
             (b, base) => Some(decode_bounds(b, base, format)?),
         };
         let vars = match slice(1) {
-            (b, _) if b.is_empty() => Vec::new(),
+            ([], _) => Vec::new(),
             (b, base) => decode_vars(b, base, format)?,
         };
         let to_range = |i: usize| {
@@ -417,7 +436,7 @@ impl DebugInfo {
         }
         let async_info_bytes = to_range(5);
         let async_suspension_points = match slice(5) {
-            (b, _) if b.is_empty() => Vec::new(),
+            ([], _) => Vec::new(),
             (b, base) => decode_async(b, base)?,
         };
         Ok(DebugInfo {
@@ -445,7 +464,11 @@ impl DebugInfo {
         for (i, m) in b.iter().enumerate() {
             // The DAC's DebuggerILToNativeMap: nativeEndOffset is the next entry's start,
             // 0 for the last entry.
-            let end = if i + 1 < b.len() { b[i + 1].native_offset } else { 0 };
+            let end = if i + 1 < b.len() {
+                b[i + 1].native_offset
+            } else {
+                0
+            };
             let open = (m.il_offset == EPILOG || i + 1 == b.len()) && end == 0;
             if native_offset >= m.native_offset && (open || native_offset < end) {
                 out.push(m.il_offset);
@@ -499,7 +522,9 @@ fn decode_bounds(b: &[u8], base: usize, format: DebugInfoFormat) -> Result<Vec<O
     let source_bits = format.source_bits() as u64;
     let width = native_bits + il_bits + source_bits;
     if native_bits > 32 || il_bits > 33 || width > 64 {
-        return Err(DebugInfoError::BadBitWidth(width.min(u32::MAX as u64) as u32));
+        return Err(DebugInfoError::BadBitWidth(
+            width.min(u32::MAX as u64) as u32
+        ));
     }
     let data = &b[r.next_byte_index()..];
     if count > MAX_ENTRIES || count as u64 * width > data.len() as u64 * 8 {
@@ -580,11 +605,17 @@ fn decode_vars(b: &[u8], base: usize, format: DebugInfoFormat) -> Result<Vec<Nat
             2 => VarLoc::RegFp(reg(&mut r)?),
             3 => {
                 let base = reg(&mut r)?;
-                VarLoc::Stack { base, offset: off(&mut r)? }
+                VarLoc::Stack {
+                    base,
+                    offset: off(&mut r)?,
+                }
             }
             4 => {
                 let base = reg(&mut r)?;
-                VarLoc::StackByRef { base, offset: off(&mut r)? }
+                VarLoc::StackByRef {
+                    base,
+                    offset: off(&mut r)?,
+                }
             }
             5 => {
                 let a = reg(&mut r)?;
@@ -593,16 +624,27 @@ fn decode_vars(b: &[u8], base: usize, format: DebugInfoFormat) -> Result<Vec<Nat
             6 => {
                 let rg = reg(&mut r)?;
                 let base = reg(&mut r)?;
-                VarLoc::RegStack { reg: rg, base, offset: off(&mut r)? }
+                VarLoc::RegStack {
+                    reg: rg,
+                    base,
+                    offset: off(&mut r)?,
+                }
             }
             7 => {
                 let offset = off(&mut r)?;
                 let base = reg(&mut r)?;
-                VarLoc::StackReg { base, offset, reg: reg(&mut r)? }
+                VarLoc::StackReg {
+                    base,
+                    offset,
+                    reg: reg(&mut r)?,
+                }
             }
             8 => {
                 let base = reg(&mut r)?;
-                VarLoc::Stack2 { base, offset: off(&mut r)? }
+                VarLoc::Stack2 {
+                    base,
+                    offset: off(&mut r)?,
+                }
             }
             9 => VarLoc::FpStack(r.u32("a variable's FP stack slot")?),
             10 => VarLoc::FixedVarArg(r.u32("a variable's varargs offset")?),

@@ -64,6 +64,9 @@ const STACK_BASE_REGISTER_XOR: u32 = 5;
 /// `GC_INFO_FLAGS_BIT_SIZE` (version 1's 9 bits are not supported).
 const GC_INFO_FLAGS_BIT_SIZE: u32 = 10;
 
+/// [`GcInfo::enumerate_states`] walks every offset: it refuses methods longer than this.
+const MAX_ENUMERATED_CODE: u32 = 1 << 20;
+
 /// The rsp register number (never a GC slot).
 const RSP: u8 = 4;
 
@@ -434,7 +437,10 @@ impl GcInfo {
 
         let num_safe_points = r.var_u32(NUM_SAFE_POINTS_ENCBASE, "the number of safe points")?;
         let num_ranges = if header.fat {
-            r.var_u32(NUM_INTERRUPTIBLE_RANGES_ENCBASE, "the number of interruptible ranges")?
+            r.var_u32(
+                NUM_INTERRUPTIBLE_RANGES_ENCBASE,
+                "the number of interruptible ranges",
+            )?
         } else {
             0
         };
@@ -453,8 +459,14 @@ impl GcInfo {
         let mut interruptible_ranges = Vec::with_capacity(num_ranges.min(4096) as usize);
         let mut last_stop = 0u64;
         for i in 0..num_ranges {
-            let start_delta = r.var_unsigned(INTERRUPTIBLE_RANGE_DELTA1_ENCBASE, "an interruptible range start")?;
-            let stop_delta = r.var_unsigned(INTERRUPTIBLE_RANGE_DELTA2_ENCBASE, "an interruptible range length")? + 1;
+            let start_delta = r.var_unsigned(
+                INTERRUPTIBLE_RANGE_DELTA1_ENCBASE,
+                "an interruptible range start",
+            )?;
+            let stop_delta = r.var_unsigned(
+                INTERRUPTIBLE_RANGE_DELTA2_ENCBASE,
+                "an interruptible range length",
+            )? + 1;
             let start = last_stop.saturating_add(start_delta);
             let stop = start.saturating_add(stop_delta);
             if stop > code_length as u64 {
@@ -468,7 +480,8 @@ impl GcInfo {
             last_stop = stop;
         }
 
-        let (slots, num_registers, num_tracked, num_untracked) = decode_slot_table(&mut r, &header)?;
+        let (slots, num_registers, num_tracked, num_untracked) =
+            decode_slot_table(&mut r, &header)?;
 
         let mut size_bits = r.pos();
         let mut safe_point_states = SafePointStates::None;
@@ -531,8 +544,14 @@ impl GcInfo {
             if num_ranges > 0 {
                 // The runtime skips num_safe_points * num_tracked bits here, whatever the
                 // indirection (the encoder never has both call sites and ranges).
-                r.skip(num_safe_points as u64 * num_tracked as u64, "the live states at safe points")?;
-                let total: u64 = interruptible_ranges.iter().map(|g| (g.end - g.start) as u64).sum();
+                r.skip(
+                    num_safe_points as u64 * num_tracked as u64,
+                    "the live states at safe points",
+                )?;
+                let total: u64 = interruptible_ranges
+                    .iter()
+                    .map(|g| (g.end - g.start) as u64)
+                    .sum();
                 let num_chunks = total.div_ceil(NUM_NORM_CODE_OFFSETS_PER_CHUNK as u64) as u32;
                 let pointer_bits = r.var_u32(POINTER_SIZE_ENCBASE, "the chunk pointer size")?;
                 if pointer_bits > 32 {
@@ -551,7 +570,8 @@ impl GcInfo {
                         return Err(GcInfoError::Truncated {
                             what: "the chunk pointers",
                             at: table,
-                            wanted: (num_chunks as u64 * pointer_bits as u64).min(u32::MAX as u64) as u32,
+                            wanted: (num_chunks as u64 * pointer_bits as u64).min(u32::MAX as u64)
+                                as u32,
                             len_bits: r.len_bits(),
                         });
                     }
@@ -617,13 +637,21 @@ impl GcInfo {
     pub fn safe_points(&self) -> Vec<u32> {
         self.safe_points_encoded
             .iter()
-            .map(|&o| if self.version < 4 { o.wrapping_add(1) } else { o })
+            .map(|&o| {
+                if self.version < 4 {
+                    o.wrapping_add(1)
+                } else {
+                    o
+                }
+            })
             .collect()
     }
 
     /// Whether the method is fully interruptible at `offset` (inside an interruptible range).
     pub fn is_interruptible(&self, offset: u32) -> bool {
-        self.interruptible_ranges.iter().any(|g| g.contains(&offset))
+        self.interruptible_ranges
+            .iter()
+            .any(|g| g.contains(&offset))
     }
 
     /// Whether `offset` is a call's return address with GC info (`IsSafePoint`).
@@ -721,11 +749,14 @@ impl GcInfo {
     ) -> Result<Vec<LiveSlot>> {
         let mut out = Vec::new();
         let push = |index: u32, out: &mut Vec<LiveSlot>| -> Result<()> {
-            let slot = *self.slots.get(index as usize).ok_or(GcInfoError::RunBeyondSlots {
-                from: index as u64,
-                to: index as u64 + 1,
-                count: self.num_tracked,
-            })?;
+            let slot = *self
+                .slots
+                .get(index as usize)
+                .ok_or(GcInfoError::RunBeyondSlots {
+                    from: index as u64,
+                    to: index as u64 + 1,
+                    count: self.num_tracked,
+                })?;
             if scratch_filter.is_none_or(|q| !self.is_scratch(&slot, q)) {
                 out.push(LiveSlot { index, slot });
             }
@@ -776,6 +807,13 @@ impl GcInfo {
     /// frame stopped at that call, at an interruptible offset as for the interrupted leaf,
     /// elsewhere nothing. Bounded by the code length; for dumps and tests.
     pub fn enumerate_states(&self) -> Result<Vec<OffsetState>> {
+        if self.header.code_length > MAX_ENUMERATED_CODE {
+            return Err(GcInfoError::OutOfRange {
+                what: "the code length to enumerate",
+                value: self.header.code_length as i128,
+                limit: MAX_ENUMERATED_CODE as i128,
+            });
+        }
         let mut out = Vec::with_capacity(self.header.code_length.min(1 << 20) as usize + 1);
         for offset in 0..=self.header.code_length {
             let interruptible = self.is_interruptible(offset);
@@ -896,7 +934,11 @@ impl GcInfo {
 /// A live-state vector (`GCINFO_WRITE_VAR_VECTOR`): a plain bit per tracked slot after a 0
 /// bit, or after a 1 bit a run-length encoding: one bit choosing which base codes the dead
 /// runs, the first dead run (unbiased), then live and dead runs alternating (each minus one).
-fn read_live_state(r: &mut BitReader<'_>, num_tracked: u32, mut f: impl FnMut(u32) -> Result<()>) -> Result<()> {
+fn read_live_state(
+    r: &mut BitReader<'_>,
+    num_tracked: u32,
+    mut f: impl FnMut(u32) -> Result<()>,
+) -> Result<()> {
     if !r.read1("a live state's encoding")? {
         for s in 0..num_tracked {
             if r.read1("a live state")? {
@@ -907,14 +949,22 @@ fn read_live_state(r: &mut BitReader<'_>, num_tracked: u32, mut f: impl FnMut(u3
     }
     let mut skip_base = !r.read1("a live state's run bases")?;
     let mut read_slots = r.var_unsigned(
-        if skip_base { LIVESTATE_RLE_SKIP_ENCBASE } else { LIVESTATE_RLE_RUN_ENCBASE },
+        if skip_base {
+            LIVESTATE_RLE_SKIP_ENCBASE
+        } else {
+            LIVESTATE_RLE_RUN_ENCBASE
+        },
         "a live state run",
     )?;
     skip_base = !skip_base;
     let mut report = true;
     while read_slots < num_tracked as u64 {
         let cnt = r.var_unsigned(
-            if skip_base { LIVESTATE_RLE_SKIP_ENCBASE } else { LIVESTATE_RLE_RUN_ENCBASE },
+            if skip_base {
+                LIVESTATE_RLE_SKIP_ENCBASE
+            } else {
+                LIVESTATE_RLE_RUN_ENCBASE
+            },
             "a live state run",
         )? + 1;
         let to = read_slots.saturating_add(cnt);
@@ -961,7 +1011,10 @@ fn read_chunk(r: &mut BitReader<'_>, num_tracked: u32, _delta: Option<u32>) -> R
     r.skip(slots.len() as u64, "a chunk's final states")?;
     for _ in &slots {
         while r.read1("a lifetime transition")? {
-            r.read(NUM_NORM_CODE_OFFSETS_PER_CHUNK_LOG2, "a lifetime transition offset")?;
+            r.read(
+                NUM_NORM_CODE_OFFSETS_PER_CHUNK_LOG2,
+                "a lifetime transition offset",
+            )?;
         }
     }
     Ok(())
@@ -982,7 +1035,10 @@ fn read_chunk_live(
         let mut live = finals.read1("a chunk's final state")?;
         if let Some(d) = delta {
             while r.read1("a lifetime transition")? {
-                let t = r.read(NUM_NORM_CODE_OFFSETS_PER_CHUNK_LOG2, "a lifetime transition offset")? as u32;
+                let t = r.read(
+                    NUM_NORM_CODE_OFFSETS_PER_CHUNK_LOG2,
+                    "a lifetime transition offset",
+                )? as u32;
                 if t > d {
                     live = !live;
                 }
@@ -1044,24 +1100,36 @@ fn decode_header(r: &mut BitReader<'_>, version: u32) -> Result<GcInfoHeader> {
     let mut prolog_size = None;
     let mut valid_range = 0..0;
     if flags.has(HeaderFlags::HAS_GS_COOKIE) {
-        let prolog = r.var_u32(NORM_PROLOG_SIZE_ENCBASE, "the prolog size")?.saturating_add(1);
+        let prolog = r
+            .var_u32(NORM_PROLOG_SIZE_ENCBASE, "the prolog size")?
+            .saturating_add(1);
         let epilog = r.var_u32(NORM_EPILOG_SIZE_ENCBASE, "the epilog size")?;
         prolog_size = Some(prolog);
         valid_range = prolog..code_length.wrapping_sub(epilog);
     } else if generics != 0 {
-        let prolog = r.var_u32(NORM_PROLOG_SIZE_ENCBASE, "the prolog size")?.saturating_add(1);
+        let prolog = r
+            .var_u32(NORM_PROLOG_SIZE_ENCBASE, "the prolog size")?
+            .saturating_add(1);
         prolog_size = Some(prolog);
     }
     let gs_cookie = if flags.has(HeaderFlags::HAS_GS_COOKIE) {
         Some(GsCookie {
-            caller_sp_offset: r.var_i32_scaled(GS_COOKIE_STACK_SLOT_ENCBASE, STACK_SLOT_SCALE, "the GS cookie slot")?,
+            caller_sp_offset: r.var_i32_scaled(
+                GS_COOKIE_STACK_SLOT_ENCBASE,
+                STACK_SLOT_SCALE,
+                "the GS cookie slot",
+            )?,
             valid_range,
         })
     } else {
         None
     };
     let psp_sym = if version < 4 && flags.has(HeaderFlags::HAS_PSP_SYM) {
-        Some(r.var_i32_scaled(PSP_SYM_STACK_SLOT_ENCBASE, STACK_SLOT_SCALE, "the PSPSym slot")?)
+        Some(r.var_i32_scaled(
+            PSP_SYM_STACK_SLOT_ENCBASE,
+            STACK_SLOT_SCALE,
+            "the PSPSym slot",
+        )?)
     } else {
         None
     };
@@ -1081,7 +1149,8 @@ fn decode_header(r: &mut BitReader<'_>, version: u32) -> Result<GcInfoHeader> {
         None
     };
     let stack_base_register = if flags.has(HeaderFlags::HAS_STACK_BASE_REGISTER) {
-        let v = r.var_u32(STACK_BASE_REGISTER_ENCBASE, "the frame register")? ^ STACK_BASE_REGISTER_XOR;
+        let v =
+            r.var_u32(STACK_BASE_REGISTER_ENCBASE, "the frame register")? ^ STACK_BASE_REGISTER_XOR;
         if v > 15 || v == RSP as u32 {
             return Err(GcInfoError::OutOfRange {
                 what: "the frame register",
@@ -1102,16 +1171,24 @@ fn decode_header(r: &mut BitReader<'_>, version: u32) -> Result<GcInfoHeader> {
         None
     };
     let reverse_pinvoke_frame = if flags.has(HeaderFlags::REVERSE_PINVOKE_FRAME) {
-        Some(r.var_i32_scaled(REVERSE_PINVOKE_FRAME_ENCBASE, STACK_SLOT_SCALE, "the reverse P/Invoke frame slot")?)
+        Some(r.var_i32_scaled(
+            REVERSE_PINVOKE_FRAME_ENCBASE,
+            STACK_SLOT_SCALE,
+            "the reverse P/Invoke frame slot",
+        )?)
     } else {
         None
     };
-    let area = r.var_u32(SIZE_OF_STACK_AREA_ENCBASE, "the outgoing argument area size")?;
-    let size_of_stack_outgoing_and_scratch_area = area.checked_mul(8).ok_or(GcInfoError::OutOfRange {
-        what: "the outgoing argument area size",
-        value: area as i128 * 8,
-        limit: u32::MAX as i128,
-    })?;
+    let area = r.var_u32(
+        SIZE_OF_STACK_AREA_ENCBASE,
+        "the outgoing argument area size",
+    )?;
+    let size_of_stack_outgoing_and_scratch_area =
+        area.checked_mul(8).ok_or(GcInfoError::OutOfRange {
+            what: "the outgoing argument area size",
+            value: area as i128 * 8,
+            limit: u32::MAX as i128,
+        })?;
     Ok(GcInfoHeader {
         fat: true,
         flags,
@@ -1132,7 +1209,10 @@ fn decode_header(r: &mut BitReader<'_>, version: u32) -> Result<GcInfoHeader> {
 /// full, then a delta + 1 while the previous had no flags), tracked stack slots and
 /// untracked stack slots (2-bit base each; offset in full after a slot with flags, else an
 /// unsigned delta from the previous).
-fn decode_slot_table(r: &mut BitReader<'_>, header: &GcInfoHeader) -> Result<(Vec<Slot>, u32, u32, u32)> {
+fn decode_slot_table(
+    r: &mut BitReader<'_>,
+    header: &GcInfoHeader,
+) -> Result<(Vec<Slot>, u32, u32, u32)> {
     let num_registers = if r.read1("the register slots flag")? {
         r.var_u32(NUM_REGISTERS_ENCBASE, "the number of register slots")?
     } else {
@@ -1214,7 +1294,12 @@ fn decode_slot_table(r: &mut BitReader<'_>, header: &GcInfoHeader) -> Result<(Ve
             });
         }
     }
-    Ok((slots, num_registers, num_registers + num_stack, num_untracked))
+    Ok((
+        slots,
+        num_registers,
+        num_registers + num_stack,
+        num_untracked,
+    ))
 }
 
 #[cfg(test)]

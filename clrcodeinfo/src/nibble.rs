@@ -30,7 +30,11 @@ impl<'a> NibbleReader<'a> {
                 what,
                 at: self.base + self.nib / 2,
             })?;
-        let n = if self.nib % 2 == 0 { byte & 0xF } else { byte >> 4 };
+        let n = if self.nib.is_multiple_of(2) {
+            byte & 0xF
+        } else {
+            byte >> 4
+        };
         self.nib += 1;
         Ok(n)
     }
@@ -86,7 +90,11 @@ mod tests {
             (&[0x89, 0x18], 513),
         ];
         for (bytes, v) in cases {
-            assert_eq!(NibbleReader::new(bytes, 0).u32("x").unwrap(), *v, "{bytes:02x?}");
+            assert_eq!(
+                NibbleReader::new(bytes, 0).u32("x").unwrap(),
+                *v,
+                "{bytes:02x?}"
+            );
         }
         // Two values in one byte, then the next byte index.
         let mut r = NibbleReader::new(&[0x21, 0x03], 0);

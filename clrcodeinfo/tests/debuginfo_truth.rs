@@ -34,7 +34,8 @@ fn bounds_match_the_dacs_il_address_map() {
             let Some(map) = m["dac_il_address_map"].as_array() else {
                 continue;
             };
-            let di = decode(m).unwrap_or_else(|| panic!("{name} {}: no debug info blob", m["name"]));
+            let di =
+                decode(m).unwrap_or_else(|| panic!("{name} {}: no debug info blob", m["name"]));
             let ours: Vec<(u64, u64, u64)> = di
                 .bounds
                 .iter()
@@ -50,10 +51,18 @@ fn bounds_match_the_dacs_il_address_map() {
                 .iter()
                 .map(|e| {
                     let e = e.as_array().unwrap();
-                    (e[0].as_u64().unwrap(), e[1].as_i64().unwrap() as u64, e[2].as_i64().unwrap() as u64)
+                    (
+                        e[0].as_u64().unwrap(),
+                        e[1].as_i64().unwrap() as u64,
+                        e[2].as_i64().unwrap() as u64,
+                    )
                 })
                 .collect();
-            assert_eq!(ours, dac, "{name} {}: bounds vs the DAC's IL address map", m["name"]);
+            assert_eq!(
+                ours, dac,
+                "{name} {}: bounds vs the DAC's IL address map",
+                m["name"]
+            );
             methods += 1;
             entries += dac.len();
         }
@@ -83,7 +92,10 @@ fn il_offsets_match_the_dacs_lookup() {
             let m = methods[ms];
             let Some(di) = decode(m) else { continue };
             let off = f["ip_offset"].as_u64().unwrap() as u32;
-            for (key, at) in [("il_offsets_at_ip", off), ("il_offsets_at_ip_minus_1", off - 1)] {
+            for (key, at) in [
+                ("il_offsets_at_ip", off),
+                ("il_offsets_at_ip_minus_1", off - 1),
+            ] {
                 let Some(t) = f.get(key) else { continue };
                 let dac: Vec<u32> = t["offsets"]
                     .as_array()
@@ -91,7 +103,12 @@ fn il_offsets_match_the_dacs_lookup() {
                     .iter()
                     .map(|v| v.as_u64().unwrap() as u32)
                     .collect();
-                assert_eq!(di.il_offsets_at(at), dac, "{name} {} {key} (+{at:#x})", m["name"]);
+                assert_eq!(
+                    di.il_offsets_at(at),
+                    dac,
+                    "{name} {} {key} (+{at:#x})",
+                    m["name"]
+                );
             }
             frames += 1;
         }
@@ -123,7 +140,9 @@ fn variable_locations_match_the_dacs_frames() {
             let vars = &f["vars"];
             let args = vars["arguments"].as_array().map(|a| a.len()).unwrap_or(0) as u32;
             for (kind, base) in [("arguments", 0u32), ("locals", args)] {
-                let Some(items) = vars[kind].as_array() else { continue };
+                let Some(items) = vars[kind].as_array() else {
+                    continue;
+                };
                 for it in items {
                     if it["hr"].as_str() != Some("0x00000000") {
                         continue;
@@ -142,7 +161,9 @@ fn variable_locations_match_the_dacs_frames() {
                                     VarLoc::Stack { base, offset } => {
                                         reg(f, base).wrapping_add(offset as i64 as u64)
                                     }
-                                    other => panic!("{what}: the DAC has memory, we have {other:?}"),
+                                    other => {
+                                        panic!("{what}: the DAC has memory, we have {other:?}")
+                                    }
                                 };
                                 assert_eq!(a, addr(&l["address"]), "{what}");
                                 stack += 1;

@@ -19,12 +19,19 @@ use std::collections::BTreeMap;
 /// info as version 3, printing garbage, which is no truth. Its choice shows: only version 3
 /// prints a "Return Kind" line.
 fn sos_decoded_the_right_version(d: &serde_json::Value) -> bool {
-    let major: u32 = d["runtime"].as_str().unwrap().split('.').next().unwrap().parse().unwrap();
-    let printed_return_kind = d["methods"]
-        .as_array()
+    let major: u32 = d["runtime"]
+        .as_str()
         .unwrap()
-        .iter()
-        .any(|m| m["sos_gcinfo"].as_str().is_some_and(|t| t.contains("Return Kind:")));
+        .split('.')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let printed_return_kind = d["methods"].as_array().unwrap().iter().any(|m| {
+        m["sos_gcinfo"]
+            .as_str()
+            .is_some_and(|t| t.contains("Return Kind:"))
+    });
     printed_return_kind == (GcInfo::version_for_runtime(major) < 4)
 }
 
@@ -52,7 +59,12 @@ fn gc_info_matches_sos_gcinfo_text() {
                 m["size"].as_u64().unwrap(),
                 "{what}: code length vs the DAC's method size"
             );
-            assert!(g.size() <= bytes.len(), "{what}: size {} > blob {}", g.size(), bytes.len());
+            assert!(
+                g.size() <= bytes.len(),
+                "{what}: size {} > blob {}",
+                g.size(),
+                bytes.len()
+            );
             if m["gc_info_extent"].as_str() == Some("up to the debug info allocated after it") {
                 // The JIT's allocations are 8-byte aligned: the blob fills all but the padding.
                 assert!(
@@ -72,7 +84,11 @@ fn gc_info_matches_sos_gcinfo_text() {
             if ours != truth {
                 let t: Vec<&str> = truth.lines().collect();
                 let o: Vec<&str> = ours.lines().collect();
-                let i = t.iter().zip(&o).position(|(a, b)| a != b).unwrap_or(t.len().min(o.len()));
+                let i = t
+                    .iter()
+                    .zip(&o)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(t.len().min(o.len()));
                 panic!(
                     "{what}: SOS gcinfo differs at line {i}:\n  sos:  {:?}\n  ours: {:?}\n({} vs {} lines)",
                     t.get(i),
@@ -83,13 +99,24 @@ fn gc_info_matches_sos_gcinfo_text() {
             }
             compared += 1;
             *per_dump.entry(name.clone()).or_insert(0) += 1;
-            families.insert(d["runtime"].as_str().unwrap().split('.').next().unwrap().to_string());
+            families.insert(
+                d["runtime"]
+                    .as_str()
+                    .unwrap()
+                    .split('.')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+            );
         }
     }
     eprintln!("gcinfo: {compared} methods equal to SOS: {per_dump:?}");
     // Every runtime family the decoder claims is held to SOS.
     for f in ["8", "9", "10", "11"] {
-        assert!(families.contains(f), "no .NET {f} GC info compared with SOS");
+        assert!(
+            families.contains(f),
+            "no .NET {f} GC info compared with SOS"
+        );
     }
 }
 
@@ -124,15 +151,21 @@ fn live_slots_match_the_dacs_stack_references() {
             .collect();
         for f in d["frames"].as_array().unwrap() {
             if let Some(u) = f.get("unclaimed_stack_refs") {
-                panic!("{name}: thread {} has roots no managed frame claims: {u}", f["thread"]);
+                panic!(
+                    "{name}: thread {} has roots no managed frame claims: {u}",
+                    f["thread"]
+                );
             }
             let Some(refs) = f["stack_refs"].as_array() else {
                 continue;
             };
             let m = methods[f["method_start"].as_str().unwrap()];
             let gc = &m["gc_info"];
-            let g = GcInfo::decode(&hex(gc["hex"].as_str().unwrap()), gc["version"].as_u64().unwrap() as u32)
-                .unwrap();
+            let g = GcInfo::decode(
+                &hex(gc["hex"].as_str().unwrap()),
+                gc["version"].as_u64().unwrap() as u32,
+            )
+            .unwrap();
             let off = f["ip_offset"].as_u64().unwrap() as u32;
             // Every frame of these dumps is a caller: threads stop in native code (waits),
             // reached through an explicit Frame, so no managed frame is the active one.
@@ -149,7 +182,11 @@ fn live_slots_match_the_dacs_stack_references() {
                     let reg = r["register"].as_i64().unwrap();
                     let has_reg = r["has_register"].as_i64().unwrap() != 0;
                     assert!(has_reg, "{name}: a root without register information: {r}");
-                    (reg, r["offset"].as_i64().unwrap(), r["flags"].as_u64().unwrap() & 3)
+                    (
+                        reg,
+                        r["offset"].as_i64().unwrap(),
+                        r["flags"].as_u64().unwrap() & 3,
+                    )
                 })
                 .collect();
             ours.sort();

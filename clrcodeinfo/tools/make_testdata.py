@@ -228,8 +228,12 @@ def main():
            'dac': os.path.relpath(args.dac, os.path.expanduser('~/.nuget/packages')),
            'sos_eeversion': sos_version,
            'methods': methods, 'frames': frames}
-    # One method or frame per line: diffable, and a third of an indented file's size.
-    with open(args.out, 'w') as fh:
+    write_json(args.out, out)
+
+
+def write_json(path, out):
+    """One list element per line: diffable, and a third of an indented file's size."""
+    with open(path, 'w') as fh:
         fh.write('{\n')
         keys = list(out)
         for i, k in enumerate(keys):

@@ -18,7 +18,7 @@ pub fn data_files() -> Vec<(String, Value)> {
     let mut paths: Vec<_> = std::fs::read_dir(data_dir())
         .expect("tests/data")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
     for p in paths {
@@ -52,8 +52,8 @@ pub fn format_of(s: &str) -> DebugInfoFormat {
 }
 
 const REG_NAMES: [&str; 16] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15",
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
 ];
 
 /// `ReturnKindToString` (gcinfotypes.h, non-x86).
@@ -90,12 +90,20 @@ pub fn sos_text(g: &GcInfo) -> String {
     let h = &g.header;
     let mut o = String::new();
     if h.generics_inst_context.is_some() || h.gs_cookie.is_none() {
-        o += &format!("Prolog size: {}\n", h.prolog_size.filter(|_| h.gs_cookie.is_some() || h.generics_inst_context.is_some()).unwrap_or(0));
+        o += &format!(
+            "Prolog size: {}\n",
+            h.prolog_size
+                .filter(|_| h.gs_cookie.is_some() || h.generics_inst_context.is_some())
+                .unwrap_or(0)
+        );
     }
     match &h.gs_cookie {
         None => o += "GS cookie: <none>\n",
         Some(c) => {
-            o += &format!("GS cookie: caller.sp{}\n", signed(c.caller_sp_offset as i64));
+            o += &format!(
+                "GS cookie: caller.sp{}\n",
+                signed(c.caller_sp_offset as i64)
+            );
             o += &format!(
                 "GS cookie valid range: [{:x};{:x})\n",
                 c.valid_range.start, c.valid_range.end
@@ -108,7 +116,12 @@ pub fn sos_text(g: &GcInfo) -> String {
     }
     match &h.generics_inst_context {
         None => o += "Generics inst context: <none>\n",
-        Some(c) => o += &format!("Generics inst context: caller.sp{}\n", signed(c.offset as i64)),
+        Some(c) => {
+            o += &format!(
+                "Generics inst context: caller.sp{}\n",
+                signed(c.offset as i64)
+            )
+        }
     }
     match h.psp_sym {
         None => o += "PSP slot: <none>\n",
@@ -122,7 +135,10 @@ pub fn sos_text(g: &GcInfo) -> String {
                 GenericsContextKind::MethodTable => "GENERIC_PARAM_CONTEXT_METHODHANDLE",
                 GenericsContextKind::This => "GENERIC_PARAM_CONTEXT_THIS",
             };
-            o += &format!("GenericInst slot: caller.sp{} ({kind})\n", signed(c.offset as i64));
+            o += &format!(
+                "GenericInst slot: caller.sp{} ({kind})\n",
+                signed(c.offset as i64)
+            );
         }
     }
     o += &format!("Varargs: {}\n", h.is_vararg() as u32);
@@ -134,9 +150,13 @@ pub fn sos_text(g: &GcInfo) -> String {
     );
     o += &format!(
         "Wants Report Only Leaf: {}\n",
-        h.flags.has(clrcodeinfo::gcinfo::HeaderFlags::WANTS_REPORT_ONLY_LEAF) as u32
+        h.flags
+            .has(clrcodeinfo::gcinfo::HeaderFlags::WANTS_REPORT_ONLY_LEAF) as u32
     );
-    o += &format!("Size of parameter area: {:x}\n", h.size_of_stack_outgoing_and_scratch_area);
+    o += &format!(
+        "Size of parameter area: {:x}\n",
+        h.size_of_stack_outgoing_and_scratch_area
+    );
     if let Some(k) = h.return_kind {
         o += &format!("Return Kind: {}\n", return_kind(k));
     }
@@ -192,7 +212,10 @@ impl Printer {
                 let b = match base {
                     StackBase::CallerSp => "caller.sp",
                     StackBase::Sp => "sp",
-                    StackBase::Frame => self.frame_reg.map(|r| REG_NAMES[r as usize]).unwrap_or("???"),
+                    StackBase::Frame => self
+                        .frame_reg
+                        .map(|r| REG_NAMES[r as usize])
+                        .unwrap_or("???"),
                 };
                 self.out += &format!(" {d}{b}{sign}{o:x}");
             }
