@@ -142,6 +142,7 @@ fn dac_key(g: &GcInfo, l: &clrcodeinfo::gcinfo::LiveSlot) -> (i64, i64, u64) {
 fn live_slots_match_the_dacs_stack_references() {
     let mut frames = 0;
     let mut roots = 0;
+    let (mut active, mut parents) = (0, 0);
     for (name, d) in data_files() {
         let methods: BTreeMap<String, &serde_json::Value> = d["methods"]
             .as_array()
@@ -167,9 +168,27 @@ fn live_slots_match_the_dacs_stack_references() {
             )
             .unwrap();
             let off = f["ip_offset"].as_u64().unwrap() as u32;
-            // Every frame of these dumps is a caller: threads stop in native code (waits),
-            // reached through an explicit Frame, so no managed frame is the active one.
-            let q = LivenessQuery::caller_frame();
+            // How the runtime's stack walk asks (StackFrameIterator, EnumGcRefs' flags): the
+            // first frame of a thread stopped in managed code is the active one; a frame whose
+            // method already had a frame deeper on the same thread is a funclet's parent
+            // (its catch or finally funclet runs above it); every other frame is a caller
+            // stopped at a call.
+            let deeper_same_method = d["frames"].as_array().unwrap().iter().any(|o| {
+                o["thread"] == f["thread"]
+                    && o["method_start"] == f["method_start"]
+                    && o["index"].as_u64() < f["index"].as_u64()
+            });
+            let q = LivenessQuery {
+                active_frame: f["first_frame"].as_bool() == Some(true),
+                parent_of_funclet: deeper_same_method,
+                ..LivenessQuery::default()
+            };
+            if q.active_frame {
+                active += 1;
+            }
+            if q.parent_of_funclet {
+                parents += 1;
+            }
             let mut ours: Vec<_> = g
                 .live_slots_at(off, &q)
                 .unwrap()
@@ -200,6 +219,8 @@ fn live_slots_match_the_dacs_stack_references() {
             roots += dac.len();
         }
     }
-    eprintln!("stack roots: {frames} frames, {roots} roots equal to the DAC's");
-    assert!(frames > 0);
+    eprintln!(
+        "stack roots: {frames} frames ({active} active, {parents} funclet parents), {roots} roots equal to the DAC's"
+    );
+    assert!(frames > 0 && active > 0 && parents > 0);
 }

@@ -430,6 +430,29 @@ def stack_refs(dac, osid, limit=100000):
     return out
 
 
+def stack_refs_isolated(dac, osid):
+    """stack_refs in a forked child: the 10.0 DACs crash in GetStackReferences on some threads
+    (a null dereference in their enumerator), which must cost that thread's refs only."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            data = json.dumps(stack_refs(dac, osid)).encode()
+        except Exception as e:  # noqa: BLE001
+            data = json.dumps({'error': str(e)}).encode()
+        with os.fdopen(w, 'wb') as fh:
+            fh.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, 'rb') as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return {'error': 'GetStackReferences crashed the DAC (wait status %#x)' % status}
+    return json.loads(data)
+
+
 def collect(core, dac, args):
     sos = dac.sos
     proc = dac.process
@@ -547,7 +570,7 @@ def collect(core, dac, args):
         com_release(walk.value)
         com_release(task.value)
         if args.stack_refs:
-            th['stack_refs'] = stack_refs(dac, osid)
+            th['stack_refs'] = stack_refs_isolated(dac, osid)
     return out
 
 
