@@ -108,16 +108,15 @@ impl DebugInfoFormat {
     }
 
     /// `sizeof(PatchpointInfo)` before its per-local offsets, and where its local count is
-    /// (patchpointinfo.h: `uint64 calleeSaveRegisters; unsigned numberOfLocals; ...` then six
-    /// ints on 8 and 9; .NET 10 adds the tier-0 entry point and two async context offsets).
+    /// (patchpointinfo.h): .NET 8 and 9 `{uint64 calleeSaveRegisters; unsigned
+    /// numberOfLocals; int totalFrameSize, genericContextArgOffset, keptAliveThisOffset,
+    /// securityCookieOffset, monitorAcquiredOffset; int offsets[]}`; .NET 10 adds the tier-0
+    /// code's address after the callee-saved set (seen in a 10.0.12 dump: 40 bytes, the count
+    /// at 16). .NET 11's fat header gives the size instead.
     fn patchpoint_layout(self) -> (usize, usize) {
         match self {
             DebugInfoFormat::Net8 { .. } => (32, 8),
-            // calleeSave u64, tier0Version ptr, numberOfLocals, totalFrameSize,
-            // genericContextArgOffset, keptAliveThisOffset, securityCookieOffset,
-            // monitorAcquiredOffset, asyncExecutionContextOffset,
-            // asyncSynchronizationContextOffset: 8 + 8 + 8 * 4 = 48.
-            DebugInfoFormat::Net10 { .. } | DebugInfoFormat::Net11 => (48, 16),
+            DebugInfoFormat::Net10 { .. } | DebugInfoFormat::Net11 => (40, 16),
         }
     }
 

@@ -142,7 +142,7 @@ fn dac_key(g: &GcInfo, l: &clrcodeinfo::gcinfo::LiveSlot) -> (i64, i64, u64) {
 fn live_slots_match_the_dacs_stack_references() {
     let mut frames = 0;
     let mut roots = 0;
-    let (mut active, mut parents) = (0, 0);
+    let (mut active, mut parents, mut filters) = (0, 0, 0);
     for (name, d) in data_files() {
         let methods: BTreeMap<String, &serde_json::Value> = d["methods"]
             .as_array()
@@ -169,20 +169,40 @@ fn live_slots_match_the_dacs_stack_references() {
             .unwrap();
             let off = f["ip_offset"].as_u64().unwrap() as u32;
             // How the runtime's stack walk asks (StackFrameIterator, EnumGcRefs' flags): the
-            // first frame of a thread stopped in managed code is the active one; a frame whose
-            // method already had a frame deeper on the same thread is a funclet's parent
-            // (its catch or finally funclet runs above it); every other frame is a caller
-            // stopped at a call.
-            let deeper_same_method = d["frames"].as_array().unwrap().iter().any(|o| {
+            // first frame of a thread stopped in managed code is the active one; a frame of a
+            // method whose catch/finally funclet runs deeper on the same thread is a funclet's
+            // parent (a filter's parent is not: filters run in the first pass, both frames
+            // report, the filter without the untracked slots); every other frame is a caller
+            // stopped at a call. Which code is a funclet: the DAC's EH clauses.
+            let clauses = m["dac_eh_clauses"].as_array().cloned().unwrap_or_default();
+            let in_filter = |o: u64| {
+                clauses.iter().any(|c| {
+                    c["type"] == "filter"
+                        && c["filter"].as_u64().unwrap() <= o
+                        && o < c["handler"][0].as_u64().unwrap()
+                })
+            };
+            let in_handler = |o: u64| {
+                clauses.iter().any(|c| {
+                    c["handler"][0].as_u64().unwrap() <= o && o < c["handler"][1].as_u64().unwrap()
+                })
+            };
+            let parent = d["frames"].as_array().unwrap().iter().any(|o| {
                 o["thread"] == f["thread"]
                     && o["method_start"] == f["method_start"]
                     && o["index"].as_u64() < f["index"].as_u64()
+                    && in_handler(o["ip_offset"].as_u64().unwrap())
+                    && !in_filter(o["ip_offset"].as_u64().unwrap())
             });
             let q = LivenessQuery {
                 active_frame: f["first_frame"].as_bool() == Some(true),
-                parent_of_funclet: deeper_same_method,
+                parent_of_funclet: parent,
+                no_report_untracked: in_filter(off as u64),
                 ..LivenessQuery::default()
             };
+            if q.no_report_untracked {
+                filters += 1;
+            }
             if q.active_frame {
                 active += 1;
             }
@@ -220,7 +240,7 @@ fn live_slots_match_the_dacs_stack_references() {
         }
     }
     eprintln!(
-        "stack roots: {frames} frames ({active} active, {parents} funclet parents), {roots} roots equal to the DAC's"
+        "stack roots: {frames} frames ({active} active, {parents} funclet parents, {filters} filters), {roots} roots equal to the DAC's"
     );
-    assert!(frames > 0 && active > 0 && parents > 0);
+    assert!(frames > 0 && active > 0 && parents > 0 && filters > 0);
 }

@@ -430,6 +430,36 @@ def stack_refs(dac, osid, limit=100000):
     return out
 
 
+class DACEHInfo(Structure):
+    # dacprivate.h: clauseType EHFault 0, EHFinally 1, EHFilter 2, EHTyped 3; offsets are
+    # native offsets in the method
+    _fields_ = [('clauseType', c_int32), ('tryStartOffset', CLRDATA_ADDRESS),
+                ('tryEndOffset', CLRDATA_ADDRESS), ('handlerStartOffset', CLRDATA_ADDRESS),
+                ('handlerEndOffset', CLRDATA_ADDRESS), ('isDuplicateClause', c_int32),
+                ('filterOffset', CLRDATA_ADDRESS), ('isCatchAllHandler', c_int32),
+                ('moduleAddr', CLRDATA_ADDRESS), ('mtCatch', CLRDATA_ADDRESS),
+                ('tokCatch', c_uint32)]
+
+
+def eh_clauses(dac, ip):
+    """ISOSDacInterface::TraverseEHInfo: the method's EH clauses (native offsets)."""
+    from ctypes import CFUNCTYPE
+    out = []
+    CB = CFUNCTYPE(c_int32, c_uint32, c_uint32, POINTER(DACEHInfo), c_void_p)
+
+    def cb(i, n, info, tok):
+        e = info.contents
+        out.append({'type': ['fault', 'finally', 'filter', 'typed', 'unknown'][min(e.clauseType, 4)],
+                    'try': [e.tryStartOffset, e.tryEndOffset],
+                    'handler': [e.handlerStartOffset, e.handlerEndOffset],
+                    'filter': e.filterOffset if e.clauseType == 2 else None,
+                    'duplicate': bool(e.isDuplicateClause)})
+        return 1
+    f = CB(cb)
+    hr = dac.sos('TraverseEHInfo', [CLRDATA_ADDRESS, CB, c_void_p], ip, f, None)
+    return out if hr >= 0 else {'hr': hr_str(hr)}
+
+
 def stack_refs_isolated(dac, osid):
     """stack_refs in a forked child: the 10.0 DACs crash in GetStackReferences on some threads
     (a null dereference in their enumerator), which must cost that thread's refs only."""
@@ -546,6 +576,7 @@ def collect(core, dac, args):
                                                           args.blob_bytes)
                             except Exception as e:  # noqa: BLE001
                                 m['r2r'] = {'error': '%s: %s' % (type(e).__name__, e)}
+                        m['eh_clauses'] = eh_clauses(dac, ch.MethodStart)
                         methods[key] = m
                 else:
                     fr['code_header_hr'] = hr_str(hr)

@@ -19,6 +19,8 @@ Truths:
   runtime version SOS saw (it picks the GC info version by it: 0.0.0.0, as in the runtime's
   own crash dumps, makes it decode .NET 10 GC info as version 3);
 - `dac_il_address_map`: the DAC's IXCLRDataMethodInstance::GetILAddressMap, as offsets;
+- `dac_eh_clauses`: ISOSDacInterface::TraverseEHInfo (which code is a catch, finally or
+  filter funclet: how the stack walk flags a funclet's parent frame);
 - per frame: the IP, the frame's registers, the DAC's GetILOffsetsByAddress at IP and IP-1,
   its arguments and locals (IXCLRDataFrame: number of locations, memory address or register,
   value bytes), and the roots GetStackReferences reports for that frame (base register or
@@ -180,6 +182,8 @@ def main():
             entry['debug_info'] = {'format': fmt, 'hex': dbg[:n or 2048].hex(),
                                    'extent': 'the header\'s sizes' if n else 'a 2 KB read'}
         entry['sos_gcinfo'] = texts.get(k)
+        if m.get('eh_clauses'):
+            entry['dac_eh_clauses'] = m['eh_clauses']
         methods.append(entry)
 
     frames = []
