@@ -247,6 +247,29 @@ class Image:
         return None if b is None or len(b) < 4 else struct.unpack('<I', b)[0]
 
 
+def alias_images(core, image_dirs):
+    """Let the core's file fallback (absent pages of file mappings) read a PE image whose
+    recorded path is not on this machine from the file of the same name in `image_dirs` (the
+    runtime pack of the dump's exact build): what the DAC then reads of an R2R image's
+    absent pages (RUNTIME_FUNCTIONs, GC info) is the build's own bytes."""
+    index = {}
+    for d in image_dirs:
+        for root, _, files in os.walk(d):
+            for f in files:
+                if f.endswith('.dll'):
+                    index.setdefault(f, os.path.join(root, f))
+    n = 0
+    for _, _, _, path in core.files:
+        if path in core._fh or os.path.exists(path):
+            continue
+        alt = index.get(os.path.basename(path))
+        if alt:
+            core._fh[path] = open(alt, 'rb')
+            core._elf_ok[path] = None
+            n += 1
+    return n
+
+
 def native_unsigned(img, off):
     """NativeFormat DecodeUnsigned at image offset `off`: (value, next offset)."""
     b0 = img.read(off, 1)[0][0]

@@ -42,3 +42,11 @@ one crash-net10 10.0.14 --no-stack-refs
 one hang-net11 11.0.0
 one crash-net11 11.0.0
 one asyncreal-net11 11.0.0
+# GC info of CoreLib methods beyond the stacks (sweep.py), on the hang dumps' runtimes.
+for nv in net8:8.0.33 net9:9.0.22 net10:10.0.14 net11:11.0.0; do
+    n=${nv%%:*} ver=${nv#*:}
+    nice python3 "$here/sweep.py" --name "sweep-corelib-$n" --runtime "$ver" \
+        --dac "$P/$ver/runtimes/linux-x64/native/libmscordaccore.so" --image-dir "$P/$ver/runtimes/linux-x64" \
+        --count 30000 --out "$out/sweep-corelib-$n.json" "$WORK/hang-$n.core"
+    echo "sweep-corelib-$n: $(wc -c < "$out/sweep-corelib-$n.json") bytes"
+done

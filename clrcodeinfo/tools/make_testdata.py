@@ -67,6 +67,12 @@ def sos_gcinfo(core_path, starts, dac_dir, dotnet_dump):
             cur = '0x%x' % int(m.group(1), 16)
             lines = []
             continue
+        if re.match(r'^[0-9A-Fa-f]+ is not a valid MethodDesc', line):
+            # the next command's failure (an address SOS cannot resolve): not this method's
+            if cur:
+                res[cur] = lines
+            cur, lines = None, []
+            continue
         if cur is not None:
             lines.append(line)
     if cur:
