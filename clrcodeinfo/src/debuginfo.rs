@@ -8,14 +8,26 @@
 //! ("R2R Version 16 replaces the compression format for debug boundaries"). Which layout a
 //! release writes was checked on real dumps of each (see the crate's tests):
 //!
-//! | family | container | bounds |
-//! |---|---|---|
-//! | .NET 8, 9 | JIT'd code: a flag byte (1 patchpoint info follows, 2 rich debug info follows); ReadyToRun: none. Then nibbles `bounds size, vars size` | a count, then per entry nibbles: native offset delta, IL offset + 3, source type |
-//! | .NET 10 | as 8/9; a bounds size of 0xFFFFFFFF announces `bounds size, uninstrumented bounds size` | a count, native delta bits - 1, IL bits - 1, then packed entries `[2 source bits][native delta][IL offset + 3]` |
-//! | .NET 11 | nibbles: `bounds size, vars size` (slim) or `0, bounds, vars, uninstrumented bounds, patchpoint info, rich debug info, async info sizes` (fat); the same for JIT'd and R2R code | as .NET 10 with 3 source bits (async) |
+//! | family | container | bounds | vars |
+//! |---|---|---|---|
+//! | .NET 8, 9 | JIT'd code: a flag byte (1: `PatchpointInfo` follows, 2: rich debug info follows as a u32 size and data); ReadyToRun: none. Then nibbles `bounds size, vars size` | a count, then per entry nibbles: native offset delta, IL offset + 3, source type | per variable: start, length, number + 4, location |
+//! | .NET 10 | as 8/9; a bounds size of 0xFFFFFFFF announces `bounds size, uninstrumented bounds size` | a count, native delta bits - 1, IL bits - 1, then packed entries `[2 source bits][native delta][IL offset + 3]`, least significant first | as 8/9 |
+//! | .NET 11 | nibbles `bounds size, vars size` (slim) or `0, bounds, vars, uninstrumented bounds, patchpoint info, rich debug info, async info sizes` (fat), chunks in that order; the same for JIT'd and R2R code | as .NET 10 with 3 source bits (bit 2: async) | per variable: number + 6 (MAX_ILNUM became -6 with CALL_RETURN_ILNUM -5), start, length (a call return value: the call's IL offset, length 1), location |
 //!
-//! Vars (all families): a count, then per variable nibbles: start offset, end offset delta,
-//! variable number - MAX_ILNUM (-4), location kind and its fields.
+//! Seen in real dumps (tests/data): .NET 8's `PatchpointInfo` is 32 bytes before its
+//! per-local offsets with the local count at 8, .NET 10's 40 with the count at 16 (it gained
+//! the tier-0 code's address); .NET 11's async chunk lists per suspension point the native
+//! offset (signed delta from the previous one) and its locals (number + 6, offset from the
+//! continuation object's start), as the cDAC's DebugInfo.md describes. Not seen, so not
+//! checked: rich debug info (only with `DOTNET_RichDebugInfo`; located, not decoded) and
+//! uninstrumented bounds (a profiler's rewritten IL; decoded as bounds).
+//!
+//! Where a blob lives: JIT'd code, `RealCodeHeader::phdrDebugInfo` (offset 0 of the code
+//! header whose address is stored just before the method's first instruction); ReadyToRun
+//! code, the image's DebugInfo section (105), a NativeArray indexed by the method's
+//! RUNTIME_FUNCTION index whose entry is a NativeFormat unsigned `lookBack`: the blob is
+//! `lookBack` bytes before the entry when non-zero, else right after it
+//! (`ReadyToRunInfo::GetDebugInfo`).
 
 use crate::nibble::NibbleReader;
 use std::ops::Range;
@@ -79,8 +91,7 @@ pub type Result<T, E = DebugInfoError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DebugInfoFormat {
     /// .NET 8 and 9. `flag_byte`: JIT'd code (`RealCodeHeader::phdrDebugInfo`) starts with
-    /// the flag byte; ReadyToRun code does not. `patchpoint_header`: the fixed size of
-    /// `PatchpointInfo` before its per-local array and the offset of its local count.
+    /// the flag byte; ReadyToRun code does not.
     Net8 { flag_byte: bool },
     /// .NET 10 (R2R major 16).
     Net10 { flag_byte: bool },

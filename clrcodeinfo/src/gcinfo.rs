@@ -20,6 +20,13 @@
 //! also dropped the PSPSym (R2R 13: "removes usage of PSPSym ... redefines generics instance
 //! context stack slot in GCInfo v4 to be SP/FP relative").
 //!
+//! Where a blob lives: JIT'd code, `RealCodeHeader::phdrJitGCInfo` (offset 0x10 of the code
+//! header whose address is stored just before the method's first instruction; the same on 8,
+//! 9, 10 and 11); ReadyToRun code, right after the UNWIND_INFO of the method's entry
+//! RUNTIME_FUNCTION: image base + UnwindData + align4(4 + 2 × CountOfUnwindCodes + 4) (the
+//! personality routine's RVA always follows the codes; `ReadyToRunJitManager::
+//! GetGCInfoToken`), as the DAC's GetCodeHeaderData agrees on every R2R method of the tests.
+//!
 //! Layout of a blob (bits, least significant first):
 //! header (slim or fat), safe points (call sites), interruptible ranges, slot table, live
 //! states at safe points, then the fully interruptible liveness in 64-byte chunks.
@@ -586,7 +593,7 @@ impl GcInfo {
                             let mut c = r.clone();
                             c.set_pos(at, "chunk data")
                                 .map_err(|_| GcInfoError::BadChunkPointer { chunk, pointer: p })?;
-                            read_chunk(&mut c, num_tracked, None)?;
+                            read_chunk(&mut c, num_tracked)?;
                             end = end.max(c.pos());
                         }
                     }
@@ -1006,7 +1013,7 @@ fn read_could_be_live(r: &mut BitReader<'_>, num_tracked: u32) -> Result<Vec<u32
 }
 
 /// Walks a chunk (validation): could-be-live slots, final states, each slot's transitions.
-fn read_chunk(r: &mut BitReader<'_>, num_tracked: u32, _delta: Option<u32>) -> Result<()> {
+fn read_chunk(r: &mut BitReader<'_>, num_tracked: u32) -> Result<()> {
     let slots = read_could_be_live(r, num_tracked)?;
     r.skip(slots.len() as u64, "a chunk's final states")?;
     for _ in &slots {

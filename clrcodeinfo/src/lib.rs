@@ -5,12 +5,14 @@
 //! unchecked count, no loop that does not consume input) and reports corruption with a
 //! precise error instead of panicking.
 //!
-//! - [`gcinfo`]: the x64 GC info (`GcInfoEncoder` format, versions 3 and 4): header, safe
-//!   points, interruptible ranges, the slot table and the live slots at a code offset, as
-//!   `EECodeManager::EnumGcRefs` would report them to the GC.
+//! - [`gcinfo`]: the x64 GC info (`GcInfoEncoder` format, versions 2 to 5 of .NET 8-11):
+//!   header, safe points, interruptible ranges, the slot table and the slots live at a code
+//!   offset, as `EECodeManager::EnumGcRefs` would report them to the GC.
 //! - [`debuginfo`]: the JIT's debug info as the runtime stores it (JIT'd code and
-//!   ReadyToRun images): native-to-IL offset bounds, variable locations and, on .NET 11,
-//!   runtime-async suspension points.
+//!   ReadyToRun images; the .NET 8/9, 10 and 11 layouts): native-to-IL offset bounds,
+//!   variable locations and, on .NET 11, runtime-async suspension points.
+//!
+//! README.md says where the blobs are in a dump and how a stack walk should ask.
 
 mod bits;
 pub mod debuginfo;
