@@ -224,7 +224,7 @@ impl Descriptor {
 
     /// The pointer_data entries as addresses in a module loaded at `base` (what the array
     /// holds in the process; `None` for an entry without file bytes, which only the dump
-    /// knows): for `clrdata::descriptor::parse(json, pointer_data)`.
+    /// knows): for `clrdata::discovery::descriptor::parse(json, pointer_data)`.
     pub fn pointer_data_at(&self, base: u64) -> Vec<Option<u64>> {
         self.pointer_data.iter().map(|p| p.resolve(base)).collect()
     }

@@ -5,6 +5,7 @@
 //! through the same `Memory` and summed, in parallel over segments like the census), and prints
 //! the ratio census / raw scan. `RAYON_NUM_THREADS` sets the thread count.
 
+use clrdata::prelude::*;
 use clrdata::Runtime;
 use dumpreader::{Dump, Memory};
 use rayon::prelude::*;

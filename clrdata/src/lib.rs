@@ -8,35 +8,28 @@
 //! sanity checks. Then [`Runtime::gc_heap`] gives the heap's structure, whose
 //! [`GcHeap::objects`] / [`GcHeap::census`] walk it, and [`Runtime::method_table`] decodes types.
 
-pub mod asyncsm;
-pub mod causality;
-pub mod channels;
-pub mod delegates;
-pub mod descriptor;
+pub mod analysis;
+pub mod data;
+pub mod discovery;
 pub mod error;
-pub mod exceptions;
-pub mod fields;
-pub mod handles;
-pub mod heap;
-mod imagecheck;
-pub mod layout;
-pub mod locks;
 pub mod metadata;
-pub mod methods;
-pub mod names;
-pub mod objects;
-pub mod roots;
-pub mod runtime;
-pub mod stack;
-pub mod statics;
-pub mod supplement;
-pub mod tasks;
-pub mod threadpool;
-pub mod threads;
-pub mod timers;
-pub mod types;
+pub mod model;
+mod open;
 
+pub use discovery::runtime::{find_runtime, GcMode, Globals, ImageSearch, Runtime, RuntimeInfo};
 pub use error::{ClrError, Result};
-pub use heap::{Census, GcHeap, HeapAbsence, HeapObject, Segment, SegmentKind, WalkError};
-pub use names::TypeNames;
-pub use runtime::{find_runtime, GcMode, Globals, ImageSearch, Runtime, RuntimeInfo};
+pub use model::heap::{Census, GcHeap, HeapAbsence, HeapObject, Segment, SegmentKind, WalkError};
+pub use model::names::TypeNames;
+
+/// The extension traits that read through a [`Runtime`] (`rt.method_table(mt)`,
+/// `rt.threads()`, `rt.gc_heap()`, ...): `use clrdata::prelude::*;`.
+pub mod prelude {
+    pub use crate::analysis::roots::FindRoots;
+    pub use crate::data::handles::ReadHandles;
+    pub use crate::data::statics::ReadStatics;
+    pub use crate::data::syncblocks::ReadSyncBlocks;
+    pub use crate::data::threads::ReadThreads;
+    pub use crate::data::types::ReadTypes;
+    pub use crate::model::disasm::Disassemble;
+    pub use crate::model::heap::ReadGcHeap;
+}

@@ -9,6 +9,7 @@
 //! patch while a held-out patch waits); `DUMPSHELL_EXTRA_DUMPS=/x.dmp=/x.dac.json,...` adds
 //! dumps outside the corpus.
 
+use clrdata::prelude::*;
 use clrdata::{ClrError, Runtime, TypeNames};
 use dumpreader::Dump;
 use serde_json::Value;
@@ -415,7 +416,7 @@ fn runtime_threads_and_census_equal_the_dac_exactly() {
         checked += 1;
 
         // What is not verified on this family is refused by name.
-        let refused = clrdata::layout::ALL_CAPABILITIES
+        let refused = clrdata::discovery::layout::ALL_CAPABILITIES
             .iter()
             .copied()
             .filter(|c| !rt.layout.verified.contains(c));

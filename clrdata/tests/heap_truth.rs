@@ -1,6 +1,7 @@
 //! The runtime and GC heap layer against the corpus truth (dumps/<name>.dac.json, written by
 //! the runtime's own DAC): globals, thread store, GC mode, segments and the census, exactly.
 
+use clrdata::prelude::*;
 use clrdata::{ClrError, GcMode, Runtime};
 use dumpreader::Dump;
 use serde_json::Value;
@@ -357,7 +358,7 @@ fn version_sources() {
     // the dump belong to the JIT's double-mapped memory): the version comes from the path.
     assert_eq!(
         info.version_source,
-        clrdata::runtime::VersionSource::ModulePath
+        clrdata::discovery::runtime::VersionSource::ModulePath
     );
     let (_, d) = open("windows-hang");
     let info = clrdata::find_runtime(&d).unwrap();
@@ -365,7 +366,7 @@ fn version_sources() {
     assert_eq!(info.module_name, "coreclr.dll");
     assert_eq!(
         info.version_source,
-        clrdata::runtime::VersionSource::VersionResource
+        clrdata::discovery::runtime::VersionSource::VersionResource
     );
 }
 

@@ -2,7 +2,8 @@
 //! field types (FieldDescs + metadata signatures), for one object of every type of every .NET 8
 //! corpus census; and statics of the heap scenario hold what its program set.
 
-use clrdata::objects::{elem, FieldValue, ObjectReader};
+use clrdata::model::objects::{elem, FieldValue, ObjectReader};
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::{Dump, Memory};
 use std::collections::{BTreeSet, HashSet};

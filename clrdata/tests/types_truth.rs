@@ -1,7 +1,8 @@
 //! MethodTables, EEClasses, FieldDescs and modules, checked for every MethodTable of the DAC's
 //! census in every .NET 8 corpus dump; and the heap walk's recovery from a corrupted object.
 
-use clrdata::heap::WalkErrorKind;
+use clrdata::model::heap::WalkErrorKind;
+use clrdata::prelude::*;
 use clrdata::Runtime;
 use dumpreader::{Dump, Memory};
 use serde_json::Value;

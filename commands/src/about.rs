@@ -2,8 +2,8 @@
 //! families and, for each, the capabilities verified against that runtime's own DAC
 //! (clrdata's lists, so the text follows them).
 
-use clrdata::layout::{Capability, Family, ALL_CAPABILITIES};
-use clrdata::supplement::{VERIFIED_NET10, VERIFIED_NET9};
+use clrdata::discovery::layout::{Capability, Family, ALL_CAPABILITIES};
+use clrdata::discovery::supplement::{VERIFIED_NET10, VERIFIED_NET9};
 
 /// Every family clrdata reads, in release order.
 pub const FAMILIES: [Family; 3] = [Family::Net8, Family::Net9, Family::Net10];

@@ -8,11 +8,11 @@ use crate::session::Clr;
 use crate::session::Session;
 use crate::tree::{self, Node};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::asyncsm::{self, AsyncBox};
-use clrdata::causality::{self, Cause, ThreadScan};
-use clrdata::channels::ChannelState;
-use clrdata::objects::ObjectReader;
-use clrdata::stack::StackWalker;
+use clrdata::analysis::asyncsm::{self, AsyncBox};
+use clrdata::analysis::causality::{self, Cause, ThreadScan};
+use clrdata::analysis::channels::ChannelState;
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::StackWalker;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -225,7 +225,9 @@ fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
                 .map(|f| {
                     let (display_name, kind) = asyncsm::hoisted_field(&f.name);
                     let string = match &f.value {
-                        clrdata::objects::FieldValue::Object { string, .. } => string.clone(),
+                        clrdata::model::objects::FieldValue::Object { string, .. } => {
+                            string.clone()
+                        }
                         _ => None,
                     };
                     FieldOut {
@@ -355,19 +357,19 @@ fn blocked_by_chain(
 }
 
 /// What the async analyses read: managed fields by name (Task, boxes, continuations).
-const ASYNC_NEEDS: &[clrdata::layout::Capability] = &[
-    clrdata::layout::Capability::HeapWalk,
-    clrdata::layout::Capability::TypeNames,
-    clrdata::layout::Capability::Fields,
+const ASYNC_NEEDS: &[clrdata::discovery::layout::Capability] = &[
+    clrdata::discovery::layout::Capability::HeapWalk,
+    clrdata::discovery::layout::Capability::TypeNames,
+    clrdata::discovery::layout::Capability::Fields,
 ];
 
 /// What causality reads besides: the threads' stacks (who blocks where) and their locks.
-const CAUSALITY_NEEDS: &[clrdata::layout::Capability] = &[
-    clrdata::layout::Capability::HeapWalk,
-    clrdata::layout::Capability::TypeNames,
-    clrdata::layout::Capability::Fields,
-    clrdata::layout::Capability::Stacks,
-    clrdata::layout::Capability::Locks,
+const CAUSALITY_NEEDS: &[clrdata::discovery::layout::Capability] = &[
+    clrdata::discovery::layout::Capability::HeapWalk,
+    clrdata::discovery::layout::Capability::TypeNames,
+    clrdata::discovery::layout::Capability::Fields,
+    clrdata::discovery::layout::Capability::Stacks,
+    clrdata::discovery::layout::Capability::Locks,
 ];
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
@@ -506,12 +508,14 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
                     .rev()
                     .find(|f| f.name == "m_stateFlags")
                     .and_then(|f| match f.value {
-                        clrdata::objects::FieldValue::Int { value } => Some(value as u32),
-                        clrdata::objects::FieldValue::UInt { value } => Some(value as u32),
+                        clrdata::model::objects::FieldValue::Int { value } => Some(value as u32),
+                        clrdata::model::objects::FieldValue::UInt { value } => Some(value as u32),
                         _ => None,
                     })
                     .unwrap_or(0);
-                if !completed && clrdata::tasks::TaskStatus::from_flags(flags).is_completed() {
+                if !completed
+                    && clrdata::analysis::tasks::TaskStatus::from_flags(flags).is_completed()
+                {
                     return None;
                 }
                 Some(TaskOut {

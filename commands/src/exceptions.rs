@@ -7,11 +7,12 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::exceptions::{
+use clrdata::analysis::exceptions::{
     current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
 };
-use clrdata::objects::ObjectReader;
-use clrdata::stack::StackWalker;
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::StackWalker;
+use clrdata::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -612,7 +612,7 @@ fn heap_walk(
         census.errors.iter().map(walk_error).collect::<Vec<_>>()
     } else {
         let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
-        let strings_reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
+        let strings_reader = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
         let mut it = heap.objects(&c.rt);
         let (mut n, mut bytes) = (0u64, 0u64);
         for o in it.by_ref() {

@@ -7,9 +7,11 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::locks::{find_deadlocks, Deadlocks, SyncBlockData, WaitKind, WaitSource};
-use clrdata::stack::{StackWalker, ThreadStack};
-use clrdata::threads::ThreadData;
+use clrdata::analysis::locks::{find_deadlocks, Deadlocks, WaitSource};
+use clrdata::data::syncblocks::{SyncBlockData, WaitKind};
+use clrdata::data::threads::ThreadData;
+use clrdata::model::stack::{StackWalker, ThreadStack};
+use clrdata::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -133,7 +135,7 @@ pub struct SyncBlkOut {
 }
 
 fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
-    let type_name = clrdata::heap::read_method_table(c.rt.memory(), s.object)
+    let type_name = clrdata::model::heap::read_method_table(c.rt.memory(), s.object)
         .map(|mt| c.type_name(mt))
         .unwrap_or_else(|_| "<object not in the dump>".into());
     SyncBlockOut {
@@ -181,7 +183,7 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         None
     } else {
         let heap = c.heap().map_err(CommandError::Failed)?;
-        let (list, errors) = c.rt.thin_locks(heap, &th.list);
+        let (list, errors) = clrdata::analysis::locks::thin_locks(&c.rt, heap, &th.list);
         notes.extend(errors.into_iter().map(|e| format!("heap walk: {e}")));
         Some(
             list.iter()
@@ -369,11 +371,11 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         .collect();
     let d: Deadlocks = find_deadlocks(&c.rt, &th.list, &table_data, &stacks);
     let type_of = |o: u64| {
-        clrdata::heap::read_method_table(c.rt.memory(), o)
+        clrdata::model::heap::read_method_table(c.rt.memory(), o)
             .map(|mt| c.type_name(mt))
             .unwrap_or_else(|_| "<object not in the dump>".into())
     };
-    let wait_of: HashMap<u64, &clrdata::locks::LockWait> =
+    let wait_of: HashMap<u64, &clrdata::analysis::locks::LockWait> =
         d.waits.iter().map(|w| (w.thread, w)).collect();
     let waits: Vec<WaitOut> = d
         .waits

@@ -316,7 +316,8 @@ fn dump_kind_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> Option<DumpK
             )
         }
     };
-    let single_file_host = rt.is_some_and(|r| r.host == clrdata::runtime::RuntimeHost::SingleFile)
+    let single_file_host = rt
+        .is_some_and(|r| r.host == clrdata::discovery::runtime::RuntimeHost::SingleFile)
         || !s.target.bundles().is_empty();
     if data == Some(false) {
         description.push_str(
@@ -449,7 +450,7 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
             "framework-dependent",
             format!("framework-dependent, .NET {ver_text} from the shared framework at {dir}"),
         )
-    } else if r.host == clrdata::runtime::RuntimeHost::SingleFile {
+    } else if r.host == clrdata::discovery::runtime::RuntimeHost::SingleFile {
         (
             "single-file",
             format!(

@@ -9,10 +9,11 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::objects::{
+use clrdata::model::objects::{
     elem, element_type_name, gc_where, primitive_size, verify_heap, FieldData, FieldValue,
     ObjectReader,
 };
+use clrdata::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -296,7 +297,7 @@ fn fill_type_mts(c: &Clr, fields: &mut [FieldOut]) {
     }
     let mut candidates: Vec<u64> = Vec::new();
     for m in mods {
-        if let Ok(ths) = clrdata::methods::available_param_types(&r, m) {
+        if let Ok(ths) = clrdata::model::methods::available_param_types(&r, m) {
             candidates.extend(ths.into_iter().filter(|th| th & 2 == 0));
         }
     }
@@ -439,7 +440,7 @@ pub struct ArrayOut {
     pub data: String,
 }
 
-fn array_out(r: &Reader<'_>, a: &clrdata::objects::ArrayData) -> ArrayOut {
+fn array_out(r: &Reader<'_>, a: &clrdata::model::objects::ArrayData) -> ArrayOut {
     ArrayOut {
         rank: a.rank,
         length: a.length,
@@ -775,13 +776,15 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         vtable_slots: i.num_virtuals,
         interfaces: i.num_interfaces,
         type_args: i.type_args.iter().map(|&a| hex(a)).collect(),
-        num_methods: clrdata::methods::slot_counts(&r, mt).ok().map(|c| c.2),
+        num_methods: clrdata::model::methods::slot_counts(&r, mt)
+            .ok()
+            .map(|c| c.2),
         methods: None,
     };
     let mut md_text = None;
     if m.get_flag("md") {
-        let w = clrdata::stack::StackWalker::for_target(&c.rt, &c.names);
-        let mm = clrdata::methods::method_table_methods(&r, &w, mt)
+        let w = clrdata::model::stack::StackWalker::for_target(&c.rt, &c.names);
+        let mm = clrdata::model::methods::method_table_methods(&r, &w, mt)
             .map_err(|e| failed(format!("the methods of MethodTable {mt:#x}: {e}")))?;
         let mut tb = table(&["Entry", "MethodDesc", "JIT", "Slot", "Name"]);
         for s in &mm.slots {
@@ -974,7 +977,7 @@ fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let r = reader(&c);
     let md = addr(m, "md")?;
     let bad = |what: &str| failed(format!("{md:#x} is not a MethodDesc: {what}"));
-    let d = clrdata::methods::method_desc(&r, md).map_err(|e| bad(&e))?;
+    let d = clrdata::model::methods::method_desc(&r, md).map_err(|e| bad(&e))?;
     let info = c.rt.method_table(d.method_table).map_err(|e| {
         bad(&format!(
             "its chunk's MethodTable {:#x} does not decode ({e})",
@@ -984,11 +987,11 @@ fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     if d.classification != 4 && d.token & 0xFF_FFFF == 0 {
         return Err(bad("a null MethodDef token"));
     }
-    let name = clrdata::methods::method_desc_name(&r, &d).map_err(|e| bad(&e))?;
-    let w = clrdata::stack::StackWalker::for_target(&c.rt, &c.names);
-    let entry = clrdata::methods::method_entry_point(&r, &d).ok();
-    let (code, jit) = entry.map_or((None, clrdata::methods::JitState::None), |e| {
-        clrdata::methods::native_code(&r, &w, &d, e)
+    let name = clrdata::model::methods::method_desc_name(&r, &d).map_err(|e| bad(&e))?;
+    let w = clrdata::model::stack::StackWalker::for_target(&c.rt, &c.names);
+    let entry = clrdata::model::methods::method_entry_point(&r, &d).ok();
+    let (code, jit) = entry.map_or((None, clrdata::model::methods::JitState::None), |e| {
+        clrdata::model::methods::native_code(&r, &w, &d, e)
     });
     let res = DumpMd {
         method_desc: hex(md),
@@ -1057,7 +1060,7 @@ pub struct Name2EeMatch {
 fn known_modules(c: &Clr, r: &Reader<'_>) -> Result<Vec<u64>, CommandError> {
     let heap = c.heap().map_err(CommandError::Failed)?;
     let mts: Vec<u64> = heap.census(&c.rt).types.iter().map(|t| t.mt).collect();
-    Ok(clrdata::roots::modules_of_types(r, &mts))
+    Ok(clrdata::analysis::roots::modules_of_types(r, &mts))
 }
 
 fn name2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {

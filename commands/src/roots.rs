@@ -7,10 +7,11 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::handles::{FinalizerSegment, HandleKind};
-use clrdata::objects::ObjectReader;
-use clrdata::roots::{gcroot as find_roots, static_slot_names, RootSource};
-use clrdata::stack::{StackWalker, ThreadStack};
+use clrdata::analysis::roots::{gcroot as find_roots, static_slot_names, RootSource};
+use clrdata::data::handles::{FinalizerSegment, HandleKind};
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::{StackWalker, ThreadStack};
+use clrdata::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
 }
 
 fn obj_mt(c: &Clr, obj: u64) -> u64 {
-    clrdata::heap::read_method_table(c.rt.memory(), obj).unwrap_or(0)
+    clrdata::model::heap::read_method_table(c.rt.memory(), obj).unwrap_or(0)
 }
 
 fn obj_size(r: &ObjectReader<'_, Arc<dyn dumpreader::Target>>, obj: u64) -> u64 {

@@ -3,6 +3,7 @@
 
 use crate::control::Control;
 use crate::output::{failed, CommandError};
+use clrdata::prelude::*;
 use clrdata::{GcHeap, Runtime, TypeNames};
 use dumpreader::{Dump, OpenOptions, Target};
 use std::path::{Path, PathBuf};
@@ -181,7 +182,7 @@ pub(crate) fn no_heap(
 /// object by object, and so would otherwise print an empty answer instead of refusing.
 pub fn clr_with(
     s: &Session,
-    needs: &[clrdata::layout::Capability],
+    needs: &[clrdata::discovery::layout::Capability],
 ) -> Result<Arc<Clr>, CommandError> {
     let c = clr(s)?;
     for &cap in needs {

@@ -9,8 +9,9 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::stack::{FrameKind, StackWalker, ThreadStack};
-use clrdata::threads::thread_state_names;
+use clrdata::data::threads::thread_state_names;
+use clrdata::model::stack::{FrameKind, StackWalker, ThreadStack};
+use clrdata::prelude::*;
 use serde::Serialize;
 
 /// The stack commands.
@@ -169,7 +170,7 @@ pub struct ClrThreads {
 /// A running .NET process always has its finalizer thread: a ThreadStore that lists no thread,
 /// or none marked as the finalizer, or fewer threads than it counts, is damaged or was read
 /// from the wrong place.
-fn thread_store_notes(ts: &clrdata::threads::ThreadStoreData, listed: usize) -> Vec<String> {
+fn thread_store_notes(ts: &clrdata::data::threads::ThreadStoreData, listed: usize) -> Vec<String> {
     let mut notes = Vec::new();
     if listed == 0 {
         notes.push(format!(
@@ -200,7 +201,7 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     for (i, t) in threads.iter().enumerate() {
         let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
         let ex_type = (obj != 0)
-            .then(|| clrdata::heap::read_method_table(c.rt.memory(), obj).ok())
+            .then(|| clrdata::model::heap::read_method_table(c.rt.memory(), obj).ok())
             .flatten()
             .map(|mt| c.type_name(mt));
         let mut tags = Vec::new();
@@ -344,7 +345,7 @@ pub struct ClrStackThread {
     pub incomplete: Option<String>,
 }
 
-fn frame_text(f: &clrdata::stack::StackFrame) -> String {
+fn frame_text(f: &clrdata::model::stack::StackFrame) -> String {
     let m = f.method.clone().or_else(|| {
         f.method_error
             .as_ref()
@@ -488,7 +489,7 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 #[derive(Serialize)]
 pub struct Ip2Md {
     pub ip: String,
-    pub kind: Option<clrdata::stack::CodeKind>,
+    pub kind: Option<clrdata::model::stack::CodeKind>,
     pub method_start: Option<String>,
     pub method_desc: Option<String>,
     pub module: Option<String>,
@@ -602,7 +603,7 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     // Without a CLR the walker can read (another runtime, none at all): native frames only.
     let c = s.clr();
     let mut no_clr = None;
-    let walks: Vec<clrdata::stack::MixedStack> = match &c {
+    let walks: Vec<clrdata::model::stack::MixedStack> = match &c {
         Ok(c) => {
             let managed =
                 c.rt.threads()
@@ -618,7 +619,7 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         Err(e) => {
             no_clr = Some(e.clone());
             let t: &dyn dumpreader::Target = &*s.target;
-            let nm = clrdata::stack::NativeModules::new(t);
+            let nm = clrdata::model::stack::NativeModules::new(t);
             ids.iter()
                 .map(|&id| {
                     let regs = s
@@ -626,8 +627,8 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                         .threads()
                         .iter()
                         .find(|t| t.id as u64 == id)
-                        .map(|t| clrdata::stack::Regs::from_context(&t.context));
-                    clrdata::stack::walk_native(&nm, id, regs)
+                        .map(|t| clrdata::model::stack::Regs::from_context(&t.context));
+                    clrdata::model::stack::walk_native(&nm, id, regs)
                 })
                 .collect()
         }
@@ -745,7 +746,7 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .iter()
         .find(|t| t.id as u64 == os_id)
         .ok_or_else(|| CommandError::Failed(format!("the dump has no OS thread {os_id:#x}")))?;
-    let mut regs = clrdata::stack::Regs::from_context(&ti.context);
+    let mut regs = clrdata::model::stack::Regs::from_context(&ti.context);
     let parse = |name: &str| -> Result<Option<u64>, CommandError> {
         m.get_one::<String>(name)
             .map(|t| parse_address(t).map_err(CommandError::Usage))
@@ -755,8 +756,8 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let bottom = parse("bottom")?;
     if let Some(t) = top {
         // An explicit range: no registers, as SOS scans only the range then.
-        regs = clrdata::stack::Regs::default();
-        regs.gpr[clrdata::stack::unwind::RSP] = t;
+        regs = clrdata::model::stack::Regs::default();
+        regs.gpr[clrdata::model::stack::unwind::RSP] = t;
     }
     let end = match (bottom, ti.stack) {
         (Some(b), _) => b,
@@ -767,8 +768,8 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             )))
         }
     };
-    let reader = clrdata::objects::ObjectReader::new(&c.rt, &c.names);
-    let found = clrdata::stack::dso::stack_objects(&reader, heap, &regs, end);
+    let reader = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
+    let found = clrdata::model::dso::stack_objects(&reader, heap, &regs, end);
     let managed_id =
         c.rt.threads()
             .ok()
@@ -833,7 +834,7 @@ pub struct UInstruction {
 
 #[derive(Serialize)]
 pub struct UOut {
-    pub kind: clrdata::stack::CodeKind,
+    pub kind: clrdata::model::stack::CodeKind,
     pub method: Option<String>,
     pub method_desc: Option<String>,
     pub start: String,
@@ -860,8 +861,8 @@ fn unassemble(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let code = w.disassemble(addr).map_err(CommandError::Failed)?;
     let mut text = String::new();
     text.push_str(match code.kind {
-        clrdata::stack::CodeKind::Jit => "Normal JIT generated code\n",
-        clrdata::stack::CodeKind::ReadyToRun => "ReadyToRun code\n",
+        clrdata::model::stack::CodeKind::Jit => "Normal JIT generated code\n",
+        clrdata::model::stack::CodeKind::ReadyToRun => "ReadyToRun code\n",
     });
     text.push_str(&format!(
         "{}\n",

@@ -8,10 +8,10 @@ use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::delegates::DelegateMethod;
-use clrdata::objects::{FieldValue, ObjectReader};
-use clrdata::stack::StackWalker;
-use clrdata::{tasks, threadpool, timers};
+use clrdata::analysis::{starvation, tasks, threadpool, timers};
+use clrdata::model::delegates::DelegateMethod;
+use clrdata::model::objects::{FieldValue, ObjectReader};
+use clrdata::model::stack::StackWalker;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -60,10 +60,10 @@ type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
 type Walker<'a> = StackWalker<'a, Arc<dyn dumpreader::Target>>;
 
 /// What these commands read: CoreLib objects (thread pool, timers, queues) by field name.
-const FIELD_NEEDS: &[clrdata::layout::Capability] = &[
-    clrdata::layout::Capability::HeapWalk,
-    clrdata::layout::Capability::TypeNames,
-    clrdata::layout::Capability::Fields,
+const FIELD_NEEDS: &[clrdata::discovery::layout::Capability] = &[
+    clrdata::discovery::layout::Capability::HeapWalk,
+    clrdata::discovery::layout::Capability::TypeNames,
+    clrdata::discovery::layout::Capability::Fields,
 ];
 
 fn tools(c: &Clr) -> (Reader<'_>, Walker<'_>) {
@@ -446,7 +446,7 @@ pub struct ThreadPoolOut {
     pub errors: Vec<String>,
 }
 
-/// The starvation assessment ([`threadpool::assess_starvation`]).
+/// The starvation assessment ([`starvation::assess_starvation`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct StarvationOut {
     pub starved: bool,
@@ -457,7 +457,7 @@ pub struct StarvationOut {
     pub queued_global: usize,
     pub queued_local: usize,
     /// The queued work grouped by what it runs, most first.
-    pub queued_work: Vec<threadpool::QueuedWork>,
+    pub queued_work: Vec<starvation::QueuedWork>,
     /// The blocked workers grouped by what they block on, most first.
     pub blocked_on: Vec<BlockGroupOut>,
     /// The finding in words (when starved).
@@ -483,8 +483,8 @@ pub struct BlockGroupOut {
     pub text: String,
 }
 
-fn block_group_out(on: &threadpool::WorkerBlock, os_ids: Vec<u64>) -> BlockGroupOut {
-    use threadpool::WorkerBlock as B;
+fn block_group_out(on: &starvation::WorkerBlock, os_ids: Vec<u64>) -> BlockGroupOut {
+    use starvation::WorkerBlock as B;
     let (kind, object, type_name, text) = match on {
         B::Task { task, task_type } => (
             "task",
@@ -530,7 +530,7 @@ pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
 
 /// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
 /// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
-/// wait for, given to [`threadpool::assess_starvation`].
+/// wait for, given to [`starvation::assess_starvation`].
 fn starvation(
     s: &Session,
     c: &Clr,
@@ -541,7 +541,7 @@ fn starvation(
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let r = ObjectReader::new(&c.rt, &c.names);
     let workers: std::collections::HashSet<u64> = p.workers.iter().map(|w| w.thread).collect();
-    let threads: Vec<clrdata::threads::ThreadData> = match c.rt.threads() {
+    let threads: Vec<clrdata::data::threads::ThreadData> = match c.rt.threads() {
         Ok(ts) => ts
             .into_iter()
             .filter(|t| workers.contains(&t.address))
@@ -551,25 +551,28 @@ fn starvation(
             Vec::new()
         }
     };
-    let stacks: HashMap<u64, clrdata::stack::ThreadStack> = threads
+    let stacks: HashMap<u64, clrdata::model::stack::ThreadStack> = threads
         .iter()
         .map(|t| (t.address, walker.walk(t)))
         .collect();
     let lock_waits = match c
         .rt
-        .require(clrdata::layout::Capability::Locks)
+        .require(clrdata::discovery::layout::Capability::Locks)
         .map_err(|e| e.to_string())
         .and_then(|_| c.rt.sync_table().map_err(|e| e.to_string()))
     {
-        Ok(table) => clrdata::locks::find_deadlocks(&c.rt, &threads, &table, &stacks).waits,
+        Ok(table) => {
+            clrdata::analysis::locks::find_deadlocks(&c.rt, &threads, &table, &stacks).waits
+        }
         Err(e) => {
             notes.push(format!("monitors not read: {e}"));
             Vec::new()
         }
     };
-    let in_task_wait = stacks
-        .values()
-        .any(|st| st.methods().any(clrdata::causality::is_task_wait_frame));
+    let in_task_wait = stacks.values().any(|st| {
+        st.methods()
+            .any(clrdata::analysis::causality::is_task_wait_frame)
+    });
     let mut task_waits = Vec::new();
     if in_task_wait {
         match (
@@ -577,22 +580,22 @@ fn starvation(
             crate::asyncs::thread_scans(s, &walker).map_err(|e| e.to_string()),
         ) {
             (Ok(heap), Ok(scans)) => {
-                let a = clrdata::asyncsm::analyze(&c.rt, &c.names, heap);
+                let a = clrdata::analysis::asyncsm::analyze(&c.rt, &c.names, heap);
                 let scans: Vec<_> = scans
                     .into_iter()
                     .filter(|t| threads.iter().any(|w| w.os_id == t.os_id))
                     .collect();
-                task_waits = clrdata::causality::analyze(&r, &a, &scans).thread_waits;
+                task_waits = clrdata::analysis::causality::analyze(&r, &a, &scans).thread_waits;
             }
             (Err(e), _) | (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
         }
     }
     let type_of = |o: u64| {
-        clrdata::heap::read_method_table(c.rt.memory(), o)
+        clrdata::model::heap::read_method_table(c.rt.memory(), o)
             .map(|mt| c.type_name(mt))
             .unwrap_or_else(|_| "<object not in the dump>".into())
     };
-    let st = threadpool::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
+    let st = starvation::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
     let blocked_on: Vec<BlockGroupOut> = st
         .groups()
         .into_iter()
@@ -935,6 +938,7 @@ fn dcq_grammar() -> Command {
 }
 
 use crate::objects::value_json;
+use clrdata::prelude::*;
 
 #[derive(Serialize)]
 pub struct ItemOut {

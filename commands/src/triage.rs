@@ -16,6 +16,7 @@ use crate::session::Session;
 use crate::stacks::{ClrThreads, PStacks};
 use crate::threadpool::{StarvationOut, ThreadPoolOut};
 use crate::tree::Node;
+use clrdata::prelude::*;
 use dumpreader::OpenOptions;
 use serde::Serialize;
 use std::any::Any;
@@ -210,7 +211,7 @@ fn is_http_request(methods: &[String]) -> bool {
 
 /// Groups `causality`'s chains by what they wait for ([`AsyncGroup`]).
 fn async_groups(c: &CausalityOut) -> Vec<AsyncGroup> {
-    use clrdata::causality::Cause;
+    use clrdata::analysis::causality::Cause;
     use std::collections::HashMap;
     // The one object a chain waits on: what its cause names (a TaskCompletionSource, a
     // SemaphoreSlim, a channel, another object), else the object its innermost box awaits.

@@ -482,7 +482,7 @@ fn roslyn_async_as_real_code_writes_it() {
                 .map(|b| b["sync_waiters"].as_u64().unwrap())
                 .sum();
             assert_eq!(waiters, 1, "{name}: {w}");
-            if tests::claims(&e, clrdata::layout::Capability::Stacks) {
+            if tests::claims(&e, clrdata::discovery::layout::Capability::Stacks) {
                 let ts = ch["blocked_threads"].as_array().unwrap_or_else(|| {
                     panic!(
                         "{name}: no blocked threads: {}",

@@ -4,7 +4,8 @@
 //! holds, equal to the DAC's truth. And the decision is from the memory: no dump that holds a
 //! heap is ever said to lack one.
 
-use clrdata::layout::Capability;
+use clrdata::discovery::layout::Capability;
+use clrdata::prelude::*;
 use commands::Session;
 use std::collections::BTreeSet;
 

@@ -217,7 +217,7 @@ fn split_name(s: &str) -> (&str, &str) {
 #[test]
 fn every_manifest_value_is_reached_from_the_static_roots() {
     // Every heap dump the tests claim Statics on (.NET 8, 9 and 10): the roots are statics.
-    let heaps: Vec<_> = tests::readable_for(clrdata::layout::Capability::Statics)
+    let heaps: Vec<_> = tests::readable_for(clrdata::discovery::layout::Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "heap")
         .collect();
@@ -258,7 +258,7 @@ fn every_manifest_value_is_reached_from_the_static_roots_on(e: &tests::Entry) {
 #[test]
 fn statics_equal_the_manifest() {
     // Every heap dump the tests claim Statics on (.NET 8, 9 and 10).
-    let heaps: Vec<_> = tests::readable_for(clrdata::layout::Capability::Statics)
+    let heaps: Vec<_> = tests::readable_for(clrdata::discovery::layout::Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "heap")
         .collect();
@@ -302,7 +302,7 @@ fn statics_equal_the_manifest_on(e: &tests::Entry) {
 #[test]
 fn the_kept_exception_and_its_inner_one() {
     // Reached from the static Heap.Roots.Kept: every heap dump claiming Statics.
-    let heaps: Vec<_> = tests::readable_for(clrdata::layout::Capability::Statics)
+    let heaps: Vec<_> = tests::readable_for(clrdata::discovery::layout::Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "heap")
         .collect();

@@ -5,7 +5,7 @@
 //! show a `T[]` of length 0 there. Every dump the tests claim Statics on: .NET 8's
 //! DomainLocalModule and .NET 9/10's per-type statics and ThreadLocalData alike.
 
-use clrdata::layout::Capability;
+use clrdata::discovery::layout::Capability;
 use commands::Session;
 use serde_json::Value;
 

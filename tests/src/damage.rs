@@ -8,6 +8,7 @@
 //! `heap_walk`, `stack_walk` and `async_chain` (the fuzz input picks patches), and by the
 //! `damage` example that writes damaged dump files for trying by hand.
 
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::{
     DumpInfo, Error, Memory, MemoryRange, ModuleImage, ModuleInfo, Target, ThreadInfo,
@@ -255,7 +256,7 @@ impl Landmarks {
             }
         }
         // Async boxes.
-        let a = clrdata::asyncsm::analyze(&rt, &names, &heap);
+        let a = clrdata::analysis::asyncsm::analyze(&rt, &names, &heap);
         let mem = rt.memory();
         for b in &a.boxes {
             let size = all

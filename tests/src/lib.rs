@@ -10,6 +10,7 @@
 //! about dump formats or the CLR: the tests of each crate do the checking.
 
 pub mod damage;
+pub mod modgraph;
 pub mod wine;
 
 use serde_json::Value;
@@ -212,7 +213,10 @@ pub fn names() -> Vec<String> {
 /// hold every dump to its DAC truth and to the CLR layer's claims) leave them out; their truths
 /// are the manifest, `<name>.symbols.json` and `<name>.sos.txt` (dumps/README.md).
 pub fn nativeaot_names() -> Vec<String> {
-    all_names().into_iter().filter(|n| is_nativeaot(n)).collect()
+    all_names()
+        .into_iter()
+        .filter(|n| is_nativeaot(n))
+        .collect()
 }
 
 fn all_names() -> Vec<String> {
@@ -268,10 +272,10 @@ pub fn nativeaot() -> Vec<Entry> {
     nativeaot_names().iter().map(|n| entry(n)).collect()
 }
 
-pub use clrdata::layout::Capability;
+pub use clrdata::discovery::layout::Capability;
 
 /// Every capability the CLR layer names ([`Capability`]).
-pub const CAPABILITIES: &[Capability] = clrdata::layout::ALL_CAPABILITIES;
+pub const CAPABILITIES: &[Capability] = clrdata::discovery::layout::ALL_CAPABILITIES;
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
 /// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
@@ -552,7 +556,7 @@ pub struct StackComparison {
 /// and MethodDesc exactly, the frames in the DAC's order, no more and no fewer; the method's
 /// name too where the tests claim [`Capability::Methods`] on the dump.
 pub fn stack_truth(e: &Entry, opts: &dumpreader::OpenOptions) -> StackComparison {
-    use clrdata::stack::StackWalker;
+    use clrdata::model::stack::StackWalker;
     let name = &e.name;
     let hex = |v: &Value| {
         v.as_str()

@@ -8,6 +8,7 @@
 //! (it has every structure: async chains, Frames, regions) and the `heap` dump;
 //! `DUMPSHELL_DAMAGE=full` runs every variant on every .NET 8 dump.
 
+use clrdata::prelude::*;
 use commands::Session;
 use dumpreader::Target;
 use std::path::PathBuf;
@@ -473,7 +474,7 @@ fn whole_dump_fuzz_findings_stay_fixed() {
 /// must fail at once, naming the object, instead of listing 2^32 slots first.
 #[test]
 fn a_damaged_array_length_costs_no_memory() {
-    use clrdata::objects::ObjectReader;
+    use clrdata::model::objects::ObjectReader;
     let e = tests::entry("heap");
     let dump: Arc<dyn Target> = Arc::new(e.open());
     let rt = clrdata::Runtime::discover(dump.clone()).unwrap();

@@ -5,11 +5,12 @@
 //! `dumps/tools/dacprobe/lockprobe.py`: GetObjectExceptionData, GetMethodDescName and
 //! GetCodeHeaderData for every recorded frame).
 
-use clrdata::exceptions::{
+use clrdata::analysis::exceptions::{
     current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
 };
-use clrdata::objects::ObjectReader;
-use clrdata::stack::StackWalker;
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::StackWalker;
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::{Dump, Target};
 use serde_json::Value;

@@ -16,10 +16,12 @@
 //! Environment: `DUMPSHELL_SKIP_DUMPS=a,*-net10h` leaves corpus dumps out (as
 //! census_descriptor.rs: development against one patch while the held-out patch waits).
 
-use clrdata::fields::object_fields;
-use clrdata::layout::Capability;
-use clrdata::objects::{FieldData, FieldValue, ObjectReader};
-use clrdata::{asyncsm, Runtime, TypeNames};
+use clrdata::analysis::asyncsm;
+use clrdata::discovery::layout::Capability;
+use clrdata::model::fields::object_fields;
+use clrdata::model::objects::{FieldData, FieldValue, ObjectReader};
+use clrdata::prelude::*;
+use clrdata::{Runtime, TypeNames};
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -10,6 +10,7 @@
 //! after the dumps were made, and this module's tests show they are refused): frames and
 //! types of the app must then be left unnamed, never named wrongly, and the tests say so.
 
+use clrdata::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use tests::Entry;
@@ -167,7 +168,7 @@ fn gcore_refuses_a_file_that_fails_its_check() {
 /// unnamed with a reason.
 #[test]
 fn gcore_stacks_equal_the_dac() {
-    use clrdata::stack::StackWalker;
+    use clrdata::model::stack::StackWalker;
     let (mut frames, mut named, mut unnamed_app) = (0, 0, 0);
     let mut diffs = Vec::new();
     for e in gcore_fd() {
@@ -325,7 +326,7 @@ fn gcore_single_file_host_is_used_only_with_its_bundle() {
                 // The bundle's assemblies then read: the stacks name the app's methods.
                 let rt = clrdata::Runtime::discover(&d).unwrap();
                 let names = clrdata::TypeNames::new();
-                let stacks = clrdata::stack::StackWalker::for_target(&rt, &names)
+                let stacks = clrdata::model::stack::StackWalker::for_target(&rt, &names)
                     .walk_all()
                     .unwrap();
                 assert!(

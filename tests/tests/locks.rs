@@ -3,9 +3,11 @@
 //! threads' own frames) and the DAC's own GetSyncBlockData (`dumps/<name>.locks.dac.json`,
 //! from `dumps/tools/dacprobe/lockprobe.py`). The Windows dump has the manifest only.
 
-use clrdata::locks::{find_deadlocks, object_header, Header, SyncTable, WaitKind, WaitSource};
-use clrdata::stack::{StackWalker, ThreadStack};
-use clrdata::threads::ThreadData;
+use clrdata::analysis::locks::{find_deadlocks, WaitSource};
+use clrdata::data::syncblocks::{object_header, Header, SyncTable, WaitKind};
+use clrdata::data::threads::ThreadData;
+use clrdata::model::stack::{StackWalker, ThreadStack};
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::{Dump, Memory};
 use serde_json::Value;
@@ -225,7 +227,7 @@ fn owners_and_waiters_are_the_manifests() {
             if l["kind"] == "thin-lock" {
                 // Never contended: no sync block, only the owner's id in the object's header.
                 let heap = o.rt.gc_heap().unwrap();
-                let (thin, errors) = o.rt.thin_locks(&heap, &o.threads);
+                let (thin, errors) = clrdata::analysis::locks::thin_locks(&o.rt, &heap, &o.threads);
                 assert!(errors.is_empty(), "{what}: {errors:?}");
                 let mine: Vec<_> = thin.iter().filter(|t| o.type_of(t.object) == ty).collect();
                 assert_eq!(mine.len(), 1, "{what}: one thin lock");

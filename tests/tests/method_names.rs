@@ -2,7 +2,7 @@
 //! (.NET 8, 9 and 10, Linux and the Windows minidump): the DAC's stack walk
 //! (`dumps/<name>.dac.json`, `stacks[].frames[]`) gives each managed frame's `methodDesc`
 //! (GetMethodDescPtrFromIP / GetMethodDescPtrFromFrame) and its `method` (GetMethodDescName).
-//! Each MethodDesc is decoded through its MethodDescChunk (`clrdata::methods::method_desc`: the
+//! Each MethodDesc is decoded through its MethodDescChunk (`clrdata::model::methods::method_desc`: the
 //! MethodDesc size table, token remainder, chunk) and named from metadata
 //! (`method_desc_name`); the name must equal the DAC's, token and MethodTable must agree with
 //! the chunk's, and the MethodDesc must be one of its chunk's (the chunk walk of its class
@@ -11,9 +11,10 @@
 //! Environment: `DUMPSHELL_SKIP_DUMPS=a,*-net10h` leaves corpus dumps out (development against
 //! one patch while the held-out patch waits).
 
-use clrdata::layout::Capability;
-use clrdata::methods::{introduced_methods, method_desc, method_desc_name};
-use clrdata::objects::ObjectReader;
+use clrdata::discovery::layout::Capability;
+use clrdata::model::methods::{introduced_methods, method_desc, method_desc_name};
+use clrdata::model::objects::ObjectReader;
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -168,8 +169,9 @@ fn method_desc_sizes_equal_the_runtimes_size_table() {
                     e.name
                 );
             };
-            let overlay = clrdata::descriptor::ElfFileOverlay::new(&d, path, elf.load_bias)
-                .unwrap_or_else(|| panic!("{}: {} unreadable", e.name, path.display()));
+            let overlay =
+                clrdata::discovery::descriptor::ElfFileOverlay::new(&d, path, elf.load_bias)
+                    .unwrap_or_else(|| panic!("{}: {} unreadable", e.name, path.display()));
             dumpreader::Memory::read_exact(&overlay, at, &mut table).unwrap_or_else(|_| {
                 panic!(
                     "{}: the size table at {at:#x} is not in {}",
@@ -249,13 +251,13 @@ fn modules_list_the_constructed_types_on_the_heap() {
         modules.sort_unstable();
         modules.dedup();
         if rt.layout.methods.module_available_type_params.is_none() {
-            let err = clrdata::methods::available_param_types(&r, modules[0]).unwrap_err();
+            let err = clrdata::model::methods::available_param_types(&r, modules[0]).unwrap_err();
             assert!(err.contains("m_pAvailableParamTypes"), "{}: {err}", e.name);
             continue;
         }
         let mut listed = std::collections::BTreeSet::new();
         for &m in &modules {
-            let ths = clrdata::methods::available_param_types(&r, m)
+            let ths = clrdata::model::methods::available_param_types(&r, m)
                 .unwrap_or_else(|err| panic!("{} module {m:#x}: {err}", e.name));
             listed.extend(ths);
         }

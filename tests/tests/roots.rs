@@ -4,7 +4,7 @@
 //! written by `dumps/tools/dacroots.py`: GetHandleEnum, GetFinalizationFillPointers,
 //! GetStackReferences).
 
-use clrdata::handles::{FinalizerSegment, HandleKind};
+use clrdata::data::handles::{FinalizerSegment, HandleKind};
 use clrdata::{Runtime, TypeNames};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -470,8 +470,9 @@ fn heap_finalizables(e: &tests::Entry) {
 
 // ------------------------------------------------------------------------------------ gcroot
 
-use clrdata::objects::ObjectReader;
-use clrdata::roots::{gcroot, static_slot_names, ObjectIndex, RootSource};
+use clrdata::analysis::roots::{gcroot, static_slot_names, ObjectIndex, RootSource};
+use clrdata::model::objects::ObjectReader;
+use clrdata::prelude::*;
 
 /// The first object of `type_name` on the heap whose `Id` field is `id` (or any, when None).
 fn find_object(
@@ -578,7 +579,7 @@ fn stack_roots_cover_the_dacs_precise_stack_references() {
     assert!(refs >= 50, "only {refs} DAC stack references checked");
 }
 
-fn handle_root(p: &clrdata::roots::RootPath) -> Option<(u64, HandleKind)> {
+fn handle_root(p: &clrdata::analysis::roots::RootPath) -> Option<(u64, HandleKind)> {
     match p.root.source {
         RootSource::Handle {
             handle,
@@ -622,7 +623,7 @@ fn heap_gcroots(e: &tests::Entry) {
         hex(&h["handle"]) & !1
     };
     // The static naming the path's second object, for paths from a handle through object[].
-    let static_of = |p: &clrdata::roots::RootPath| -> Option<String> {
+    let static_of = |p: &clrdata::analysis::roots::RootPath| -> Option<String> {
         handle_root(p)?;
         if p.path.len() < 2 || names.name_or_note(&rt, d_mt(&d, p.path[0])) != "System.Object[]" {
             return None;

@@ -6,6 +6,7 @@
 //! app name: the runtime must then be found by its exports (DotNetRuntimeInfo / g_dacTable), its
 //! version read from its own bytes, and the heap read exactly as before.
 
+use clrdata::prelude::*;
 use dumpreader::{DumpInfo, Error, Memory, ModuleImage, ModuleInfo, Target, ThreadInfo};
 use std::sync::Arc;
 
@@ -75,10 +76,13 @@ fn the_runtime_is_found_in_a_module_of_any_name_by_its_exports() {
 
     let info = clrdata::find_runtime(&*view).expect("found by its exports");
     assert_eq!(info.module_name, "hangapp");
-    assert_eq!(info.host, clrdata::runtime::RuntimeHost::SingleFile);
+    assert_eq!(
+        info.host,
+        clrdata::discovery::runtime::RuntimeHost::SingleFile
+    );
     assert_ne!(
         info.version_source,
-        clrdata::runtime::VersionSource::ModulePath,
+        clrdata::discovery::runtime::VersionSource::ModulePath,
         "the path no longer names the version: {info:?}"
     );
 
@@ -89,9 +93,9 @@ fn the_runtime_is_found_in_a_module_of_any_name_by_its_exports() {
     assert!(
         matches!(
             rt.info.version_source,
-            clrdata::runtime::VersionSource::ImageFileSccsid
-                | clrdata::runtime::VersionSource::CoreLibMetadata
-                | clrdata::runtime::VersionSource::Sccsid
+            clrdata::discovery::runtime::VersionSource::ImageFileSccsid
+                | clrdata::discovery::runtime::VersionSource::CoreLibMetadata
+                | clrdata::discovery::runtime::VersionSource::Sccsid
         ),
         "{:?}",
         rt.info.version_source
@@ -150,7 +154,7 @@ fn real_single_file_dumps_have_their_runtime_found_in_the_host() {
         let info = found.unwrap_or_else(|err| panic!("{}: runtime not found: {err}", e.name));
         assert_eq!(
             info.host,
-            clrdata::runtime::RuntimeHost::SingleFile,
+            clrdata::discovery::runtime::RuntimeHost::SingleFile,
             "{}",
             e.name
         );

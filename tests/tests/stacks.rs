@@ -9,8 +9,10 @@
 //!   method's MethodDesc leads to the code the stack walk found, and the calls of the
 //!   scenario's own methods are named as their source calls them.
 
-use clrdata::objects::ObjectReader;
-use clrdata::stack::{dso, FrameKind, MixedStack, Regs, StackFrame, StackWalker, ThreadStack};
+use clrdata::model::dso;
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::{FrameKind, MixedStack, Regs, StackFrame, StackWalker, ThreadStack};
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::{Dump, Memory, Target};
 use serde_json::Value;
@@ -345,7 +347,7 @@ fn u_bytes_are_the_dumps_and_return_addresses_follow_calls() {
                 .filter(|f| f.kind == FrameKind::Managed)
                 .skip(1)
             {
-                if f.code != Some(clrdata::stack::CodeKind::Jit) {
+                if f.code != Some(clrdata::model::stack::CodeKind::Jit) {
                     continue;
                 }
                 let code = w.disassemble(f.ip).unwrap();

@@ -14,8 +14,9 @@
 //! Environment: `DUMPSHELL_SKIP_DUMPS=a,*-net10h` leaves corpus dumps out (development against
 //! one patch while the held-out patch waits).
 
-use clrdata::layout::Capability;
-use clrdata::objects::{is_gc_static, ObjectReader};
+use clrdata::discovery::layout::Capability;
+use clrdata::model::objects::{is_gc_static, ObjectReader};
+use clrdata::prelude::*;
 use clrdata::{Runtime, TypeNames};
 use dumpreader::Dump;
 use serde_json::Value;

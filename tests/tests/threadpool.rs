@@ -5,10 +5,13 @@
 //! names, Message sequences and texts), the hang scenario's `Task.Delay(10 h)`
 //! (dumps/scenarios/hang.cs) and the DAC's heap census (TimerQueueTimer, DelayPromise counts).
 
-use clrdata::layout::Capability;
-use clrdata::objects::{FieldValue, ObjectReader};
-use clrdata::stack::StackWalker;
-use clrdata::{delegates, tasks, threadpool, timers, Runtime, TypeNames};
+use clrdata::analysis::{tasks, threadpool, timers};
+use clrdata::discovery::layout::Capability;
+use clrdata::model::delegates;
+use clrdata::model::objects::{FieldValue, ObjectReader};
+use clrdata::model::stack::StackWalker;
+use clrdata::prelude::*;
+use clrdata::{Runtime, TypeNames};
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};

@@ -1,6 +1,6 @@
 //! The metadata reader's error type: every variant says what was malformed and where.
 
-use super::tables::TableId;
+use super::table_id::TableId;
 
 /// Everything that can go wrong while reading ECMA-335 metadata.
 ///

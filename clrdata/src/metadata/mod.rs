@@ -22,6 +22,7 @@ mod pe;
 mod reader;
 mod rows;
 pub mod sig;
+mod table_id;
 mod tables;
 
 pub use error::{Error, Result};

@@ -1,0 +1,14 @@
+//! Analysis: the questions a person asks of a dump — async chains and who waits for what,
+//! tasks, timers, the thread pool, channels, locks and deadlocks, GC roots, exceptions. Built
+//! on the model; returns typed results, prints nothing.
+
+pub mod asyncsm;
+pub mod causality;
+pub mod channels;
+pub mod exceptions;
+pub mod locks;
+pub mod roots;
+pub mod starvation;
+pub mod tasks;
+pub mod threadpool;
+pub mod timers;

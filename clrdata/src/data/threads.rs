@@ -1,0 +1,280 @@
+//! The ThreadStore and its managed threads (the parts the heap walk and `clrthreads` need).
+
+use crate::discovery::runtime::Runtime;
+use crate::error::{ClrError, Result};
+use dumpreader::Memory;
+use serde::Serialize;
+
+/// Bound on the thread list walk (a corrupt list must not loop forever).
+pub const MAX_THREADS: usize = 100_000;
+
+/// `ThreadStore` counters and the first thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadStoreData {
+    /// The ThreadStore's address.
+    pub address: u64,
+    /// m_ThreadCount.
+    pub thread_count: i32,
+    /// m_UnstartedThreadCount.
+    pub unstarted_thread_count: i32,
+    /// m_BackgroundThreadCount.
+    pub background_thread_count: i32,
+    /// m_PendingThreadCount.
+    pub pending_thread_count: i32,
+    /// m_DeadThreadCount.
+    pub dead_thread_count: i32,
+    /// The first Thread of the list (0 when empty).
+    pub first_thread: u64,
+    /// The finalizer Thread.
+    pub finalizer_thread: u64,
+}
+
+/// One managed `Thread`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThreadData {
+    /// The Thread object's address.
+    pub address: u64,
+    /// Managed thread id (m_ThreadId).
+    pub managed_id: u32,
+    /// OS thread id (m_OSThreadId; 0 when not started or dead).
+    pub os_id: u64,
+    /// m_State.
+    pub state: u32,
+    /// m_fPreemptiveGCDisabled (1 = cooperative mode).
+    pub preemptive_gc_disabled: u32,
+    /// m_pFrame (the innermost explicit Frame; -1 at the end).
+    pub frame: u64,
+    /// Allocation context pointer.
+    pub alloc_ptr: u64,
+    /// Allocation context limit.
+    pub alloc_limit: u64,
+    /// Whether this is the finalizer thread.
+    pub is_finalizer: bool,
+}
+
+/// Reading the ThreadStore and its Threads.
+pub trait ReadThreads {
+    /// The ThreadStore's counters and first thread.
+    fn thread_store(&self) -> Result<ThreadStoreData>;
+
+    /// Reads one Thread.
+    fn thread_data(&self, thread: u64) -> Result<ThreadData>;
+
+    /// Every managed thread, in ThreadStore list order. The walk is bounded and stops at a
+    /// cycle or unreadable link with an error naming the link.
+    fn threads(&self) -> Result<Vec<ThreadData>>;
+
+    /// The threads of the ThreadStore list up to the first problem (a cycle, an unreadable
+    /// Thread or link), and that problem: for readers that can use a partial list (the heap's
+    /// allocation contexts).
+    fn threads_partial(&self) -> (Vec<ThreadData>, Option<ClrError>);
+
+    /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none).
+    fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)>;
+
+    /// The exception a thread is dispatching now (.NET 9+: `Thread.ExceptionTracker`, the
+    /// innermost `ExInfo`, and its `ThrownObject` handle): (ExInfo, the object; 0 when none).
+    /// `Ok(None)` where the runtime does not publish the tracker (.NET 8).
+    fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>>;
+}
+
+impl<M: Memory> ReadThreads for Runtime<M> {
+    fn thread_store(&self) -> Result<ThreadStoreData> {
+        self.require(crate::discovery::layout::Capability::Threads)?;
+        let ts = self.globals.thread_store;
+        let l = &self.layout.thread_store;
+        let m = self.memory();
+        let rd = |off: u64, what: &str| {
+            m.read_i32(ts + off)
+                .map_err(|_| ClrError::read(format!("ThreadStore::{what}"), ts + off))
+        };
+        let head_next = m
+            .read_u64(ts + l.thread_list)
+            .map_err(|_| ClrError::read("ThreadStore::m_ThreadList", ts + l.thread_list))?;
+        let first_thread = if head_next == 0 {
+            0
+        } else {
+            head_next.wrapping_sub(self.layout.thread.link)
+        };
+        Ok(ThreadStoreData {
+            address: ts,
+            thread_count: rd(l.thread_count, "m_ThreadCount")?,
+            unstarted_thread_count: rd(l.unstarted_thread_count, "m_UnstartedThreadCount")?,
+            background_thread_count: rd(l.background_thread_count, "m_BackgroundThreadCount")?,
+            pending_thread_count: rd(l.pending_thread_count, "m_PendingThreadCount")?,
+            dead_thread_count: rd(l.dead_thread_count, "m_DeadThreadCount")?,
+            first_thread,
+            finalizer_thread: self.globals.finalizer_thread,
+        })
+    }
+
+    fn thread_data(&self, thread: u64) -> Result<ThreadData> {
+        let l = &self.layout.thread;
+        let m = self.memory();
+        let r32 = |off: u64, what: &str| {
+            m.read_u32(thread + off)
+                .map_err(|_| ClrError::read(format!("Thread::{what}"), thread + off))
+        };
+        let r64 = |off: u64, what: &str| {
+            m.read_u64(thread + off)
+                .map_err(|_| ClrError::read(format!("Thread::{what}"), thread + off))
+        };
+        let acl = &self.layout.alloc_context;
+        // .NET 9+: the allocation context lives in the thread's RuntimeThreadLocals block
+        // (null until the thread first allocates); .NET 8: inline in the Thread.
+        let ac_base = match l.runtime_thread_locals {
+            None => Some(thread + l.alloc_context),
+            Some(off) => {
+                let p = r64(off, "RuntimeThreadLocals")?;
+                (p != 0).then(|| p + l.alloc_context)
+            }
+        };
+        let rd_ac = |field: u64, what: &str| -> Result<u64> {
+            match ac_base {
+                None => Ok(0),
+                Some(b) => m
+                    .read_u64(b + field)
+                    .map_err(|_| ClrError::read(format!("Thread::{what}"), b + field)),
+            }
+        };
+        Ok(ThreadData {
+            address: thread,
+            managed_id: r32(l.thread_id, "m_ThreadId")?,
+            os_id: r64(l.os_thread_id, "m_OSThreadId")?,
+            state: r32(l.state, "m_State")?,
+            preemptive_gc_disabled: r32(l.preemptive_gc_disabled, "m_fPreemptiveGCDisabled")?,
+            frame: r64(l.frame, "m_pFrame")?,
+            alloc_ptr: rd_ac(acl.alloc_ptr, "m_alloc_context.alloc_ptr")?,
+            alloc_limit: rd_ac(acl.alloc_limit, "m_alloc_context.alloc_limit")?,
+            is_finalizer: thread == self.globals.finalizer_thread,
+        })
+    }
+
+    fn threads(&self) -> Result<Vec<ThreadData>> {
+        match self.threads_partial() {
+            (threads, None) => Ok(threads),
+            (_, Some(e)) => Err(self.explain(e)),
+        }
+    }
+
+    fn threads_partial(&self) -> (Vec<ThreadData>, Option<ClrError>) {
+        let mut out = Vec::new();
+        let ts = match self.thread_store() {
+            Ok(ts) => ts,
+            Err(e) => return (out, Some(e)),
+        };
+        let link_off = self.layout.thread.link;
+        let mut seen = std::collections::HashSet::new();
+        let mut t = ts.first_thread;
+        while t != 0 {
+            if !seen.insert(t) || out.len() >= MAX_THREADS {
+                let e = ClrError::corrupt(
+                    "ThreadStore thread list",
+                    ts.address,
+                    format!("cycle or more than {MAX_THREADS} threads at Thread {t:#x}"),
+                );
+                return (out, Some(e));
+            }
+            match self.thread_data(t) {
+                Ok(d) => out.push(d),
+                Err(e) => return (out, Some(e)),
+            }
+            let next = match self.memory().read_u64(t + link_off) {
+                Ok(n) => n,
+                Err(_) => return (out, Some(ClrError::read("Thread::m_Link", t + link_off))),
+            };
+            t = if next == 0 {
+                0
+            } else {
+                next.wrapping_sub(link_off)
+            };
+        }
+        (out, None)
+    }
+
+    fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)> {
+        self.require(crate::discovery::layout::Capability::Exceptions)?;
+        let off = match self.layout.thread.last_thrown_object {
+            Some(off) => off,
+            None => self.layout.stack().thread_last_thrown,
+        };
+        let h = self
+            .memory()
+            .read_u64(thread + off)
+            .map_err(|_| ClrError::read("Thread::m_LastThrownObjectHandle", thread + off))?;
+        if h == 0 {
+            return Ok((0, 0));
+        }
+        let obj = self
+            .memory()
+            .read_u64(h)
+            .map_err(|_| ClrError::read("the last thrown object's handle", h))?;
+        Ok((h, obj))
+    }
+
+    fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>> {
+        self.require(crate::discovery::layout::Capability::Exceptions)?;
+        let Some((tracker_off, thrown_off)) = self.layout.thread.exception_tracker else {
+            return Ok(None);
+        };
+        let m = self.memory();
+        let ex_info = m
+            .read_u64(thread + tracker_off)
+            .map_err(|_| ClrError::read("Thread::ExceptionTracker", thread + tracker_off))?;
+        if ex_info == 0 {
+            return Ok(Some((0, 0)));
+        }
+        let h = m
+            .read_u64(ex_info + thrown_off)
+            .map_err(|_| ClrError::read("ExInfo::m_hThrowable", ex_info + thrown_off))?;
+        if h == 0 {
+            return Ok(Some((ex_info, 0)));
+        }
+        let obj = m
+            .read_u64(h)
+            .map_err(|_| ClrError::read("the thrown object's handle", h))?;
+        Ok(Some((ex_info, obj)))
+    }
+}
+
+/// `ThreadState` bits (threads.h) with the names `clrthreads` shows, in bit order.
+pub const THREAD_STATE_BITS: &[(u32, &str)] = &[
+    (0x0000_0001, "AbortRequested"),
+    (0x0000_0002, "GCSuspendPending"),
+    (0x0000_0004, "UserSuspendPending"),
+    (0x0000_0008, "DebugSuspendPending"),
+    (0x0000_0010, "GCOnTransitions"),
+    (0x0000_0020, "LegalToJoin"),
+    (0x0000_0080, "Hijacked"),
+    (0x0000_0200, "Background"),
+    (0x0000_0400, "Unstarted"),
+    (0x0000_0800, "Dead"),
+    (0x0000_1000, "WeOwn"),
+    (0x0000_2000, "CoInitialized"),
+    (0x0000_4000, "InSTA"),
+    (0x0000_8000, "InMTA"),
+    (0x0001_0000, "ReportDead"),
+    (0x0002_0000, "FullyInitialized"),
+    (0x0004_0000, "TaskReset"),
+    (0x0008_0000, "SyncSuspended"),
+    (0x0010_0000, "DebugWillSync"),
+    (0x0020_0000, "StackCrawlNeeded"),
+    (0x0040_0000, "SuspendUnstarted"),
+    (0x0100_0000, "ThreadPoolWorker"),
+    (0x0200_0000, "Interruptible"),
+    (0x0400_0000, "Interrupted"),
+    (0x0800_0000, "CompletionPortThread"),
+    (0x1000_0000, "AbortInitiated"),
+    (0x2000_0000, "Finalized"),
+    (0x4000_0000, "FailStarted"),
+    (0x8000_0000, "Detached"),
+];
+
+/// The names of the bits set in a `ThreadState`.
+pub fn thread_state_names(state: u32) -> Vec<&'static str> {
+    THREAD_STATE_BITS
+        .iter()
+        .filter(|(b, _)| state & b != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}

@@ -1,0 +1,10 @@
+//! Discovery: which runtime is in the dump, its exact build, and where its layout comes from
+//! (the contract descriptor, the hand-written supplements, the .NET 8 tables), resolved once
+//! into a [`runtime::Runtime`] holding plain offsets. Imports nothing above [`crate::error`] and
+//! [`crate::metadata`].
+
+pub mod descriptor;
+pub mod imagecheck;
+pub mod layout;
+pub mod runtime;
+pub mod supplement;

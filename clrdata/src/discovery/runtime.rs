@@ -1,0 +1,1309 @@
+//! Runtime discovery: which CLR is in the dump, its exact version, its layout and its globals.
+
+use crate::discovery::layout::{self, Layout};
+use crate::error::{ClrError, Result};
+use dumpreader::{ImageFormat, Memory, ModuleInfo, Os, Target};
+use serde::Serialize;
+
+/// The `.rsrc` directory `(address, size)` of a PE module, if it has one.
+fn resource_directory<T: Target + ?Sized>(target: &T, module: &ModuleInfo) -> Option<(u64, u32)> {
+    let img = target.module_image(module).ok()?;
+    match &img.format {
+        ImageFormat::Pe(pe) => {
+            let (rva, size) = *pe.data_directories.get(2)?;
+            if rva == 0 || size == 0 {
+                return None;
+            }
+            Some((pe.rva_to_addr(module.base, rva)?, size))
+        }
+        _ => None,
+    }
+}
+
+/// The image's full extent `(start, end)` in memory, `.data` and `.bss` included (an ELF
+/// module's file mappings end before its `.bss`).
+fn image_range<T: Target + ?Sized>(target: &T, module: &ModuleInfo) -> (u64, u64) {
+    let mut end = module.end;
+    if let Ok(img) = target.module_image(module) {
+        match &img.format {
+            ImageFormat::Elf(e) => {
+                for ph in e.program_headers.iter().filter(|p| p.p_type == 1) {
+                    let top = e
+                        .load_bias
+                        .wrapping_add(ph.p_vaddr)
+                        .wrapping_add(ph.p_memsz);
+                    if top > end && top - module.base < (1 << 32) {
+                        end = top;
+                    }
+                }
+            }
+            ImageFormat::Pe(pe) => {
+                end = end.max(module.base + pe.size_of_image as u64);
+            }
+        }
+    }
+    (module.base, end)
+}
+
+/// How discovery asks the layers above it for the version CoreLib's own metadata states
+/// (`AssemblyInformationalVersion`), once a layout's sanity checks passed on a runtime whose
+/// image and path name no version ([`VersionSource::CoreLibMetadata`]).
+pub(crate) type CoreLibVersion<M> = fn(&Runtime<M>) -> Option<String>;
+
+/// Where the runtime's version was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionSource {
+    /// The `@(#)Version` sccsid string in libcoreclr's read-only data, in the dump.
+    Sccsid,
+    /// The `ProductVersion` string of coreclr.dll's VS_VERSION_INFO resource.
+    VersionResource,
+    /// The `Microsoft.NETCore.App/<version>/` folder of the module's path.
+    ModulePath,
+    /// The `@(#)Version` sccsid string read from the runtime's image file (build id matched
+    /// to the dump's module), when the dump lacks that page and the path names no version (a
+    /// self-contained or single-file app).
+    ImageFileSccsid,
+    /// CoreLib's `AssemblyInformationalVersion` (its metadata, read through the runtime once
+    /// a layout's sanity checks passed): for hosts whose image and path tell nothing (a
+    /// single-file app whose read-only data is not in the dump).
+    CoreLibMetadata,
+    /// Nothing told: the version is unknown.
+    Unknown,
+}
+
+/// How the runtime is hosted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeHost {
+    /// A shared-framework libcoreclr.so / coreclr.dll.
+    CoreClr,
+    /// A single-file host with the runtime linked in (exports g_dacTable / DotNetRuntimeInfo).
+    SingleFile,
+}
+
+/// The GC flavour (`g_heap_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GcMode {
+    /// Workstation GC (g_heap_type 1).
+    Workstation,
+    /// Server GC (g_heap_type 2).
+    Server,
+}
+
+/// The runtime found in the dump.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuntimeInfo {
+    /// The runtime module's path as the dump records it.
+    pub module_path: String,
+    /// Its file name.
+    pub module_name: String,
+    /// Its load address.
+    pub base: u64,
+    /// Its mapped size.
+    pub size: u64,
+    /// How the runtime is hosted.
+    pub host: RuntimeHost,
+    /// Target OS.
+    pub os: String,
+    /// The product version, e.g. "8.0.4" (empty when unknown).
+    pub version: String,
+    /// Where [`RuntimeInfo::version`] came from.
+    pub version_source: VersionSource,
+    /// The file version from the sccsid string or resource, e.g. "8.0.424.16909".
+    pub file_version: Option<String>,
+    /// The source commit, when the sccsid string names it.
+    pub commit: Option<String>,
+}
+
+impl RuntimeInfo {
+    /// Major version, when the version is known.
+    pub fn major(&self) -> Option<u32> {
+        self.version.split('.').next()?.parse().ok()
+    }
+
+    /// The runtime named for people: ".NET Core 3.1.23", ".NET 8.0.4".
+    pub fn display_name(&self) -> String {
+        match self.major() {
+            Some(m) if m <= 3 => format!(".NET Core {}", self.version),
+            Some(_) => format!(".NET {}", self.version),
+            None => "a .NET runtime of unknown version".to_string(),
+        }
+    }
+}
+
+/// The runtime globals this layer uses (addresses in the target; 0 when null).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Globals {
+    /// g_dacTable.
+    pub dac_table: u64,
+    /// The ThreadStore (value of ThreadStore::s_pThreadStore).
+    pub thread_store: u64,
+    /// The finalizer Thread.
+    pub finalizer_thread: u64,
+    /// g_heap_type.
+    pub heap_type: u32,
+    /// The GcDacVars structure.
+    pub gc_dac_vars: u64,
+    /// The AppDomain.
+    pub app_domain: u64,
+    /// The SystemDomain.
+    pub system_domain: u64,
+    /// g_card_table.
+    pub card_table: u64,
+    /// g_lowest_address.
+    pub lowest_address: u64,
+    /// g_highest_address.
+    pub highest_address: u64,
+    /// Address of g_global_alloc_context.
+    pub global_alloc_context: u64,
+    /// The IGCHeap.
+    pub gc_heap: u64,
+    /// System.Object's MethodTable.
+    pub object_mt: u64,
+    /// System.String's MethodTable.
+    pub string_mt: u64,
+    /// System.Array's MethodTable.
+    pub array_mt: u64,
+    /// System.Object[]'s MethodTable (what SOS's GetUsefulGlobals calls ArrayMethodTable).
+    pub object_array_mt: u64,
+    /// System.Exception's MethodTable.
+    pub exception_mt: u64,
+    /// The free-object MethodTable.
+    pub free_mt: u64,
+    /// g_pSyncTable value.
+    pub sync_table: u64,
+    /// The SyncBlockCache.
+    pub sync_block_cache: u64,
+    /// Address of ExecutionManager::g_codeRangeMap.
+    pub code_range_map: u64,
+    /// The EEJitManager.
+    pub ee_jit_manager: u64,
+    /// The ReadyToRunJitManager.
+    pub ready_to_run_jit_manager: u64,
+}
+
+/// A .NET runtime in a dump, with the layout chosen for it and its globals resolved.
+///
+/// Generic over the memory (`&Dump`, `Arc<Dump>`, a debugger target): reads go through
+/// [`Memory`] only.
+pub struct Runtime<M> {
+    mem: M,
+    /// The runtime found.
+    pub info: RuntimeInfo,
+    /// The layout table in use.
+    pub layout: &'static Layout,
+    /// Its globals.
+    pub globals: Globals,
+    /// Where image files may be read from when the dump lacks an image's pages.
+    pub image_search: ImageSearch,
+    /// Problems the dump reported when opened (a truncated file...), for explaining missing
+    /// memory ([`Runtime::explain`]).
+    dump_problems: Vec<String>,
+    /// For a core whose missing file pages may be read from the files (gcore): the address
+    /// ranges of each mapped file whose missing bytes no file stands in for, with why (none
+    /// found, refused, not verified).
+    unread_files: Vec<(u64, u64, String)>,
+    /// The runtime's contract descriptor (.NET 9+).
+    descriptor: Option<std::sync::Arc<crate::discovery::descriptor::ContractDescriptor>>,
+    /// Where this build's g_dacTable has an entry the layout's numbering lacks
+    /// ([`layout::DacTableRevision`]).
+    dac_revision: layout::DacTableRevision,
+}
+
+/// Where the image files of managed assemblies are looked for when the dump lacks pages of
+/// them (createdump saves only the touched pages of a ReadyToRun image, so CoreLib's method
+/// tables for the stack walk are often absent). A file is used only when its PE timestamp and
+/// SizeOfImage equal the headers in the dump.
+#[derive(Debug, Clone)]
+pub struct ImageSearch {
+    /// Folders searched, in order, for a file of the image's name.
+    pub dirs: Vec<std::path::PathBuf>,
+    /// Whether the path the runtime recorded for the image is tried last (right when the dump
+    /// is analysed on the machine it was taken on).
+    pub recorded_paths: bool,
+    /// Whether the target itself reads the pages it lacks from identity-checked image files
+    /// (a gcore or kernel core: dumpreader's file backing); the stack walk then needs no image
+    /// file of its own.
+    pub target_reads_files: bool,
+}
+
+impl Default for ImageSearch {
+    fn default() -> Self {
+        ImageSearch {
+            dirs: Vec::new(),
+            recorded_paths: true,
+            target_reads_files: false,
+        }
+    }
+}
+
+impl ImageSearch {
+    /// The target's image path and whether it reads image files itself.
+    pub fn of_target<T: Target + ?Sized>(target: &T) -> ImageSearch {
+        ImageSearch {
+            dirs: target.image_search_path(),
+            recorded_paths: target.use_recorded_paths(),
+            target_reads_files: matches!(
+                target.dump_kind().map(|k| k.producer),
+                Some(dumpreader::DumpProducer::Gcore | dumpreader::DumpProducer::Kernel)
+            ),
+        }
+    }
+
+    /// The files to try for an image the runtime loaded from `recorded` (a Linux or Windows
+    /// path), in order.
+    pub fn candidates(&self, recorded: &str) -> Vec<std::path::PathBuf> {
+        dumpreader::image_candidates(recorded, &self.dirs, self.recorded_paths)
+    }
+}
+
+impl<M> std::fmt::Debug for Runtime<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("info", &self.info)
+            .field("layout", &self.layout.name)
+            .field("globals", &self.globals)
+            .finish()
+    }
+}
+
+/// Finds the runtime module and reads its version without choosing a layout: what the native
+/// commands can always show (also for unsupported runtimes).
+pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
+    let modules = target.modules();
+    let is_runtime_name = |m: &ModuleInfo| {
+        let n = m.name().to_ascii_lowercase();
+        n == "libcoreclr.so" || n == "coreclr.dll" || n == "libcoreclr.dylib"
+    };
+    let (module, host) = match modules.iter().find(|m| is_runtime_name(m)) {
+        Some(m) => (m.clone(), RuntimeHost::CoreClr),
+        None => {
+            // A single-file host: the runtime is linked into the app's executable.
+            let m = modules
+                .iter()
+                .filter(|m| m.kind != dumpreader::ModuleKind::Other)
+                .find(|m| {
+                    target.find_export(m, "DotNetRuntimeInfo").is_some()
+                        || target.find_export(m, "g_dacTable").is_some()
+                })
+                .ok_or_else(|| {
+                    ClrError::NoRuntime(format!(
+                        "no libcoreclr.so / coreclr.dll among {} modules, and no module exports \
+                         g_dacTable or DotNetRuntimeInfo",
+                        modules.len()
+                    ))
+                })?;
+            (m.clone(), RuntimeHost::SingleFile)
+        }
+    };
+    let os = target.info().os;
+    let (start, end) = image_range(target, &module);
+    let mut info = RuntimeInfo {
+        module_path: module.path.clone(),
+        module_name: module.name().to_string(),
+        base: module.base,
+        size: end - start,
+        host,
+        os: format!("{os:?}").to_ascii_lowercase(),
+        version: String::new(),
+        version_source: VersionSource::Unknown,
+        file_version: None,
+        commit: None,
+    };
+    let path_version = version_from_path(&module.path);
+    if let Some((fv, commit)) = sccsid_version(target, module.base, module.base + info.size) {
+        info.file_version = Some(fv.clone());
+        info.commit = commit;
+        if let Some(v) = product_from_file_version(&fv) {
+            info.version = v;
+            info.version_source = VersionSource::Sccsid;
+        }
+    }
+    if info.version.is_empty() {
+        if let Some((fv, commit)) = resource_product_version(target, &module) {
+            if let Some(v) = product_from_file_version(&fv) {
+                info.version = v;
+                info.version_source = VersionSource::VersionResource;
+            }
+            info.file_version = Some(fv);
+            info.commit = commit;
+        }
+    }
+    if info.version.is_empty() {
+        if let Some(pv) = path_version {
+            info.version = pv;
+            info.version_source = VersionSource::ModulePath;
+        }
+    }
+    Ok(info)
+}
+
+/// The sccsid version read from the runtime's image file (build id matched by dumpreader), for
+/// a runtime whose dump holds neither that page nor a versioned path: (product, file version,
+/// commit).
+fn image_file_version<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+) -> Option<(String, String, Option<String>)> {
+    let img = target.module_image(module).ok()?;
+    let (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) = (&img.source, &img.format)
+    else {
+        return None;
+    };
+    let overlay = crate::discovery::descriptor::ElfFileOverlay::new(target, path, e.load_bias)?;
+    let (start, end) = image_range(target, module);
+    let (fv, commit) = sccsid_version(&overlay, start, end)?;
+    let v = product_from_file_version(&fv)?;
+    Some((v, fv, commit))
+}
+
+/// .NET 5+ file versions are major.minor.(patch*100 + n).revision ("8.0.424.16909" is 8.0.4);
+/// .NET Core 3.x used 4.700.x, which does not give the product version.
+fn product_from_file_version(fv: &str) -> Option<String> {
+    let parts: Vec<u32> = fv.split('.').filter_map(|p| p.parse().ok()).collect();
+    if parts.len() >= 3 && parts[0] >= 5 && parts[0] < 100 {
+        Some(format!("{}.{}.{}", parts[0], parts[1], parts[2] / 100))
+    } else {
+        None
+    }
+}
+
+/// `.../Microsoft.NETCore.App/<version>/<module>` → `<version>`.
+fn version_from_path(path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split(['/', '\\']).collect();
+    let i = parts
+        .iter()
+        .position(|p| p.eq_ignore_ascii_case("Microsoft.NETCore.App"))?;
+    let v = parts.get(i + 1)?;
+    if v.split('.').count() >= 3 && v.split('.').all(|p| !p.is_empty()) {
+        Some((*v).to_string())
+    } else {
+        None
+    }
+}
+
+/// Searches the module's mapped ranges for `@(#)Version X @Commit: Y`.
+fn sccsid_version<T: Memory + ?Sized>(
+    mem: &T,
+    start: u64,
+    end: u64,
+) -> Option<(String, Option<String>)> {
+    const NEEDLE: &[u8] = b"@(#)Version ";
+    const CHUNK: u64 = 1 << 20;
+    let mut buf = vec![0u8; CHUNK as usize + 128];
+    let mut a = start;
+    // Bound: the module's own extent (images are at most a few tens of MB).
+    let end = end.min(start.saturating_add(256 << 20));
+    while a < end {
+        let want = ((end - a).min(CHUNK) + 128).min(buf.len() as u64) as usize;
+        let got = mem.read(a, &mut buf[..want]);
+        if got == 0 {
+            // Skip to the next page.
+            a = (a | 0xFFF) + 1;
+            continue;
+        }
+        let hay = &buf[..got];
+        if let Some(i) = hay.windows(NEEDLE.len()).position(|w| w == NEEDLE) {
+            let rest = &hay[i + NEEDLE.len()..];
+            let text: String = rest
+                .iter()
+                .take_while(|&&b| b != 0 && b.is_ascii())
+                .map(|&b| b as char)
+                .collect();
+            if text.len() < 8 && i + NEEDLE.len() + 100 > got {
+                // Cut at the buffer's end: read again from the needle.
+                let s = mem
+                    .read_cstr(a + i as u64 + NEEDLE.len() as u64, 200)
+                    .ok()?;
+                return parse_sccsid(&s);
+            }
+            return parse_sccsid(&text);
+        }
+        a += (got as u64).clamp(1, CHUNK);
+    }
+    None
+}
+
+fn parse_sccsid(s: &str) -> Option<(String, Option<String>)> {
+    let mut it = s.split_whitespace();
+    let v = it.next()?.to_string();
+    if !v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let commit = s
+        .split("@Commit:")
+        .nth(1)
+        .and_then(|c| c.split_whitespace().next())
+        .map(str::to_string);
+    Some((v, commit))
+}
+
+/// The `ProductVersion` value of a PE module's VS_VERSION_INFO: coreclr.dll writes it like its
+/// sccsid, "8,0,424,16909 @Commit: 2d7e...". Returns (dotted file version, commit).
+fn resource_product_version<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+) -> Option<(String, Option<String>)> {
+    let (addr, size) = resource_directory(target, module)?;
+    let bytes = target.read_bytes(addr, (size as usize).min(8 << 20));
+    let key: Vec<u8> = "ProductVersion\0"
+        .encode_utf16()
+        .flat_map(|u| u.to_le_bytes())
+        .collect();
+    let i = bytes.windows(key.len()).position(|w| w == key.as_slice())?;
+    // String { WORD wLength; WORD wValueLength; WORD wType; WCHAR szKey[]; padding; WCHAR Value[] }:
+    // the value starts at the next 32-bit boundary (the directory is 4-aligned in the image).
+    let mut v = (i + key.len() + 3) & !3;
+    let mut units = Vec::new();
+    while v + 1 < bytes.len() && units.len() < 256 {
+        let u = u16::from_le_bytes([bytes[v], bytes[v + 1]]);
+        if u == 0 {
+            break;
+        }
+        units.push(u);
+        v += 2;
+    }
+    let s = String::from_utf16_lossy(&units).replace(',', ".");
+    let s = s.split('+').next()?.trim().to_string();
+    parse_sccsid(&s)
+}
+
+impl<M: Memory> Runtime<M> {
+    /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
+    ///
+    /// Errors: [`ClrError::NoRuntime`], [`ClrError::UnsupportedRuntime`] (e.g. "found .NET Core
+    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9 and 10"), [`ClrError::SanityCheck`].
+    pub(crate) fn discover_with(target: M, corelib_version: CoreLibVersion<M>) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
+        // Problems the dump reported when it was opened (a truncated file...) explain a
+        // runtime that cannot be read better than the runtime's own symptoms do.
+        let problems: Vec<String> = target
+            .info()
+            .warnings
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        let explain = |e: ClrError| match (problems.first(), &e) {
+            (
+                Some(p),
+                ClrError::NoRuntime(_)
+                | ClrError::Read { .. }
+                | ClrError::Corrupt { .. }
+                | ClrError::SanityCheck { .. },
+            ) => ClrError::InDamagedDump {
+                error: Box::new(e),
+                problem: p.clone(),
+                more: problems.len() - 1,
+            },
+            _ => e,
+        };
+        let mut rt = Self::discover_in(target, corelib_version).map_err(explain)?;
+        rt.dump_problems = problems;
+        // A core lacking the PE headers of its assemblies: their files, checked against the
+        // runtime's own records, fill what it lacks.
+        crate::discovery::imagecheck::settle_image_files(rt.memory(), rt.descriptor());
+        let unread: Vec<(String, String)> = rt
+            .memory()
+            .file_sources()
+            .into_iter()
+            .filter(|f| {
+                f.missing_bytes > 0 && !matches!(f.state, dumpreader::FileSourceState::Used { .. })
+            })
+            .map(|f| (f.recorded, f.state.describe()))
+            .collect();
+        if !unread.is_empty() {
+            rt.unread_files = rt
+                .memory()
+                .modules()
+                .iter()
+                .flat_map(|m| {
+                    let why = unread.iter().find(|(p, _)| *p == m.path).map(|u| &u.1);
+                    why.into_iter().map(|w| (m.base, m.end, w.clone()))
+                })
+                .collect();
+        }
+        Ok(rt)
+    }
+
+    /// Why the missing bytes of the file mapped at `addr` are not read from a file (a gcore
+    /// core whose file was not found, or was refused), when that is so.
+    pub fn unread_file_at(&self, addr: u64) -> Option<&str> {
+        self.unread_files
+            .iter()
+            .find(|(b, e, _)| (*b..*e).contains(&addr))
+            .map(|u| u.2.as_str())
+    }
+
+    /// `e`, with the dump's own problems added when `e` is memory missing from a dump that
+    /// reported damage when opened (a truncated file): the likely cause.
+    pub fn explain(&self, e: ClrError) -> ClrError {
+        match (self.dump_problems.first(), &e) {
+            (Some(p), ClrError::Read { .. }) => ClrError::InDamagedDump {
+                error: Box::new(e),
+                problem: p.clone(),
+                more: self.dump_problems.len() - 1,
+            },
+            _ => e,
+        }
+    }
+
+    fn discover_in(target: M, corelib_version: CoreLibVersion<M>) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
+        let info = find_runtime(&target)?;
+        let refused = ClrError::UnsupportedRuntime {
+            found: info.display_name(),
+            module: info.module_name.clone(),
+            base: info.base,
+        };
+        let unsupported = || refused.clone();
+        let mut info = info;
+        // A runtime that publishes a contract descriptor (.NET 9+) but whose version neither
+        // the dump nor the path tells (a self-contained or single-file app): its image file's
+        // sccsid names it.
+        if info.version.is_empty() {
+            let module = target
+                .modules()
+                .iter()
+                .find(|m| m.base == info.base)
+                .cloned();
+            if let Some(module) = module {
+                if target
+                    .find_export(&module, crate::discovery::descriptor::EXPORT_NAME)
+                    .is_some()
+                {
+                    if let Some((v, fv, commit)) = image_file_version(&target, &module) {
+                        info.version = v;
+                        info.version_source = VersionSource::ImageFileSccsid;
+                        info.file_version = Some(fv);
+                        info.commit = commit;
+                    }
+                }
+            }
+        }
+        // .NET 9 and 10: read through the runtime's own contract descriptor.
+        if let Some(family) = info
+            .major()
+            .and_then(crate::discovery::supplement::family_of_major)
+        {
+            return Self::discover_with_descriptor(target, info, family);
+        }
+        // An unknown version (no sccsid, resource or framework path) is tried with the .NET 8
+        // layout: accepted only if its sanity checks pass and CoreLib then says 8.x.
+        let version_unknown = info.version.is_empty();
+        if info.major() != Some(8) && !version_unknown {
+            return Err(unsupported());
+        }
+        let layout: &'static Layout = match target.info().os {
+            Os::Windows => &layout::NET8_WINDOWS_X64,
+            Os::Linux => &layout::NET8_LINUX_X64,
+            Os::Other(_) => return Err(unsupported()),
+        };
+        let module = target
+            .modules()
+            .iter()
+            .find(|m| m.base == info.base)
+            .cloned()
+            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+        // The export, when the dump (or an identity-checked image file) holds the symbol
+        // table; else a search of the runtime image for the one table whose entries lead to
+        // String's and Free's MethodTables (createdump dumps often lack .dynsym's pages).
+        let dac_table = target
+            .find_export(&module, "g_dacTable")
+            .or_else(|| scan_for_dac_table(&target, &module, layout))
+            .ok_or_else(|| ClrError::SanityCheck {
+                version: info.version.clone(),
+                detail: format!(
+                    "{} exports no g_dacTable (or its export table is not in the dump), and no \
+                     table leading to String's MethodTable was found in its image",
+                    info.module_name
+                ),
+            })?;
+        let image_search = ImageSearch::of_target(&target);
+        let dac_revision =
+            layout::DacTableRevision::detect(&target_dac_probe(&target, dac_table, layout));
+        let mut rt = Runtime {
+            mem: target,
+            info,
+            layout,
+            globals: Globals {
+                dac_table,
+                ..Globals::default()
+            },
+            image_search,
+            dump_problems: Vec::new(),
+            unread_files: Default::default(),
+            descriptor: None,
+            dac_revision,
+        };
+        if version_unknown {
+            let tried = rt.resolve_globals(&module).and_then(|_| rt.sanity_check());
+            let version = tried.ok().and_then(|_| corelib_version(&rt));
+            match version {
+                Some(v) if v.split('.').next() == Some("8") => {
+                    rt.info.version = v;
+                    rt.info.version_source = VersionSource::CoreLibMetadata;
+                }
+                Some(v) => {
+                    return Err(ClrError::UnsupportedRuntime {
+                        found: format!(".NET {v} (from CoreLib's metadata)"),
+                        module: rt.info.module_name.clone(),
+                        base: rt.info.base,
+                    })
+                }
+                None => return Err(unsupported()),
+            }
+            return Ok(rt);
+        }
+        rt.resolve_globals(&module)?;
+        rt.sanity_check()?;
+        Ok(rt)
+    }
+
+    /// .NET 9+: the layout from the contract descriptor and the family's supplements, the
+    /// globals from the descriptor and from `g_dacTable` entries anchored on descriptor
+    /// globals ([`crate::discovery::supplement::DacTableAnchors`]), then the same sanity checks as .NET 8.
+    fn discover_with_descriptor(
+        target: M,
+        info: RuntimeInfo,
+        family: crate::discovery::layout::Family,
+    ) -> Result<Runtime<M>>
+    where
+        M: Target,
+    {
+        use crate::discovery::supplement;
+        let os = target.info().os;
+        let windows = match os {
+            Os::Windows => true,
+            Os::Linux => false,
+            Os::Other(_) => {
+                return Err(ClrError::UnsupportedRuntime {
+                    found: info.display_name(),
+                    module: info.module_name.clone(),
+                    base: info.base,
+                })
+            }
+        };
+        let runtime = format!("{} ({}-x64)", info.display_name(), info.os);
+        let desc_err = |detail: String| ClrError::Descriptor {
+            runtime: runtime.clone(),
+            detail,
+        };
+        let module = target
+            .modules()
+            .iter()
+            .find(|m| m.base == info.base)
+            .cloned()
+            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+        // The export, when the dump holds the symbol table; else the one header in the
+        // runtime image (createdump saves .data but rarely .dynsym's pages).
+        let (img_start, img_end) = image_range(&target, &module);
+        let d = match crate::discovery::descriptor::read_from_module(&target, &module) {
+            Ok(Some(d)) => Some(d),
+            Ok(None) => crate::discovery::descriptor::find_in_image(&target, img_start, img_end)
+                .map_err(|e| desc_err(e.to_string()))?,
+            // The export is known (from an image file) but its pages are not in the dump.
+            Err(crate::discovery::descriptor::DescriptorError::Read { .. }) => None,
+            Err(e) => return Err(desc_err(e.to_string())),
+        };
+        // createdump saves neither .rodata nor the descriptor's page: read them from the
+        // runtime's image file when dumpreader found one whose build id matches the dump's.
+        let mut file_note = String::new();
+        let d = match d {
+            Some(d) => Some(d),
+            None => match target.module_image(&module) {
+                Ok(img) => match (&img.source, &img.format) {
+                    (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) => {
+                        match (
+                            img.find_export(crate::discovery::descriptor::EXPORT_NAME),
+                            crate::discovery::descriptor::ElfFileOverlay::new(
+                                &target,
+                                path,
+                                e.load_bias,
+                            ),
+                        ) {
+                            (Some(at), Some(overlay)) => {
+                                Some(crate::discovery::descriptor::read_at(&overlay, at).map_err(
+                                    |e| desc_err(format!("{e} (from {})", path.display())),
+                                )?)
+                            }
+                            _ => {
+                                file_note = format!("; {} has no such export", path.display());
+                                None
+                            }
+                        }
+                    }
+                    _ => {
+                        file_note = format!("; its image file was not found ({})", img.note);
+                        None
+                    }
+                },
+                Err(e) => {
+                    file_note = format!("; its image file was not found ({e})");
+                    None
+                }
+            },
+        };
+        let d = d.ok_or_else(|| {
+            desc_err(format!(
+                "{} has no {} in the dump (createdump does not save its pages) and no \
+                     image file of the same build was found to read it from{file_note}; .NET 9 \
+                     and later are read only through it: put the runtime's {} in the image \
+                     search path",
+                info.module_name,
+                crate::discovery::descriptor::EXPORT_NAME,
+                info.module_name
+            ))
+        })?;
+        supplement::check_contracts(&d, &runtime)?;
+        let layout = supplement::build_layout(&d, family, windows, &runtime)?;
+        let global = |name: &'static str| -> Result<u64> {
+            d.global_number(name).ok_or_else(|| ClrError::MissingField {
+                ty: "globals",
+                field: name,
+                runtime: runtime.clone(),
+            })
+        };
+        let deref = |name: &'static str| -> Result<u64> {
+            let a = global(name)?;
+            target.read_u64(a).map_err(|_| ClrError::read(name, a))
+        };
+        // The runtime's own data must be in the dump: a dump without it (createdump of a
+        // single-file app writes without the DAC, and its --triage/--normal kinds then leave
+        // the host's .data out) is named so, not searched for g_dacTable in vain.
+        let thread_store = global("ThreadStore")?;
+        if target.read_u64(thread_store).is_err() {
+            return Err(ClrError::read(
+                format!(
+                    "ThreadStore::s_pThreadStore (the runtime's own data, in {}'s .data)",
+                    info.module_name
+                ),
+                thread_store,
+            ));
+        }
+        // g_dacTable entries next to descriptor globals (see DacTableAnchors).
+        let anchors = supplement::ANCHORS_NET9_10;
+        let (start, end) = image_range(&target, &module);
+        let dac_export = target.find_export(&module, "g_dacTable");
+        let table = DacTableView::find(
+            &target,
+            (start, end),
+            dac_export,
+            &[
+                global("ThreadStore")?,
+                global("FinalizerThread")?,
+                global("GCThread")?,
+            ],
+        )
+        .ok_or_else(|| {
+            desc_err(format!(
+                "no g_dacTable entries ThreadStore, FinalizerThread, GCThread found in {}: \
+                 g_heap_type and g_gcDacGlobals cannot be located",
+                info.module_name
+            ))
+        })?;
+        let entry = |n: u64, what: &str| {
+            table
+                .entry_after(&target, table.slot, n)
+                .ok_or_else(|| desc_err(format!("g_dacTable entry of {what} unreadable")))
+        };
+        let heap_type_addr = entry(anchors.heap_type_after_thread_store, "g_heap_type")?;
+        let gc_dac_globals_addr =
+            entry(anchors.gc_dac_globals_after_thread_store, "g_gcDacGlobals")?;
+        if entry(anchors.app_domain_after_thread_store, "AppDomain")? != global("AppDomain")? {
+            return Err(desc_err(
+                "g_dacTable does not hold AppDomain where this build expects it (after \
+                 ThreadStore, FinalizerThread, GCThread, g_heap_type, g_gcDacGlobals): a \
+                 reordered table, not read"
+                    .into(),
+            ));
+        }
+        let object_slot = table
+            .slot_of(&target, global("ObjectMethodTable")?)
+            .ok_or_else(|| desc_err("g_dacTable entry of g_pObjectClass not found".into()))?;
+        let global_alloc_context = table
+            .entry_after(
+                &target,
+                object_slot,
+                0u64.wrapping_sub(anchors.global_alloc_context_before_object_class),
+            )
+            .ok_or_else(|| {
+                desc_err("g_dacTable entry of g_global_alloc_context unreadable".into())
+            })?;
+        // SyncBlockCache::s_pSyncBlockCache, next to g_pSyncTable (SyncTableEntries); 0 when
+        // the entry is not found (the locks reader then says so).
+        let sync_block_cache = table
+            .slot_of(&target, global("SyncTableEntries")?)
+            .and_then(|slot| {
+                let after = if windows {
+                    anchors.sync_block_cache_after_sync_table_windows
+                } else {
+                    anchors.sync_block_cache_after_sync_table_unix
+                };
+                table.entry_after(&target, slot, after)
+            })
+            .and_then(|a| target.read_u64(a).ok())
+            .unwrap_or(0);
+        let optional = |name: &'static str| -> u64 {
+            d.global_number(name)
+                .and_then(|a| target.read_u64(a).ok())
+                .unwrap_or(0)
+        };
+        // The table itself: the export, else where the ThreadStore entry's index puts its
+        // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
+        let table_start =
+            dac_export.unwrap_or_else(|| table.slot.wrapping_sub(8 * anchors.thread_store_index));
+        let globals = Globals {
+            dac_table: table_start,
+            thread_store: deref("ThreadStore")?,
+            finalizer_thread: deref("FinalizerThread")?,
+            heap_type: target
+                .read_u32(heap_type_addr)
+                .map_err(|_| ClrError::read("g_heap_type", heap_type_addr))?,
+            gc_dac_vars: target
+                .read_u64(gc_dac_globals_addr)
+                .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
+            app_domain: deref("AppDomain")?,
+            system_domain: optional("SystemDomain"),
+            global_alloc_context,
+            object_mt: deref("ObjectMethodTable")?,
+            string_mt: deref("StringMethodTable")?,
+            object_array_mt: deref("ObjectArrayMethodTable")?,
+            exception_mt: deref("ExceptionMethodTable")?,
+            free_mt: deref("FreeObjectMethodTable")?,
+            sync_table: deref("SyncTableEntries")?,
+            // The descriptor's (10), else g_dacTable's first entry (9).
+            code_range_map: d
+                .global_number("ExecutionManagerCodeRangeMapAddress")
+                .or_else(|| table.entry_after(&target, table_start, anchors.code_range_map_index))
+                .unwrap_or(0),
+            // Not read on this family yet (their capabilities are refused).
+            card_table: 0,
+            lowest_address: 0,
+            highest_address: 0,
+            gc_heap: 0,
+            array_mt: 0,
+            sync_block_cache,
+            ee_jit_manager: 0,
+            ready_to_run_jit_manager: 0,
+        };
+        let image_search = ImageSearch::of_target(&target);
+        let rt = Runtime {
+            mem: target,
+            info,
+            layout,
+            globals,
+            image_search,
+            dump_problems: Vec::new(),
+            unread_files: Default::default(),
+            descriptor: Some(std::sync::Arc::new(d)),
+            dac_revision: layout::DacTableRevision::AS_NUMBERED,
+        };
+        rt.sanity_check()?;
+        // The global allocation context must be empty or a range (a wrong anchor reads
+        // something else).
+        let m = rt.memory();
+        let gac = rt.globals.global_alloc_context + rt.layout.global_alloc_context_offset;
+        let acl = rt.layout.alloc_context;
+        let (p, lim) = (
+            m.read_u64(gac + acl.alloc_ptr)
+                .map_err(|_| ClrError::read("g_global_alloc_context", gac))?,
+            m.read_u64(gac + acl.alloc_limit)
+                .map_err(|_| ClrError::read("g_global_alloc_context", gac))?,
+        );
+        if p > lim || (p == 0) != (lim == 0) {
+            return Err(ClrError::SanityCheck {
+                version: rt.info.version.clone(),
+                detail: format!(
+                    "g_global_alloc_context at {gac:#x} reads ({p:#x}, {lim:#x}): not an \
+                     allocation range"
+                ),
+            });
+        }
+        Ok(rt)
+    }
+
+    /// The contract descriptor the runtime published (.NET 9+), as read at discovery.
+    pub fn descriptor(&self) -> Option<&crate::discovery::descriptor::ContractDescriptor> {
+        self.descriptor.as_deref()
+    }
+
+    /// `Ok` when `capability` has been verified against the DAC for this runtime's family;
+    /// else [`ClrError::NotVerified`] naming the capability and the runtime. Every reader of a
+    /// family-specific structure asks first (see [`crate::discovery::layout::Capability`]).
+    pub fn require(&self, capability: crate::discovery::layout::Capability) -> Result<()> {
+        if self.layout.verified.contains(&capability) {
+            Ok(())
+        } else {
+            Err(ClrError::NotVerified {
+                runtime: format!("{} ({}-x64)", self.info.display_name(), self.info.os),
+                capability: capability.describe(),
+            })
+        }
+    }
+
+    /// The memory this runtime reads.
+    pub fn memory(&self) -> &M {
+        &self.mem
+    }
+
+    /// The address of the global at `index` of g_dacTable. .NET 8 stores absolute addresses;
+    /// a value outside the runtime image is taken as an RVA (as .NET Core 3.1 on Linux did).
+    /// `index` is in the layout's numbering; this build's own index follows from
+    /// [`layout::DacTableRevision`].
+    pub fn dac_global_address(&self, index: usize) -> Result<u64> {
+        let index = self.dac_revision.index(index);
+        // An index no family knows (a table's "not known" marker) is refused, never wrapped.
+        let slot = (index as u64)
+            .checked_mul(8)
+            .and_then(|o| self.globals.dac_table.checked_add(o))
+            .ok_or_else(|| {
+                ClrError::corrupt(
+                    "g_dacTable index",
+                    self.globals.dac_table,
+                    format!("index {index} is not known for this runtime"),
+                )
+            })?;
+        let v = self
+            .mem
+            .read_u64(slot)
+            .map_err(|_| ClrError::read(format!("g_dacTable[{index}]"), slot))?;
+        let (base, end) = (self.info.base, self.info.base + self.info.size);
+        if v >= base && v < end {
+            Ok(v)
+        } else if v < self.info.size {
+            Ok(base + v)
+        } else {
+            Err(ClrError::corrupt(
+                format!("g_dacTable[{index}]"),
+                slot,
+                format!(
+                    "{v:#x} is neither inside the runtime image {base:#x}..{end:#x} nor an RVA"
+                ),
+            ))
+        }
+    }
+
+    fn read_global_ptr(&self, index: usize, what: &str) -> Result<u64> {
+        let a = self.dac_global_address(index)?;
+        self.mem.read_u64(a).map_err(|_| ClrError::read(what, a))
+    }
+
+    fn resolve_globals(&mut self, _module: &ModuleInfo) -> Result<()> {
+        let d = self.layout.dac;
+        let g = Globals {
+            dac_table: self.globals.dac_table,
+            thread_store: self.read_global_ptr(d.thread_store, "ThreadStore::s_pThreadStore")?,
+            finalizer_thread: self.read_global_ptr(d.finalizer_thread, "g_pFinalizerThread")?,
+            heap_type: {
+                let a = self.dac_global_address(d.heap_type)?;
+                self.mem
+                    .read_u32(a)
+                    .map_err(|_| ClrError::read("g_heap_type", a))?
+            },
+            gc_dac_vars: self.read_global_ptr(d.gc_dac_globals, "g_gcDacGlobals")?,
+            app_domain: self.read_global_ptr(d.app_domain, "AppDomain::m_pTheAppDomain")?,
+            system_domain: self
+                .read_global_ptr(d.system_domain, "SystemDomain::m_pSystemDomain")?,
+            card_table: self.read_global_ptr(d.card_table, "g_card_table")?,
+            lowest_address: self.read_global_ptr(d.lowest_address, "g_lowest_address")?,
+            highest_address: self.read_global_ptr(d.highest_address, "g_highest_address")?,
+            global_alloc_context: self.dac_global_address(d.global_alloc_context)?,
+            gc_heap: self.read_global_ptr(d.gc_heap, "g_pGCHeap")?,
+            object_mt: self.read_global_ptr(d.object_class, "g_pObjectClass")?,
+            string_mt: self.read_global_ptr(d.string_class, "g_pStringClass")?,
+            array_mt: self.read_global_ptr(d.array_class, "g_pArrayClass")?,
+            object_array_mt: {
+                // g_pPredefinedArrayTypes[ELEMENT_TYPE_OBJECT = 0x1c] is a TypeHandle of the
+                // ArrayTypeDesc-free MT Object[].
+                let a = self.dac_global_address(d.predefined_array_types)? + 0x1c * 8;
+                self.mem
+                    .read_u64(a)
+                    .map_err(|_| ClrError::read("g_pPredefinedArrayTypes[OBJECT]", a))?
+            },
+            exception_mt: self.read_global_ptr(d.exception_class, "g_pExceptionClass")?,
+            free_mt: self
+                .read_global_ptr(d.free_object_method_table, "g_pFreeObjectMethodTable")?,
+            sync_table: self.read_global_ptr(d.sync_table, "g_pSyncTable")?,
+            sync_block_cache: self
+                .read_global_ptr(d.sync_block_cache, "SyncBlockCache::s_pSyncBlockCache")?,
+            code_range_map: self.dac_global_address(d.code_range_map)?,
+            ee_jit_manager: self
+                .read_global_ptr(d.ee_jit_manager, "ExecutionManager::m_pEEJitManager")?,
+            ready_to_run_jit_manager: self.read_global_ptr(
+                d.ready_to_run_jit_manager,
+                "ExecutionManager::m_pReadyToRunJitManager",
+            )?,
+        };
+        self.globals = g;
+        Ok(())
+    }
+
+    fn sanity_check(&self) -> Result<()> {
+        let fail = |detail: String| ClrError::SanityCheck {
+            version: self.info.version.clone(),
+            detail,
+        };
+        let g = &self.globals;
+        let mtl = &self.layout.method_table;
+        let read_mt = |mt: u64, what: &str| -> Result<(u32, u32)> {
+            let flags = self
+                .mem
+                .read_u32(mt + mtl.flags)
+                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
+            let base = self
+                .mem
+                .read_u32(mt + mtl.base_size)
+                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
+            Ok((flags, base))
+        };
+        let (sf, sb) = read_mt(g.string_mt, "g_pStringClass")?;
+        if sb != self.layout.string_base_size
+            || sf & layout::mt_flags::HAS_COMPONENT_SIZE == 0
+            || sf & 0xFFFF != 2
+        {
+            return Err(fail(format!(
+                "String's MethodTable {:#x} has BaseSize {sb:#x} and flags {sf:#x}; expected \
+                 BaseSize {:#x} with component size 2",
+                g.string_mt, self.layout.string_base_size
+            )));
+        }
+        let (ff, fb) = read_mt(g.free_mt, "g_pFreeObjectMethodTable")?;
+        if ff & layout::mt_flags::HAS_COMPONENT_SIZE == 0 || ff & 0xFFFF != 1 || fb != 0x18 {
+            return Err(fail(format!(
+                "the free-object MethodTable {:#x} has BaseSize {fb:#x} and flags {ff:#x}; \
+                 expected BaseSize 0x18 with component size 1",
+                g.free_mt
+            )));
+        }
+        let (of, ob) = read_mt(g.object_mt, "g_pObjectClass")?;
+        if of & layout::mt_flags::HAS_COMPONENT_SIZE != 0 || ob != 0x18 {
+            return Err(fail(format!(
+                "Object's MethodTable {:#x} has BaseSize {ob:#x} and flags {of:#x}; expected \
+                 BaseSize 0x18 without component size",
+                g.object_mt
+            )));
+        }
+        let (af, _) = read_mt(g.object_array_mt, "Object[]")?;
+        if af & layout::mt_flags::CATEGORY_ARRAY_MASK != layout::mt_flags::CATEGORY_ARRAY
+            || af & 0xFFFF != 8
+        {
+            return Err(fail(format!(
+                "Object[]'s MethodTable {:#x} has flags {af:#x}; expected an array with \
+                 component size 8",
+                g.object_array_mt
+            )));
+        }
+        if g.heap_type != 1 && g.heap_type != 2 {
+            return Err(fail(format!(
+                "g_heap_type is {}; expected 1 (workstation) or 2 (server)",
+                g.heap_type
+            )));
+        }
+        let gv = &self.layout.gc_dac_vars;
+        let major = self
+            .mem
+            .read_u8(g.gc_dac_vars + gv.major_version)
+            .map_err(|_| {
+                fail(format!(
+                    "GcDacVars at {:#x} is not in the dump",
+                    g.gc_dac_vars
+                ))
+            })?;
+        if major != gv.major {
+            return Err(fail(format!(
+                "GcDacVars at {:#x} has major version {major}; this layout reads {}",
+                g.gc_dac_vars, gv.major
+            )));
+        }
+        Ok(())
+    }
+
+    /// Workstation or server GC.
+    pub fn gc_mode(&self) -> GcMode {
+        if self.globals.heap_type == 2 {
+            GcMode::Server
+        } else {
+            GcMode::Workstation
+        }
+    }
+}
+
+/// Finds g_dacTable without the symbol table: the only 8-aligned place in the runtime image
+/// whose String, Object and Free entries are addresses inside the image holding pointers to
+/// MethodTables of the right shape (String: base size 0x16, component size 2; Free: component
+/// size 1; Object: base size 0x18). None when there is no such place or more than one.
+/// The raw g_dacTable entries [`layout::DacTableRevision::detect`] looks at (0 where unreadable).
+fn target_dac_probe<T: Target + ?Sized>(
+    target: &T,
+    dac_table: u64,
+    layout: &Layout,
+) -> layout::DacTableProbe {
+    let at = layout.dac.revision_probe;
+    let read = |i: usize| target.read_u64(dac_table + 8 * i as u64).unwrap_or(0);
+    layout::DacTableProbe {
+        before: read(at - 1),
+        at: read(at),
+        probe_index: at,
+    }
+}
+
+/// The bytes of a runtime image's extent `start..end` as the dump holds them, read range by
+/// range (absent pages stay zero, so they never match a search); `None` for an empty extent or
+/// one over 256 MB (no runtime image is that large: a corrupt module list).
+fn read_image_extent<T: Target + ?Sized>(target: &T, start: u64, end: u64) -> Option<Vec<u8>> {
+    const MAX_IMAGE: u64 = 256 << 20;
+    if end <= start || end - start > MAX_IMAGE {
+        return None;
+    }
+    let mut bytes = vec![0u8; (end - start) as usize];
+    let mut a = start;
+    while a < end {
+        let got = target.read(a, &mut bytes[(a - start) as usize..]);
+        a = if got == 0 {
+            (a | 0xFFF) + 1
+        } else {
+            a + got as u64
+        };
+    }
+    Some(bytes)
+}
+
+fn scan_for_dac_table<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    layout: &Layout,
+) -> Option<u64> {
+    let (start, end) = image_range(target, module);
+    let d = &layout.dac;
+    let idx = [d.string_class, d.object_class, d.free_object_method_table];
+    let span = 8 * (*idx.iter().max()? as u64 + 1);
+    let bytes = read_image_extent(target, start, end)?;
+    let q = |off: u64| -> Option<u64> {
+        let o = off as usize;
+        Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+    };
+    let inside = |v: u64| v >= start && v < end && v.is_multiple_of(8);
+    let mt_shape = |global: u64| -> Option<(u32, u32)> {
+        let mt = target.read_u64(global).ok()?;
+        let flags = target.read_u32(mt).ok()?;
+        let base = target.read_u32(mt + 4).ok()?;
+        Some((flags, base))
+    };
+    let mut found = None;
+    let mut off = 0u64;
+    while off + span <= end - start {
+        let entries: Option<Vec<u64>> = idx.iter().map(|&i| q(off + 8 * i as u64)).collect();
+        if let Some(e) = entries.filter(|e| e.iter().all(|&v| inside(v))) {
+            let string_ok =
+                mt_shape(e[0]).is_some_and(|(f, b)| b == 0x16 && f & 0x8000_FFFF == 0x8000_0002);
+            let object_ok = string_ok && mt_shape(e[1]).is_some_and(|(_, b)| b == 0x18);
+            let free_ok =
+                object_ok && mt_shape(e[2]).is_some_and(|(f, _)| f & 0x8000_FFFF == 0x8000_0001);
+            if free_ok {
+                if found.is_some() {
+                    return None; // ambiguous: refuse rather than guess
+                }
+                found = Some(start + off);
+            }
+        }
+        off += 8;
+    }
+    found
+}
+
+/// A view of `g_dacTable` around adjacent entries the descriptor names (ThreadStore,
+/// FinalizerThread, GCThread): from the export when the dump holds it, else found in the
+/// runtime image.
+struct DacTableView {
+    /// Image extent, for telling absolute entries from RVAs.
+    image: (u64, u64),
+    /// The address of the first anchor's entry.
+    slot: u64,
+}
+
+impl DacTableView {
+    /// Entries searched from the export (g_dacTable has about 130-160 entries on .NET 9/10).
+    const MAX_ENTRIES: u64 = 512;
+
+    fn find<T: Target + ?Sized>(
+        target: &T,
+        image: (u64, u64),
+        export: Option<u64>,
+        run: &[u64],
+    ) -> Option<DacTableView> {
+        let (start, end) = image;
+        if end <= start || run.is_empty() {
+            return None;
+        }
+        let matches = |v: u64, want: u64| v == want || (v < end - start && start + v == want);
+        let search = |from: u64, bytes: &[u8]| -> Option<u64> {
+            let q = |o: usize| -> Option<u64> {
+                Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+            };
+            let mut found = None;
+            let mut o = 0usize;
+            while o + 8 * run.len() <= bytes.len() {
+                if run
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &want)| q(o + 8 * i).is_some_and(|v| matches(v, want)))
+                {
+                    if found.is_some() {
+                        return None; // ambiguous: refuse rather than guess
+                    }
+                    found = Some(from + o as u64);
+                }
+                o += 8;
+            }
+            found
+        };
+        let slot = match export {
+            Some(t) => {
+                let bytes = target.read_bytes(t, 8 * Self::MAX_ENTRIES as usize);
+                search(t, &bytes)?
+            }
+            None => search(start, &read_image_extent(target, start, end)?)?,
+        };
+        Some(DacTableView { image, slot })
+    }
+
+    /// The global's address held `n` entries after `slot` (`n` wraps for entries before).
+    fn entry_after<T: Memory + ?Sized>(&self, mem: &T, slot: u64, n: u64) -> Option<u64> {
+        let v = mem.read_u64(slot.wrapping_add(n.wrapping_mul(8))).ok()?;
+        self.absolute(v)
+    }
+
+    fn absolute(&self, v: u64) -> Option<u64> {
+        let (start, end) = self.image;
+        if v >= start && v < end {
+            Some(v)
+        } else if v < end - start {
+            Some(start + v)
+        } else {
+            None
+        }
+    }
+
+    /// The slot (within `MAX_ENTRIES` of the anchor) holding `global`'s address.
+    fn slot_of<T: Memory + ?Sized>(&self, mem: &T, global: u64) -> Option<u64> {
+        let from = self.slot.saturating_sub(8 * Self::MAX_ENTRIES / 4);
+        let bytes = mem.read_bytes(from, 8 * Self::MAX_ENTRIES as usize);
+        let mut found = None;
+        for (i, c) in bytes.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(c.try_into().ok()?);
+            if self.absolute(v) == Some(global) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(from + 8 * i as u64);
+            }
+        }
+        found
+    }
+}

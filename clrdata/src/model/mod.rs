@@ -1,0 +1,15 @@
+//! Model: what the runtime's data means — the heap walk, objects and their fields, type and
+//! method names, statics, delegates, code lookup and the stack walk. Imports data, discovery
+//! and below.
+
+pub mod delegates;
+pub mod disasm;
+pub mod dso;
+pub mod fields;
+pub mod heap;
+pub mod methods;
+pub mod names;
+pub mod objects;
+pub mod precode;
+pub mod stack;
+pub mod version;

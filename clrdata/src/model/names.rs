@@ -1,0 +1,265 @@
+//! Type names from MethodTables, spelled as SOS and the DAC spell them in heap listings:
+//! `System.Collections.Generic.Dictionary`2[[System.String, System.Private.CoreLib],[Heap.Person, heap]]`,
+//! `Hang.Program+<DelayC>c__async2`, `System.Int32[,]`, `Free`.
+//!
+//! A name comes from the type's module's ECMA-335 metadata (read from the dump), its TypeDef
+//! token, and for generic instantiations the type arguments' names, recursively. When something
+//! needed is not in the dump the result is an error saying what, never a guessed name.
+
+use crate::data::types::MethodTableInfo;
+use crate::data::types::ReadTypes;
+use crate::discovery::runtime::Runtime;
+use crate::error::{ClrError, Result};
+use crate::metadata::Metadata;
+use dumpreader::Memory;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Largest metadata blob read from a dump (CoreLib's is about 5 MB).
+const MAX_METADATA: u32 = 64 << 20;
+/// Deepest generic nesting followed (`List<List<...>>`); deeper is reported, not followed.
+const MAX_DEPTH: usize = 16;
+
+/// The metadata of one module, read out of the dump once.
+pub struct ModuleMetadata {
+    /// The metadata bytes (`BSJB` root first).
+    pub bytes: Vec<u8>,
+    /// The assembly's simple name from its Assembly row (`System.Private.CoreLib`, `heap`).
+    pub assembly: String,
+}
+
+impl ModuleMetadata {
+    /// Parses the bytes (cheap: computes the table layout).
+    pub fn metadata(&self) -> Result<Metadata<'_>> {
+        Metadata::parse(&self.bytes).map_err(|e| ClrError::Corrupt {
+            what: "module metadata".into(),
+            addr: 0,
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// Caches of module metadata and type names, shared by every command of a session.
+#[derive(Default)]
+pub struct TypeNames {
+    modules: Mutex<HashMap<u64, std::result::Result<Arc<ModuleMetadata>, String>>>,
+    names: Mutex<HashMap<u64, std::result::Result<Arc<str>, String>>>,
+}
+
+impl TypeNames {
+    /// Empty caches.
+    pub fn new() -> TypeNames {
+        TypeNames::default()
+    }
+
+    /// The metadata of the Module at `module` (cached; the error says what is missing).
+    pub fn module_metadata<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        module: u64,
+    ) -> std::result::Result<Arc<ModuleMetadata>, String> {
+        if let Some(r) = lock(&self.modules).get(&module) {
+            return r.clone();
+        }
+        let r = read_module_metadata(rt, module)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+        lock(&self.modules).insert(module, r.clone());
+        r
+    }
+
+    /// The name of the type whose MethodTable is at `mt`.
+    pub fn name<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        mt: u64,
+    ) -> std::result::Result<Arc<str>, String> {
+        self.name_at_depth(rt, mt, 0)
+    }
+
+    /// The name, or `<unknown type: MethodTable 0x..: why>` when it cannot be known.
+    pub fn name_or_note<M: Memory>(&self, rt: &Runtime<M>, mt: u64) -> String {
+        match self.name(rt, mt) {
+            Ok(n) => n.to_string(),
+            Err(why) => format!("<unknown type: MethodTable {mt:#x}: {why}>"),
+        }
+    }
+
+    fn name_at_depth<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        mt: u64,
+        depth: usize,
+    ) -> std::result::Result<Arc<str>, String> {
+        if let Some(r) = lock(&self.names).get(&mt) {
+            return r.clone();
+        }
+        if depth > MAX_DEPTH {
+            return Err(format!("generic arguments nested deeper than {MAX_DEPTH}"));
+        }
+        let r = self.compute(rt, mt, depth).map(Arc::<str>::from);
+        lock(&self.names).insert(mt, r.clone());
+        r
+    }
+
+    fn compute<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        mt: u64,
+        depth: usize,
+    ) -> std::result::Result<String, String> {
+        rt.require(crate::discovery::layout::Capability::TypeNames)
+            .map_err(|e| e.to_string())?;
+        if mt == rt.globals.free_mt {
+            return Ok("Free".into());
+        }
+        if mt == rt.globals.string_mt {
+            return Ok("System.String".into());
+        }
+        let info = rt.method_table(mt).map_err(|e| e.to_string())?;
+        if let Some(arr) = info.array {
+            let elem = self.handle_name(rt, arr.element, depth + 1)?;
+            let sz = info.flags & 0x000F_0000 == 0x000A_0000; // SzArray category
+            let dims = if sz {
+                "[]".to_string()
+            } else if arr.rank == 1 {
+                "[*]".to_string()
+            } else {
+                format!("[{}]", ",".repeat(arr.rank.saturating_sub(1) as usize))
+            };
+            return Ok(format!("{elem}{dims}"));
+        }
+        let (md, rid) = self.typedef_of(rt, &info)?;
+        let m = md.metadata().map_err(|e| e.to_string())?;
+        let mut name = m
+            .type_name(rid)
+            .map_err(|e| format!("TypeDef {rid:#x}: {e}"))?;
+        if !info.type_args.is_empty() && info.canonical != 0 {
+            name.push('[');
+            for (i, &arg) in info.type_args.iter().enumerate() {
+                if i > 0 {
+                    name.push(',');
+                }
+                let an = self.handle_name(rt, arg, depth + 1)?;
+                let asm = self.handle_assembly(rt, arg)?;
+                name.push_str(&format!("[{an}, {asm}]"));
+            }
+            name.push(']');
+        }
+        Ok(name)
+    }
+
+    /// The module metadata and TypeDef row of a (non-array) type.
+    fn typedef_of<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        info: &MethodTableInfo,
+    ) -> std::result::Result<(Arc<ModuleMetadata>, u32), String> {
+        let token = info.token.ok_or_else(|| {
+            "its TypeDef token is kept in an optional member (not read yet)".to_string()
+        })?;
+        if token >> 24 != 0x02 {
+            return Err(format!("token {token:#x} is not a TypeDef"));
+        }
+        let module = info.module.ok_or_else(|| {
+            "its module is kept in a module-override slot (not read yet)".to_string()
+        })?;
+        let md = self.module_metadata(rt, module)?;
+        Ok((md, token & 0x00FF_FFFF))
+    }
+
+    /// The name of a TypeHandle (a MethodTable, or with bit 1 set a TypeDesc).
+    fn handle_name<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        th: u64,
+        depth: usize,
+    ) -> std::result::Result<String, String> {
+        if th & 2 != 0 {
+            return Err(format!("type argument {th:#x} is a TypeDesc (pointer, byref or generic variable), not named yet"));
+        }
+        self.name_at_depth(rt, th, depth).map(|s| s.to_string())
+    }
+
+    /// The assembly simple name of a TypeHandle's type (for arrays, the element's).
+    fn handle_assembly<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        th: u64,
+    ) -> std::result::Result<String, String> {
+        let mut cur = th;
+        for _ in 0..MAX_DEPTH {
+            if cur & 2 != 0 {
+                return Err(format!("type argument {cur:#x} is a TypeDesc"));
+            }
+            let info = rt.method_table(cur).map_err(|e| e.to_string())?;
+            match info.array {
+                Some(a) => cur = a.element,
+                None => {
+                    let module = info.module.ok_or("module-override slot not read")?;
+                    return Ok(self.module_metadata(rt, module)?.assembly.clone());
+                }
+            }
+        }
+        Err("array element types nested too deeply".into())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<ModuleMetadata> {
+    let data = rt.module(module)?;
+    let (addr, size) = data.metadata.ok_or_else(|| {
+        // Say why: absent pages, or present but not metadata (damaged: no BSJB root...).
+        let why = rt
+            .metadata_location(data.image_base, data.mapped, data.cor_header)
+            .err()
+            .map(|e| e.to_string());
+        ClrError::Corrupt {
+            what: format!("module {} ({})", data.simple_name, data.path),
+            addr: module,
+            detail: match why {
+                Some(w) if !w.contains("not in the dump") => {
+                    format!("its metadata cannot be used: {w}")
+                }
+                _ => match rt.unread_file_at(data.image_base) {
+                    Some(file) => format!(
+                        "its metadata is not in the dump, and its file is not read ({file})"
+                    ),
+                    None => "its metadata is not in the dump".into(),
+                },
+            },
+        }
+    })?;
+    if size == 0 || size > MAX_METADATA {
+        return Err(ClrError::Corrupt {
+            what: format!("metadata of {}", data.simple_name),
+            addr,
+            detail: format!("implausible size {size:#x}"),
+        });
+    }
+    let mut bytes = vec![0u8; size as usize];
+    let got = rt.memory().read(addr, &mut bytes);
+    if got < bytes.len() {
+        return Err(ClrError::Read {
+            what: format!(
+                "metadata of {} ({size:#x} bytes, {got:#x} present)",
+                data.simple_name
+            ),
+            addr: addr + got as u64,
+        });
+    }
+    let assembly = {
+        let m = Metadata::parse(&bytes).map_err(|e| ClrError::Corrupt {
+            what: format!("metadata of {}", data.simple_name),
+            addr,
+            detail: e.to_string(),
+        })?;
+        m.assembly(1)
+            .map(|a| a.name.to_string())
+            .unwrap_or_else(|_| data.simple_name.clone())
+    };
+    Ok(ModuleMetadata { bytes, assembly })
+}

@@ -1,0 +1,78 @@
+//! Precode stubs: the small thunks a method's slot points at before (or instead of) its code.
+//! x64 FixupPrecode and StubPrecode hold the MethodDesc in a data slot beside them.
+
+use crate::data::types::ReadTypes;
+use crate::discovery::runtime::Runtime;
+use crate::model::stack::StackWalker;
+use dumpreader::Memory;
+
+/// The type byte of a method's StubPrecode (`StubPrecodeData.Type`): the runtime's own
+/// `PrecodeMachineDescriptor.StubPrecodeType` where it publishes one (.NET 10, through the
+/// descriptor's `PlatformMetadata` global) and the dump holds it, else `StubPrecode::Type`.
+pub fn stub_precode_type<M: Memory>(rt: &Runtime<M>) -> u8 {
+    let ml = &rt.layout.methods;
+    ml.stub_precode_type_offset
+        .and_then(|off| {
+            let pm = rt.descriptor()?.global_number("PlatformMetadata")?;
+            rt.memory().read_u8(pm + off).ok()
+        })
+        .unwrap_or(ml.stub_precode_type)
+}
+
+/// Decodes an x64 .NET 8 FixupPrecode or StubPrecode at `code`: (MethodDesc, kind).
+pub fn precode_method_desc<M: Memory>(
+    rt: &Runtime<M>,
+    w: &StackWalker<'_, M>,
+    code: u64,
+) -> Result<(u64, &'static str), String> {
+    let m = rt.memory();
+    let mut b = [0u8; 16];
+    m.read_exact(code, &mut b).map_err(|_| {
+        "not managed code, and its 16 bytes (a precode?) are not in the dump".to_string()
+    })?;
+    let disp = |at: usize| i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as i64;
+    let mov_r10 = |at: usize| b[at..at + 3] == [0x4C, 0x8B, 0x15];
+    let jmp_ind = |at: usize| b[at..at + 2] == [0xFF, 0x25];
+    // (address of the `mov r10, [rip+d]` instruction, kind)
+    let (mov_at, kind) = if jmp_ind(0) && mov_r10(6) {
+        (6usize, "FixupPrecode")
+    } else if mov_r10(0) && jmp_ind(7) {
+        (0usize, "StubPrecode")
+    } else {
+        return Err(format!(
+            "neither managed code nor a FixupPrecode/StubPrecode (bytes {})",
+            b[..8]
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    };
+    let slot = (code + mov_at as u64 + 7).wrapping_add_signed(disp(mov_at + 3));
+    let md = m
+        .read_u64(slot)
+        .map_err(|_| format!("{kind} at {code:#x}: its data slot {slot:#x} is not in the dump"))?;
+    if kind == "StubPrecode" {
+        // StubPrecodeData {SecretParam, Target, Type}: only a method's precode (its type is
+        // StubPrecode::Type, 0x4C on x64, or what the runtime publishes) holds a MethodDesc.
+        let ty = m.read_u8(slot + 16).unwrap_or(0);
+        if ty != stub_precode_type(rt) {
+            return Err(format!(
+                "StubPrecode at {code:#x} of type {ty:#x} (not a method's precode: no MethodDesc)"
+            ));
+        }
+    }
+    if md == 0 {
+        return Err(format!("{kind} at {code:#x} holds a null MethodDesc"));
+    }
+    let info = w
+        .method_desc_info(md)
+        .map_err(|e| format!("{kind} at {code:#x}: {md:#x} is not a MethodDesc ({e})"))?;
+    rt.method_table(info.method_table).map_err(|e| {
+        format!(
+            "{kind} at {code:#x}: {md:#x} is not a MethodDesc (its MethodTable {:#x}: {e})",
+            info.method_table
+        )
+    })?;
+    Ok((md, kind))
+}

@@ -1,0 +1,413 @@
+//! The code manager's view: is an address managed code, which method, and its unwind info.
+//!
+//! - `ExecutionManager::g_codeRangeMap` (.NET 8 RangeSectionMap): 5 levels of 256 pointers,
+//!   the leaf entries heading lists of RangeSectionFragments, each naming its RangeSection.
+//! - JIT'd code (RangeSection flag CODEHEAP): the HeapList's nibble map gives the method's
+//!   start; the pointer just before it is the RealCodeHeader (MethodDesc, unwind infos).
+//! - ReadyToRun code (a RangeSection with an R2R Module): the image's RuntimeFunctions section
+//!   (binary search), mapped back to a MethodDef through MethodDefEntryPoints, or, when the dump
+//!   lacks those tables and no image file is at hand, through the runtime's own search and
+//!   entry point map (see the `r2r` module).
+
+use super::image_file::{ImageFile, Overlay};
+use super::r2r::R2rImage;
+use super::unwind::RuntimeFunction;
+use crate::discovery::layout::NibbleMapEncoding;
+use crate::discovery::runtime::Runtime;
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// RangeSection flag: a JIT code heap.
+const RS_CODEHEAP: u32 = 2;
+/// Bound on a fragment list.
+const MAX_FRAGMENTS: usize = 4096;
+/// Bound on the nibble-map scan back to a method's start (32 bytes per bucket: 64 MB).
+const MAX_BUCKETS: u64 = 1 << 21;
+/// Bound on a JIT'd method's unwind infos (the main body and its funclets).
+const MAX_UNWIND_INFOS: u32 = 4096;
+
+/// Which code manager owns the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeKind {
+    /// JIT'd code in a code heap.
+    Jit,
+    /// Precompiled ReadyToRun code in an image.
+    ReadyToRun,
+}
+
+/// What the code manager knows of a managed code address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CodeInfo {
+    /// JIT or ReadyToRun.
+    pub kind: CodeKind,
+    /// The method's first instruction.
+    pub method_start: u64,
+    /// The MethodDesc (JIT'd code; ReadyToRun code has none without the runtime's hash map).
+    pub method_desc: Option<u64>,
+    /// The Module of an R2R method.
+    pub module: Option<u64>,
+    /// The MethodDef token of an R2R method.
+    pub token: Option<u32>,
+    /// The RUNTIME_FUNCTION covering the address (its unwind info).
+    pub unwind: RuntimeFunction,
+    /// The end of the method's code (exclusive): JIT'd code, the largest EndAddress of the
+    /// RUNTIME_FUNCTIONs in its RealCodeHeader (main body and funclets; the GC info that
+    /// follows is excluded); ReadyToRun code, the end of the entry point's RUNTIME_FUNCTION, or
+    /// of the one covering the address when that lies further (a funclet).
+    pub code_end: u64,
+    /// Why the method is not known, when neither a MethodDesc nor a token was found.
+    pub method_note: Option<String>,
+}
+
+/// Code lookups with per-image caches; one per session or command.
+#[derive(Default)]
+pub struct CodeIndex {
+    r2r: Mutex<HashMap<u64, Result<Arc<R2rImage>, String>>>,
+    files: Mutex<Vec<Arc<ImageFile>>>,
+}
+
+impl CodeIndex {
+    /// Empty caches.
+    pub fn new() -> CodeIndex {
+        CodeIndex::default()
+    }
+
+    /// The dump's memory with the image files read so far filling its gaps (what unwinding
+    /// ReadyToRun code reads).
+    pub fn memory<'m, M: Memory + ?Sized>(&self, inner: &'m M) -> Overlay<'m, M> {
+        Overlay {
+            inner,
+            files: self.files.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    /// The RangeSection containing `ip`, if any: (RangeSection address).
+    pub fn range_section<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> Option<u64> {
+        let l = rt.layout.stack();
+        let m = rt.memory();
+        let mut p = rt.globals.code_range_map;
+        if p == 0 {
+            return None;
+        }
+        for level in (1..=l.range_map_levels).rev() {
+            let shift = l.range_map_low_bits + 8 * (level - 1);
+            if shift >= 64 {
+                return None;
+            }
+            let idx = (ip >> shift) & 0xFF;
+            let v = m.read_u64(p + idx * 8).ok()?;
+            if v & !1 == 0 {
+                return None;
+            }
+            p = v & !1;
+        }
+        // p: the first RangeSectionFragment.
+        let mut frag = p;
+        for _ in 0..MAX_FRAGMENTS {
+            if frag == 0 {
+                return None;
+            }
+            let begin = m.read_u64(frag + l.fragment_begin).ok()?;
+            let end = m.read_u64(frag + l.fragment_end).ok()?;
+            if ip >= begin && ip < end {
+                let rs = m.read_u64(frag + l.fragment_range_section).ok()?;
+                return (rs != 0).then_some(rs);
+            }
+            frag = m.read_u64(frag + l.fragment_next).ok()? & !1;
+        }
+        None
+    }
+
+    /// Whether `ip` is managed code (in a RangeSection).
+    pub fn is_managed<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> bool {
+        self.range_section(rt, ip).is_some()
+    }
+
+    /// The method and unwind info of the managed code at `ip`. `Ok(None)`: not managed code.
+    pub fn lookup<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> Result<Option<CodeInfo>, String> {
+        let Some(rs) = self.range_section(rt, ip) else {
+            return Ok(None);
+        };
+        let l = rt.layout.stack();
+        let m = rt.memory();
+        let flags = m
+            .read_u32(rs + l.rs_flags)
+            .map_err(|_| format!("RangeSection {rs:#x} is not in the dump"))?;
+        if flags & RS_CODEHEAP != 0 {
+            let hl = m
+                .read_u64(rs + l.rs_heap_list)
+                .map_err(|_| format!("RangeSection {rs:#x}: HeapList not in the dump"))?;
+            return self.jit_lookup(rt, hl, ip).map(Some);
+        }
+        let module = m
+            .read_u64(rs + l.rs_r2r_module)
+            .map_err(|_| format!("RangeSection {rs:#x}: R2R module not in the dump"))?;
+        if module == 0 {
+            // A range list (stubs): managed-looking but no method.
+            return Ok(None);
+        }
+        let img = self.r2r_image(rt, module)?;
+        let mem = self.memory(m);
+        let Some((rf, mut main, mut main_end, rid)) = img.lookup(&mem, ip)? else {
+            return Ok(None);
+        };
+        // The runtime's entry point map names the method (as the runtime does: the nearest
+        // entry point at or before the code that it maps). MethodDefEntryPoints has only
+        // non-generic methods; when it has a start nearer the code than the map's, that one
+        // is the method (the map's pages may be partly missing from the dump).
+        let mut method_desc = None;
+        let mut method_note = None;
+        let mut rid = rid;
+        if let Some(i) = img.function_index(&mem, ip)? {
+            match img.method_desc_of(&mem, i) {
+                Ok((md, s, e)) if rid.is_none() || s > main => {
+                    method_desc = Some(md);
+                    (main, main_end) = (s, e);
+                    rid = None;
+                }
+                // The same method: the runtime's MethodDesc of it.
+                Ok((md, s, _)) if s == main => method_desc = Some(md),
+                Ok(_) => {}
+                Err(e) if rid.is_none() => method_note = Some(e),
+                Err(_) => {}
+            }
+        }
+        Ok(Some(CodeInfo {
+            kind: CodeKind::ReadyToRun,
+            method_start: main,
+            method_desc,
+            module: Some(module),
+            token: rid.map(|r| 0x0600_0000 | r),
+            unwind: rf,
+            code_end: main_end.max(rf.base + rf.end as u64),
+            method_note,
+        }))
+    }
+
+    fn r2r_image<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> Result<Arc<R2rImage>, String> {
+        if let Some(r) = self
+            .r2r
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&module)
+        {
+            return r.clone();
+        }
+        let r = R2rImage::read(rt, module).map(Arc::new);
+        if let Ok(img) = &r {
+            if let Some(f) = &img.file {
+                self.files
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(f.clone());
+            }
+        }
+        self.r2r
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(module, r.clone());
+        r
+    }
+
+    fn jit_lookup<M: Memory>(&self, rt: &Runtime<M>, hl: u64, ip: u64) -> Result<CodeInfo, String> {
+        let l = rt.layout.stack();
+        let m = rt.memory();
+        let rd = |a: u64, what: &str| {
+            m.read_u64(a)
+                .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+        };
+        let map_base = rd(hl + l.heap_list_map_base, "HeapList::mapBase")?;
+        let hdr_map = rd(hl + l.heap_list_hdr_map, "HeapList::pHdrMap")?;
+        let module_base = rd(
+            hl + l.heap_list_module_base,
+            "HeapList::CLRPersonalityRoutine",
+        )?;
+        if ip < map_base {
+            return Err(format!(
+                "ip {ip:#x} below its code heap's map base {map_base:#x}"
+            ));
+        }
+        let read_unit = |di: u64| {
+            let a = hdr_map + di * 4;
+            m.read_u32(a)
+                .map_err(|_| format!("nibble map at {a:#x} is not in the dump"))
+        };
+        let start = match l.nibble_map {
+            NibbleMapEncoding::Linear => nibble_map_linear(read_unit, map_base, ip)?,
+            NibbleMapEncoding::ConstantLookup => nibble_map_constant(read_unit, map_base, ip)?,
+        };
+        let start =
+            start.ok_or_else(|| format!("no method start for {ip:#x} in the nibble map"))?;
+        let hdr = rd(start - 8, "the code header pointer")?;
+        let md = rd(hdr + l.code_header_method_desc, "RealCodeHeader::phdrMDesc")?;
+        let n = m
+            .read_u32(hdr + l.code_header_unwind_count)
+            .map_err(|_| format!("RealCodeHeader {hdr:#x} is not in the dump"))?;
+        if n == 0 || n > MAX_UNWIND_INFOS {
+            return Err(format!("RealCodeHeader {hdr:#x} has {n} unwind infos"));
+        }
+        let mut found = None;
+        let mut code_end = start;
+        for i in 0..n as u64 {
+            let a = hdr + l.code_header_unwind_infos + 12 * i;
+            let mut b = [0u8; 12];
+            m.read_exact(a, &mut b)
+                .map_err(|_| format!("RUNTIME_FUNCTION at {a:#x} is not in the dump"))?;
+            let rf = RuntimeFunction {
+                base: module_base,
+                begin: u32::from_le_bytes(b[0..4].try_into().unwrap()),
+                end: u32::from_le_bytes(b[4..8].try_into().unwrap()),
+                unwind: u32::from_le_bytes(b[8..12].try_into().unwrap()),
+            };
+            let (s, e) = (module_base + rf.begin as u64, module_base + rf.end as u64);
+            code_end = code_end.max(e);
+            if ip >= s && ip < e && found.is_none() {
+                found = Some(rf);
+            }
+        }
+        let unwind = found.ok_or_else(|| {
+            format!("none of the {n} unwind infos of the method at {start:#x} covers {ip:#x}")
+        })?;
+        Ok(CodeInfo {
+            kind: CodeKind::Jit,
+            method_start: start,
+            method_desc: Some(md),
+            module: None,
+            token: None,
+            unwind,
+            code_end,
+            method_note: None,
+        })
+    }
+}
+
+/// Nibble map version 1 (ExecutionManager contract 1): one nibble per 32-byte bucket, 8 per
+/// DWORD, most significant first; value n (1-8): a method starts at bucket + (n-1)*4. Scans
+/// back from `ip`'s bucket to the nearest start at or before it.
+fn nibble_map_linear(
+    read_unit: impl Fn(u64) -> Result<u32, String>,
+    map_base: u64,
+    ip: u64,
+) -> Result<Option<u64>, String> {
+    let mut bucket = (ip - map_base) >> 5;
+    let mut cached: Option<(u64, u32)> = None;
+    for _ in 0..MAX_BUCKETS {
+        let di = bucket >> 3;
+        let dword = match cached {
+            Some((i, v)) if i == di => v,
+            _ => {
+                let v = read_unit(di)?;
+                cached = Some((di, v));
+                v
+            }
+        };
+        let nib = (dword >> (28 - ((bucket & 7) << 2))) & 0xF;
+        if nib != 0 {
+            let s = map_base + (bucket << 5) + ((nib as u64 - 1) << 2);
+            if s <= ip {
+                return Ok(Some(s));
+            }
+        }
+        if bucket == 0 {
+            break;
+        }
+        bucket -= 1;
+    }
+    Ok(None)
+}
+
+/// Nibble map version 2 (ExecutionManager contract 2, .NET 10): as version 1, and a DWORD
+/// wholly inside one method holds a pointer to its start relative to the map base: the
+/// DWORD's top 28 bits, plus (low nibble − 9) × 4 in its low nibble (9-12, where a nibble
+/// is at most 8). So the start is in `ip`'s DWORD or, failing that, in the one before it
+/// (a pointer, or its last non-zero nibble); an empty DWORD before it means no method.
+fn nibble_map_constant(
+    read_unit: impl Fn(u64) -> Result<u32, String>,
+    map_base: u64,
+    ip: u64,
+) -> Result<Option<u64>, String> {
+    let is_pointer = |u: u32| (u & 0xF) > 8;
+    let decode = |u: u32| map_base + ((u & !0xF) as u64) + ((((u & 0xF) - 9) as u64) << 2);
+    let rel = ip - map_base;
+    let bucket = rel >> 5;
+    let di = bucket >> 3;
+    let unit = read_unit(di)?;
+    if is_pointer(unit) {
+        return Ok(Some(decode(unit)));
+    }
+    // Nibbles of this DWORD from `ip`'s bucket back to the DWORD's first.
+    let mut b = bucket;
+    loop {
+        let nib = (unit >> (28 - ((b & 7) << 2))) & 0xF;
+        if nib != 0 {
+            let s = map_base + (b << 5) + ((nib as u64 - 1) << 2);
+            if s <= ip {
+                return Ok(Some(s));
+            }
+        }
+        if b & 7 == 0 {
+            break;
+        }
+        b -= 1;
+    }
+    if di == 0 {
+        return Ok(None);
+    }
+    let prev = read_unit(di - 1)?;
+    if prev == 0 {
+        return Ok(None);
+    }
+    if is_pointer(prev) {
+        return Ok(Some(decode(prev)));
+    }
+    // Its last non-zero nibble.
+    for k in (0..8u64).rev() {
+        let nib = (prev >> (28 - (k << 2))) & 0xF;
+        if nib != 0 {
+            return Ok(Some(
+                map_base + (((di - 1) * 8 + k) << 5) + ((nib as u64 - 1) << 2),
+            ));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A method at 0x130 relative to the base (ExecutionManager.md's example: nibble 5 in
+    /// bucket 9) is found from inside it, not from before it; a version-2 pointer DWORD
+    /// (0x100 relative, low nibble 9) names its method from anywhere in its 256 bytes.
+    #[test]
+    fn nibble_maps_find_method_starts() {
+        let base = 0x1000u64;
+        let units = [0u32, 0x0500_0000, 0, 0];
+        let read = |i: u64| Ok(units.get(i as usize).copied().unwrap_or(0));
+        assert_eq!(
+            nibble_map_linear(read, base, base + 0x132),
+            Ok(Some(base + 0x130))
+        );
+        assert_eq!(nibble_map_linear(read, base, base + 0x12E), Ok(None));
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x132),
+            Ok(Some(base + 0x130))
+        );
+        assert_eq!(nibble_map_constant(read, base, base + 0x12E), Ok(None));
+        // Next DWORD (buckets 16-23) empty: the start is the previous DWORD's last nibble.
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x210),
+            Ok(Some(base + 0x130))
+        );
+        // A pointer DWORD: a method starting at 0x104 covers the whole third DWORD.
+        let units = [0x0000_0000u32, 0x2000_0000, 0x0000_010A];
+        let read = |i: u64| Ok(units.get(i as usize).copied().unwrap_or(0));
+        assert_eq!(
+            nibble_map_constant(read, base, base + 0x2F0),
+            Ok(Some(base + 0x104))
+        );
+    }
+}

@@ -1,0 +1,937 @@
+//! Managed stack walking without the DAC: typed frames, no printing.
+//!
+//! The approach (the DAC's own frame iterator, reduced to what a dump needs):
+//! - Start from the thread's registers in the dump. While the IP is managed code (the
+//!   RangeSectionMap knows it, [`codeman`]), report the method and unwind one frame with the
+//!   code's Windows x64 UNWIND_INFO ([`unwind`]), which the runtime uses on every OS.
+//! - When the IP is native code (libc, the runtime itself), take the next explicit Frame of
+//!   the thread's `m_pFrame` chain: report it (its kind from its vtable, compared with the
+//!   `__vtAddr` entries of g_dacTable; its method from the frame), and resume from the
+//!   managed context it saved: a HelperMethodFrame's MachState (the FCALL's managed caller),
+//!   an active InlinedCallFrame's call site. Frames that save no context (the
+//!   DebuggerU2MCatchHandlerFrame at the bottom of a thread) are reported and passed.
+//! - Before a managed frame, explicit Frames lying below its SP are reported first.
+//!
+//! A HelperMethodFrame whose lazy machine state the runtime never computed (a thread that
+//! was not walked by a GC since) is resumed as the runtime's unwindLazyState does: from the
+//! state captured in the FCALL, unwinding native frames of the runtime ([`native`]: its
+//! `.eh_frame` on Linux, its `.pdata` on Windows) until the IP is managed; its method comes
+//! from the FCALL hash (`gFCallMethods`).
+//!
+//! [`StackWalker::walk_mixed`] (`stack`) unwinds every frame instead: native frames with their
+//! module's unwind tables, managed frames as above, explicit Frames placed by address; where a
+//! native frame cannot be unwound it goes on from the next explicit Frame's saved context.
+//! [`walk_native`] does the native part alone (a dump without a CLR the walker can read).
+//! Every loop is bounded; a stack that cannot be walked further ends with the reason.
+
+pub mod codeman;
+pub mod image_file;
+pub mod native;
+mod r2r;
+pub mod unwind;
+
+pub use codeman::{CodeIndex, CodeInfo, CodeKind};
+pub use native::{NativeModules, NativeName, Unwound};
+pub use unwind::{unwind_frame, Regs, RuntimeFunction};
+
+use crate::data::threads::ReadThreads;
+use crate::data::threads::ThreadData;
+use crate::data::types::ReadTypes;
+use crate::discovery::layout::{FrameTypeSource, FRAME_IDENTIFIERS, FRAME_VTABLES};
+use crate::discovery::runtime::Runtime;
+use crate::model::names::TypeNames;
+use dumpreader::Memory;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Bound on the frames of one thread.
+pub const MAX_FRAMES: usize = 4096;
+/// The end of a thread's Frame chain.
+const FRAME_TOP: u64 = u64::MAX;
+
+/// What a stack frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameKind {
+    /// Managed code (JIT'd or ReadyToRun).
+    Managed,
+    /// An explicit runtime Frame (HelperMethodFrame, InlinedCallFrame, ...).
+    Explicit,
+    /// Native code (the mixed walk of [`StackWalker::walk_mixed`] only).
+    Native,
+}
+
+/// One frame of a managed stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StackFrame {
+    /// Managed code or an explicit Frame.
+    pub kind: FrameKind,
+    /// The stack pointer of the frame (for an explicit Frame: the registers' SP when the walk
+    /// reached it, as the DAC reports).
+    pub sp: u64,
+    /// The instruction pointer (a return address except for the innermost frame).
+    pub ip: u64,
+    /// The explicit Frame's address.
+    pub frame: Option<u64>,
+    /// The explicit Frame's class (`HelperMethodFrame`, ...).
+    pub frame_name: Option<String>,
+    /// The MethodDesc, when known (JIT'd code, explicit Frames).
+    pub method_desc: Option<u64>,
+    /// The method's Module, when known.
+    pub module: Option<u64>,
+    /// The method's MethodDef token, when known.
+    pub token: Option<u32>,
+    /// The method as the DAC names it: `System.Threading.Monitor.Wait(System.Object, Int32)`.
+    pub method: Option<String>,
+    /// Why the method could not be named, when it could not.
+    pub method_error: Option<String>,
+    /// JIT'd or ReadyToRun (managed frames).
+    pub code: Option<CodeKind>,
+    /// Where a native frame's code is (`module!symbol+offset`).
+    pub native: Option<NativeName>,
+}
+
+/// One thread's managed stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadStack {
+    /// The Thread.
+    pub thread: u64,
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// OS thread id.
+    pub os_id: u64,
+    /// Frames, innermost first.
+    pub frames: Vec<StackFrame>,
+    /// Why the walk stopped before the thread's bottom, if it did.
+    pub incomplete: Option<String>,
+}
+
+impl ThreadStack {
+    /// The frames that have a method (what pstacks and the DAC comparison use).
+    pub fn methods(&self) -> impl Iterator<Item = &str> {
+        self.frames.iter().filter_map(|f| f.method.as_deref())
+    }
+}
+
+/// Walks stacks with caches (code lookups, names); one per command or session.
+pub struct StackWalker<'a, M> {
+    pub(crate) rt: &'a Runtime<M>,
+    pub(crate) names: &'a TypeNames,
+    pub(crate) code: CodeIndex,
+    method_names: Mutex<HashMap<(u64, u32), Result<String, String>>>,
+    vtables: HashMap<u64, &'static str>,
+    contexts: HashMap<u64, Regs>,
+    pub(crate) native: Option<NativeModules<'a>>,
+}
+
+/// A MethodDesc's owner and token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MethodDescInfo {
+    /// The MethodDesc.
+    pub address: u64,
+    /// Its MethodTable.
+    pub method_table: u64,
+    /// Its MethodDef token.
+    pub token: u32,
+}
+
+impl<'a, M: Memory> StackWalker<'a, M> {
+    /// A walker over `rt`, naming with `names`; the threads' registers are the target's.
+    pub fn for_target(rt: &'a Runtime<M>, names: &'a TypeNames) -> StackWalker<'a, M>
+    where
+        M: dumpreader::Target,
+    {
+        let t = rt.memory();
+        let contexts = t
+            .threads()
+            .iter()
+            .map(|t| (t.id as u64, Regs::from_context(&t.context)))
+            .collect();
+        let mut w = StackWalker::new(rt, names, contexts);
+        // Native unwind tables and symbols: for lazily captured HelperMethodFrames and the
+        // mixed walk.
+        w.native = Some(NativeModules::new(t));
+        w
+    }
+
+    /// A walker over `rt`, naming with `names`, with the registers of the OS threads
+    /// (`os id → registers`).
+    pub fn new(
+        rt: &'a Runtime<M>,
+        names: &'a TypeNames,
+        contexts: HashMap<u64, Regs>,
+    ) -> StackWalker<'a, M> {
+        let l = rt.layout.stack();
+        // The values a Frame's first field may hold, by class: vtables from g_dacTable, or
+        // the FrameIdentifier values the descriptor publishes.
+        let mut vtables = HashMap::new();
+        match l.frame_type {
+            FrameTypeSource::Vtable => {
+                for (i, name) in FRAME_VTABLES.iter().enumerate() {
+                    if let Ok(a) = rt.dac_global_address(l.frame_vtables_index + i) {
+                        vtables.insert(a, *name);
+                    }
+                }
+            }
+            FrameTypeSource::Identifier { ids } => {
+                for (name, &v) in FRAME_IDENTIFIERS.iter().zip(ids.iter()) {
+                    if v != 0 {
+                        vtables.insert(v, *name);
+                    }
+                }
+            }
+        }
+        StackWalker {
+            rt,
+            names,
+            code: CodeIndex::new(),
+            method_names: Mutex::new(HashMap::new()),
+            vtables,
+            contexts,
+            native: None,
+        }
+    }
+
+    /// The code index (for `ip2md` and native/managed tests).
+    pub fn code(&self) -> &CodeIndex {
+        &self.code
+    }
+
+    /// The explicit Frame class of the Frame at `frame`, from its vtable or FrameIdentifier.
+    pub fn frame_name(&self, frame: u64) -> Option<&'static str> {
+        let vt = self.rt.memory().read_u64(frame).ok()?;
+        self.vtables.get(&vt).copied()
+    }
+
+    /// A MethodDesc's MethodTable and token (through its MethodDescChunk).
+    pub fn method_desc_info(&self, md: u64) -> Result<MethodDescInfo, String> {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let idx = m
+            .read_u8(md + l.md_chunk_index)
+            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+        let chunk = md
+            .wrapping_sub(idx as u64 * l.md_alignment)
+            .wrapping_sub(l.method_desc_chunk_size);
+        let mt = m
+            .read_u64(chunk + l.chunk_method_table)
+            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+        let range = m
+            .read_u16(chunk + l.chunk_token_range)
+            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+        let rem = m
+            .read_u16(md)
+            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+        let bits = l.md_token_remainder_bits;
+        let mask = (1u32 << bits) - 1;
+        let range_mask = (1u32 << (24 - bits)) - 1;
+        let rid = ((range as u32 & range_mask) << bits) | (rem as u32 & mask);
+        Ok(MethodDescInfo {
+            address: md,
+            method_table: mt,
+            token: 0x0600_0000 | rid,
+        })
+    }
+
+    /// The name of MethodDef `token` of the Module at `module`, in the DAC's style.
+    pub fn method_name(&self, module: u64, token: u32) -> Result<String, String> {
+        let key = (module, token);
+        if let Some(r) = self
+            .method_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return r.clone();
+        }
+        let r = (|| {
+            let mm = self.names.module_metadata(self.rt, module)?;
+            let md = mm.metadata().map_err(|e| e.to_string())?;
+            md.method_display_name(token & 0x00FF_FFFF)
+                .map_err(|e| format!("MethodDef {token:#x}: {e}"))
+        })();
+        self.method_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, r.clone());
+        r
+    }
+
+    /// Names the method of a MethodDesc: (module, token, name or error).
+    pub(crate) fn name_method_desc(&self, md: u64, f: &mut StackFrame) {
+        f.method_desc = Some(md);
+        if let Some(e) = self.names_refused() {
+            f.method_error = Some(e);
+            return;
+        }
+        let r = self.method_desc_info(md).and_then(|info| {
+            let mt = self
+                .rt
+                .method_table(info.method_table)
+                .map_err(|e| e.to_string())?;
+            let module = mt
+                .module
+                .ok_or_else(|| format!("MethodTable {:#x} has no module", info.method_table))?;
+            f.module = Some(module);
+            f.token = Some(info.token);
+            if mt.type_args.is_empty() {
+                return self.method_name(module, info.token);
+            }
+            // A method of a generic instantiation (`Task`1[[System.Int32, ...]].GetResultCore`):
+            // the type's name with its arguments, as the DAC prints it.
+            let ty = self.names.name(self.rt, info.method_table)?;
+            let args: Vec<String> = mt
+                .type_args
+                .iter()
+                .map(|&a| param_type_name(&self.names.name_or_note(self.rt, a)))
+                .collect();
+            let mm = self.names.module_metadata(self.rt, module)?;
+            let md = mm.metadata().map_err(|e| e.to_string())?;
+            let member = md
+                .method_member_display(info.token & 0x00FF_FFFF, args, Vec::new())
+                .map_err(|e| format!("MethodDef {:#x}: {e}", info.token))?;
+            Ok(format!("{ty}.{member}"))
+        });
+        match r {
+            Ok(n) => f.method = Some(n),
+            Err(e) => f.method_error = Some(e),
+        }
+    }
+
+    /// Why frames get no method names: MethodDescs (their chunk, MethodTable and token) are
+    /// read by the Methods capability, which the family may not have verified.
+    fn names_refused(&self) -> Option<String> {
+        self.rt
+            .require(crate::discovery::layout::Capability::Methods)
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    /// A managed frame at `regs` described by `ci`.
+    fn managed_frame(&self, regs: &Regs, ci: &CodeInfo) -> StackFrame {
+        let mut f = StackFrame {
+            kind: FrameKind::Managed,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: Some(ci.kind),
+            native: None,
+        };
+        if let Some(md) = ci.method_desc {
+            self.name_method_desc(md, &mut f);
+        } else if let (Some(module), Some(token)) = (ci.module, ci.token) {
+            f.module = Some(module);
+            f.token = Some(token);
+            if let Some(e) = self.names_refused() {
+                f.method_error = Some(e);
+                return f;
+            }
+            match self.method_name(module, token) {
+                Ok(n) => f.method = Some(n),
+                Err(e) => f.method_error = Some(e),
+            }
+        } else {
+            f.method_error = Some(match &ci.method_note {
+                Some(n) => format!("the code at {:#x}: {n}", ci.method_start),
+                None => format!("no method entry for the code at {:#x}", ci.method_start),
+            });
+        }
+        f
+    }
+
+    /// The method and code of a managed code address (`ip2md`): `Ok(None)` if not managed.
+    pub fn ip_to_method(&self, ip: u64) -> Result<Option<(CodeInfo, StackFrame)>, String> {
+        let Some(ci) = self.code.lookup(self.rt, ip)? else {
+            return Ok(None);
+        };
+        let regs = Regs {
+            rip: ip,
+            ..Regs::default()
+        };
+        let f = self.managed_frame(&regs, &ci);
+        Ok(Some((ci, f)))
+    }
+
+    /// Reports the explicit Frame at `frame`, and the context it resumes, if any.
+    fn explicit_frame(&self, frame: u64, regs: &Regs) -> (StackFrame, Option<Regs>) {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let name = self.frame_name(frame);
+        let mut f = StackFrame {
+            kind: FrameKind::Explicit,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: Some(frame),
+            frame_name: Some(name.unwrap_or("Frame").to_string()),
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: None,
+        };
+        let mut resume = None;
+        match name {
+            Some(n) if n.starts_with("HelperMethodFrame") => {
+                let ms = frame + l.hmf_mach_state;
+                let valid = m.read_u64(ms + l.ms_ret_addr_ptr).unwrap_or(0) != 0;
+                // m_pMD is set when the lazy state is computed; before, the FCALL's entry
+                // names the method through the runtime's FCALL hash.
+                let md = if valid {
+                    m.read_u64(frame + l.hmf_method_desc).unwrap_or(0)
+                } else {
+                    m.read_u64(frame + l.hmf_fcall_entry)
+                        .ok()
+                        .and_then(|e| self.fcall_method(e))
+                        .unwrap_or(0)
+                };
+                if md != 0 {
+                    self.name_method_desc(md, &mut f);
+                }
+                if valid {
+                    let mut r = *regs;
+                    r.rip = m.read_u64(ms + l.ms_rip).unwrap_or(0);
+                    r.gpr[unwind::RSP] = m.read_u64(ms + l.ms_rsp).unwrap_or(0);
+                    for (i, &reg) in l.callee_saved.iter().enumerate() {
+                        let i = i as u64;
+                        let through_ptr = m
+                            .read_u64(ms + l.ms_ptrs + 8 * i)
+                            .ok()
+                            .filter(|&p| p != 0)
+                            .and_then(|p| m.read_u64(p).ok());
+                        let v = through_ptr
+                            .or_else(|| l.ms_unwound.and_then(|u| m.read_u64(ms + u + 8 * i).ok()));
+                        if let Some(v) = v {
+                            r.gpr[reg as usize] = v;
+                        }
+                    }
+                    resume = Some(r);
+                } else {
+                    match self.unwind_lazy_state(ms, regs) {
+                        Ok(r) => resume = Some(r),
+                        Err(e) => f.method_error = Some(format!("cannot resume: {e}")),
+                    }
+                }
+            }
+            Some("InlinedCallFrame") => {
+                let ret = m.read_u64(frame + l.icf_return_address).unwrap_or(0);
+                if ret != 0 {
+                    let mut r = *regs;
+                    r.rip = ret;
+                    r.gpr[unwind::RSP] = m.read_u64(frame + l.icf_call_site_sp).unwrap_or(0);
+                    r.gpr[unwind::RBP] = m.read_u64(frame + l.icf_callee_saved_fp).unwrap_or(0);
+                    resume = Some(r);
+                    if let Some(Ok(d)) = l.icf_datum.map(|o| m.read_u64(frame + o)) {
+                        // m_Datum is the MethodDesc of the P/Invoke when its low bits are clear.
+                        if d != 0 && d & 7 == 0 && self.method_desc_info(d).is_ok() {
+                            self.name_method_desc(d, &mut f);
+                        }
+                    }
+                }
+            }
+            Some("SoftwareExceptionFrame") => {
+                // The CONTEXT it holds: IP, SP and the callee-saved registers.
+                if let Some(ctx) = l.sef_target_context {
+                    if let Ok(c) = context_at(m, frame + ctx) {
+                        let mut r = *regs;
+                        r.rip = c.rip;
+                        r.gpr[unwind::RSP] = c.sp();
+                        for &reg in l.callee_saved {
+                            r.gpr[reg as usize] = c.gpr[reg as usize];
+                        }
+                        resume = Some(r);
+                    }
+                }
+            }
+            _ => {}
+        }
+        (f, resume)
+    }
+
+    /// The MethodDesc of the FCALL whose entry is `entry` (ECall::MapTargetBackToMethod).
+    pub fn fcall_method(&self, entry: u64) -> Option<u64> {
+        const FCALL_HASH_SIZE: u64 = 127;
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let table = self.rt.dac_global_address(l.fcall_methods_index).ok()?;
+        let mut p = m.read_u64(table + 8 * (entry % FCALL_HASH_SIZE)).ok()?;
+        for _ in 0..4096 {
+            if p == 0 {
+                return None;
+            }
+            if m.read_u64(p + 8).ok()? == entry {
+                return m.read_u64(p + 16).ok().filter(|&md| md != 0);
+            }
+            p = m.read_u64(p).ok()?;
+        }
+        None
+    }
+
+    /// A HelperMethodFrame whose MachState was never computed: from the state captured in the
+    /// FCALL, unwind native frames (the runtime's CFI) until the IP is managed code, as the
+    /// runtime's LazyMachState::unwindLazyState does.
+    fn unwind_lazy_state(&self, ms: u64, regs: &Regs) -> Result<Regs, String> {
+        let l = self.rt.layout.stack();
+        let m = self.rt.memory();
+        let native = self.native.as_ref().ok_or_else(|| {
+            "its machine state was never computed and the runtime's unwind tables are not \
+             available"
+                .to_string()
+        })?;
+        let (start, end) = (self.rt.info.base, self.rt.info.base + self.rt.info.size);
+        let rd = |a: u64| {
+            m.read_u64(a)
+                .map_err(|_| format!("LazyMachState at {a:#x} is not in the dump"))
+        };
+        let mut r = *regs;
+        r.rip = rd(ms + l.ms_capture_rip)?;
+        r.gpr[unwind::RSP] = rd(ms + l.ms_capture_rsp)? + 8;
+        for (i, &reg) in l.callee_saved.iter().enumerate() {
+            r.gpr[reg as usize] = rd(ms + l.ms_capture + 8 * i as u64)?;
+        }
+        for _ in 0..8 {
+            if r.rip < start || r.rip >= end {
+                return Err(format!("unwound to {:#x}, outside the runtime", r.rip));
+            }
+            native.unwind(&mut r, true)?;
+            if self.code.is_managed(self.rt, r.rip) {
+                return Ok(r);
+            }
+        }
+        Err("no managed caller within 8 native frames".to_string())
+    }
+
+    /// Walks one thread's managed stack.
+    pub fn walk(&self, thread: &ThreadData) -> ThreadStack {
+        let mut st = ThreadStack {
+            thread: thread.address,
+            managed_id: thread.managed_id,
+            os_id: thread.os_id,
+            frames: Vec::new(),
+            incomplete: None,
+        };
+        if let Err(e) = self.require() {
+            st.incomplete = Some(e.to_string());
+            return st;
+        }
+        let m = self.rt.memory();
+        let l = self.rt.layout.stack();
+        let ctx = self.contexts.get(&thread.os_id).copied();
+        let mut regs = ctx.unwrap_or_default();
+        let mut in_managed = ctx.is_some();
+        let mut frame = thread.frame;
+        let mut seen_frames = std::collections::HashSet::new();
+        // InlinedCallFrames kept as the next Frame once (each at most once: no loop).
+        let mut kept_icfs = std::collections::HashSet::new();
+        let mut last_sp = 0u64;
+        while st.frames.len() < MAX_FRAMES {
+            if in_managed {
+                let ci = match self.code.lookup(self.rt, regs.rip) {
+                    Ok(Some(ci)) => Some(ci),
+                    Ok(None) => None,
+                    Err(e) => {
+                        st.incomplete = Some(format!("at ip {:#x}: {e}", regs.rip));
+                        break;
+                    }
+                };
+                let Some(ci) = ci else {
+                    in_managed = false;
+                    continue;
+                };
+                // The caller's context first: its SP bounds this managed frame.
+                let before = regs;
+                let mut caller = regs;
+                let um = self.code.memory(m);
+                let unwound = unwind_frame(&um, &mut caller, ci.unwind);
+                let bound = if unwound.is_ok() {
+                    caller.sp()
+                } else {
+                    regs.sp()
+                };
+                // Explicit Frames below the caller's SP (deeper than this managed frame, or
+                // inside it, as an inlined P/Invoke's InlinedCallFrame) come first, with this
+                // frame's context: the DAC's skipped Frames.
+                while frame != FRAME_TOP && frame != 0 && frame < bound {
+                    if !seen_frames.insert(frame) {
+                        break;
+                    }
+                    let (f, _) = self.explicit_frame(frame, &regs);
+                    st.frames.push(f);
+                    frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+                }
+                st.frames.push(self.managed_frame(&regs, &ci));
+                if let Err(e) = unwound {
+                    st.incomplete = Some(format!("unwinding at ip {:#x}: {e}", before.rip));
+                    break;
+                }
+                regs = caller;
+                if regs.sp() <= before.sp() || regs.rip == 0 {
+                    st.incomplete = Some(format!(
+                        "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x})",
+                        before.rip,
+                        before.sp(),
+                        regs.sp()
+                    ));
+                    break;
+                }
+                last_sp = regs.sp();
+            } else {
+                if frame == FRAME_TOP || frame == 0 {
+                    break;
+                }
+                if !seen_frames.insert(frame) {
+                    st.incomplete = Some(format!("the Frame chain loops at {frame:#x}"));
+                    break;
+                }
+                let this = frame;
+                let (f, resume) = self.explicit_frame(frame, &regs);
+                let next = match m.read_u64(frame + l.frame_next) {
+                    Ok(n) => n,
+                    Err(_) => {
+                        st.frames.push(f);
+                        st.incomplete =
+                            Some(format!("Frame {frame:#x}: m_Next is not in the dump"));
+                        break;
+                    }
+                };
+                let lazy_hmf = resume.is_none()
+                    && f.frame_name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("HelperMethodFrame"));
+                let is_icf = f.frame_name.as_deref() == Some("InlinedCallFrame");
+                st.frames.push(f);
+                frame = next;
+                if let Some(r) = resume {
+                    if r.sp() >= last_sp {
+                        regs = r;
+                        in_managed = true;
+                        // An active InlinedCallFrame lies inside the managed frame it resumes:
+                        // it stays the next Frame, reported again (with that frame's context)
+                        // before it, as the DAC does.
+                        if is_icf && kept_icfs.insert(this) {
+                            seen_frames.remove(&this);
+                            frame = this;
+                        }
+                    }
+                } else if lazy_hmf {
+                    let fr = st.frames.last();
+                    st.incomplete = Some(format!(
+                        "HelperMethodFrame {:#x}: {}",
+                        fr.and_then(|f| f.frame).unwrap_or(0),
+                        fr.and_then(|f| f.method_error.clone()).unwrap_or_default()
+                    ));
+                    break;
+                }
+            }
+        }
+        if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+            st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+        }
+        st
+    }
+
+    /// Every managed thread's stack, in thread-list order.
+    pub fn walk_all(&self) -> crate::Result<Vec<ThreadStack>> {
+        self.require()?;
+        Ok(self.rt.threads()?.iter().map(|t| self.walk(t)).collect())
+    }
+
+    /// The walk is verified on the family and its table complete.
+    fn require(&self) -> crate::Result<()> {
+        self.rt
+            .require(crate::discovery::layout::Capability::Stacks)?;
+        match self.rt.layout.stack().missing {
+            Some((ty, field)) => Err(crate::ClrError::MissingField {
+                ty,
+                field,
+                runtime: format!("{} ({})", self.rt.info.display_name(), self.rt.info.os),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One thread's mixed native and managed stack (`stack`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MixedStack {
+    /// OS thread id.
+    pub os_id: u64,
+    /// The managed Thread, when the OS thread has one.
+    pub thread: Option<u64>,
+    /// Its managed thread id.
+    pub managed_id: Option<u32>,
+    /// Frames, innermost first: native, managed and explicit Frames in stack order.
+    pub frames: Vec<StackFrame>,
+    /// Places where native unwinding failed and the walk went on from the next explicit
+    /// Frame's saved context (the native frames in between are missing).
+    pub gaps: Vec<String>,
+    /// Why the walk stopped before the thread's first frame, if it did.
+    pub incomplete: Option<String>,
+}
+
+impl<'a, M: Memory> StackWalker<'a, M> {
+    /// A frame with nothing known yet (kind Native).
+    pub(crate) fn blank_frame(&self) -> StackFrame {
+        StackFrame {
+            kind: FrameKind::Native,
+            sp: 0,
+            ip: 0,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: None,
+        }
+    }
+
+    fn native_frame(&self, regs: &Regs, is_return: bool) -> StackFrame {
+        let name = self
+            .native
+            .as_ref()
+            .map(|n| n.name(regs.rip, is_return))
+            .unwrap_or(NativeName {
+                module: None,
+                symbol: None,
+                offset: regs.rip,
+            });
+        StackFrame {
+            kind: FrameKind::Native,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: Some(name),
+        }
+    }
+
+    /// Walks one OS thread's stack through native and managed code: native frames with the
+    /// modules' unwind tables, managed frames as [`StackWalker::walk`] does, explicit Frames
+    /// of the thread's chain placed by their address. Where a native frame cannot be unwound,
+    /// the walk resumes from the next explicit Frame that saved a managed context (noted in
+    /// `gaps`), or stops with the reason.
+    pub fn walk_mixed(&self, os_id: u64, thread: Option<&ThreadData>) -> MixedStack {
+        let mut st = MixedStack {
+            os_id,
+            thread: thread.map(|t| t.address),
+            managed_id: thread.map(|t| t.managed_id),
+            frames: Vec::new(),
+            gaps: Vec::new(),
+            incomplete: None,
+        };
+        if let Err(e) = self.require() {
+            st.incomplete = Some(e.to_string());
+            return st;
+        }
+        let Some(mut regs) = self.contexts.get(&os_id).copied() else {
+            st.incomplete = Some(format!("the dump has no registers of thread {os_id:#x}"));
+            return st;
+        };
+        let m = self.rt.memory();
+        let l = self.rt.layout.stack();
+        let mut frame = thread.map(|t| t.frame).unwrap_or(FRAME_TOP);
+        let mut seen_frames = std::collections::HashSet::new();
+        let mut innermost = true;
+        while st.frames.len() < MAX_FRAMES {
+            // Explicit Frames deeper than the current frame come first.
+            while frame != FRAME_TOP && frame != 0 && frame < regs.sp() {
+                if !seen_frames.insert(frame) {
+                    frame = FRAME_TOP;
+                    break;
+                }
+                let (f, _) = self.explicit_frame(frame, &regs);
+                st.frames.push(f);
+                frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+            }
+            let before = regs;
+            let ci = match self.code.lookup(self.rt, regs.rip) {
+                Ok(ci) => ci,
+                Err(e) => {
+                    st.incomplete = Some(format!("at ip {:#x}: {e}", regs.rip));
+                    break;
+                }
+            };
+            let failure = if let Some(ci) = ci {
+                st.frames.push(self.managed_frame(&regs, &ci));
+                let um = self.code.memory(m);
+                match unwind_frame(&um, &mut regs, ci.unwind) {
+                    Ok(()) => None,
+                    Err(e) => Some(format!("unwinding at ip {:#x}: {e}", before.rip)),
+                }
+            } else {
+                st.frames.push(self.native_frame(&regs, !innermost));
+                if regs.rip == 0 {
+                    st.incomplete = Some("the instruction pointer is 0".to_string());
+                    break;
+                }
+                match self
+                    .native
+                    .as_ref()
+                    .map(|n| n.unwind(&mut regs, !innermost))
+                {
+                    None => Some("no native unwind tables (not a dump target)".to_string()),
+                    Some(Ok(Unwound::Bottom)) => break,
+                    Some(Ok(Unwound::Caller)) => None,
+                    Some(Err(e)) => Some(e),
+                }
+            };
+            innermost = false;
+            let failure = failure.or_else(|| {
+                (regs.sp() <= before.sp() || regs.rip == 0).then(|| {
+                    format!(
+                        "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
+                        before.rip,
+                        before.sp(),
+                        regs.sp(),
+                        regs.rip
+                    )
+                })
+            });
+            let Some(why) = failure else { continue };
+            // Go on from the next explicit Frame that saved a managed context.
+            let mut resumed = false;
+            while frame != FRAME_TOP && frame != 0 && st.frames.len() < MAX_FRAMES {
+                if !seen_frames.insert(frame) {
+                    break;
+                }
+                let (f, resume) = self.explicit_frame(frame, &before);
+                st.frames.push(f);
+                frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
+                if let Some(r) = resume.filter(|r| r.sp() > before.sp()) {
+                    st.gaps.push(format!(
+                        "{why}; went on from Frame {:#x}",
+                        st.frames.last().and_then(|f| f.frame).unwrap_or(0)
+                    ));
+                    regs = r;
+                    resumed = true;
+                    break;
+                }
+            }
+            if !resumed {
+                st.incomplete = Some(why);
+                break;
+            }
+        }
+        if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+            st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+        }
+        st
+    }
+
+    /// The registers the dump holds for OS thread `os_id`.
+    pub fn registers(&self, os_id: u64) -> Option<Regs> {
+        self.contexts.get(&os_id).copied()
+    }
+
+    /// The native modules (names and unwind tables), on a dump target.
+    pub fn native(&self) -> Option<&NativeModules<'a>> {
+        self.native.as_ref()
+    }
+}
+
+/// Walks a thread's native frames only (no CLR needed): from `regs`, with `modules`' unwind
+/// tables, until the thread's first frame or the first frame that cannot be unwound.
+pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) -> MixedStack {
+    let mut st = MixedStack {
+        os_id,
+        thread: None,
+        managed_id: None,
+        frames: Vec::new(),
+        gaps: Vec::new(),
+        incomplete: None,
+    };
+    let Some(mut regs) = regs else {
+        st.incomplete = Some(format!("the dump has no registers of thread {os_id:#x}"));
+        return st;
+    };
+    let mut innermost = true;
+    while st.frames.len() < MAX_FRAMES {
+        st.frames.push(StackFrame {
+            kind: FrameKind::Native,
+            sp: regs.sp(),
+            ip: regs.rip,
+            frame: None,
+            frame_name: None,
+            method_desc: None,
+            module: None,
+            token: None,
+            method: None,
+            method_error: None,
+            code: None,
+            native: Some(modules.name(regs.rip, !innermost)),
+        });
+        if regs.rip == 0 {
+            st.incomplete = Some("the instruction pointer is 0".to_string());
+            break;
+        }
+        let before = regs;
+        match modules.unwind(&mut regs, !innermost) {
+            Ok(Unwound::Bottom) => break,
+            Ok(Unwound::Caller) if regs.sp() > before.sp() && regs.rip != 0 => {}
+            Ok(Unwound::Caller) => {
+                st.incomplete = Some(format!(
+                    "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
+                    before.rip,
+                    before.sp(),
+                    regs.sp(),
+                    regs.rip
+                ));
+                break;
+            }
+            Err(e) => {
+                st.incomplete = Some(e);
+                break;
+            }
+        }
+        innermost = false;
+    }
+    if st.frames.len() >= MAX_FRAMES && st.incomplete.is_none() {
+        st.incomplete = Some(format!("more than {MAX_FRAMES} frames"));
+    }
+    st
+}
+
+/// The registers of an AMD64 `CONTEXT` at `at` (Windows' layout, which the PAL's mirrors):
+/// Rax..R15 from 0x78 in unwind-number order, Rip at 0xF8.
+fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> Result<Regs, String> {
+    let mut b = [0u8; 0x88];
+    m.read_exact(at + 0x78, &mut b)
+        .map_err(|_| format!("the CONTEXT at {at:#x} is not in the dump"))?;
+    let q = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    let mut r = Regs::default();
+    for (i, g) in r.gpr.iter_mut().enumerate() {
+        *g = q(i);
+    }
+    r.rip = q(16);
+    Ok(r)
+}
+
+/// A type argument as the DAC writes it in a parameter list: the primitive value types by
+/// their short name (`Int32`), every other type by its full name.
+fn param_type_name(full: &str) -> String {
+    const SHORT: &[&str] = &[
+        "Boolean", "Char", "SByte", "Byte", "Int16", "UInt16", "Int32", "UInt32", "Int64",
+        "UInt64", "Single", "Double", "IntPtr", "UIntPtr",
+    ];
+    match full.strip_prefix("System.") {
+        Some(s) if SHORT.contains(&s) => s.to_owned(),
+        _ => full.to_owned(),
+    }
+}

@@ -1,0 +1,493 @@
+//! ReadyToRun images (`docs/design/coreclr/botr/readytorun-format.md`): the RuntimeFunctions
+//! section (102) and MethodDefEntryPoints (103, a NativeFormat NativeArray indexed by MethodDef
+//! rid − 1, whose entries name the method's first RUNTIME_FUNCTION).
+//!
+//! A dump often lacks most pages of the RuntimeFunctions table (createdump saves what the DAC
+//! read while enumerating the threads' stacks). Then, without the image file, the lookup replays
+//! the runtime's own binary search (NativeUnwindInfoLookupTable::LookupUnwindInfoForMethod,
+//! codeman.cpp): for an address on a saved stack, the DAC ran that very search, so the entries
+//! it probes are the ones the dump kept. A probe outside the dump ends the lookup with its
+//! address. The method is then named as the DAC names it, through the runtime's own
+//! `ReadyToRunInfo::m_entryPointToMethodDescMap` (a PtrHashMap: entry point → MethodDesc),
+//! whose buckets the DAC's lookups also touched, rather than MethodDefEntryPoints.
+
+use super::image_file::ImageFile;
+use super::unwind::RuntimeFunction;
+use crate::data::types::ReadTypes;
+use crate::discovery::runtime::Runtime;
+use crate::metadata::{PeHeaders, PeLayout};
+use dumpreader::Memory;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const RTR_SIGNATURE: u32 = 0x0052_5452;
+const SECTION_RUNTIME_FUNCTIONS: u32 = 102;
+const SECTION_METHODDEF_ENTRYPOINTS: u32 = 103;
+/// Bound on sections read from an R2R header.
+const MAX_SECTIONS: u32 = 256;
+/// Bound on RUNTIME_FUNCTIONS (CoreLib has about 100,000).
+const MAX_FUNCTIONS: u32 = 4 << 20;
+/// Bound on a section's size read at once.
+const MAX_SECTION_BYTES: u32 = 64 << 20;
+/// Bound on the buckets of the entry point map read.
+const MAX_BUCKETS: u64 = 1 << 20;
+
+/// The RUNTIME_FUNCTIONs: all read, or only where they are (see the module comment).
+enum Functions {
+    /// (begin, end, unwind) RVAs, sorted by begin.
+    Full(Vec<(u32, u32, u32)>),
+    /// The table's address and entry count; entries read one by one.
+    Sparse { table: u64, count: u32 },
+}
+
+/// What a lookup finds: the RUNTIME_FUNCTION covering the address, the method's start, the end
+/// of its entry RUNTIME_FUNCTION, and its MethodDef rid when known.
+pub type R2rMethod = (RuntimeFunction, u64, u64, Option<u32>);
+
+/// The parts of an R2R image the stack walk needs.
+pub struct R2rImage {
+    base: u64,
+    functions: Functions,
+    /// RUNTIME_FUNCTION index of a method's entry → MethodDef rid.
+    entry_to_rid: HashMap<u32, u32>,
+    /// Entry point → MethodDesc from the runtime's map (when MethodDefEntryPoints is not
+    /// available), or why it could not be read.
+    entry_to_md: Result<HashMap<u64, u64>, String>,
+    /// The image file, when the dump lacks the image's pages (see [`ImageFile`]).
+    pub file: Option<Arc<ImageFile>>,
+}
+
+impl R2rImage {
+    /// Reads the R2R header of the Module at `module`.
+    pub fn read<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<R2rImage, String> {
+        let md = rt.module(module).map_err(|e| e.to_string())?;
+        let m = rt.memory();
+        let base = md.image_base;
+        let layout = if md.mapped {
+            PeLayout::Mapped
+        } else {
+            PeLayout::Flat
+        };
+        // A core whose target reads the missing pages from the image files itself (gcore)
+        // needs no file here.
+        let file = if rt.image_search.target_reads_files {
+            None
+        } else {
+            rt.image_search
+                .candidates(&md.path)
+                .iter()
+                .find_map(|p| ImageFile::open(m, base, layout, &p.to_string_lossy()).ok())
+                .map(Arc::new)
+        };
+        let ov = super::image_file::Overlay {
+            inner: m,
+            files: file.iter().cloned().collect(),
+        };
+        let m = &ov;
+        let headers = m.read_bytes(base, 4096);
+        let pe = PeHeaders::parse(&headers).map_err(|e| format!("image at {base:#x}: {e}"))?;
+        let at = |rva: u32| -> Result<u64, String> {
+            pe.rva_to_offset(rva, layout)
+                .map(|o| base + o as u64)
+                .ok_or_else(|| format!("RVA {rva:#x} outside the image at {base:#x}"))
+        };
+        let cor = md.cor_header;
+        let rva = m
+            .read_u32(cor + 0x40)
+            .map_err(|_| format!("CLI header at {cor:#x} is not in the dump"))?;
+        if rva == 0 {
+            return Err(format!("image at {base:#x} has no ReadyToRun header"));
+        }
+        let h = at(rva)?;
+        let sig = m
+            .read_u32(h)
+            .map_err(|_| format!("ReadyToRun header at {h:#x} is not in the dump"))?;
+        if sig != RTR_SIGNATURE {
+            return Err(format!(
+                "ReadyToRun header at {h:#x} has signature {sig:#x}"
+            ));
+        }
+        let n = m.read_u32(h + 12).map_err(|_| "R2R header".to_string())?;
+        if n > MAX_SECTIONS {
+            return Err(format!("ReadyToRun header at {h:#x} claims {n} sections"));
+        }
+        let mut sections = HashMap::new();
+        for i in 0..n as u64 {
+            let s = h + 16 + 12 * i;
+            let ty = m
+                .read_u32(s)
+                .map_err(|_| format!("R2R section at {s:#x}"))?;
+            let r = m
+                .read_u32(s + 4)
+                .map_err(|_| format!("R2R section at {s:#x}"))?;
+            let sz = m
+                .read_u32(s + 8)
+                .map_err(|_| format!("R2R section at {s:#x}"))?;
+            sections.insert(ty, (r, sz));
+        }
+        let read_section = |ty: u32| -> Result<Vec<u8>, String> {
+            let (r, sz) = *sections
+                .get(&ty)
+                .ok_or_else(|| format!("R2R image at {base:#x} has no section {ty}"))?;
+            if sz > MAX_SECTION_BYTES {
+                return Err(format!("R2R section {ty} claims {sz} bytes"));
+            }
+            let a = at(r)?;
+            let b = m.read_bytes(a, sz as usize);
+            if b.len() < sz as usize {
+                return Err(format!(
+                    "R2R section {ty} at {a:#x} is not (all) in the dump"
+                ));
+            }
+            Ok(b)
+        };
+        let functions = match read_section(SECTION_RUNTIME_FUNCTIONS) {
+            Ok(rf) => {
+                let count = (rf.len() / 12).min(MAX_FUNCTIONS as usize);
+                Functions::Full(
+                    (0..count)
+                        .map(|i| {
+                            let w = |k: usize| {
+                                u32::from_le_bytes(
+                                    rf[12 * i + k..12 * i + k + 4].try_into().unwrap(),
+                                )
+                            };
+                            (w(0), w(4), w(8))
+                        })
+                        .collect(),
+                )
+            }
+            Err(_) => {
+                let (r, sz) = *sections.get(&SECTION_RUNTIME_FUNCTIONS).ok_or_else(|| {
+                    format!("R2R image at {base:#x} has no RuntimeFunctions section")
+                })?;
+                Functions::Sparse {
+                    table: at(r)?,
+                    count: (sz / 12).min(MAX_FUNCTIONS),
+                }
+            }
+        };
+        let mut entry_to_rid = HashMap::new();
+        let entry_points = read_section(SECTION_METHODDEF_ENTRYPOINTS);
+        // Read in all cases: MethodDefEntryPoints has no generic instantiation.
+        let entry_to_md = match &entry_points {
+            Ok(_) => entry_point_map(rt, module, h),
+            Err(e) => entry_point_map(rt, module, h).map_err(|m| format!("{e}; {m}")),
+        };
+        if let Ok(ep) = entry_points {
+            let arr = NativeArray::new(&ep);
+            if let Some(arr) = arr {
+                for idx in 0..arr.count.min(1 << 24) {
+                    if let Some(off) = arr.get(idx) {
+                        if let Some((id, _)) = decode_unsigned(&ep, off) {
+                            let f = if id & 1 != 0 { id >> 2 } else { id >> 1 };
+                            entry_to_rid.entry(f).or_insert(idx + 1);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(R2rImage {
+            base,
+            functions,
+            entry_to_rid,
+            entry_to_md,
+            file,
+        })
+    }
+
+    /// RUNTIME_FUNCTION `i` (read from `mem` when the table is sparse).
+    fn function<M: Memory + ?Sized>(&self, mem: &M, i: u32) -> Result<(u32, u32, u32), String> {
+        match &self.functions {
+            Functions::Full(v) => v
+                .get(i as usize)
+                .copied()
+                .ok_or_else(|| format!("RUNTIME_FUNCTION {i} is past the table")),
+            Functions::Sparse { table, .. } => {
+                let a = table + 12 * i as u64;
+                let mut b = [0u8; 12];
+                mem.read_exact(a, &mut b).map_err(|_| {
+                    format!(
+                        "RUNTIME_FUNCTION {i} at {a:#x} is not in the dump (the image file \
+                         would have it: --image-path)"
+                    )
+                })?;
+                let w = |k: usize| u32::from_le_bytes(b[k..k + 4].try_into().unwrap());
+                Ok((w(0), w(4), w(8)))
+            }
+        }
+    }
+
+    /// The index of the RUNTIME_FUNCTION that may cover `rva`.
+    fn search<M: Memory + ?Sized>(&self, mem: &M, rva: u32) -> Result<Option<u32>, String> {
+        match &self.functions {
+            Functions::Full(v) => Ok(v
+                .partition_point(|f| f.0 <= rva)
+                .checked_sub(1)
+                .map(|i| i as u32)),
+            Functions::Sparse { count, .. } => {
+                // LookupUnwindInfoForMethod, probe for probe.
+                if *count == 0 {
+                    return Ok(None);
+                }
+                let (mut low, mut high) = (0i64, *count as i64 - 1);
+                while high - low > 10 {
+                    let mid = low + (high - low) / 2;
+                    if rva < self.function(mem, mid as u32)?.0 {
+                        high = mid - 1;
+                    } else {
+                        low = mid;
+                    }
+                }
+                let mut i = low;
+                while i <= high {
+                    if i == high || rva < self.function(mem, (i + 1) as u32)?.0 {
+                        return Ok((rva >= self.function(mem, i as u32)?.0).then_some(i as u32));
+                    }
+                    i += 1;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Through the runtime's entry point map: the MethodDesc of the method whose code holds
+    /// RUNTIME_FUNCTION `i` (walking back over funclets, as the runtime does), with its
+    /// entry RUNTIME_FUNCTION's start and end. `Err`: why the method is unknown.
+    pub fn method_desc_of<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        i: u32,
+    ) -> Result<(u64, u64, u64), String> {
+        let map = self.entry_to_md.as_ref().map_err(Clone::clone)?;
+        let mut j = i;
+        for _ in 0..64 {
+            let (b, e, _) = self.function(mem, j)?;
+            if let Some(&md) = map.get(&(self.base + b as u64)) {
+                return Ok((md, self.base + b as u64, self.base + e as u64));
+            }
+            if j == 0 {
+                break;
+            }
+            j -= 1;
+        }
+        Err(format!(
+            "the runtime's entry point map has no method for RUNTIME_FUNCTION {i} (or the \
+             64 before it)"
+        ))
+    }
+
+    /// The index of the RUNTIME_FUNCTION covering `ip`.
+    pub fn function_index<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        ip: u64,
+    ) -> Result<Option<u32>, String> {
+        let Some(rva) = ip
+            .checked_sub(self.base)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
+            return Ok(None);
+        };
+        self.search(mem, rva)
+    }
+
+    /// The RUNTIME_FUNCTION covering `ip`, the method's start and the end of its entry
+    /// RUNTIME_FUNCTION, and its MethodDef rid (when the method is in MethodDefEntryPoints;
+    /// generic instantiations are not).
+    pub fn lookup<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        ip: u64,
+    ) -> Result<Option<R2rMethod>, String> {
+        let Some(rva) = ip
+            .checked_sub(self.base)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
+            return Ok(None);
+        };
+        let Some(i) = self.search(mem, rva)? else {
+            return Ok(None);
+        };
+        let (b, e, u) = self.function(mem, i)?;
+        if rva >= e {
+            return Ok(None);
+        }
+        let rf = RuntimeFunction {
+            base: self.base,
+            begin: b,
+            end: e,
+            unwind: u,
+        };
+        // Funclets and cold parts follow their method: walk back to an entry point.
+        let mut j = i;
+        for _ in 0..64 {
+            if let Some(&rid) = self.entry_to_rid.get(&j) {
+                let (b, e, _) = self.function(mem, j)?;
+                return Ok(Some((
+                    rf,
+                    self.base + b as u64,
+                    self.base + e as u64,
+                    Some(rid),
+                )));
+            }
+            if j == 0 || self.entry_to_rid.is_empty() {
+                break;
+            }
+            j -= 1;
+        }
+        Ok(Some((rf, self.base + b as u64, self.base + e as u64, None)))
+    }
+}
+
+/// `ReadyToRunInfo::m_entryPointToMethodDescMap` of the Module at `module` (whose R2R header
+/// is at `header`), read from the pages the dump has: entry point → MethodDesc.
+///
+/// HashMap (vm/hash.h): `m_rgBuckets[0]` holds the bucket count, the buckets follow, each
+/// four keys then four values; PtrHashMap stores a value shifted right by one, and the top bit
+/// of a value is HashMap's collision flag.
+fn entry_point_map<M: Memory>(
+    rt: &Runtime<M>,
+    module: u64,
+    header: u64,
+) -> Result<HashMap<u64, u64>, String> {
+    let m = rt.memory();
+    // Module::m_pReadyToRunInfo and the entry point map's buckets (.NET 8: verified on the
+    // corpus, the ReadyToRunInfo's `m_pModule` is the Module and its `m_pHeader` the image's
+    // READYTORUN_HEADER, both checked on use; .NET 10: the descriptor's, `m_pHeader` checked).
+    let l = rt.layout.stack();
+    let (info_off, buckets_off) = (l.module_r2r_info, l.r2r_info_entry_map_buckets);
+    let rd = |a: u64, what: &str| {
+        m.read_u64(a)
+            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+    };
+    let info = rd(module + info_off, "Module::m_pReadyToRunInfo")?;
+    let module_ok = match l.r2r_info_module {
+        Some(o) => rd(info + o, "ReadyToRunInfo::m_pModule")? == module,
+        None => true,
+    };
+    if !module_ok || rd(info + l.r2r_info_header, "ReadyToRunInfo::m_pHeader")? != header {
+        return Err(format!(
+            "Module {module:#x}: {info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)"
+        ));
+    }
+    let buckets = rd(info + buckets_off, "the entry point map's buckets")?;
+    let count = rd(buckets, "the entry point map's bucket count")?;
+    if count == 0 || count > MAX_BUCKETS {
+        return Err(format!(
+            "the entry point map at {buckets:#x} claims {count} buckets"
+        ));
+    }
+    let mut map = HashMap::new();
+    let mut add = |bk: &[u8]| {
+        let w = |k: usize| u64::from_le_bytes(bk[8 * k..8 * k + 8].try_into().unwrap());
+        for k in 0..4 {
+            let (key, v) = (w(k), w(4 + k) & !(1u64 << 63));
+            if key > 1 && v != 0 {
+                map.insert(key, v << 1);
+            }
+        }
+    };
+    // 64 buckets at a time; where the dump lacks some of them, one by one.
+    const CHUNK: u64 = 64;
+    let mut buf = vec![0u8; (64 * CHUNK) as usize];
+    let mut i = 1;
+    while i <= count {
+        let n = CHUNK.min(count + 1 - i);
+        let a = buckets + 64 * i;
+        let want = (64 * n) as usize;
+        if m.read(a, &mut buf[..want]) == want {
+            buf[..want].chunks_exact(64).for_each(&mut add);
+        } else {
+            for k in 0..n {
+                let mut one = [0u8; 64];
+                if m.read_exact(a + 64 * k, &mut one).is_ok() {
+                    add(&one);
+                }
+            }
+        }
+        i += n;
+    }
+    Ok(map)
+}
+
+/// NativeFormat's variable-length unsigned integer at `off`: (value, next offset).
+fn decode_unsigned(b: &[u8], off: u32) -> Option<(u32, u32)> {
+    let o = off as usize;
+    let v = *b.get(o)? as u32;
+    let g = |k: usize| b.get(o + k).map(|&x| x as u32);
+    Some(if v & 1 == 0 {
+        (v >> 1, off + 1)
+    } else if v & 2 == 0 {
+        ((v >> 2) | g(1)? << 6, off + 2)
+    } else if v & 4 == 0 {
+        ((v >> 3) | g(1)? << 5 | g(2)? << 13, off + 3)
+    } else if v & 8 == 0 {
+        ((v >> 4) | g(1)? << 4 | g(2)? << 12 | g(3)? << 20, off + 4)
+    } else if v & 16 == 0 {
+        (g(1)? | g(2)? << 8 | g(3)? << 16 | g(4)? << 24, off + 5)
+    } else {
+        return None;
+    })
+}
+
+/// NativeFormat's NativeArray (NativeFormatReader.h), at offset 0 of its section.
+struct NativeArray<'a> {
+    b: &'a [u8],
+    base: u32,
+    count: u32,
+    entry_size: u32,
+}
+
+const BLOCK_SIZE: u32 = 16;
+
+impl<'a> NativeArray<'a> {
+    fn new(b: &'a [u8]) -> Option<NativeArray<'a>> {
+        let (val, base) = decode_unsigned(b, 0)?;
+        Some(NativeArray {
+            b,
+            base,
+            count: val >> 2,
+            entry_size: val & 3,
+        })
+    }
+
+    fn rd(&self, off: u32, size: u32) -> Option<u32> {
+        let o = off as usize;
+        let s = self.b.get(o..o + size as usize)?;
+        Some(match size {
+            1 => s[0] as u32,
+            2 => u16::from_le_bytes([s[0], s[1]]) as u32,
+            _ => u32::from_le_bytes([s[0], s[1], s[2], s[3]]),
+        })
+    }
+
+    fn get(&self, index: u32) -> Option<u32> {
+        if index >= self.count {
+            return None;
+        }
+        let size = 1u32 << self.entry_size.min(2);
+        let mut offset = self.rd(self.base + size * (index / BLOCK_SIZE), size)? + self.base;
+        let mut bit = BLOCK_SIZE >> 1;
+        while bit > 0 {
+            let (val, offset2) = decode_unsigned(self.b, offset)?;
+            if index & bit != 0 {
+                if val & 2 != 0 {
+                    offset += val >> 2;
+                    bit >>= 1;
+                    continue;
+                }
+            } else if val & 1 != 0 {
+                offset = offset2;
+                bit >>= 1;
+                continue;
+            }
+            if val & 3 == 0 && (val >> 2) == (index & (BLOCK_SIZE - 1)) {
+                offset = offset2;
+                break;
+            }
+            return None;
+        }
+        Some(offset)
+    }
+}
