@@ -404,7 +404,16 @@ EOF
             bash "$HERE/tools/dac_extras.sh" "$name" "$dmp" "$dac" "$st/$name.dac.json" "$st"
         fi
         log "[$name] SOS (dotnet-dump analyze)"
-        bash "$HERE/tools/sos.sh" "$dmp" "$st/$name.sos.txt" || { log "[$name] WARNING: tools/sos.sh failed: no $name.sos.txt"; rm -f "$st/$name.sos.txt"; }
+        local -a pe_tids=()
+        # a crash dump: SOS's current thread is the core's first (main): ask for the crasher's too
+        [ $kind != crash ] || mapfile -t pe_tids < <(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1], encoding="utf-8"))
+ids = {t["managed_id"]: t["os_id"] for t in m.get("threads", [])}
+for e in m.get("exceptions", []):
+    if e.get("unhandled") and e.get("thrown_on_managed_id") in ids:
+        print(ids[e["thrown_on_managed_id"]])' "$st/$name.manifest.json")
+        bash "$HERE/tools/sos.sh" "$dmp" "$st/$name.sos.txt" "${pe_tids[@]}" || { log "[$name] WARNING: tools/sos.sh failed: no $name.sos.txt"; rm -f "$st/$name.sos.txt"; }
     fi
     # ---- ClrMD truth: HOOK for dumps/tools/clrmd/truth.sh (written separately; skipped when absent)
     rm -f "$OUT/$name.clrmd.json"

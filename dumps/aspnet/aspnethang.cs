@@ -48,9 +48,14 @@ namespace AspnetHang
 
     static class Orders
     {
+        // every id a request asked for (what GetOrderAsync holds across its await)
+        public static readonly System.Collections.Concurrent.ConcurrentBag<string> Ids =
+            new System.Collections.Concurrent.ConcurrentBag<string>();
+
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static async Task<string> GetOrderAsync(string id)
         {
+            Ids.Add(id);
             int stock = await Inventory.GetStockAsync("sku-" + id);
             return "order " + id + ": " + stock + " in stock";
         }
@@ -105,13 +110,27 @@ namespace AspnetHang
         {
             Recorder.Record("main", "System.Threading.Thread.Sleep");
             var chains = new List<object>();
-            chains.Add(new Json()
+            // what each method holds across its await (used after it): GetStockAsync its `sku`,
+            // GetOrderAsync its `id`; one value per request, so `values` (sorted) for the chain's
+            // `count` instances, not `value`
+            var ids = new List<string>(Orders.Ids);
+            ids.Sort(StringComparer.Ordinal);
+            var skus = ids.ConvertAll(i => "sku-" + i);
+            var getStock = typeof(Inventory).GetMethod("GetStockAsync");
+            var getOrder = typeof(Orders).GetMethod("GetOrderAsync");
+            Json orders = new Json()
                 .Add("name", "orders")
                 .Add("methods", new List<object> { "AspnetHang.Inventory.GetStockAsync", "AspnetHang.Orders.GetOrderAsync" })
                 .Add("awaits", "System.Threading.Tasks.TaskCompletionSource`1.Task")
                 .Add("awaited_type", "System.Threading.Tasks.Task`1[[System.Int32, System.Private.CoreLib]]")
                 .Add("count", asyncRequests + syncRequests)
-                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests)));
+                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests));
+            Recorder.AsyncForm(orders, new System.Reflection.MethodBase[] { getStock, getOrder },
+                new Json().Add("method", Recorder.Name(getStock)).Add("kind", "argument").Add("name", "sku")
+                    .Add("type", "System.String").Add("values", skus),
+                new Json().Add("method", Recorder.Name(getOrder)).Add("kind", "argument").Add("name", "id")
+                    .Add("type", "System.String").Add("values", ids));
+            chains.Add(orders);
             Json m = Recorder.Head("aspnethang")
                 .Add("threads", Recorder.ThreadsJson())
                 .Add("requests", new Json()

@@ -249,7 +249,7 @@ def _runtime_async(self, census, boxes):
                 for h in held:
                     j = methods.index(h['method']) if h.get('method') in methods else -1
                     self.ok(j >= 0 and kinds[j] == 'runtime-async' and h.get('kind') in ('argument', 'local')
-                            and h.get('name') and h.get('type') and 'value' in h,
+                            and h.get('name') and h.get('type') and ('value' in h or 'values' in h),
                             'chain %s: hoisted %s is not a runtime-async method of the chain' % (ch['name'], h))
         if ch.get('runtime_async') and ch.get('outer_task_type'):
             self.ok(ch['outer_task_type'].startswith(RUNTIME_ASYNC_TASK),
