@@ -69,7 +69,10 @@ namespace AspnetHang
         public static string BuildReport()
         {
             Task<string> t = Orders.GetOrderAsync("report");
-            Recorder.Record("report-blocked", "System.Threading.Tasks.Task`1.get_Result");
+            // Task<string>.Result: get_Result tail-calls GetResultCore, which waits in
+            // ManualResetEventSlim.Wait (via Task.InternalWait): the latter is the documented API
+            // on the stack (as asyncreal's result-waiter says)
+            Recorder.Record("report-blocked", "System.Threading.ManualResetEventSlim.Wait");
             Interlocked.Increment(ref Blocked);
             return t.Result;
         }
@@ -125,6 +128,14 @@ namespace AspnetHang
                 .Add("awaited_type", "System.Threading.Tasks.Task`1[[System.Int32, System.Private.CoreLib]]")
                 .Add("count", asyncRequests + syncRequests)
                 .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests));
+            // the state machines of the methods that have one (none when runtime-async)
+            var sms = new List<string>();
+            foreach (var mi in new[] { getStock, getOrder })
+            {
+                var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(mi, typeof(AsyncStateMachineAttribute));
+                if (a != null) sms.Add(Recorder.DacName(a.StateMachineType));
+            }
+            orders.Add("state_machine_types", sms);
             Recorder.AsyncForm(orders, new System.Reflection.MethodBase[] { getStock, getOrder },
                 new Json().Add("method", Recorder.Name(getStock)).Add("kind", "argument").Add("name", "sku")
                     .Add("type", "System.String").Add("values", skus),
