@@ -5,7 +5,9 @@
 # SDK) and run on runtimes taken from NuGet runtime packs alone, in several app shapes and dump
 # kinds.  (dumps/generate.sh, untouched, still makes the mcs / .NET 8.0.4 / 3.1 dumps.)
 # Per dump name <scenario>-<rt>[-<shape>][-<kind>] (shapes: sc, single, singlez, singlex (self-extracting), r2r, trim, and
-# debug = framework-dependent built with -c Debug, unoptimized: class state machines):
+# debug = framework-dependent built with -c Debug, unoptimized: class state machines;
+# runtime net11 = 11.0.0: compiled by the Roslyn toolset's csc (compile_net11), runtime-async on,
+# or shape classic = off; framework-dependent only; then also tools/dac_extras.sh and tools/sos.sh):
 #   1. restores Microsoft.NETCore.App.Runtime.linux-x64 + .Host.linux-x64 <version> from NuGet
 #      (dumps/sdk/Fetch.csproj) and lays out a private dotnet root in dumps/build/roots/<version>/
 #      (the SDK's `dotnet` muxer, host/fxr/<v>/libhostfxr.so and shared/Microsoft.NETCore.App/<v>/
@@ -47,7 +49,9 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
      hang-net10-r2r hang-net10-trim hang-net8-single-gcore
      hang-net10-triage hang-net10-gcore servergc-net10
-     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage)
+     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage
+     hang-net11 heap-net11 async-net11 asyncreal-net11 crash-net11 deadlock-net11 threadpool-net11
+     async-net11-classic asyncreal-net11-classic)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 
@@ -178,8 +182,8 @@ compile_net11() {  # <name> <prog> <version> <out dir> <runtime_async true|false
   }
 }
 JSON
-    # the build must be what it claims: runtime-async methods carry MethodImpl 0x2000 (checked by
-    # the program's manifest too: async_kinds), a classic build none
+    # that the build is what it claims is checked on the program's manifest (async_kinds, read by
+    # the program from its own metadata: MethodImpl flag 0x2000) when the app field is written
 }
 
 run_one() {
@@ -369,6 +373,11 @@ if runtime_async != 'null':
     m['app']['compiler_version'] = compiler_note
     m['app']['runtime_async'] = runtime_async == 'true'
     m['app']['framework_runtime_async'] = True
+    kinds = [k for c in m.get('async_chains', []) for k in c.get('async_kinds', [])]
+    if runtime_async == 'true' and kinds and 'runtime-async' not in kinds:
+        sys.exit('runtime-async on, but the program reports no runtime-async method: %s' % kinds)
+    if runtime_async == 'false' and 'runtime-async' in kinds:
+        sys.exit('runtime-async off, but the program reports runtime-async methods: %s' % kinds)
 m['dump'] = {'kind': kind, 'tool': tool}
 with open(dst, 'w', encoding='utf-8') as f:
     json.dump(m, f, indent=2, ensure_ascii=False)

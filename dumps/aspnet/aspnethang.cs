@@ -127,7 +127,10 @@ namespace AspnetHang
                 .Add("awaits", "System.Threading.Tasks.TaskCompletionSource`1.Task")
                 .Add("awaited_type", "System.Threading.Tasks.Task`1[[System.Int32, System.Private.CoreLib]]")
                 .Add("count", asyncRequests + syncRequests)
-                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests));
+                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests))
+                // every request is a whole chain of its own: both methods run once per request
+                // (unlike WhenAll legs, whose `count` shares one outer method)
+                .Add("method_instances", new[] { asyncRequests + syncRequests, asyncRequests + syncRequests });
             // the state machines of the methods that have one (none when runtime-async)
             var sms = new List<string>();
             foreach (var mi in new[] { getStock, getOrder })

@@ -234,7 +234,8 @@ def _runtime_async(self, census, boxes):
             if kind != 'runtime-async':
                 continue
             any_ra = True
-            n = ch.get('count', 1) if i == 0 else 1
+            inst = ch.get('method_instances')
+            n = inst[i] if inst else (ch.get('count', 1) if i == 0 else 1)
             suspended[meth] = max(suspended.get(meth, 0), n)
             # Roslyn names a state machine <declaring type>+<method>d__N (a lambda's
             # <declaring type>+<<Main>b__N_0>d): a runtime-async method must have none, neither
