@@ -67,6 +67,25 @@ def descriptor(core, addr, depth=0):
     return r
 
 
+def runtime_descriptor_json(core, lib_path=None):
+    """The runtime's (not a sub-) descriptor JSON as a dict, read from `core` (an elfcore.Core),
+    or None when the core lacks it. For other tools (dac_extras.sh: type layouts)."""
+    base = core.module_base('libcoreclr.so')
+    if not base:
+        return None
+    lib = lib_path or core.module_path('libcoreclr.so')
+    nm = subprocess.run(['nm', '-D', '--defined-only', lib], capture_output=True, text=True).stdout
+    hits = [ln.split()[0] for ln in nm.splitlines() if ln.split()[-1].split('@')[0] == 'DotNetRuntimeContractDescriptor']
+    if not hits:
+        return None
+    head = core.read_partial(base + int(hits[0], 16), 40) or b''
+    if len(head) < 40:
+        return None
+    _magic, _flags, dsize, dptr, _pc, _pad, _pp = struct.unpack('<QIIQIIQ', head)
+    text = core.read_partial(dptr, dsize) or b''
+    return json.loads(text.decode('utf-8')) if len(text) == dsize else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('core')

@@ -12,7 +12,8 @@
 #                            MethodTables the .NET 10 files of the same program name (found by
 #                            type name in this dump's DAC census; the program class through its
 #                            Main's MethodDesc on the main thread's DAC stack) and, for heap, the
-#                            FieldDescs of those of its classes that have instances
+#                            FieldDescs of those of its classes that have instances (EEClass
+#                            found through the runtime's contract descriptor: .NET 9+ dumps)
 # Not for dumps without a GC heap (triage, normal). A tool that fails leaves no file and a
 # warning (the exit status is 0 unless the arguments are wrong).
 set -uo pipefail
@@ -69,16 +70,37 @@ mf=$out/$name.methods.dac.json
 run "$mf" python3 "$here/dac_methods.py" --dac "$dac" --dacprobe-dir "$probe" "${margs[@]}" "$core" \
     || { warn "dac_methods failed: no $name.methods.dac.json"; exit 0; }
 [ "$prog" = heap ] || exit 0
-# heap: the FieldDescs of the classes the .NET 10 truth lists whose MethodTables were found above
-mapfile -t fargs < <(python3 - "$here/../$prog-net10.methods.dac.json" "$mf" <<'EOF'
-import json, sys
-want = [f['name'] for f in json.load(open(sys.argv[1]))['field_classes']]
-have = {t['name']: t['ee_class'] for t in json.load(open(sys.argv[2]))['method_tables'] if t.get('ee_class')}
+# heap: the FieldDescs of the classes the .NET 10 truth lists whose MethodTables were found above.
+# Their EEClass is MethodTable::m_pEEClass (GetMethodTableData's Class is the MethodTable itself
+# from .NET 9): read from the core at the offset the runtime's contract descriptor gives
+# (MethodTable.EEClassOrCanonMT; a set low bit means a canonical MethodTable: no EEClass here).
+mapfile -t fargs < <(python3 - "$here/../$prog-net10.methods.dac.json" "$mf" "$core" "$here" <<'EOF'
+import json, struct, sys
+ref, mf, core_path, here = sys.argv[1:5]
+sys.path.insert(0, here); sys.path.insert(0, here + '/dacprobe')
+from elfcore import Core
+import contract_descriptor as cd
+core = Core(core_path, file_fallback=False)
+d = cd.runtime_descriptor_json(core)
+off = (d or {}).get('types', {}).get('MethodTable', {}).get('EEClassOrCanonMT')
+if off is None:
+    print('no MethodTable.EEClassOrCanonMT in the contract descriptor: no field classes', file=sys.stderr)
+    sys.exit(0)
+want = [f['name'] for f in json.load(open(ref))['field_classes']]
+have = {t['name']: int(t['mt'], 16) for t in json.load(open(mf))['method_tables']}
 for n in want:
-    if n in have:
-        print('--field-class'); print(have[n])
-    else:
-        print('field class not found here: ' + n, file=sys.stderr)
+    if n not in have:
+        print('field class not found here (no instance): ' + n, file=sys.stderr)
+        continue
+    raw = core.read_partial(have[n] + off, 8) or b''
+    if len(raw) < 8:
+        print('field class %s: its MethodTable is not in the core' % n, file=sys.stderr)
+        continue
+    ee = struct.unpack('<Q', raw)[0]
+    if ee & 1:
+        print('field class %s: canonical MethodTable, no EEClass of its own' % n, file=sys.stderr)
+        continue
+    print('--field-class'); print('0x%x' % ee)
 EOF
 )
 [ ${#fargs[@]} -gt 0 ] || exit 0
