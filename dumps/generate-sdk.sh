@@ -5,7 +5,9 @@
 # SDK) and run on runtimes taken from NuGet runtime packs alone, in several app shapes and dump
 # kinds.  (dumps/generate.sh, untouched, still makes the mcs / .NET 8.0.4 / 3.1 dumps.)
 # Per dump name <scenario>-<rt>[-<shape>][-<kind>] (shapes: sc, single, singlez, singlex (self-extracting), r2r, trim, and
-# debug = framework-dependent built with -c Debug, unoptimized: class state machines):
+# debug = framework-dependent built with -c Debug, unoptimized: class state machines;
+# runtime net11 = 11.0.0: compiled by the Roslyn toolset's csc (compile_net11), runtime-async on,
+# or shape classic = off; framework-dependent only; then also tools/dac_extras.sh and tools/sos.sh):
 #   1. restores Microsoft.NETCore.App.Runtime.linux-x64 + .Host.linux-x64 <version> from NuGet
 #      (dumps/sdk/Fetch.csproj) and lays out a private dotnet root in dumps/build/roots/<version>/
 #      (the SDK's `dotnet` muxer, host/fxr/<v>/libhostfxr.so and shared/Microsoft.NETCore.App/<v>/
@@ -47,7 +49,9 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      hang-net10-sc hang-net10-single-gcore hang-net10-singlez-gcore
      hang-net10-r2r hang-net10-trim hang-net8-single-gcore
      hang-net10-triage hang-net10-gcore servergc-net10
-     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage)
+     asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage
+     hang-net11 heap-net11 async-net11 asyncreal-net11 crash-net11 deadlock-net11 threadpool-net11
+     async-net11-classic asyncreal-net11-classic)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 
@@ -62,7 +66,8 @@ rt_version() {  # <rt> -> runtime pack version
         net9) echo 9.0.22 ;;
         net10) echo 10.0.14 ;;
         net10h) echo 10.0.11 ;;   # the held-out .NET 10 patch, built exactly like net10
-        *) die "unknown runtime '$1' (net8 net9 net10 net10h)" ;;
+        net11) echo 11.0.0 ;;     # compiled by the toolset's csc, not the SDK (see compile_net11)
+        *) die "unknown runtime '$1' (net8 net9 net10 net10h net11)" ;;
     esac
 }
 
@@ -84,6 +89,8 @@ install_tools() {
 }
 
 NUGET=${NUGET_PACKAGES:-$HOME/.nuget/packages}
+TOOLSET=5.9.0      # Microsoft.Net.Compilers.Toolset: the Roslyn that compiles runtime-async for .NET 11
+CSC=$NUGET/microsoft.net.compilers.toolset/$TOOLSET/tasks/netcore/bincore/csc.dll
 pack_dir() { echo "$NUGET/microsoft.netcore.app.runtime.linux-x64/$1/runtimes/linux-x64"; }
 
 fetch_packs() {  # <version>...
@@ -91,6 +98,12 @@ fetch_packs() {  # <version>...
     for v in "$@"; do
         [ -f "$(pack_dir "$v")/native/libmscordaccore.so" ] && \
             [ -d "$NUGET/microsoft.netcore.app.host.linux-x64/$v" ] || need+=("$v")
+        if [ "${v%%.*}" -ge 11 ] && { [ ! -d "$NUGET/microsoft.netcore.app.ref/$v" ] || [ ! -f "$CSC" ]; }; then
+            # .NET 11 apps are compiled by the Roslyn toolset against the reference pack
+            log "dotnet restore Microsoft.NETCore.App.Ref $v, Microsoft.Net.Compilers.Toolset $TOOLSET"
+            dotnet restore "$HERE/sdk/Fetch.csproj" -nologo -v:q "-p:FetchVersions=$v" "-p:FetchRef=true" \
+                "-p:ToolsetVersion=$TOOLSET" "-p:BaseIntermediateOutputPath=$BUILD/fetch/obj/" >&2
+        fi
     done
     [ ${#need[@]} -gt 0 ] || return 0
     local list
@@ -136,6 +149,43 @@ wait_ready() {  # <pid> <stdout file> <stderr file> -> echoes the reported pid
     die "program did not become ready within ${READY_TIMEOUT:-120} s"
 }
 
+# .NET 11: the SDK here (10) cannot target net11.0, so the program is compiled by the Roslyn
+# toolset's csc against Microsoft.NETCore.App.Ref 11.0.0 (every reference dll, -nostdlib), with
+# runtime-async on (methods get MethodImpl flag 0x2000, no state machine) or off (`classic`), and
+# a runtimeconfig.json naming Microsoft.NETCore.App <version> beside it (framework-dependent).
+compile_net11() {  # <name> <prog> <version> <out dir> <runtime_async true|false> <server GC>
+    local name=$1 prog=$2 ver=$3 out=$4 ra=$5 server=$6
+    local ref=$NUGET/microsoft.netcore.app.ref/$ver/ref/net${ver%%.*}.0 f
+    [ -d "$ref" ] || die "[$name] no reference pack $ref"
+    [ -f "$CSC" ] || die "[$name] no csc at $CSC"
+    local -a srcs=("$HERE/scenarios/$prog.cs") refs=()
+    [ "$prog" = hang ] || srcs+=("$HERE/scenarios/common.cs")
+    for f in "$ref"/*.dll; do refs+=("-r:$f"); done
+    mkdir -p "$out"
+    log "[$name] csc $TOOLSET ($prog, runtime-async $([ "$ra" = true ] && echo on || echo off), $ver)"
+    # the warnings Scenario.csproj silences, and CS8002 (no strong name): none matters here
+    dotnet exec "$CSC" -nologo -noconfig -nostdlib+ -langversion:preview \
+        "-features:runtime-async=$([ "$ra" = true ] && echo on || echo off)" \
+        -target:exe -optimize+ -unsafe+ -debug:portable -deterministic+ -codepage:65001 \
+        -nowarn:CS0162,CS0168,CS0169,CS0219,CS0414,CS0649,CS1998,CS4014,CS8321,SYSLIB0050,SYSLIB0011 \
+        "${refs[@]}" "-out:$out/$prog.dll" "${srcs[@]}" > "$out/../csc.log" 2>&1 \
+        || { cat "$out/../csc.log" >&2; die "[$name] csc failed"; }
+    cat > "$out/$prog.runtimeconfig.json" <<JSON
+{
+  "runtimeOptions": {
+    "tfm": "net${ver%%.*}.0",
+    "framework": { "name": "Microsoft.NETCore.App", "version": "$ver" },
+    "configProperties": {
+      "System.GC.Server": $server,
+      "System.Globalization.Invariant": true
+    }
+  }
+}
+JSON
+    # that the build is what it claims is checked on the program's manifest (async_kinds, read by
+    # the program from its own metadata: MethodImpl flag 0x2000) when the app field is written
+}
+
 run_one() {
     local name=$1
     local scen rt shape=fd kind=withheap part
@@ -144,7 +194,7 @@ run_one() {
     scen=${parts[0]}; rt=${parts[1]}
     for part in "${parts[@]:2}"; do
         case $part in
-            sc|single|singlez|singlex|r2r|trim|debug) shape=$part ;;
+            sc|single|singlez|singlex|r2r|trim|debug|classic) shape=$part ;;
             full|triage|normal|gcore) kind=$part ;;
             *) die "unknown shape or kind '$part' in '$name'" ;;
         esac
@@ -159,6 +209,13 @@ run_one() {
     local ver tfm
     ver=$(rt_version "$rt")
     tfm=net${ver%%.*}.0
+    # .NET 11: the SDK (10) cannot target net11.0; the app is compiled by csc (compile_net11),
+    # framework-dependent only: runtime-async on, or `classic` (off: Roslyn state machines)
+    if [ $rt = net11 ]; then
+        [ $shape = fd ] || [ $shape = classic ] || die "[$name] net11 builds are framework-dependent only (shapes: none, classic)"
+    else
+        [ $shape != classic ] || die "[$name] shape 'classic' (runtime-async off) is for net11 only"
+    fi
     fetch_packs "$ver"
     make_root "$ver"
     local root=$ROOTS/$ver fx=$ROOTS/$ver/shared/Microsoft.NETCore.App/$ver
@@ -170,6 +227,8 @@ run_one() {
     local sc=false shape_name config=Release
     case $shape in
         fd) shape_name=framework-dependent ;;
+        # .NET 11 with runtime-async off: Roslyn state machines awaiting a runtime-async framework
+        classic) shape_name=framework-dependent ;;
         # a Debug build: Roslyn makes class state machines and hoists every local
         debug) shape_name=framework-dependent; config=Debug ;;
         sc) shape_name=self-contained; sc=true ;;
@@ -198,13 +257,21 @@ run_one() {
     # the app sits in a folder named by the runtime version: for self-contained shapes the runtime
     # is loaded from there, and truth.py checks that the DAC's runtime path names the version
     local app=$bw/$ver
-    log "[$name] dotnet publish ($shape_name, $ver, server GC $server)"
+    local runtime_async=null compiler_note=
     rm -rf "$app"
     mkdir -p "$bw"
+    if [ $rt = net11 ]; then
+        runtime_async=true
+        [ $shape != classic ] || runtime_async=false
+        compile_net11 "$name" "$prog" "$ver" "$app" "$runtime_async" "$server"
+        compiler_note="Microsoft.Net.Compilers.Toolset $TOOLSET (csc -langversion:preview -features:runtime-async=$([ $runtime_async = true ] && echo on || echo off))"
+    else
+    log "[$name] dotnet publish ($shape_name, $ver, server GC $server)"
     dotnet publish "$HERE/sdk/Scenario.csproj" -nologo -v:q -c $config -r linux-x64 \
         --self-contained $sc "${props[@]}" \
         "-p:BaseIntermediateOutputPath=$bw/obj/" "-p:BaseOutputPath=$bw/bin/" -o "$app" \
         > "$bw/publish.log" 2>&1 || { cat "$bw/publish.log" >&2; die "[$name] publish failed"; }
+    fi
     local -a cmd
     if [ $sc = true ]; then
         cmd=("$app/$prog")
@@ -283,9 +350,9 @@ run_one() {
     # ---- truths
     log "[$name] dacprobe"
     python3 "$DACPROBE" --dac "$dac" "$dmp" > "$w/$name.dac.raw.json"
-    python3 - "$manifest" "$w/manifest.full.json" "$shape_name" "$kind" "$tool" "$tfm" "$ver" "$w/$name.dac.raw.json" "$config" <<'EOF'
+    python3 - "$manifest" "$w/manifest.full.json" "$shape_name" "$kind" "$tool" "$tfm" "$ver" "$w/$name.dac.raw.json" "$config" "$runtime_async" "$compiler_note" <<'EOF'
 import json, subprocess, sys
-src, dst, shape, kind, tool, tfm, ver, raw, config = sys.argv[1:10]
+src, dst, shape, kind, tool, tfm, ver, raw, config, runtime_async, compiler_note = sys.argv[1:12]
 with open(src, encoding='utf-8') as f:
     m = json.load(f)
 rt = m['runtime']
@@ -300,6 +367,17 @@ sdk = subprocess.run(['dotnet', '--version'], capture_output=True, text=True).st
 m['app'] = {'shape': shape, 'compiler': 'roslyn', 'sdk': sdk, 'tfm': tfm,
             'runtime_pack': 'Microsoft.NETCore.App.Runtime.linux-x64 ' + ver,
             'configuration': config}
+if runtime_async != 'null':
+    # .NET 11: how the program was compiled (csc of the Roslyn toolset; the SDK cannot target
+    # net11.0) and whether its async methods are runtime-async (the framework's always are)
+    m['app']['compiler_version'] = compiler_note
+    m['app']['runtime_async'] = runtime_async == 'true'
+    m['app']['framework_runtime_async'] = True
+    kinds = [k for c in m.get('async_chains', []) for k in c.get('async_kinds', [])]
+    if runtime_async == 'true' and kinds and 'runtime-async' not in kinds:
+        sys.exit('runtime-async on, but the program reports no runtime-async method: %s' % kinds)
+    if runtime_async == 'false' and 'runtime-async' in kinds:
+        sys.exit('runtime-async off, but the program reports runtime-async methods: %s' % kinds)
 m['dump'] = {'kind': kind, 'tool': tool}
 with open(dst, 'w', encoding='utf-8') as f:
     json.dump(m, f, indent=2, ensure_ascii=False)
@@ -327,6 +405,25 @@ EOF
     log "[$name] cross-check ${check_args[*]}"
     python3 "$TRUTH" check "${check_args[@]}" "$checked" "$st/$name.dac.json" \
         || die "[$name] the manifest and the DAC disagree (outputs left in $st)"
+    # ---- the per-command DAC truths and SOS's view (.NET 11 dumps, or EXTRA_TRUTHS=1): made
+    # right away, while the runtime whose DAC SOS loads is at the path the dump records
+    if [ $rt = net11 ] || [ "${EXTRA_TRUTHS:-0}" = 1 ]; then
+        if [ $kind != triage ] && [ $kind != normal ]; then
+            log "[$name] per-command DAC truths (locks, roots, statics, methods)"
+            bash "$HERE/tools/dac_extras.sh" "$name" "$dmp" "$dac" "$st/$name.dac.json" "$st"
+        fi
+        log "[$name] SOS (dotnet-dump analyze)"
+        local -a pe_tids=()
+        # a crash dump: SOS's current thread is the core's first (main): ask for the crasher's too
+        [ $kind != crash ] || mapfile -t pe_tids < <(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1], encoding="utf-8"))
+ids = {t["managed_id"]: t["os_id"] for t in m.get("threads", [])}
+for e in m.get("exceptions", []):
+    if e.get("unhandled") and e.get("thrown_on_managed_id") in ids:
+        print(ids[e["thrown_on_managed_id"]])' "$st/$name.manifest.json")
+        bash "$HERE/tools/sos.sh" "$dmp" "$st/$name.sos.txt" "${pe_tids[@]}" || { log "[$name] WARNING: tools/sos.sh failed: no $name.sos.txt"; rm -f "$st/$name.sos.txt"; }
+    fi
     # ---- ClrMD truth: HOOK for dumps/tools/clrmd/truth.sh (written separately; skipped when absent)
     rm -f "$OUT/$name.clrmd.json"
     if [ "${NO_CLRMD:-0}" != 1 ] && [ -f "$CLRMD" ]; then

@@ -48,9 +48,14 @@ namespace AspnetHang
 
     static class Orders
     {
+        // every id a request asked for (what GetOrderAsync holds across its await)
+        public static readonly System.Collections.Concurrent.ConcurrentBag<string> Ids =
+            new System.Collections.Concurrent.ConcurrentBag<string>();
+
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static async Task<string> GetOrderAsync(string id)
         {
+            Ids.Add(id);
             int stock = await Inventory.GetStockAsync("sku-" + id);
             return "order " + id + ": " + stock + " in stock";
         }
@@ -64,7 +69,10 @@ namespace AspnetHang
         public static string BuildReport()
         {
             Task<string> t = Orders.GetOrderAsync("report");
-            Recorder.Record("report-blocked", "System.Threading.Tasks.Task`1.get_Result");
+            // Task<string>.Result: get_Result tail-calls GetResultCore, which waits in
+            // ManualResetEventSlim.Wait (via Task.InternalWait): the latter is the documented API
+            // on the stack (as asyncreal's result-waiter says)
+            Recorder.Record("report-blocked", "System.Threading.ManualResetEventSlim.Wait");
             Interlocked.Increment(ref Blocked);
             return t.Result;
         }
@@ -105,13 +113,38 @@ namespace AspnetHang
         {
             Recorder.Record("main", "System.Threading.Thread.Sleep");
             var chains = new List<object>();
-            chains.Add(new Json()
+            // what each method holds across its await (used after it): GetStockAsync its `sku`,
+            // GetOrderAsync its `id`; one value per request, so `values` (sorted) for the chain's
+            // `count` instances, not `value`
+            var ids = new List<string>(Orders.Ids);
+            ids.Sort(StringComparer.Ordinal);
+            var skus = ids.ConvertAll(i => "sku-" + i);
+            var getStock = typeof(Inventory).GetMethod("GetStockAsync");
+            var getOrder = typeof(Orders).GetMethod("GetOrderAsync");
+            Json orders = new Json()
                 .Add("name", "orders")
                 .Add("methods", new List<object> { "AspnetHang.Inventory.GetStockAsync", "AspnetHang.Orders.GetOrderAsync" })
                 .Add("awaits", "System.Threading.Tasks.TaskCompletionSource`1.Task")
                 .Add("awaited_type", "System.Threading.Tasks.Task`1[[System.Int32, System.Private.CoreLib]]")
                 .Add("count", asyncRequests + syncRequests)
-                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests)));
+                .Add("from_requests", new Json().Add("async", asyncRequests).Add("sync", syncRequests))
+                // every request is a whole chain of its own: both methods run once per request
+                // (unlike WhenAll legs, whose `count` shares one outer method)
+                .Add("method_instances", new[] { asyncRequests + syncRequests, asyncRequests + syncRequests });
+            // the state machines of the methods that have one (none when runtime-async)
+            var sms = new List<string>();
+            foreach (var mi in new[] { getStock, getOrder })
+            {
+                var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(mi, typeof(AsyncStateMachineAttribute));
+                if (a != null) sms.Add(Recorder.DacName(a.StateMachineType));
+            }
+            orders.Add("state_machine_types", sms);
+            Recorder.AsyncForm(orders, new System.Reflection.MethodBase[] { getStock, getOrder },
+                new Json().Add("method", Recorder.Name(getStock)).Add("kind", "argument").Add("name", "sku")
+                    .Add("type", "System.String").Add("values", skus),
+                new Json().Add("method", Recorder.Name(getOrder)).Add("kind", "argument").Add("name", "id")
+                    .Add("type", "System.String").Add("values", ids));
+            chains.Add(orders);
             Json m = Recorder.Head("aspnethang")
                 .Add("threads", Recorder.ThreadsJson())
                 .Add("requests", new Json()

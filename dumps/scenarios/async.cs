@@ -165,7 +165,7 @@ namespace AsyncForms
         {
             lock (gate)
             {
-                Recorder.Record("pool-worker-blocked", "System.Threading.Monitor.Wait");
+                Recorder.Record("pool-worker-blocked", Recorder.MonitorWait);
                 gate.Blocked++;
                 Monitor.Wait(gate);
             }
@@ -233,29 +233,48 @@ namespace AsyncForms
         // ---------------------------------------------------------------- manifest
         static string M(string name) { return typeof(Program).FullName + "." + name; }
 
+        static MethodInfo Method(string method)
+        {
+            return typeof(Program).GetMethod(method, BindingFlags.NonPublic | BindingFlags.Static);
+        }
+
+        // The state machine type of a method Roslyn compiled into one; null for a runtime-async
+        // method (.NET 11, -features:runtime-async=on), which has none.
         static string StateMachine(string method)
         {
-            MethodInfo m = typeof(Program).GetMethod(method, BindingFlags.NonPublic | BindingFlags.Static);
+            MethodInfo m = Method(method);
             var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(m, typeof(AsyncStateMachineAttribute));
-            return a.StateMachineType.FullName;
+            return a == null ? null : a.StateMachineType.FullName;
         }
 
         // A chain, innermost method first; `form` is how each inner task reaches the outer box.
-        static Json Chain(string name, string awaitedKey, string awaits, string form, string resultType, params string[] methods)
+        // `state_machine_types` lists the state machines of the methods that have one (innermost
+        // first); runtime-async methods have none (`async_kinds`). None of these methods holds an
+        // argument or local across its await (their `hoisted` is empty).
+        static Json Chain(string name, string awaitedKey, string awaits, string form, string resultType, Task outer, params string[] methods)
         {
             var full = new List<string>();
             var sms = new List<string>();
-            foreach (string m in methods) { full.Add(M(m)); sms.Add(StateMachine(m)); }
+            var ms = new List<MethodBase>();
+            foreach (string m in methods)
+            {
+                full.Add(M(m));
+                ms.Add(Method(m));
+                string sm = StateMachine(m);
+                if (sm != null) sms.Add(sm);
+            }
             Type awaited;
             lock (awaitedTypes) awaited = awaitedTypes[awaitedKey];
-            return new Json()
+            var j = new Json()
                 .Add("name", name)
                 .Add("methods", full.ToArray())
                 .Add("awaits", awaits)
                 .Add("continuation_form", form)
                 .Add("result_type", resultType)
                 .Add("awaited_type", Recorder.DacName(awaited))
-                .Add("state_machine_types", sms.ToArray());
+                .Add("state_machine_types", sms.ToArray())
+                .Add("outer_task_type", Recorder.DacName(outer.GetType()));
+            return Recorder.AsyncForm(j, ms.ToArray());
         }
 
         static Json Waiter(string role, string chain, string via)
@@ -285,18 +304,22 @@ namespace AsyncForms
                     Recorder.TypeCount(typeof(Json), 0),
                 })
                 .Add("async_chains", new object[] {
-                    Chain("fanout-1", "fanout", Tcs, "list", Int, "FanInner", "FanOuter1"),
-                    Chain("fanout-2", "fanout", Tcs, "list", Int, "FanInner", "FanOuter2"),
-                    Chain("whenall-a", "whenall-a", Tcs, "when-all-promise", Void, "LegA", "WhenAllOuter"),
-                    Chain("whenall-b", "whenall-b", "System.Threading.SemaphoreSlim.WaitAsync", "when-all-promise", Void, "LegB", "WhenAllOuter"),
-                    Chain("syncctx", "syncctx", Tcs, "sync-context-action", Int, "CtxInner", "CtxOuter"),
-                    Chain("continuewith", "continuewith", Tcs, "continue-with-task", Int, "CwInner", "CwOuter"),
-                    Chain("queued", "queued", "System.Threading.Tasks.Task.Run", "none", Int, "QueuedOuter"),
+                    Chain("fanout-1", "fanout", Tcs, "list", Int, fanOuter1, "FanInner", "FanOuter1"),
+                    Chain("fanout-2", "fanout", Tcs, "list", Int, fanOuter2, "FanInner", "FanOuter2"),
+                    Chain("whenall-a", "whenall-a", Tcs, "when-all-promise", Void, whenAllOuter, "LegA", "WhenAllOuter"),
+                    Chain("whenall-b", "whenall-b", "System.Threading.SemaphoreSlim.WaitAsync", "when-all-promise", Void, whenAllOuter, "LegB", "WhenAllOuter"),
+                    Chain("syncctx", "syncctx", Tcs, "sync-context-action", Int, ctxOuter, "CtxInner", "CtxOuter"),
+                    Chain("continuewith", "continuewith", Tcs, "continue-with-task", Int, cwOuter, "CwInner", "CwOuter"),
+                    Chain("queued", "queued", "System.Threading.Tasks.Task.Run", "none", Int, queuedOuter, "QueuedOuter"),
                 })
                 .Add("completed_boxes", new object[] {
                     new Json().Add("method", M("DoneAsync")).Add("state_machine_type", StateMachine("DoneAsync"))
+                        .Add("runtime_async", Recorder.IsRuntimeAsync(Method("DoneAsync")))
+                        .Add("task_type", Recorder.DacName(done.GetType()))
                         .Add("status", done.Status.ToString()).Add("result", done.Result),
                     new Json().Add("method", M("FaultAsync")).Add("state_machine_type", StateMachine("FaultAsync"))
+                        .Add("runtime_async", Recorder.IsRuntimeAsync(Method("FaultAsync")))
+                        .Add("task_type", Recorder.DacName(fault.GetType()))
                         .Add("status", fault.Status.ToString())
                         .Add("exception_type", fault.Exception.InnerException.GetType().FullName)
                         .Add("exception_message", fault.Exception.InnerException.Message),

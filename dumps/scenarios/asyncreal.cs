@@ -329,12 +329,14 @@ namespace RealAsync
         // ---------------------------------------------------------------- manifest
         static string M(string name) { return typeof(Program).FullName + "." + name; }
 
+        // The state machine type of a method Roslyn compiled into one; null for a runtime-async
+        // method (.NET 11, -features:runtime-async=on: MethodImpl flag 0x2000), which has none.
         static Type StateMachineOf(MethodInfo m)
         {
             var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(m, typeof(AsyncStateMachineAttribute));
             if (a != null) return a.StateMachineType;
             var i = (AsyncIteratorStateMachineAttribute)Attribute.GetCustomAttribute(m, typeof(AsyncIteratorStateMachineAttribute));
-            return i.StateMachineType;
+            return i == null ? null : i.StateMachineType;
         }
 
         static MethodInfo Method(string name)
@@ -342,24 +344,55 @@ namespace RealAsync
             return typeof(Program).GetMethod(name, BindingFlags.NonPublic | BindingFlags.Static);
         }
 
-        // (method as the manifest names it, its state machine type in the DAC's spelling)
-        static KeyValuePair<string, string> Named(string name)
+        // (method, its state machine type in the DAC's spelling or null when it has none)
+        static KeyValuePair<MethodInfo, string> Named(string name)
         {
             return Of(Method(name));
         }
 
-        static KeyValuePair<string, string> Of(MethodInfo m)
+        static KeyValuePair<MethodInfo, string> Of(MethodInfo m)
         {
             Type sm = StateMachineOf(m);
-            if (m.IsGenericMethod) sm = sm.MakeGenericType(m.GetGenericArguments());
-            return new KeyValuePair<string, string>(Recorder.Name(m), Recorder.DacName(sm));
+            if (sm != null && m.IsGenericMethod) sm = sm.MakeGenericType(m.GetGenericArguments());
+            return new KeyValuePair<MethodInfo, string>(m, sm == null ? null : Recorder.DacName(sm));
         }
 
-        static Json Chain(string name, string awaits, string resultType, int count, params KeyValuePair<string, string>[] methods)
+        // What each chain's methods hold across their awaits, as written above (`hoisted` of a
+        // chain with runtime-async methods): only the locals chain and TickOuter's `ticks` hold
+        // anything the program names (compiler temporaries, e.g. await foreach's enumerator, are
+        // not listed).
+        static Json[] HeldBy(string chain)
+        {
+            switch (chain)
+            {
+                case "locals":
+                    return new Json[] {
+                        Recorder.Held(Method("LocalsOuter"), "argument", "orderId", OrderId),
+                        Recorder.Held(Method("LocalsOuter"), "argument", "customer", Customer),
+                        Recorder.Held(Method("LocalsOuter"), "local", "attempt", OrderId % 7 + 1),
+                        Recorder.Held(Method("LocalsOuter"), "local", "key", Customer + "/" + OrderId),
+                        Recorder.Held(Method("LocalsOuter"), "local", "started", 1234567890123L + OrderId),
+                        Recorder.Held(Method("LocalsInner"), "argument", "key", Customer + "/" + OrderId),
+                        Recorder.Held(Method("LocalsInner"), "argument", "attempt", OrderId % 7 + 1),
+                    };
+                case "periodic":
+                    return new Json[] { Recorder.Held(Method("TickOuter"), "local", "ticks", 0) };
+                default:
+                    return new Json[0];
+            }
+        }
+
+        static Json Chain(string name, string awaits, string resultType, int count, Task outer, params KeyValuePair<MethodInfo, string>[] methods)
         {
             var full = new List<string>();
             var sms = new List<string>();
-            foreach (var m in methods) { full.Add(m.Key); sms.Add(m.Value); }
+            var ms = new List<MethodBase>();
+            foreach (var m in methods)
+            {
+                full.Add(Recorder.Name(m.Key));
+                ms.Add(m.Key);
+                if (m.Value != null) sms.Add(m.Value);
+            }
             Type awaited;
             lock (awaitedTypes) awaited = awaitedTypes[name];
             var j = new Json()
@@ -368,9 +401,10 @@ namespace RealAsync
                 .Add("awaits", awaits)
                 .Add("result_type", resultType)
                 .Add("awaited_type", Recorder.DacName(awaited))
-                .Add("state_machine_types", sms.ToArray());
+                .Add("state_machine_types", sms.ToArray())
+                .Add("outer_task_type", Recorder.DacName(outer.GetType()));
             if (count != 1) j.Add("count", count);
-            return j;
+            return Recorder.AsyncForm(j, ms.ToArray(), HeldBy(name));
         }
 
         static Json Waiter(string role, string chain, string via)
@@ -397,9 +431,11 @@ namespace RealAsync
             // function's methods are the delegates' targets.
             var lambdaM = lambda.Method;
             var localM = localFunction.Method;
-            Json pooled = Chain("pooled", Tcs, Int, 1, Named("PooledInner"), Named("PooledOuter"));
-            pooled.Add("box", "pooling");
-            Json cycle = Chain("cycle", "System.Threading.Tasks.Task`1 (CycleA's own task)", Int, 1, Named("CycleB"), Named("CycleA"));
+            Json pooled = Chain("pooled", Tcs, Int, 1, pooledOuter, Named("PooledInner"), Named("PooledOuter"));
+            // a pooling box only when PooledInner is a state machine: Roslyn compiles it
+            // runtime-async (builder attribute or not) when runtime-async is on (.NET 11)
+            if (!Recorder.IsRuntimeAsync(Method("PooledInner"))) pooled.Add("box", "pooling");
+            Json cycle = Chain("cycle", "System.Threading.Tasks.Task`1 (CycleA's own task)", Int, 1, cycleA, Named("CycleB"), Named("CycleA"));
             cycle.Add("cycle", true);
 
             Json m = Recorder.Head(scenario)
@@ -410,22 +446,22 @@ namespace RealAsync
                     Recorder.TypeCount(typeof(Json), 0),
                 })
                 .Add("async_chains", new object[] {
-                    Chain("valuetask", Tcs, Int, 1, Named("VtInner"), Named("VtOuter")),
+                    Chain("valuetask", Tcs, Int, 1, vtOuter, Named("VtInner"), Named("VtOuter")),
                     pooled,
-                    Chain("source", "System.Threading.Tasks.ValueTask`1 (RealAsync.ManualSource)", Int, 1, Named("SourceOuter")),
-                    Chain("channel-read", "System.Threading.Channels.ChannelReader`1.ReadAsync", Int, 1, Named("ChanReadInner"), Named("ChanReadOuter")),
-                    Chain("channel-write", "System.Threading.Channels.ChannelWriter`1.WriteAsync", Void, 1, Named("ChanWrite")),
-                    Chain("iterator", Tcs, Void, 1, Named("Numbers"), Named("ConsumeNumbers")),
-                    Chain("whenall", Tcs, Void, 4, Named("AllLeg"), Named("WhenAllOuter")),
-                    Chain("whenany", Wait, Void, 3, Named("AnyLeg"), Named("WhenAnyOuter")),
-                    Chain("semaphore", Wait, Int, 1, Named("SemInner"), Named("SemOuter")),
-                    Chain("tcs-async", Tcs, Int, 1, Named("TcsInner"), Named("TcsOuter")),
-                    Chain("lambda", Tcs, Int, 1, Of(lambdaM), Named("LambdaOuter")),
-                    Chain("local", Tcs, Int, 1, Of(localM), Named("LocalOuter")),
-                    Chain("generic", Tcs, Str, 1, Of(Method("GenInner").MakeGenericMethod(typeof(string))), Named("GenOuter")),
-                    Chain("locals", Tcs, Int, 1, Named("LocalsInner"), Named("LocalsOuter")),
-                    Chain("cancellable", "System.Threading.Tasks.Task.Delay (CancellationToken)", Int, 1, Named("CancelInner"), Named("CancelOuter")),
-                    Chain("periodic", "System.Threading.PeriodicTimer.WaitForNextTickAsync", Int, 1, Named("TickOuter")),
+                    Chain("source", "System.Threading.Tasks.ValueTask`1 (RealAsync.ManualSource)", Int, 1, sourceOuter, Named("SourceOuter")),
+                    Chain("channel-read", "System.Threading.Channels.ChannelReader`1.ReadAsync", Int, 1, chanReadOuter, Named("ChanReadInner"), Named("ChanReadOuter")),
+                    Chain("channel-write", "System.Threading.Channels.ChannelWriter`1.WriteAsync", Void, 1, chanWrite, Named("ChanWrite")),
+                    Chain("iterator", Tcs, Void, 1, iterOuter, Named("Numbers"), Named("ConsumeNumbers")),
+                    Chain("whenall", Tcs, Void, 4, whenAllOuter, Named("AllLeg"), Named("WhenAllOuter")),
+                    Chain("whenany", Wait, Void, 3, whenAnyOuter, Named("AnyLeg"), Named("WhenAnyOuter")),
+                    Chain("semaphore", Wait, Int, 1, semOuter, Named("SemInner"), Named("SemOuter")),
+                    Chain("tcs-async", Tcs, Int, 1, tcsOuter, Named("TcsInner"), Named("TcsOuter")),
+                    Chain("lambda", Tcs, Int, 1, lambdaOuter, Of(lambdaM), Named("LambdaOuter")),
+                    Chain("local", Tcs, Int, 1, localOuter, Of(localM), Named("LocalOuter")),
+                    Chain("generic", Tcs, Str, 1, genOuter, Of(Method("GenInner").MakeGenericMethod(typeof(string))), Named("GenOuter")),
+                    Chain("locals", Tcs, Int, 1, localsOuter, Named("LocalsInner"), Named("LocalsOuter")),
+                    Chain("cancellable", "System.Threading.Tasks.Task.Delay (CancellationToken)", Int, 1, cancelOuter, Named("CancelInner"), Named("CancelOuter")),
+                    Chain("periodic", "System.Threading.PeriodicTimer.WaitForNextTickAsync", Int, 1, tickOuter, Named("TickOuter")),
                     cycle,
                 })
                 .Add("compiler_names", new object[] {

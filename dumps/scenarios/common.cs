@@ -192,6 +192,56 @@ namespace Scenario
             return null;
         }
 
+        // The frame a thread blocked in Monitor.Wait shows as the documented API: up to .NET 10
+        // Monitor.Wait itself (over the runtime's native wait, Monitor.ObjWait); from .NET 11 the
+        // wait is managed (System.Threading.Condition over the managed wait subsystem) and
+        // Monitor.Wait fast-tail-calls Condition.Wait(Int32, Object), so only the latter is on
+        // the stack.
+        public static readonly string MonitorWait =
+            typeof(Monitor).GetMethod("ObjWait", BindingFlags.NonPublic | BindingFlags.Static) == null
+            && typeof(object).Assembly.GetType("System.Threading.Condition") != null
+                ? "System.Threading.Condition.Wait" : "System.Threading.Monitor.Wait";
+
+        // .NET 11 runtime-async: a method Roslyn compiled with -features:runtime-async=on carries
+        // MethodImplAttributes.Async (0x2000) in its metadata and has no state machine type (no
+        // AsyncStateMachineAttribute); the JIT suspends it into a Continuation object instead.
+        public const int MethodImplAsync = 0x2000;
+
+        public static bool IsRuntimeAsync(MethodBase m)
+        {
+            return ((int)m.MethodImplementationFlags & MethodImplAsync) != 0;
+        }
+
+        // The async form of each method, innermost first: "runtime-async" or "state-machine".
+        public static string[] AsyncKinds(MethodBase[] methods)
+        {
+            var kinds = new string[methods.Length];
+            for (int i = 0; i < methods.Length; i++) kinds[i] = IsRuntimeAsync(methods[i]) ? "runtime-async" : "state-machine";
+            return kinds;
+        }
+
+        // The fields a chain gets for its methods' async form (every build): `runtime_async` is
+        // true when every method of the chain is runtime-async, `async_kinds` says it per method
+        // (innermost first); with runtime-async methods also `hoisted`, what each of them holds
+        // across its await ({method, kind: "argument"|"local", name, type, value}; empty when
+        // they hold nothing), as the program wrote them.
+        public static Json AsyncForm(Json chain, MethodBase[] methods, params Json[] hoisted)
+        {
+            string[] kinds = AsyncKinds(methods);
+            bool all = true, any = false;
+            foreach (string k in kinds) { if (k == "runtime-async") any = true; else all = false; }
+            chain.Add("runtime_async", all).Add("async_kinds", kinds);
+            if (any) chain.Add("hoisted", hoisted);
+            return chain;
+        }
+
+        // An argument or local a method holds across its await, with the value it has.
+        public static Json Held(MethodBase m, string kind, string name, object value)
+        {
+            return new Json().Add("method", Name(m)).Add("kind", kind).Add("name", name)
+                .Add("type", value.GetType().FullName).Add("value", value);
+        }
+
         public static Json TypeCount(Type t, int count)
         {
             return new Json().Add("name", t.FullName).Add("dac_name", DacName(t)).Add("count", count);

@@ -35,8 +35,12 @@ namespace Deadlock
         // Monitor.ReliableEnter: only the latter is on the blocked thread's stack.  From .NET 10
         // Monitor.Enter is managed and stays on the stack, blocking in Monitor.Enter_Slowpath
         // (under an InlinedCallFrame): the first documented API on the stack is Monitor.Enter.
+        // .NET 11 has neither Enter_Slowpath nor ReliableEnter: Monitor.Enter waits in
+        // System.Threading.Lock.Enter (managed, over the managed wait subsystem) and stays on the
+        // stack: Monitor.Enter again.
         static readonly string Enter =
             typeof(Monitor).GetMember("Enter_Slowpath", BindingFlags.NonPublic | BindingFlags.Static).Length > 0
+            || typeof(Monitor).GetMember("ReliableEnter", BindingFlags.NonPublic | BindingFlags.Static).Length == 0
                 ? "System.Threading.Monitor.Enter" : "System.Threading.Monitor.ReliableEnter";
 
         static readonly LockA lockA = new LockA();

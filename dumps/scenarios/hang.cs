@@ -152,7 +152,7 @@ namespace Hang
         {
             lock (gate)
             {
-                Record("monitor-wait", "System.Threading.Monitor.Wait");
+                Record("monitor-wait", MonitorWait);
                 gate.Waiting++;
                 Monitor.Wait(gate);      // never pulsed
             }
@@ -289,23 +289,62 @@ namespace Hang
 
         // ------------------------------------------------------------------ manifest
 
-        static string StateMachine(string method)
+        // The frame a thread blocked in Monitor.Wait shows as the documented API: Monitor.Wait up
+        // to .NET 10; from .NET 11 the wait is managed and Monitor.Wait fast-tail-calls
+        // System.Threading.Condition.Wait(Int32, Object), which alone is on the stack.
+        static readonly string MonitorWait =
+            typeof(Monitor).GetMethod("ObjWait", BindingFlags.NonPublic | BindingFlags.Static) == null
+            && typeof(object).Assembly.GetType("System.Threading.Condition") != null
+                ? "System.Threading.Condition.Wait" : "System.Threading.Monitor.Wait";
+
+        static MethodInfo Method(string method)
         {
-            MethodInfo m = typeof(Program).GetMethod(method, BindingFlags.NonPublic | BindingFlags.Static);
-            var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(m, typeof(AsyncStateMachineAttribute));
-            return a.StateMachineType.FullName;
+            return typeof(Program).GetMethod(method, BindingFlags.NonPublic | BindingFlags.Static);
         }
 
-        static Json Chain(string name, string a, string b, string c, string awaits, string resultType)
+        // .NET 11 runtime-async (Roslyn -features:runtime-async=on): the method carries
+        // MethodImplAttributes.Async (0x2000) and has no state machine type.
+        static bool IsRuntimeAsync(string method)
+        {
+            return ((int)Method(method).MethodImplementationFlags & 0x2000) != 0;
+        }
+
+        static string StateMachine(string method)
+        {
+            var a = (AsyncStateMachineAttribute)Attribute.GetCustomAttribute(Method(method), typeof(AsyncStateMachineAttribute));
+            return a == null ? null : a.StateMachineType.FullName;
+        }
+
+        // `state_machine_types`: the state machines of the methods that have one, innermost
+        // first (runtime-async methods have none); `runtime_async` (every method is),
+        // `async_kinds` per method; with runtime-async methods, `hoisted`: what they hold across
+        // their awaits (nothing here: no method uses an argument or local after its await).
+        static Json Chain(string name, string a, string b, string c, string awaits, string resultType, Task outer)
         {
             string p = typeof(Program).FullName + ".";
-            return new Json()
+            var sms = new List<string>();
+            var kinds = new List<string>();
+            bool all = true;
+            foreach (string m in new[] { c, b, a })
+            {
+                string sm = StateMachine(m);
+                if (sm != null) sms.Add(sm);
+                bool ra = IsRuntimeAsync(m);
+                kinds.Add(ra ? "runtime-async" : "state-machine");
+                all &= ra;
+            }
+            var j = new Json()
                 .Add("name", name)
                 .Add("methods", new[] { p + c, p + b, p + a })
                 .Add("awaits", awaits)
                 .Add("result_type", resultType)
                 .Add("awaited_type", DacName(awaitedTypes[name]))
-                .Add("state_machine_types", new[] { StateMachine(c), StateMachine(b), StateMachine(a) });
+                .Add("state_machine_types", sms.ToArray())
+                .Add("outer_task_type", DacName(outer.GetType()))
+                .Add("runtime_async", all)
+                .Add("async_kinds", kinds.ToArray());
+            if (kinds.Contains("runtime-async")) j.Add("hoisted", new object[0]);
+            return j;
         }
 
         // A type's name as the DAC (GetMethodTableName) spells it: generic arguments as
@@ -394,9 +433,9 @@ namespace Hang
                     new Json().Add("name", typeof(ThreadRecord).FullName).Add("count", records.Count),
                 })
                 .Add("async_chains", new object[] {
-                    Chain("delay", "DelayA", "DelayB", "DelayC", "System.Threading.Tasks.Task.Delay", "System.Threading.Tasks.VoidTaskResult"),
-                    Chain("tcs", "TcsA", "TcsB", "TcsC", "System.Threading.Tasks.TaskCompletionSource`1.Task", "System.Int32"),
-                    Chain("semaphore", "SemA", "SemB", "SemC", "System.Threading.SemaphoreSlim.WaitAsync", "System.Threading.Tasks.VoidTaskResult"),
+                    Chain("delay", "DelayA", "DelayB", "DelayC", "System.Threading.Tasks.Task.Delay", "System.Threading.Tasks.VoidTaskResult", delayChain),
+                    Chain("tcs", "TcsA", "TcsB", "TcsC", "System.Threading.Tasks.TaskCompletionSource`1.Task", "System.Int32", tcsChain),
+                    Chain("semaphore", "SemA", "SemB", "SemC", "System.Threading.SemaphoreSlim.WaitAsync", "System.Threading.Tasks.VoidTaskResult", semChain),
                 })
                 .Add("sync_over_async", new Json()
                     .Add("managed_id", sync.ManagedId)

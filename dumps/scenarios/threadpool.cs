@@ -60,7 +60,7 @@ namespace Threadpool
         {
             lock (gate)
             {
-                Recorder.Record("pool-worker-blocked", "System.Threading.Monitor.Wait");
+                Recorder.Record("pool-worker-blocked", Recorder.MonitorWait);
                 gate.Blocked++;
                 Monitor.Wait(gate);
             }

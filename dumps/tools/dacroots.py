@@ -66,8 +66,13 @@ def drain(enum_ptr, cls, limit):
         got = c_uint32(0)
         hr = it('Next', [c_uint32, c_void_p, POINTER(c_uint32)], 256, buf, byref(got))
         for i in range(got.value):
-            out.append(buf[i])
-        if hr != 0 or got.value == 0:
+            # a copy: buf[i] is a view into the buffer, which the next batch overwrites
+            out.append(cls.from_buffer_copy(buf[i]))
+        # Stop on a failure or an empty batch, not on S_FALSE: the 11.0.0 DAC's handle
+        # enumerator answers S_FALSE with a full first batch of 256 and S_OK with the rest
+        # (seen on aspnethang-net11: 256 + 129 handles, then 0; before, this stopped after 256); earlier DACs answer S_FALSE
+        # with their last, short batch and 0 after it, so they give the same list either way.
+        if hr < 0 or got.value == 0:
             break
     dp.com_release(enum_ptr)
     return out

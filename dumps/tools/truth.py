@@ -178,6 +178,9 @@ class Checker:
                     self.ok(hits[0].startswith(BOX_PREFIX + ch['result_type'] + ', '),
                             'chain %s: box %s does not have result type %s' % (ch['name'], hits[0], ch['result_type']))
 
+        # ---- runtime-async methods (.NET 11): no state machine, one continuation object each
+        self.runtime_async(census, boxes)
+
         # ---- an unhandled exception: its thread has a last thrown object
         for ex in m.get('exceptions', []):
             if ex.get('unhandled') and dthreads:
@@ -199,6 +202,81 @@ class Checker:
             for i in ids:
                 self.ok(i in by_managed, 'lock %s: thread %s not in threads' % (lk['name'], i))
         return not self.failures
+
+
+RUNTIME_ASYNC_TASK = 'System.Runtime.CompilerServices.AsyncHelpers+RuntimeAsyncTask`1[['
+# The runtime makes a continuation's MethodTable at run time, per layout of what the suspended
+# method saves; the DAC names it Continuation_<sizes...> (no metadata behind it), all deriving
+# from System.Runtime.CompilerServices.Continuation.
+CONTINUATION_NAME = re.compile(r'^Continuation_[0-9_]+$')
+
+
+def _runtime_async(self, census, boxes):
+    """Checks of the chains' `async_kinds` / `runtime_async` / `hoisted` (written by the programs
+    from their own metadata: MethodImpl flag 0x2000) against the DAC's census and box list."""
+    m = self.m
+    suspended = {}       # runtime-async method -> how many of its invocations are suspended
+    outer_tasks = {}     # outer task type -> distinct outer methods
+    any_ra = False
+    for ch in m.get('async_chains', []):
+        kinds = ch.get('async_kinds')
+        if kinds is None:
+            continue
+        methods = ch['methods']
+        self.ok(len(kinds) == len(methods) and set(kinds) <= {'runtime-async', 'state-machine'},
+                'chain %s: async_kinds %s for %d methods' % (ch['name'], kinds, len(methods)))
+        self.ok(kinds.count('state-machine') == len(ch['state_machine_types']),
+                'chain %s: %d state-machine methods, %d state_machine_types'
+                % (ch['name'], kinds.count('state-machine'), len(ch['state_machine_types'])))
+        self.ok(ch.get('runtime_async') == all(k == 'runtime-async' for k in kinds),
+                'chain %s: runtime_async %s with async_kinds %s' % (ch['name'], ch.get('runtime_async'), kinds))
+        for i, (meth, kind) in enumerate(zip(methods, kinds)):
+            if kind != 'runtime-async':
+                continue
+            any_ra = True
+            inst = ch.get('method_instances')
+            n = inst[i] if inst else (ch.get('count', 1) if i == 0 else 1)
+            suspended[meth] = max(suspended.get(meth, 0), n)
+            # Roslyn names a state machine <declaring type>+<method>d__N (a lambda's
+            # <declaring type>+<<Main>b__N_0>d): a runtime-async method must have none, neither
+            # among the DAC's async boxes nor anywhere in the census
+            decl, _, name = meth.rpartition('.')
+            sm = '%s+<%s>d' % (decl, name)
+            hits = [b for b in boxes if '[' + sm in b] + [t for t in census if t.startswith(sm) or '[' + sm in t]
+            self.ok(not hits, 'chain %s: runtime-async %s has state machine objects %s' % (ch['name'], meth, hits[:3]))
+        held = ch.get('hoisted')
+        if 'runtime-async' in kinds:
+            if self.ok(isinstance(held, list), 'chain %s: runtime-async methods but no hoisted list' % ch['name']):
+                for h in held:
+                    j = methods.index(h['method']) if h.get('method') in methods else -1
+                    self.ok(j >= 0 and kinds[j] == 'runtime-async' and h.get('kind') in ('argument', 'local')
+                            and h.get('name') and h.get('type') and ('value' in h or 'values' in h),
+                            'chain %s: hoisted %s is not a runtime-async method of the chain' % (ch['name'], h))
+        if ch.get('runtime_async') and ch.get('outer_task_type'):
+            self.ok(ch['outer_task_type'].startswith(RUNTIME_ASYNC_TASK),
+                    'chain %s: a runtime-async outer method returned a %s' % (ch['name'], ch['outer_task_type']))
+            outer_tasks.setdefault(ch['outer_task_type'], set()).add(methods[-1])
+    if not any_ra or not census:
+        return
+    for t, outers in sorted(outer_tasks.items()):
+        got = census.get(t, [0])[0]
+        self.ok(got >= len(outers), 'runtime-async tasks %s: DAC census %d, the chains have %d outer methods'
+                % (t, got, len(outers)))
+    want = sum(suspended.values())
+    got = sum(c[0] for t, c in census.items() if CONTINUATION_NAME.match(t))
+    # each suspended runtime-async method is one continuation object; framework methods
+    # suspended as runtime-async add theirs (a note, not a failure)
+    if self.ok(got >= want, 'continuations: DAC census has %d Continuation_* objects, the chains suspend %d '
+               'runtime-async methods' % (got, want)) and got > want:
+        self.notes.append('continuations: %d Continuation_* objects for %d suspended runtime-async methods '
+                          'of the chains (the rest: the framework\'s)' % (got, want))
+    for cb in m.get('completed_boxes', []):
+        if cb.get('runtime_async') and cb.get('task_type'):
+            self.ok(census.get(cb['task_type'], [0])[0] >= 1,
+                    'completed %s: task type %s not in DAC census' % (cb['method'], cb['task_type']))
+
+
+Checker.runtime_async = _runtime_async
 
 
 def check(a):

@@ -261,9 +261,72 @@ pub fn entry(name: &str) -> Entry {
     }
 }
 
-/// Every corpus entry of the CLR ([`names`]).
+/// Every corpus entry of the CLR ([`names`]) the tests take: all but those made ahead of the code ([`ahead`]: of a
+/// runtime family newer than every family the tests claim anything on, such as the .NET 11
+/// dumps before dumpshell reads .NET 11). The first call in a process checks that dumpshell
+/// refuses each of those naming its runtime's version (as tests/tests/refusals.rs checks for
+/// the refused dumps `all` returns) and panics otherwise, so every test taking `all` still
+/// holds them to that. Tests that take dumps by their manifests (a program, a manifest field)
+/// without asking [`claims`] would otherwise open dumps the code refuses; once a family is
+/// claimed in [`family_claims`], its dumps are in `all` and such tests must filter by claims.
 pub fn all() -> Vec<Entry> {
-    names().iter().map(|n| entry(n)).collect()
+    let newest = newest_claimed_family();
+    let (ahead, rest): (Vec<Entry>, Vec<Entry>) = names()
+        .iter()
+        .map(|n| entry(n))
+        .partition(|e| e.family() > newest);
+    static CHECKED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    CHECKED.get_or_init(|| check_refused(&ahead));
+    rest
+}
+
+/// The corpus dumps made ahead of the code: of a runtime family newer than every family
+/// [`family_claims`] claims anything on (made for the next family to teach; see [`all`]).
+pub fn ahead() -> Vec<Entry> {
+    let newest = newest_claimed_family();
+    names()
+        .iter()
+        .map(|n| entry(n))
+        .filter(|e| e.family() > newest)
+        .collect()
+}
+
+/// The newest runtime family on which the tests claim some capability.
+fn newest_claimed_family() -> u32 {
+    (1..=64)
+        .filter(|&f| CAPABILITIES.iter().any(|&c| family_claims(f, c)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Panics unless dumpshell refuses every one of `entries` naming its runtime's version.
+fn check_refused(entries: &[Entry]) {
+    let mut wrong = Vec::new();
+    for e in entries {
+        let v = e.runtime_version();
+        match clrdata::Runtime::discover(&e.open()) {
+            Err(err @ clrdata::ClrError::UnsupportedRuntime { .. }) => {
+                let text = err.to_string();
+                if !text.contains(v) {
+                    wrong.push(format!("{}: the refusal does not name {v}: {text}", e.name));
+                }
+            }
+            Err(err) => wrong.push(format!(
+                "{} (.NET {v}): not refused as unsupported: {err}",
+                e.name
+            )),
+            Ok(_) => wrong.push(format!(
+                "{} (.NET {v}): read, but no test claims .NET {}: claim it in tests::family_claims",
+                e.name,
+                e.family()
+            )),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dumps made ahead of the code:\n{}",
+        wrong.join("\n")
+    );
 }
 
 /// Every NativeAOT corpus entry ([`nativeaot_names`]); their `dac` is the note the generator
