@@ -21,7 +21,8 @@
 #      the program's manifest plus app/dump fields -> dumps/<name>.manifest.json,
 #      tools/truth.py check, and (when dumps/tools/clrmd/truth.sh exists) ClrMD's view ->
 #      dumps/<name>.clrmd.json,
-#   6. keeps the app's portable PDB in dumps/pdbs/<build key>/<program>.pdb (dumps/pdbs/README.md).
+#   6. keeps the app's portable PDB in dumps/pdbs/<build key>/<PDB key>/<program>.pdb
+#      (dumps/pdbs/README.md).
 # Default: every name in ALL, in priority order.  Work files: dumps/build/ (gitignored).
 # Environment:
 #   KEEP_DUMPS=1   keep the raw cores in dumps/build/<name>/
@@ -139,15 +140,15 @@ wait_ready() {  # <pid> <stdout file> <stderr file> -> echoes the reported pid
     die "program did not become ready within ${READY_TIMEOUT:-120} s"
 }
 
-keep_pdb() {  # <pdbs folder> <build key> <pdb>: copies it to <folder>/<key>/, says when it replaces another
-    local dst=$1/$2/${3##*/}
+keep_pdb() {  # <pdbs folder> <build key> <pdb>: copies it to <folder>/<key>/<id key>/<name>.pdb
+    # <id key>: the PDB's symbol-server key (GUID + FFFFFFFF, tools/pdbkey.py), so builds of one
+    # key at other commits (the dll's InformationalVersion names the commit) keep their own PDB
     [ -f "$3" ] || die "no $3 after the publish"
-    mkdir -p "$1/$2"
-    if [ -f "$dst" ] && ! cmp -s "$3" "$dst"; then
-        log "NOTE: $dst replaced by another build's PDB: the dumps of the old build no longer match it"
-    fi
-    cp "$3" "$dst"
-    chmod 644 "$dst"
+    local idkey
+    idkey=$(python3 "$HERE/tools/pdbkey.py" "$3" | cut -d' ' -f1) || die "$3 is not a portable PDB"
+    mkdir -p "$1/$2/$idkey"
+    cp "$3" "$1/$2/$idkey/"
+    chmod 644 "$1/$2/$idkey/${3##*/}"
 }
 
 run_one() {
@@ -373,8 +374,8 @@ EOF
         mkdir -p "$OUT/images/$name"
         cp "$app/$prog.dll" "$OUT/images/$name/"
     fi
-    # the app's portable PDB (source lines, local names), one per build key: the dumps of a build
-    # share it (dumps/pdbs/README.md; the tests match it to each dump's dll by PDB id)
+    # the app's portable PDB (source lines, local names): the dumps of one build share it
+    # (dumps/pdbs/README.md; the tests match it to each dump's dll by PDB id)
     keep_pdb "$OUT/pdbs" "$key" "$app/$prog.pdb"
     [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
     log "[$name] $(numfmt --to=iec "$zsz") compressed"

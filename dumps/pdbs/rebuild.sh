@@ -22,8 +22,9 @@
 # Options:
 #   --orig DIR        where the corpus was built (default /work/main; must hold a .git folder)
 #   --sources REV     git revision of this repository for the scenario sources (default HEAD)
-#   --patch FILE      a patch (patch -p1, relative to the repository root) applied to those sources:
-#                     for a dump built from sources that were never committed (see README.md)
+#   --take REV:PATH   take that file (relative to the repository root) from revision REV instead
+#                     (repeatable): the first SDK dumps were built from dumps/scenarios/hang.cs as
+#                     the first corpus committed it, with the SDK corpus's other files (README.md)
 #   --head COMMIT     the commit the build must see as HEAD (40 hex digits; required)
 #   --out DIR         where the PDBs go (default: a folder under the work folder; printed)
 #   --work DIR        work folder (default dumps/build/pdb-rebuild/<sources>-<head>)
@@ -34,13 +35,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)     # dumps/
 REPO=$(cd "$HERE/.." && pwd -P)
 die() { echo "rebuild.sh: error: $*" >&2; exit 1; }
 
-orig=/work/main sources=HEAD head='' out='' work='' patch=''
+orig=/work/main sources=HEAD head='' out='' work=''
+takes=()
 while [ $# -gt 0 ]; do
     case $1 in
         --orig) orig=$2; shift 2 ;;
         --sources) sources=$2; shift 2 ;;
         --head) head=$2; shift 2 ;;
-        --patch) patch=$(cd "$(dirname "$2")" && pwd -P)/${2##*/}; shift 2 ;;
+        --take) takes+=("$2"); shift 2 ;;
         --out) out=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
         --) shift; break ;;
@@ -54,15 +56,23 @@ done
 [ -d "$orig/.git" ] && [ -f "$orig/.git/HEAD" ] || die "$orig/.git/HEAD is not there (--orig: where the corpus was built)"
 rev=$(git -C "$REPO" rev-parse --verify "$sources^{commit}") || die "no revision $sources"
 tag=${rev:0:12}-${head:0:12}
-[ -z "$patch" ] || tag=$tag-$(sha256sum "$patch" | cut -c1-12)
+for t in "${takes[@]}"; do
+    r=$(git -C "$REPO" rev-parse --verify "${t%%:*}^{commit}") || die "--take $t: no revision"
+    tag=$tag-${r:0:7}
+done
 work=${work:-$HERE/build/pdb-rebuild/$tag}
 out=${out:-$work/pdbs}
 
 rm -rf "$work/src"
 mkdir -p "$work/src" "$out"
 git -C "$REPO" archive "$rev" dumps/scenarios dumps/sdk | tar -x -C "$work/src"
-[ -z "$patch" ] || patch -s -p1 -d "$work/src" < "$patch" || die "$patch does not apply to $rev"
+for t in "${takes[@]}"; do
+    [ -n "${t#*:}" ] && [ "${t#*:}" != "$t" ] || die "--take wants REV:PATH, not $t"
+    git -C "$REPO" show "$t" > "$work/src/${t#*:}" || die "--take $t: no such file"
+done
 cp "$HERE/generate-sdk.sh" "$work/src/dumps/"
+mkdir -p "$work/src/dumps/tools" "$work/src/dumps/windows"
+cp "$HERE/tools/pdbkey.py" "$work/src/dumps/tools/"
 mkdir -p "$work/src/dumps/build"
 # the packs and private roots are the same for every build: share them with this checkout's
 [ -d "$HERE/build/roots" ] && ln -sfn "$HERE/build/roots" "$work/src/dumps/build/roots"
@@ -70,6 +80,25 @@ printf '%s\n' "$head" > "$work/HEAD"
 out=$(cd "$out" && pwd -P)
 
 echo "sources $rev, HEAD $head, built in $orig/dumps -> $out" >&2
+# windows-hang-net10 / -net8 are built by windows/generate.sh (sdk_windows_hang), whose publish
+# step this repeats (win-x64, self-contained; that script runs wine and makes the dump too)
+windows_publish() {  # <name> <version> <tfm>, in ORIG/dumps
+    local name=$1 ver=$2 tfm=$3 w=$PWD/build/windows/$1
+    local app=$w/app/$ver
+    rm -rf "$w"; mkdir -p "$w" "$app"
+    echo "== [$name] dotnet publish (Roslyn, $tfm, win-x64 self-contained, runtime $ver)" >&2
+    dotnet publish "$PWD/sdk/Scenario.csproj" -nologo -v:q -c Release -r win-x64 --self-contained true \
+        -p:Scenario=hang -p:TargetFrameworks="$tfm" -p:TargetFramework="$tfm" -p:RuntimeFrameworkVersion="$ver" \
+        "-p:BaseIntermediateOutputPath=$w/obj/" "-p:BaseOutputPath=$w/bin/" -o "$app" \
+        > "$w/publish.log" 2>&1 || { cat "$w/publish.log" >&2; echo "rebuild.sh: publish failed" >&2; exit 1; }
+    local idkey
+    idkey=$(python3 tools/pdbkey.py "$app/hang.pdb" | cut -d' ' -f1)
+    mkdir -p "$PDB_OUT/$name/$idkey"
+    cp "$app/hang.pdb" "$PDB_OUT/$name/$idkey/"
+    echo "$name $name $app"
+}
+export -f windows_publish
+
 unshare -m --propagation private bash -c '
     set -euo pipefail
     mount --bind "$1/src/dumps" "$2/dumps"
@@ -77,5 +106,13 @@ unshare -m --propagation private bash -c '
     cd "$2/dumps"
     export BUILD_ONLY=1 PDB_OUT=$3
     shift 3
-    bash ./generate-sdk.sh "$@"
+    sdk=()
+    for n in "$@"; do
+        case $n in
+            windows-hang-net10) windows_publish "$n" 10.0.14 net10.0 ;;
+            windows-hang-net8) windows_publish "$n" 8.0.33 net8.0 ;;
+            *) sdk+=("$n") ;;
+        esac
+    done
+    [ ${#sdk[@]} -eq 0 ] || bash ./generate-sdk.sh "${sdk[@]}"
 ' rebuild "$work" "$orig" "$out" "$@"

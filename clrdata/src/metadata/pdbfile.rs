@@ -164,7 +164,7 @@ pub fn debug_directory(headers: &[u8]) -> PdbResult<Option<(u32, u32)>> {
 }
 
 fn parse_entries(dir: &[u8], dir_off: usize) -> PdbResult<Vec<DebugDirectoryEntry>> {
-    if dir.len() % 28 != 0 {
+    if !dir.chunks_exact(28).remainder().is_empty() {
         return Err(dbg_err(
             dir_off,
             format!("size {} is not a multiple of 28", dir.len()),
