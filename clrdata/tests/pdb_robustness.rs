@@ -157,6 +157,9 @@ fn errors_name_what_and_where() {
 fn a_dll_with_its_pdb_embedded() {
     let dll = std::fs::read(data("hang-embedded.dll")).unwrap();
     let info = read_debug_info(&dll, PeLayout::Flat).unwrap();
+    // The file read as if mapped (RVAs as offsets) gives no debug directory that passes.
+    let e = read_debug_info(&dll, PeLayout::Mapped).unwrap_err();
+    assert!(matches!(e, PdbError::BadDebugDirectory { .. }), "{e}");
     assert!(info.deterministic);
     let cv = info.codeview.clone().expect("a CodeView entry");
     assert!(cv.is_portable(), "{cv:?}");

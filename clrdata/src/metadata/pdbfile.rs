@@ -311,6 +311,24 @@ fn read_debug_info_with(
         return Err(dbg_err(off, format!("{layout:?}: directory not readable")));
     }
     info.entries = parse_entries(&dir, off)?;
+    // Bytes read in the wrong layout parse as entries too: a real entry's data has an RVA and a
+    // file offset that the section table maps onto each other, and a type other than 0.
+    for (i, e) in info.entries.iter().enumerate() {
+        let consistent = e.size_of_data == 0
+            || e.address_of_raw_data == 0
+            || h.rva_to_offset(e.address_of_raw_data, PeLayout::Flat)
+                == Some(e.pointer_to_raw_data as usize);
+        if e.kind == 0 || !consistent || e.size_of_data as u64 > limit {
+            return Err(dbg_err(
+                off + i * 28,
+                format!(
+                    "{layout:?}: entry {i} is not a debug directory entry (type {}, RVA {:#x}, \
+                     file offset {:#x}, size {:#x})",
+                    e.kind, e.address_of_raw_data, e.pointer_to_raw_data, e.size_of_data
+                ),
+            ));
+        }
+    }
     for e in info.entries.clone() {
         let doff = e.data_offset(layout);
         match e.kind {
