@@ -22,12 +22,16 @@
 #      a single-file app's runtime) with that pack's libmscordaccore.so -> dumps/<name>.dac.json,
 #      the program's manifest plus app/dump fields -> dumps/<name>.manifest.json,
 #      tools/truth.py check, and (when dumps/tools/clrmd/truth.sh exists) ClrMD's view ->
-#      dumps/<name>.clrmd.json.
+#      dumps/<name>.clrmd.json,
+#   6. keeps the app's portable PDB in dumps/pdbs/<build key>/<PDB key>/<program>.pdb
+#      (dumps/pdbs/README.md).
 # Default: every name in ALL, in priority order.  Work files: dumps/build/ (gitignored).
 # Environment:
 #   KEEP_DUMPS=1   keep the raw cores in dumps/build/<name>/
 #   ZSTD_LEVEL     (default 19)   READY_TIMEOUT seconds to wait for "ready" (default 120)
 #   NO_CLRMD=1     skip the ClrMD hook
+#   BUILD_ONLY=1   only restore and publish each app (steps 1-2) and keep its PDB in $PDB_OUT
+#                  (default dumps/pdbs/): no run, no dump (dumps/pdbs/rebuild.sh uses it)
 #   OUT_DIR        where the outputs go (default: dumps/; e.g. to try the generator without
 #                  touching the committed files)
 set -euo pipefail
@@ -186,6 +190,17 @@ JSON
     # the program from its own metadata: MethodImpl flag 0x2000) when the app field is written
 }
 
+keep_pdb() {  # <pdbs folder> <build key> <pdb>: copies it to <folder>/<key>/<id key>/<name>.pdb
+    # <id key>: the PDB's symbol-server key (GUID + FFFFFFFF, tools/pdbkey.py), so builds of one
+    # key at other commits (the dll's InformationalVersion names the commit) keep their own PDB
+    [ -f "$3" ] || die "no $3 after the publish"
+    local idkey
+    idkey=$(python3 "$HERE/tools/pdbkey.py" "$3" | cut -d' ' -f1) || die "$3 is not a portable PDB"
+    mkdir -p "$1/$2/$idkey"
+    cp "$3" "$1/$2/$idkey/"
+    chmod 644 "$1/$2/$idkey/${3##*/}"
+}
+
 run_one() {
     local name=$1
     local scen rt shape=fd kind=withheap part
@@ -280,6 +295,12 @@ run_one() {
         fi
     else
         cmd=("$root/dotnet" "$app/$prog.dll")
+    fi
+    if [ "${BUILD_ONLY:-0}" = 1 ]; then
+        # only the build (dumps/pdbs/rebuild.sh): its PDB to $PDB_OUT, nothing run or dumped
+        keep_pdb "${PDB_OUT:-$OUT/pdbs}" "$key" "$app/$prog.pdb"
+        echo "$name $key $app"
+        return 0
     fi
 
     # ---- run and dump
@@ -450,6 +471,9 @@ for e in m.get("exceptions", []):
         mkdir -p "$OUT/images/$name"
         cp "$app/$prog.dll" "$OUT/images/$name/"
     fi
+    # the app's portable PDB (source lines, local names): the dumps of one build share it
+    # (dumps/pdbs/README.md; the tests match it to each dump's dll by PDB id)
+    keep_pdb "$OUT/pdbs" "$key" "$app/$prog.pdb"
     [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
     log "[$name] $(numfmt --to=iec "$zsz") compressed"
 }

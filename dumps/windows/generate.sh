@@ -200,7 +200,8 @@ sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER
   # No hang.pdb beside the app: wine 8.0's dbghelp loads it (a portable PDB) while writing the
   # dump and then faults freeing it in SymCleanup (pdb_module_remove -> RtlFreeHeap), so
   # MiniDumpWriteDump's caller (createdump.exe or mdw.exe) dies after the dump is written.
-  rm -f "$app/hang.pdb"
+  # (Kept aside: dumps/pdbs/<name>/<PDB key>/hang.pdb once the dump passed, step 8.)
+  mv -f "$app/hang.pdb" "$w/hang.pdb"
   local pack=$NUGET/microsoft.netcore.app.runtime.win-x64/$ver/runtimes/win-x64/native
   local dac=$pack/mscordaccore.dll
   [ -f "$dac" ] || die "[$name] no $dac (runtime pack not restored?)"
@@ -277,6 +278,12 @@ EOF
   tail -n1 "$w/check.txt" >&2
   python3 "$DUMPS/tools/truth.py" check "$DUMPS/$name.manifest.json" "$DUMPS/$name.dac.json" \
     || die "[$name] truth.py check failed"
+  # the app's portable PDB (source lines, local names), by its id (dumps/pdbs/README.md)
+  local idkey
+  idkey=$(python3 "$DUMPS/tools/pdbkey.py" "$w/hang.pdb" | cut -d' ' -f1) || die "[$name] no portable PDB"
+  mkdir -p "$DUMPS/pdbs/$name/$idkey"
+  cp "$w/hang.pdb" "$DUMPS/pdbs/$name/$idkey/"
+  chmod 644 "$DUMPS/pdbs/$name/$idkey/hang.pdb"
 
   # 9) ClrMD's view, when dumps/tools/clrmd/truth.sh is there (written separately: for a minidump
   #    it publishes the ClrMD tool self-contained for win-x64 and runs it under wine with this DAC)
