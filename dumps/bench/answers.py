@@ -105,6 +105,43 @@ def dumpheap_stat(d, w, out):
             write_diff(d, w, diffs)
             out.append("  first differences (all in %s.diff.txt):" % w)
             out.extend("    " + x for x in diffs[:5])
+    manifest_check(d, dsr, sor, out)
+
+
+def manifest_check(d, dsr, sor, out):
+    """The program's own counts (types[]: dac_name, count) against each tool's row of that type:
+    dumpshell prints the DAC's names; SOS's row is the one with dumpshell's method table."""
+    dump = (read(os.path.join(d, "dump.path")) or "").strip()
+    try:
+        m = json.load(open(dump[:-4] + ".manifest.json" if dump.endswith(".dmp") else dump + ".manifest.json"))
+    except (OSError, ValueError):
+        return
+    types = m.get("types") or []
+    if not types or not dsr:
+        return
+    by_name = {}
+    for mt, (count, size, name) in dsr.items():
+        by_name.setdefault(name, []).append(mt)
+    ok_ds = ok_sos = 0
+    bad = []
+    for t in types:
+        mts = by_name.get(t["dac_name"], [])
+        ds_n = sum(dsr[x][0] for x in mts)
+        sos_n = sum(sor[x][0] for x in mts if x in sor) if sor else None
+        if ds_n == t["count"]:
+            ok_ds += 1
+        else:
+            bad.append("%s: manifest %d, dumpshell %d" % (t["dac_name"], t["count"], ds_n))
+        if sor and sos_n == t["count"]:
+            ok_sos += 1
+        elif sor:
+            bad.append("%s: manifest %d, SOS %s (by dumpshell's method table)" % (t["dac_name"], t["count"], sos_n))
+    out.append("  the program's manifest: %d types (%d objects); dumpshell's count equals it on %d%s"
+               % (len(types), sum(t["count"] for t in types), ok_ds,
+                  ", SOS's on %d" % ok_sos if sor else ""))
+    if bad:
+        write_diff(d, "manifest", bad)
+        out.append("  manifest differences (all in manifest.diff.txt): " + "; ".join(bad[:3]))
 
 
 def write_diff(d, w, lines):
@@ -258,6 +295,29 @@ def clrmd(d, out):
                   t.get("stack_walk_threads"), t.get("stack_walk_frames")))
 
 
+TIMING = re.compile(r"^(open |census \(parallel\)|iterator |raw scan |census / raw scan)")
+
+
+def baseline(d, w, out):
+    """--baseline: did the baseline build print the same as this one (timing lines aside)?"""
+    a = read(os.path.join(d, w + ".base.out"))
+    b = read(os.path.join(d, w + ".dumpshell.out"))
+    if a is None or b is None:
+        return
+    la = [l for l in a.splitlines() if not TIMING.match(l)]
+    lb = [l for l in b.splitlines() if not TIMING.match(l)]
+    if la == lb:
+        out.append("  baseline build: the same output (%d lines)" % len(lb))
+        return
+    import difflib
+    diff = list(difflib.unified_diff(la, lb, "baseline", "dumpshell", n=0, lineterm=""))
+    with open(os.path.join(d, w + ".base.diff.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(diff) + "\n")
+    changed = sum(1 for l in diff if l[:1] in "+-" and not l.startswith(("+++", "---")))
+    out.append("  baseline build: the output differs (%d lines of %d/%d; %s.base.diff.txt), first: %s"
+               % (changed, len(la), len(lb), w, next((l for l in diff[2:] if l[:1] in "+-"), "")[:160]))
+
+
 WORKS = [("eeversion", eeversion), ("dumpheap-stat", dumpheap_stat), ("census", census), ("gcroot", gcroot),
          ("clrstack-all", clrstack_all), ("pstacks", pstacks), ("dumpasync", dumpasync)]
 
@@ -280,6 +340,7 @@ def main():
                 out.append("  (answers.py could not read the outputs: %r)" % e)
             if w in ("dumpheap-stat", "clrstack-all"):
                 clrmd(d, out)
+            baseline(d, w, out)
             print("%s:" % w)
             print("\n".join(out))
 

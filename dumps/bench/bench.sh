@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # dumps/bench/bench.sh [--all | <dump>...] [--runs N] [--only WORK[,WORK...]] [--no-build]
-#                      [--dumpshell DIR] [--label TEXT] [--gcroot ADDR] [--no-sos] [--no-clrmd]
+#                      [--dumpshell DIR] [--baseline DIR] [--label TEXT] [--gcroot ADDR]
+#                      [--no-sos] [--no-clrmd]
 #
 # dumpshell side by side with SOS (dotnet-dump analyze, 10.0.750501, with the dump's own DAC)
-# and ClrMD 4.2 (dumps/tools/clrmd/truth.sh --bench), in one run, on the same dumps, the same
-# warm page cache, each measured N times (--runs, default 3) with /usr/bin/time (wall seconds,
-# max RSS); the table gives the median of the N runs of each. The runs of dumpshell and SOS
-# alternate, so that the shared machine's load drifts over both alike.
+# and ClrMD 4.2 (dumps/tools/clrmd/truth.sh --bench), in one run, on the same dumps, each
+# measured N times (--runs, default 3) with /usr/bin/time (wall seconds, max RSS, major page
+# faults) under runmeter.py (which also samples the peak anonymous memory, RssAnon, every 20 ms);
+# the table gives the median of the N runs of each. The dump is read through (cat > /dev/null)
+# before every run, so each starts with it in the page cache; a run that still took major page
+# faults (another process evicted the dump meanwhile) is counted but flagged with "!". The runs
+# of dumpshell and SOS alternate, so that the shared machine's load drifts over both alike.
+# Memory: max RSS counts a memory-mapped dump's pages (dumpshell maps the dump: ~1.6 GB on
+# large-heap whatever the command; SOS and ClrMD read it), so the table gives both, as
+# "max RSS/peak anon" in MB.
 #
 # Works (rows), per dump as its name says (--only picks a subset, by these names):
 # ClrMD runs once per run as one process (truth.sh --bench: start-up, a timed EnumerateObjects()
@@ -44,22 +51,28 @@
 #   another worktree's target/release, or a copy of one with a REVISION file naming its commit
 #   (implies --no-build); default: this tree's target/release, built first (cargo build
 #   --release -p repl; -p clrdata --example heapstat --example rawscan).
+# --baseline DIR: also time the dumpshell (and examples/heapstat) in DIR, in the same run,
+#   alternating with this one run by run (baseline, dumpshell, SOS, ...): a before/after
+#   comparison under the same load. The table gets a "base" column and ds/base; table-base.md
+#   is the same table with the baseline in dumpshell's place, and answers.txt says whether the
+#   two builds printed the same.
 # --label TEXT: named in the header and the run folder (e.g. before, after).
 #
 # Every tool's output (last run) is kept in the run folder, dumps/build/bench/runs/<UTC time>[-label]/
-# <dump>/<work>.<tool>.out|.err (+ .times: one "seconds maxrss_kb exit" line per run), with
-# table.txt (this table), table.md (the same in Markdown) and answers.txt (what each tool
+# <dump>/<work>.<tool>.out|.err (+ .times: one "seconds maxrss_kb exit majflt peak_anon_kb" line
+# per run), with table.txt (this table), table.md (the same in Markdown), runs.txt (every run's
+# figures) and answers.txt (what each tool
 # answered: object and type counts, and per method table where dumpshell and SOS differ; the
 # gcroot paths; threads and frames; async chains), made by answers.py, so a person can compare
 # the answers, not just the times. The folder is printed at the start and the end.
-# Environment: BENCH_TIMEOUT (seconds per run, default 1200), DOTNET_DUMP (default
-# ~/.dotnet/tools/dotnet-dump).
+# Environment: BENCH_TIMEOUT (seconds per run, default 1200), BENCH_MAJFLT_FLAG (major faults
+# that flag a run, default 1000), DOTNET_DUMP (default ~/.dotnet/tools/dotnet-dump).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 B=$ROOT/dumps/build/bench
-runs=3 only= all=0 build=1 dsdir= label= gcroot_arg= use_sos=1 use_clrmd=1 dumps=()
-usage() { sed -n '2,3p' "$0" | sed 's/^# //' >&2; exit 2; }
+runs=3 only= all=0 build=1 dsdir= basedir= label= gcroot_arg= use_sos=1 use_clrmd=1 dumps=()
+usage() { sed -n '2,4p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=$2; shift 2 ;;
@@ -67,6 +80,7 @@ while [ $# -gt 0 ]; do
         --all) all=1; shift ;;
         --no-build) build=0; shift ;;
         --dumpshell) dsdir=$(cd "$2" && pwd) || exit 2; build=0; shift 2 ;;
+        --baseline) basedir=$(cd "$2" && pwd) || exit 2; shift 2 ;;
         --label) label=$2; shift 2 ;;
         --gcroot) gcroot_arg=$2; shift 2 ;;
         --no-sos) use_sos=0; shift ;;
@@ -109,12 +123,22 @@ DS=$dsdir/dumpshell HS=$dsdir/examples/heapstat RS=$dsdir/examples/rawscan
 [ -x "$HS" ] || echo "note: no $HS: no census figure" >&2
 [ -x "$RS" ] || echo "note: no $RS: no raw read figure" >&2
 # which build: DIR/REVISION when present (a copy of another build's binaries), else DIR's git tree
-if [ -f "$dsdir/REVISION" ]; then
-    ds_rev=$(head -n1 "$dsdir/REVISION") ds_tree=$dsdir
-else
-    ds_rev=$(git -C "$dsdir" rev-parse --short HEAD 2>/dev/null || echo '?')
-    ds_tree=$(git -C "$dsdir" rev-parse --show-toplevel 2>/dev/null || echo "$dsdir")
-    [ -n "$(git -C "$dsdir" status --porcelain --untracked-files=no 2>/dev/null)" ] && ds_rev="$ds_rev + uncommitted changes"
+revision() {
+    if [ -f "$1/REVISION" ]; then
+        echo "git $(head -n1 "$1/REVISION")"
+    else
+        local r
+        r=$(git -C "$1" rev-parse --short HEAD 2>/dev/null || echo '?')
+        [ -n "$(git -C "$1" status --porcelain --untracked-files=no -- ':!Cargo.lock' 2>/dev/null)" ] && r="$r + uncommitted changes"
+        echo "git $r, tree $(git -C "$1" rev-parse --show-toplevel 2>/dev/null || echo "$1")"
+    fi
+}
+ds_rev=$(revision "$dsdir")
+BDS= BHS=
+if [ -n "$basedir" ]; then
+    BDS=$basedir/dumpshell BHS=$basedir/examples/heapstat
+    [ -x "$BDS" ] || { echo "missing $BDS" >&2; exit 1; }
+    base_rev=$(revision "$basedir")
 fi
 DD=${DOTNET_DUMP:-$HOME/.dotnet/tools/dotnet-dump}
 if [ $use_sos = 1 ] && [ ! -x "$DD" ]; then
@@ -131,21 +155,22 @@ echo "== bench run folder: $OUT"
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
     echo "bench.sh ${label:+($label) }$(date -u +%FT%TZ); runs: $runs (median); $(nproc) cores; $(free -g | awk '/^Mem:/ {print $2 " GB RAM"}')"
-    echo "dumpshell: $DS (git $ds_rev, tree $ds_tree)"
+    echo "dumpshell: $DS ($ds_rev)"
+    [ -n "$BDS" ] && echo "baseline:  $BDS ($base_rev)"
     echo "SOS: $([ $use_sos = 1 ] && echo "dotnet-dump $sos_ver" || echo off); ClrMD: $([ $use_clrmd = 1 ] && echo "dumps/tools/clrmd (Microsoft.Diagnostics.Runtime $(ls ~/.nuget/packages/microsoft.diagnostics.runtime 2>/dev/null | tail -n1))" || echo off)"
 } >"$OUT/header.txt"
 cat "$OUT/header.txt"
 
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1200}
-# timed <file prefix> <cmd...>: one run; appends "secs maxrss_kb exit" to <prefix>.times,
-# stdout -> <prefix>.out, stderr -> <prefix>.err (the last run's)
+# timed <file prefix> <cmd...>: one run, the dump read through first; appends "secs maxrss_kb
+# exit majflt peak_anon_kb" to <prefix>.times (runmeter.py), stdout -> <prefix>.out, stderr ->
+# <prefix>.err (the last run's)
 timed() {
     local p=$1; shift
-    /usr/bin/time -f "%e %M" -o "$p.time1" timeout "$BENCH_TIMEOUT" "$@" >"$p.out" 2>"$p.err"
-    local rc=$?
-    echo "$(tail -n1 "$p.time1") $rc" >>"$p.times"
-    rm -f "$p.time1"
+    cat "$dump" >/dev/null
+    python3 "$HERE/runmeter.py" "$p" -- timeout "$BENCH_TIMEOUT" "$@"
 }
+MAJFLT_FLAG=${BENCH_MAJFLT_FLAG:-1000}   # major faults above which a run counts as disk-bound
 # median <file> <column>: of the runs that exited 0 (empty if none)
 median() {
     awk -v c="$2" '$3 == 0 { print $c }' "$1" 2>/dev/null | sort -g |
@@ -173,6 +198,7 @@ for dump in "${dumps[@]}"; do
     sel=(); for w in "${works[@]}"; do want "$w" && sel+=("$w"); done
     [ ${#sel[@]} -gt 0 ] || continue
     d=$OUT/$name; mkdir -p "$d"
+    echo "$dump" >"$d/dump.path"   # answers.py finds the program's manifest beside it
     l0=$(loadavg)
     echo
     echo "== $name ($(( $(stat -c %s "$dump") / 1048576 )) MB): ${sel[*]}; load average $l0"
@@ -205,21 +231,21 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
                     || echo "0 0 0 0 0" >>"$d/clrmd.walks"
             done
             paste -d' ' "$d/clrmd.times" "$d/clrmd.walks" >"$d/clrmd.runs"
-            # columns: 1 wall 2 rss 3 exit 4 heap walk 5 stack walk 6 objects 7 threads 8 frames;
-            # 9 = wall - both walks (start-up: host, DataTarget, DAC, runtime, segments, JSON),
-            # 10 = wall - stack walk (a whole run of the heap walk alone),
-            # 11 = wall - heap walk (a whole run of the stack walk alone)
-            awk '{ print $0, $1 - $4 - $5, $1 - $5, $1 - $4 }' "$d/clrmd.runs" >"$d/clrmd.runs.tmp" && mv "$d/clrmd.runs.tmp" "$d/clrmd.runs"
-            [ -n "$(median "$d/clrmd.runs" 4)" ] && clrmd_ok=1
+            # columns: 1 wall 2 rss 3 exit 4 majflt 5 peak anon 6 heap walk 7 stack walk 8 objects
+            # 9 threads 10 frames; 11 = wall - both walks (start-up: host, DataTarget, DAC,
+            # runtime, segments, JSON), 12 = wall - stack walk (a whole run of the heap walk
+            # alone), 13 = wall - heap walk (a whole run of the stack walk alone)
+            awk '{ print $0, $1 - $6 - $7, $1 - $7, $1 - $6 }' "$d/clrmd.runs" >"$d/clrmd.runs.tmp" && mv "$d/clrmd.runs.tmp" "$d/clrmd.runs"
+            [ -n "$(median "$d/clrmd.runs" 6)" ] && clrmd_ok=1
             if [ $clrmd_ok = 1 ]; then
-                read -r _ _ _ _ _ cm_objs cm_thr cm_fr _ < <(awk '$3 == 0' "$d/clrmd.runs" | tail -n1)
-                notes+=("$name: ClrMD whole run $(median "$d/clrmd.runs" 1) s, $(( $(median "$d/clrmd.runs" 2 | cut -d. -f1) / 1024 )) MB (heap walk of $cm_objs objects incl. free, stack walk of $cm_thr threads / $cm_fr frames)")
+                read -r _ _ _ _ _ _ _ cm_objs cm_thr cm_fr _ < <(awk '$3 == 0' "$d/clrmd.runs" | tail -n1)
+                notes+=("$name: ClrMD whole run $(median "$d/clrmd.runs" 1) s, $(( $(median "$d/clrmd.runs" 2 | cut -d. -f1) / 1024 ))/$(( $(median "$d/clrmd.runs" 5 | cut -d. -f1) / 1024 )) MB (heap walk of $cm_objs objects incl. free, stack walk of $cm_thr threads / $cm_fr frames)")
             fi
         fi
     fi
-    cm_cell() {  # <column of clrmd.runs>
-        [ $clrmd_ok = 1 ] || { echo "- -"; return; }
-        echo "$(median "$d/clrmd.runs" "$1") $(( $(median "$d/clrmd.runs" 2 | cut -d. -f1) / 1024 ))"
+    cm_cell() {  # <column of clrmd.runs>: "seconds maxrss_kb peak_anon_kb"
+        [ $clrmd_ok = 1 ] || { echo "- - -"; return; }
+        echo "$(median "$d/clrmd.runs" "$1") $(median "$d/clrmd.runs" 2) $(median "$d/clrmd.runs" 5)"
     }
 
     # ---- the gcroot target
@@ -259,48 +285,74 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
             census) dcmd=; scmd= ;;
         esac
         if [ "$w" = gcroot ] && [ -z "$gc_addr" ]; then
-            rows+=("$name|$w|-|-|-|-|-|-|no target: no Bench.Item[] found (dumpshell dumpheap -stat refused?); give --gcroot")
+            rows+=("$name|$w|-|-|-|-|-|-|-|-|-|no target: no Bench.Item[] found (dumpshell dumpheap -stat refused?); give --gcroot|-|-|-")
             continue
         fi
         echo "   $w x$runs ..."
         rm -f "$d/$w".*.times
+        # census: the example's own timer of its parallel census replaces the wall time
+        census_secs() {  # <prefix>: rewrite the last line of <prefix>.times with the census figure
+            local c
+            c=$(sed -n 's/^census (parallel): *\([0-9.]*\)s.*/\1/p' "$1.out")
+            [ -n "$c" ] && awk -v c="$c" '{ l[NR] = $0 } END { for (i = 1; i < NR; i++) print l[i]; $0 = l[NR]; $1 = c; print }' "$1.times" >"$1.times.tmp" && mv "$1.times.tmp" "$1.times"
+        }
         for _ in $(seq 1 "$runs"); do
             if [ "$w" = census ]; then
-                [ -x "$HS" ] && timed "$d/$w.dumpshell" "$HS" "$dump"
+                [ -n "$BHS" ] && [ -x "$BHS" ] && { timed "$d/$w.base" "$BHS" "$dump"; census_secs "$d/$w.base"; }
+                [ -x "$HS" ] && { timed "$d/$w.dumpshell" "$HS" "$dump"; census_secs "$d/$w.dumpshell"; }
             else
+                [ -n "$BDS" ] && timed "$d/$w.base" "$BDS" "$dump" "${ds_args[@]}" -c "$dcmd"
                 timed "$d/$w.dumpshell" "$DS" "$dump" "${ds_args[@]}" -c "$dcmd"
                 [ $use_sos = 1 ] && timed "$d/$w.sos" "$DD" analyze "$dump" "${sos_pre[@]}" -c "$scmd" -c exit
             fi
         done
-        ds_s=$(median "$d/$w.dumpshell.times" 1) ds_kb=$(median "$d/$w.dumpshell.times" 2)
         note=
-        if [ "$w" = census ] && [ -f "$d/$w.dumpshell.out" ]; then
-            ds_s=$(sed -n 's/^census (parallel): *\([0-9.]*\)s.*/\1/p' "$d/$w.dumpshell.out")
-            [ -n "$ds_s" ] && note="dumpshell: the example's own census timer (last run); RSS of the whole example"
-        fi
-        if [ -z "$ds_s" ]; then
-            why=$(grep -m1 -E '^dumpshell: |error|refus|cannot|panicked' "$d/$w.dumpshell.err" "$d/$w.dumpshell.out" 2>/dev/null | sed 's/^[^:]*\.\(err\|out\)://' | cut -c1-160)
-            note="dumpshell: ${why:-exit $(awk '{print $3}' "$d/$w.dumpshell.times" 2>/dev/null | sort -u | tr '\n' ' ')}"
-        elif grep -q -m1 '^dumpshell: ' "$d/$w.dumpshell.err" 2>/dev/null; then
-            note="dumpshell: $(grep -m1 '^dumpshell: ' "$d/$w.dumpshell.err" | cut -c12-170)"
-        fi
-        sos_s=- sos_kb=
+        [ "$w" = census ] && note="dumpshell: the heapstat example's own timer of its parallel census; MB of the whole example"
+        # ds_cell <tool>: "seconds maxrss_kb peak_anon_kb" (seconds "refused"/"failed" when no run exited 0), note appended
+        ds_cell() {
+            local t=$1 s kb an why
+            s=$(median "$d/$w.$t.times" 1) kb=$(median "$d/$w.$t.times" 2) an=$(median "$d/$w.$t.times" 5)
+            if [ -z "$s" ]; then
+                why=$(grep -m1 -E '^dumpshell: |error|refus|cannot|panicked' "$d/$w.$t.err" "$d/$w.$t.out" 2>/dev/null | sed 's/^[^:]*\.\(err\|out\)://' | cut -c1-160)
+                note="$note${note:+; }$t: ${why:-exit $(awk '{print $3}' "$d/$w.$t.times" 2>/dev/null | sort -u | tr '\n' ' ')}"
+                grep -q -m1 "^dumpshell: " "$d/$w.$t.err" 2>/dev/null && s=refused || s=failed
+            elif grep -q -m1 '^dumpshell: ' "$d/$w.$t.err" 2>/dev/null; then
+                note="$note${note:+; }$t: $(grep -m1 '^dumpshell: ' "$d/$w.$t.err" | cut -c12-170)"
+            fi
+            echo "$s ${kb:--} ${an:--}"
+        }
+        ds_cell dumpshell >"$d/cell.tmp"; read -r ds_s ds_kb ds_an <"$d/cell.tmp"
+        base_s=- base_kb=- base_an=-
+        if [ -n "$BDS" ]; then ds_cell base >"$d/cell.tmp"; read -r base_s base_kb base_an <"$d/cell.tmp"; fi
+        rm -f "$d/cell.tmp"
+        sos_s=- sos_kb= sos_an=
         if [ -f "$d/$w.sos.times" ]; then
-            sos_s=$(median "$d/$w.sos.times" 1) sos_kb=$(median "$d/$w.sos.times" 2)
+            sos_s=$(median "$d/$w.sos.times" 1) sos_kb=$(median "$d/$w.sos.times" 2) sos_an=$(median "$d/$w.sos.times" 5)
             [ -n "$sos_s" ] || { sos_s=failed; note="$note${note:+; }SOS exit $(awk '{print $3}' "$d/$w.sos.times" | sort -u | tr '\n' ' ')"; }
         fi
         case $w in
-            eeversion) read -r cm_s cm_mb < <(cm_cell 9) ;;
-            dumpheap-stat) read -r cm_s cm_mb < <(cm_cell 10) ;;
-            census) read -r cm_s cm_mb < <(cm_cell 4) ;;
-            clrstack-all|pstacks) read -r cm_s cm_mb < <(cm_cell 11) ;;
-            *) cm_s=- cm_mb=- ;;
+            eeversion) read -r cm_s cm_kb cm_an < <(cm_cell 11) ;;
+            dumpheap-stat) read -r cm_s cm_kb cm_an < <(cm_cell 12) ;;
+            census) read -r cm_s cm_kb cm_an < <(cm_cell 6) ;;
+            clrstack-all|pstacks) read -r cm_s cm_kb cm_an < <(cm_cell 13) ;;
+            *) cm_s=- cm_kb=- cm_an=- ;;
         esac
         mb() { [ -n "$1" ] && [ "$1" != - ] && echo $(( ${1%.*} / 1024 )) || echo -; }
         sec() { awk -v x="$1" 'BEGIN { if (x ~ /^[0-9.]+$/) printf (x < 0.1 ? "%.3f" : "%.2f"), x; else print x }'; }
-        ds_s=$(sec "$ds_s") sos_s=$(sec "$sos_s") cm_s=$(sec "$cm_s")
-        [ -z "$ds_s" ] && grep -q -m1 "^dumpshell: " "$d/$w.dumpshell.err" 2>/dev/null && ds_s=refused
-        rows+=("$name|$w|${ds_s:-failed}|$(mb "$ds_kb")|$sos_s|$(mb "$sos_kb")|$cm_s|$cm_mb|$note")
+        ds_s=$(sec "$ds_s") sos_s=$(sec "$sos_s") cm_s=$(sec "$cm_s") base_s=$(sec "$base_s")
+        # "!": some counted run of that tool took many major faults (the dump partly read from disk)
+        flag() { [ -f "$1" ] && [ -n "$(awk -v m="$MAJFLT_FLAG" '$3 == 0 && $4 > m' "$1")" ] && echo '!'; }
+        for t in base dumpshell sos; do
+            f=$d/$w.$t.times
+            [ -f "$f" ] || continue
+            nf=$(awk -v m="$MAJFLT_FLAG" '$3 == 0 && $4 > m' "$f" | wc -l)
+            [ "$nf" -gt 0 ] && note="$note${note:+; }$t: $nf of $(wc -l <"$f") runs took over $MAJFLT_FLAG major faults"
+            echo "$name $w $t: $(awk '{ printf "%s%s s %d/%d MB exit %s majflt %s", (NR > 1 ? "; " : ""), $1, $2 / 1024, $5 / 1024, $3, $4 }' "$f")" >>"$OUT/runs.txt"
+        done
+        [ "$w" != gcroot ] && [ "$w" != dumpasync ] && [ $clrmd_ok = 1 ] && [ "$w" = "${sel[0]}" ] &&
+            echo "$name ClrMD: $(awk '{ printf "%s%s s (heap walk %s, stack walk %s) %d/%d MB exit %s majflt %s", (NR > 1 ? "; " : ""), $1, $6, $7, $2 / 1024, $5 / 1024, $3, $4 }' "$d/clrmd.runs")" >>"$OUT/runs.txt"
+        ds_s=$ds_s$(flag "$d/$w.dumpshell.times") sos_s=$sos_s$(flag "$d/$w.sos.times") base_s=$base_s$(flag "$d/$w.base.times")
+        rows+=("$name|$w|$ds_s|$(mb "$ds_kb")|$(mb "$ds_an")|$sos_s|$(mb "$sos_kb")|$(mb "$sos_an")|$cm_s|$(mb "$cm_kb")|$(mb "$cm_an")|$note|$base_s|$(mb "$base_kb")|$(mb "$base_an")")
     done
 
     # ---- the raw read of the heap segments (the floor of any heap walk)
@@ -314,36 +366,52 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
 done
 
 # ---- the table
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+ratio() { awk -v a="${1%!}" -v b="${2%!}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+# markdown <base|dumpshell>: the table in Markdown with that build as dumpshell
+markdown() {
+    echo "| dump | work | dumpshell s | MB rss/anon | SOS s | MB rss/anon | ClrMD s | MB rss/anon | ds/SOS time | ds/SOS rss | ds/SOS anon | ds/ClrMD time |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for r in "${rows[@]}"; do
+        IFS='|' read -r n w a am aa s sm sa c cm ca note b bm ba <<<"$r"
+        [ "$1" = base ] && a=$b am=$bm aa=$ba
+        echo "| $n | $w | $a | $am/$aa | $s | $sm/$sa | $c | $cm/$ca | $(ratio "$a" "$s") | $(ratio "$am" "$sm") | $(ratio "$aa" "$sa") | $(ratio "$a" "$c") |"
+    done
+}
 {
     cat "$OUT/header.txt"
     echo "load averages (1, 5, 15 min) at the start and end of each dump: ${loads[*]/%/;}"
     echo
-    printf '%-20s %-14s %9s %7s %9s %7s %9s %7s %8s %8s %8s\n' dump work "ds s" "ds MB" "SOS s" "SOS MB" "ClrMD s" "ClrMD MB" "ds/SOS t" "ds/SOS m" "ds/CMD t"
+    if [ -n "$BDS" ]; then
+        fmt='%-19s %-13s %8s %11s %8s %11s %8s %9s %8s %8s %7s %7s %7s %7s %7s\n'
+        printf "$fmt" dump work "base s" "base MB" "ds s" "ds MB" "SOS s" "SOS MB" "ClrMD s" "ClrMD MB" "ds/base" "ds/SOS" "ds/SOS" "ds/SOS" "ds/CMD"
+        printf "$fmt" "" "" "" "rss/anon" "" "rss/anon" "" "rss/anon" "" "rss/anon" "time" "time" "rss" "anon" "time"
+    else
+        fmt='%-19s %-13s %.0s%.0s%8s %11s %8s %9s %8s %8s %.0s%7s %7s %7s %7s\n'
+        printf "$fmt" dump work "" "" "ds s" "ds MB" "SOS s" "SOS MB" "ClrMD s" "ClrMD MB" "" "ds/SOS" "ds/SOS" "ds/SOS" "ds/CMD"
+        printf "$fmt" "" "" "" "" "" "rss/anon" "" "rss/anon" "" "rss/anon" "" "time" "rss" "anon" "time"
+    fi
     for r in "${rows[@]}"; do
-        IFS='|' read -r n w a am s sm c cm note <<<"$r"
-        printf '%-20s %-14s %9s %7s %9s %7s %9s %7s %8s %8s %8s\n' "$n" "$w" "$a" "$am" "$s" "$sm" "$c" "$cm" "$(ratio "$a" "$s")" "$(ratio "$am" "$sm")" "$(ratio "$a" "$c")"
+        IFS='|' read -r n w a am aa s sm sa c cm ca note b bm ba <<<"$r"
+        printf "$fmt" "$n" "$w" "$b" "$bm/$ba" "$a" "$am/$aa" "$s" "$sm/$sa" "$c" "$cm/$ca" \
+            "$(ratio "$a" "$b")" "$(ratio "$a" "$s")" "$(ratio "$am" "$sm")" "$(ratio "$aa" "$sa")" "$(ratio "$a" "$c")"
     done
     echo
-    echo "ds/SOS t, ds/SOS m, ds/CMD t: dumpshell's median time (memory) over SOS's (ClrMD's); below 1 = dumpshell faster (smaller)."
+    echo "Medians of $runs runs. MB: max RSS / peak anonymous memory (RssAnon sampled every 20 ms). ds/SOS, ds/CMD: dumpshell's"
+    echo "median over SOS's (ClrMD's); below 1 = dumpshell faster (smaller). \"!\": some run took over $MAJFLT_FLAG major faults."
+    [ -n "$BDS" ] && echo "base: the --baseline build, run alternately with dumpshell; ds/base: dumpshell's time over the baseline's."
     echo "ClrMD (one process, truth.sh --bench: start-up, then EnumerateObjects() summing sizes without type names, then"
     echo "EnumerateStackTrace of every thread with method signatures), per work as a whole run of that work alone:"
     echo "dumpheap-stat = its run minus the stack walk; clrstack-all, pstacks = its run minus the heap walk; eeversion = its"
-    echo "run minus both walks; census = the heap walk alone. MB = max RSS of the whole process (both walks)."
+    echo "run minus both walks; census = the heap walk alone. MB = its whole process (both walks)."
     for r in "${rows[@]}"; do
-        IFS='|' read -r n w _ _ _ _ _ _ note <<<"$r"
+        IFS='|' read -r n w _ _ _ _ _ _ _ _ _ note _ <<<"$r"
         [ -n "$note" ] && echo "note $n $w: $note"
     done
     for n in "${notes[@]}"; do echo "note $n"; done
+    echo "every run's figures: runs.txt"
 } >"$OUT/table.txt"
-{
-    echo "| dump | work | dumpshell s | MB | SOS s | MB | ClrMD s | MB | ds/SOS time | ds/SOS RSS | ds/ClrMD time |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for r in "${rows[@]}"; do
-        IFS='|' read -r n w a am s sm c cm note <<<"$r"
-        echo "| $n | $w | $a | $am | $s | $sm | $c | $cm | $(ratio "$a" "$s") | $(ratio "$am" "$sm") | $(ratio "$a" "$c") |"
-    done
-} >"$OUT/table.md"
+markdown dumpshell >"$OUT/table.md"
+[ -n "$BDS" ] && markdown base >"$OUT/table-base.md"
 echo
 cat "$OUT/table.txt"
 python3 "$HERE/answers.py" "$OUT" >"$OUT/answers.txt" 2>&1
