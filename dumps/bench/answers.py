@@ -256,15 +256,23 @@ def pstacks(d, w, out):
 
 # ---------------------------------------------------------------- dumpasync / eeversion / census
 def dumpasync(d, w, out):
+    """dumpshell prints one chain per outermost awaiter, SOS one STACK per innermost awaited
+    object (a fan-out shares one STACK): the state machine boxes (address and state) are what
+    both list, so they are compared as sets."""
     ds = read(os.path.join(d, w + ".dumpshell.out"))
     sos = sos_body(read(os.path.join(d, w + ".sos.out")))
+    a = b = None
     if ds:
         last = [l for l in ds.splitlines() if re.search(r"\bchains?\b", l)]
-        out.append("  dumpshell: %s" % (last[-1].strip() if last else "(no chain count line)"))
+        a = set(m.group(1) for m in (re.match(r"^\s*([0-9a-f]{16}) [0-9a-f]{16}\s+-?\d+ ", l) for l in ds.splitlines()) if m)
+        out.append("  dumpshell: %s; %d distinct state machine boxes" % (last[-1].strip() if last else "(no chain count line)", len(a)))
     if sos:
         n = sum(1 for l in sos if l.startswith("STACK "))
-        boxes = sum(1 for l in sos if re.match(r"^\s*[0-9a-f]{16} [0-9a-f]{16} \(", l))
-        out.append("  SOS:       %d STACKs, %d state machine / task lines" % (n, boxes))
+        b = set(m.group(1) for m in (re.match(r"^\s*([0-9a-f]{16}) [0-9a-f]{16} \(-?\d+\) ", l) for l in sos) if m)
+        out.append("  SOS:       %d STACKs; %d distinct state machine boxes" % (n, len(b)))
+    if a is not None and b is not None:
+        out.append("  boxes in both %d, only dumpshell %s, only SOS %s"
+                   % (len(a & b), sorted(a - b) or "none", sorted(b - a) or "none"))
 
 
 def eeversion(d, w, out):

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # dumps/bench/bench.sh [--all | <dump>...] [--runs N] [--only WORK[,WORK...]] [--no-build]
 #                      [--dumpshell DIR] [--baseline DIR] [--label TEXT] [--gcroot ADDR]
-#                      [--no-sos] [--no-clrmd]
+#                      [--dac libmscordaccore.so] [--no-sos] [--no-clrmd]
 #
 # dumpshell side by side with SOS (dotnet-dump analyze, 10.0.750501, with the dump's own DAC)
 # and ClrMD 4.2 (dumps/tools/clrmd/truth.sh --bench), in one run, on the same dumps, each
 # measured N times (--runs, default 3) with /usr/bin/time (wall seconds, max RSS, major page
-# faults) under runmeter.py (which also samples the peak anonymous memory, RssAnon, every 20 ms);
-# the table gives the median of the N runs of each. The dump is read through (cat > /dev/null)
-# before every run, so each starts with it in the page cache; a run that still took major page
-# faults (another process evicted the dump meanwhile) is counted but flagged with "!". The runs
+# faults, file system inputs) under runmeter.py (which also samples the peak anonymous memory,
+# RssAnon, every 20 ms); the table gives the median of the N runs of each. The dump is read
+# through (cat > /dev/null) before every run, so each starts with it in the page cache; a run
+# that still read from disk (major faults or file system inputs: another process evicted the
+# dump meanwhile) is counted but flagged with "!" (BENCH_MAJFLT_FLAG, BENCH_INPUT_FLAG). The runs
 # of dumpshell and SOS alternate, so that the shared machine's load drifts over both alike.
 # Memory: max RSS counts a memory-mapped dump's pages (dumpshell maps the dump: ~1.6 GB on
 # large-heap whatever the command; SOS and ClrMD read it), so the table gives both, as
@@ -43,7 +44,7 @@
 #   large-heap-net8 large-heap-net10 threads-1000-net10 manytypes-net8 manytypes-net10, and
 #   async-net10 (dumps/async-net10.dmp.zst, decompressed there once; its DAC from the NuGet
 #   runtime pack 10.0.14). A missing dump is reported and skipped.
-# The DAC: <dump minus .dmp>.dac holds its path (generate-large.sh writes it); SOS gets
+# The DAC: --dac, else <dump minus .dmp>.dac holds its path (generate-large.sh writes it); SOS gets
 #   `setsymbolserver -disable` and `setclrpath <its folder>` before the command, dumpshell
 #   `--image-path <its folder>` when the runtime the dump records is not at that folder (the
 #   corpus dumps, made elsewhere), ClrMD the DAC itself.
@@ -59,19 +60,20 @@
 # --label TEXT: named in the header and the run folder (e.g. before, after).
 #
 # Every tool's output (last run) is kept in the run folder, dumps/build/bench/runs/<UTC time>[-label]/
-# <dump>/<work>.<tool>.out|.err (+ .times: one "seconds maxrss_kb exit majflt peak_anon_kb" line
+# <dump>/<work>.<tool>.out|.err (+ .times: one "seconds maxrss_kb exit majflt peak_anon_kb fs_inputs"
 # per run), with table.txt (this table), table.md (the same in Markdown), runs.txt (every run's
 # figures) and answers.txt (what each tool
 # answered: object and type counts, and per method table where dumpshell and SOS differ; the
 # gcroot paths; threads and frames; async chains), made by answers.py, so a person can compare
 # the answers, not just the times. The folder is printed at the start and the end.
 # Environment: BENCH_TIMEOUT (seconds per run, default 1200), BENCH_MAJFLT_FLAG (major faults
-# that flag a run, default 1000), DOTNET_DUMP (default ~/.dotnet/tools/dotnet-dump).
+# that flag a run, default 1000), BENCH_INPUT_FLAG (file system inputs, 512-byte blocks, default
+# 20000), DOTNET_DUMP (default ~/.dotnet/tools/dotnet-dump).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 B=$ROOT/dumps/build/bench
-runs=3 only= all=0 build=1 dsdir= basedir= label= gcroot_arg= use_sos=1 use_clrmd=1 dumps=()
+runs=3 only= all=0 build=1 dsdir= basedir= label= gcroot_arg= dac_arg= use_sos=1 use_clrmd=1 dumps=()
 usage() { sed -n '2,4p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
         --baseline) basedir=$(cd "$2" && pwd) || exit 2; shift 2 ;;
         --label) label=$2; shift 2 ;;
         --gcroot) gcroot_arg=$2; shift 2 ;;
+        --dac) dac_arg=$2; shift 2 ;;
         --no-sos) use_sos=0; shift ;;
         --no-clrmd) use_clrmd=0; shift ;;
         -h|--help) usage ;;
@@ -163,14 +166,17 @@ cat "$OUT/header.txt"
 
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1200}
 # timed <file prefix> <cmd...>: one run, the dump read through first; appends "secs maxrss_kb
-# exit majflt peak_anon_kb" to <prefix>.times (runmeter.py), stdout -> <prefix>.out, stderr ->
-# <prefix>.err (the last run's)
+# exit majflt peak_anon_kb fs_inputs" to <prefix>.times (runmeter.py), stdout -> <prefix>.out,
+# stderr -> <prefix>.err (the last run's)
 timed() {
     local p=$1; shift
     cat "$dump" >/dev/null
     python3 "$HERE/runmeter.py" "$p" -- timeout "$BENCH_TIMEOUT" "$@"
 }
 MAJFLT_FLAG=${BENCH_MAJFLT_FLAG:-1000}   # major faults above which a run counts as disk-bound
+INPUT_FLAG=${BENCH_INPUT_FLAG:-20000}    # file system inputs (512-byte blocks) above which, too
+# disk <times file>: the runs (exit 0) that read the dump partly from disk
+disk() { awk -v m="$MAJFLT_FLAG" -v i="$INPUT_FLAG" '$3 == 0 && ($4 > m || $6 > i)' "$1" 2>/dev/null; }
 # median <file> <column>: of the runs that exited 0 (empty if none)
 median() {
     awk -v c="$2" '$3 == 0 { print $c }' "$1" 2>/dev/null | sort -g |
@@ -186,7 +192,7 @@ for dump in "${dumps[@]}"; do
     dump=$(cd "$(dirname "$dump")" && pwd)/$(basename "$dump")
     name=$(basename "$dump"); name=${name%.dmp}; name=${name%.core}
     base=${dump%.dmp}
-    dac=; [ -f "$base.dac" ] && dac=$(cat "$base.dac")
+    dac=$dac_arg; [ -z "$dac" ] && [ -f "$base.dac" ] && dac=$(cat "$base.dac")
     [ -n "$dac" ] && [ ! -f "$dac" ] && { echo "WARNING: $name: the DAC $dac is missing (SOS and ClrMD need it)" >&2; }
     case $name in
         large-heap*) works=(eeversion dumpheap-stat census gcroot) ;;
@@ -231,14 +237,14 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
                     || echo "0 0 0 0 0" >>"$d/clrmd.walks"
             done
             paste -d' ' "$d/clrmd.times" "$d/clrmd.walks" >"$d/clrmd.runs"
-            # columns: 1 wall 2 rss 3 exit 4 majflt 5 peak anon 6 heap walk 7 stack walk 8 objects
-            # 9 threads 10 frames; 11 = wall - both walks (start-up: host, DataTarget, DAC,
-            # runtime, segments, JSON), 12 = wall - stack walk (a whole run of the heap walk
-            # alone), 13 = wall - heap walk (a whole run of the stack walk alone)
-            awk '{ print $0, $1 - $6 - $7, $1 - $7, $1 - $6 }' "$d/clrmd.runs" >"$d/clrmd.runs.tmp" && mv "$d/clrmd.runs.tmp" "$d/clrmd.runs"
-            [ -n "$(median "$d/clrmd.runs" 6)" ] && clrmd_ok=1
+            # columns: 1 wall 2 rss 3 exit 4 majflt 5 peak anon 6 fs inputs 7 heap walk 8 stack
+            # walk 9 objects 10 threads 11 frames; 12 = wall - both walks (start-up: host,
+            # DataTarget, DAC, runtime, segments, JSON), 13 = wall - stack walk (a whole run of
+            # the heap walk alone), 14 = wall - heap walk (a whole run of the stack walk alone)
+            awk '{ print $0, $1 - $7 - $8, $1 - $8, $1 - $7 }' "$d/clrmd.runs" >"$d/clrmd.runs.tmp" && mv "$d/clrmd.runs.tmp" "$d/clrmd.runs"
+            [ -n "$(median "$d/clrmd.runs" 7)" ] && clrmd_ok=1
             if [ $clrmd_ok = 1 ]; then
-                read -r _ _ _ _ _ _ _ cm_objs cm_thr cm_fr _ < <(awk '$3 == 0' "$d/clrmd.runs" | tail -n1)
+                read -r _ _ _ _ _ _ _ _ cm_objs cm_thr cm_fr _ < <(awk '$3 == 0' "$d/clrmd.runs" | tail -n1)
                 notes+=("$name: ClrMD whole run $(median "$d/clrmd.runs" 1) s, $(( $(median "$d/clrmd.runs" 2 | cut -d. -f1) / 1024 ))/$(( $(median "$d/clrmd.runs" 5 | cut -d. -f1) / 1024 )) MB (heap walk of $cm_objs objects incl. free, stack walk of $cm_thr threads / $cm_fr frames)")
             fi
         fi
@@ -331,27 +337,32 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
             [ -n "$sos_s" ] || { sos_s=failed; note="$note${note:+; }SOS exit $(awk '{print $3}' "$d/$w.sos.times" | sort -u | tr '\n' ' ')"; }
         fi
         case $w in
-            eeversion) read -r cm_s cm_kb cm_an < <(cm_cell 11) ;;
-            dumpheap-stat) read -r cm_s cm_kb cm_an < <(cm_cell 12) ;;
-            census) read -r cm_s cm_kb cm_an < <(cm_cell 6) ;;
-            clrstack-all|pstacks) read -r cm_s cm_kb cm_an < <(cm_cell 13) ;;
+            eeversion) read -r cm_s cm_kb cm_an < <(cm_cell 12) ;;
+            dumpheap-stat) read -r cm_s cm_kb cm_an < <(cm_cell 13) ;;
+            census) read -r cm_s cm_kb cm_an < <(cm_cell 7) ;;
+            clrstack-all|pstacks) read -r cm_s cm_kb cm_an < <(cm_cell 14) ;;
             *) cm_s=- cm_kb=- cm_an=- ;;
         esac
         mb() { [ -n "$1" ] && [ "$1" != - ] && echo $(( ${1%.*} / 1024 )) || echo -; }
         sec() { awk -v x="$1" 'BEGIN { if (x ~ /^[0-9.]+$/) printf (x < 0.1 ? "%.3f" : "%.2f"), x; else print x }'; }
         ds_s=$(sec "$ds_s") sos_s=$(sec "$sos_s") cm_s=$(sec "$cm_s") base_s=$(sec "$base_s")
-        # "!": some counted run of that tool took many major faults (the dump partly read from disk)
-        flag() { [ -f "$1" ] && [ -n "$(awk -v m="$MAJFLT_FLAG" '$3 == 0 && $4 > m' "$1")" ] && echo '!'; }
-        for t in base dumpshell sos; do
-            f=$d/$w.$t.times
+        # "!": some counted run of that tool read part of the dump from disk (major faults or
+        # file system inputs above the flags)
+        flag() { [ -n "$(disk "$1")" ] && echo '!'; }
+        for t in base dumpshell sos clrmd; do
+            f=$d/$w.$t.times; [ $t = clrmd ] && f=$d/clrmd.runs
             [ -f "$f" ] || continue
-            nf=$(awk -v m="$MAJFLT_FLAG" '$3 == 0 && $4 > m' "$f" | wc -l)
-            [ "$nf" -gt 0 ] && note="$note${note:+; }$t: $nf of $(wc -l <"$f") runs took over $MAJFLT_FLAG major faults"
-            echo "$name $w $t: $(awk '{ printf "%s%s s %d/%d MB exit %s majflt %s", (NR > 1 ? "; " : ""), $1, $2 / 1024, $5 / 1024, $3, $4 }' "$f")" >>"$OUT/runs.txt"
+            [ $t = clrmd ] && { [ "$cm_s" = - ] || [ "$w" != "${sel[0]}" ]; } && continue   # once per dump
+            nf=$(disk "$f" | wc -l)
+            [ "$nf" -gt 0 ] && note="$note${note:+; }$t: $nf of $(wc -l <"$f") runs read the dump partly from disk"
+            if [ $t = clrmd ]; then
+                echo "$name ClrMD: $(awk '{ printf "%s%s s (heap walk %s, stack walk %s) %d/%d MB exit %s majflt %s inputs %s", (NR > 1 ? "; " : ""), $1, $7, $8, $2 / 1024, $5 / 1024, $3, $4, $6 }' "$f")" >>"$OUT/runs.txt"
+            else
+                echo "$name $w $t: $(awk '{ printf "%s%s s %d/%d MB exit %s majflt %s inputs %s", (NR > 1 ? "; " : ""), $1, $2 / 1024, $5 / 1024, $3, $4, $6 }' "$f")" >>"$OUT/runs.txt"
+            fi
         done
-        [ "$w" != gcroot ] && [ "$w" != dumpasync ] && [ $clrmd_ok = 1 ] && [ "$w" = "${sel[0]}" ] &&
-            echo "$name ClrMD: $(awk '{ printf "%s%s s (heap walk %s, stack walk %s) %d/%d MB exit %s majflt %s", (NR > 1 ? "; " : ""), $1, $6, $7, $2 / 1024, $5 / 1024, $3, $4 }' "$d/clrmd.runs")" >>"$OUT/runs.txt"
         ds_s=$ds_s$(flag "$d/$w.dumpshell.times") sos_s=$sos_s$(flag "$d/$w.sos.times") base_s=$base_s$(flag "$d/$w.base.times")
+        [ "$cm_s" != - ] && cm_s=$cm_s$(flag "$d/clrmd.runs")
         rows+=("$name|$w|$ds_s|$(mb "$ds_kb")|$(mb "$ds_an")|$sos_s|$(mb "$sos_kb")|$(mb "$sos_an")|$cm_s|$(mb "$cm_kb")|$(mb "$cm_an")|$note|$base_s|$(mb "$base_kb")|$(mb "$base_an")")
     done
 
@@ -397,7 +408,8 @@ markdown() {
     done
     echo
     echo "Medians of $runs runs. MB: max RSS / peak anonymous memory (RssAnon sampled every 20 ms). ds/SOS, ds/CMD: dumpshell's"
-    echo "median over SOS's (ClrMD's); below 1 = dumpshell faster (smaller). \"!\": some run took over $MAJFLT_FLAG major faults."
+    echo "median over SOS's (ClrMD's); below 1 = dumpshell faster (smaller). \"!\": some run read part of the dump from disk"
+    echo "(over $MAJFLT_FLAG major faults or $INPUT_FLAG blocks of file system input: another process evicted it from the page cache)."
     [ -n "$BDS" ] && echo "base: the --baseline build, run alternately with dumpshell; ds/base: dumpshell's time over the baseline's."
     echo "ClrMD (one process, truth.sh --bench: start-up, then EnumerateObjects() summing sizes without type names, then"
     echo "EnumerateStackTrace of every thread with method signatures), per work as a whole run of that work alone:"

@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """runmeter.py <prefix> -- <command...>: one timed run for bench.sh.
 
-Runs /usr/bin/time -f "%e %M %F" <command> (wall seconds, max RSS in KB, major page faults),
+Runs /usr/bin/time -f "%e %M %F %I" <command> (wall seconds, max RSS in KB, major page faults,
+file system inputs in 512-byte blocks),
 stdout to <prefix>.out and stderr to <prefix>.err, and meanwhile samples, every 20 ms, the
 anonymous memory (RssAnon of /proc/<pid>/status) summed over every process under it, keeping
 the peak. Appends one line to <prefix>.times:
 
-    <seconds> <max RSS KB> <exit status> <major faults> <peak RssAnon KB>
+    <seconds> <max RSS KB> <exit status> <major faults> <peak RssAnon KB> <fs inputs>
 
 Max RSS counts the pages of a memory-mapped dump (file-backed, shared with the page cache:
 dumpshell maps the dump, SOS and ClrMD read it), so it is about 1.6 GB for any dumpshell command
 on the 1.9 GB large-heap dump; the peak RssAnon is the memory a tool allocates itself (sampled:
-a peak shorter than 20 ms can be missed). Major faults above a few hundred mean the dump was not
-in the page cache during the run (another process evicted it): bench.sh flags those runs.
+a peak shorter than 20 ms can be missed). Major faults (a mapped dump: dumpshell) or file system
+inputs (a dump read with read(): SOS, ClrMD) mean the dump was not all in the page cache during
+the run (another process evicted it): bench.sh flags those runs.
 """
 import os
 import subprocess
@@ -64,25 +66,25 @@ def main():
     prefix, cmd = args[0], args[2:]
     tfile = prefix + ".time1"
     with open(prefix + ".out", "wb") as out, open(prefix + ".err", "wb") as err:
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M %F", "-o", tfile] + cmd, stdout=out, stderr=err)
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M %F %I", "-o", tfile] + cmd, stdout=out, stderr=err)
         peak = 0
         while p.poll() is None:
             # /usr/bin/time's own RssAnon is a few hundred KB: negligible, and counted alike for all
             peak = max(peak, tree_anon(p.pid))
             time.sleep(0.02)
         rc = p.returncode
-    secs, rss, majflt = "0", "0", "0"
+    secs, rss, majflt, inputs = "0", "0", "0", "0"
     try:
         with open(tfile) as f:
             lines = [l.split() for l in f if l.strip()]
         # with a non-zero exit, time writes "Command exited with non-zero status N" first
         last = lines[-1]
-        secs, rss, majflt = last[0], last[1], last[2]
+        secs, rss, majflt, inputs = last[0], last[1], last[2], last[3]
         os.unlink(tfile)
     except (OSError, IndexError):
         pass
     with open(prefix + ".times", "a") as f:
-        f.write("%s %s %d %s %d\n" % (secs, rss, rc, majflt, peak))
+        f.write("%s %s %d %s %d %s\n" % (secs, rss, rc, majflt, peak, inputs))
 
 
 if __name__ == "__main__":
