@@ -158,10 +158,6 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         pills.len(),
         esc(&g.methods.join("\n").to_lowercase())
     );
-    let _ = write!(
-        h,
-        "<defs><marker id=\"{id}a{gi}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"ch-arrowhead\"/></marker><marker id=\"{id}b{gi}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"ch-arrowhead blocked\"/></marker></defs>"
-    );
     // header
     let blocked_n = g.blocked.len();
     let head = if blocked_n > 0 {
@@ -204,7 +200,7 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         };
         let _ = write!(
             h,
-            "<path class=\"ch-edge\" d=\"M{cx:.1},{from_y:.1} L{cx:.1},{:.1}\" marker-end=\"url(#{id}a{gi})\"/>",
+            "<path class=\"ch-edge\" d=\"M{cx:.1},{from_y:.1} L{cx:.1},{:.1}\" marker-end=\"url(#mk-ch)\"/>",
             to_y + 2.0
         );
         if j == 0 {
@@ -257,7 +253,7 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
             let y2 = box_y[rc] + BOX_H / 2.0;
             let _ = write!(
                 h,
-                "<path class=\"ch-edge cycle\" d=\"M{LEFT},{y1:.1} C{:.1},{y1:.1} {:.1},{y2:.1} {:.1},{y2:.1}\" marker-end=\"url(#{id}a{gi})\"/><text class=\"edge-label cycle\" x=\"2\" y=\"{:.1}\">cycle</text>",
+                "<path class=\"ch-edge cycle\" d=\"M{LEFT},{y1:.1} C{:.1},{y1:.1} {:.1},{y2:.1} {:.1},{y2:.1}\" marker-end=\"url(#mk-ch)\"/><text class=\"edge-label cycle\" x=\"2\" y=\"{:.1}\">cycle</text>",
                 LEFT - 22.0,
                 LEFT - 22.0,
                 LEFT - 1.0,
@@ -279,7 +275,7 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         let yb = pills_y + k as f64 * (PILL_H + 8.0) + PILL_H / 2.0;
         let _ = write!(
             h,
-            "<path class=\"ch-edge blocked\" d=\"M{trunk_x:.1},{yb:.1} L{trunk_x:.1},{:.1}\" marker-end=\"url(#{id}b{gi})\"/>",
+            "<path class=\"ch-edge blocked\" d=\"M{trunk_x:.1},{yb:.1} L{trunk_x:.1},{:.1}\" marker-end=\"url(#mk-ch-blocked)\"/>",
             last_y + 2.0
         );
     }
@@ -291,7 +287,7 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
             let ty = box_y.first().map(|y| y + BOX_H / 2.0).unwrap_or(cause_y);
             let _ = write!(
                 h,
-                "<path class=\"ch-edge runs\" d=\"M{:.1},{:.1} C{:.1},{:.1} {:.1},{ty:.1} {:.1},{ty:.1}\" marker-end=\"url(#{id}a{gi})\"/>",
+                "<path class=\"ch-edge runs\" d=\"M{:.1},{:.1} C{:.1},{:.1} {:.1},{ty:.1} {:.1},{ty:.1}\" marker-end=\"url(#mk-ch)\"/>",
                 px + pw,
                 py + PILL_H / 2.0,
                 LEFT + w + 10.0,

@@ -595,15 +595,8 @@ pub fn render(h: &mut Html, g: &Graph, id: &str) {
     let total_h = top + max_h + margin + more_h;
     let _ = write!(
         h,
-        "<div class=\"scroll\"><svg class=\"graph\" id=\"{id}svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{total_w:.0}\" height=\"{total_h:.0}\" viewBox=\"0 0 {total_w:.0} {total_h:.0}\" role=\"img\" aria-label=\"causality graph\"><defs>"
+        "<div class=\"scroll\"><svg class=\"graph\" id=\"{id}svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{total_w:.0}\" height=\"{total_h:.0}\" viewBox=\"0 0 {total_w:.0} {total_h:.0}\" role=\"img\" aria-label=\"causality graph\">"
     );
-    for k in ["waits", "mwait", "owns", "runs", "awaits", "deadlock"] {
-        let _ = write!(
-            h,
-            "<marker id=\"{id}m-{k}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"mk-{k}\"/></marker>"
-        );
-    }
-    h.raw("</defs>");
     let mid = match (has_chains, has_locks) {
         (true, true) => "Async chains and locks",
         (true, false) => "Async chains",
@@ -678,7 +671,7 @@ pub fn render(h: &mut Html, g: &Graph, id: &str) {
         };
         let _ = write!(
             h,
-            "<path class=\"g-edge e-{cls}\" data-from=\"{}\" data-to=\"{}\" d=\"M{x1:.1},{y1:.1} C{:.1},{y1:.1} {:.1},{y2:.1} {x2:.1},{y2:.1}\" marker-end=\"url(#{id}m-{cls})\"><title>{}</title></path>",
+            "<path class=\"g-edge e-{cls}\" data-from=\"{}\" data-to=\"{}\" d=\"M{x1:.1},{y1:.1} C{:.1},{y1:.1} {:.1},{y2:.1} {x2:.1},{y2:.1}\" marker-end=\"url(#mk-{cls})\"><title>{}</title></path>",
             e.from,
             e.to,
             x1 + dx,

@@ -219,7 +219,9 @@ impl Report {
         for (a, t) in self.sections_present() {
             let _ = write!(h, "<a href=\"#{a}\">{t}</a>");
         }
-        h.raw("</nav></header><main>");
+        h.raw("</nav></header>");
+        h.raw(&page::markers());
+        h.raw("<main>");
         self.body(&mut h, "");
         h.raw("</main>");
         footer(&mut h);
@@ -688,7 +690,9 @@ impl BucketSet {
                 esc(&html::elide_middle(name, 28))
             );
         }
-        h.raw("</nav></header><main>");
+        h.raw("</nav></header>");
+        h.raw(&page::markers());
+        h.raw("<main>");
         // buckets
         let anchor_of = |name: &str| {
             self.dumps

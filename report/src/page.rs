@@ -94,7 +94,7 @@ svg text{font-family:var(--mono);font-size:12px}
 svg.filtering .ps-box:not(.match){opacity:.28}
 .ps-more .ps-frame{stroke-dasharray:4 3;fill:#f6f8fa}
 .ps-edge{fill:none;stroke:#8ea3bf}.ps-edge.stub{stroke-dasharray:4 3}.ps-edge.lit{stroke:#0969da}
-.ps-arrowhead{fill:#8ea3bf}
+.mk-ps{fill:#8ea3bf}
 .pop{position:absolute;z-index:10;background:#fff;border:1px solid #8ea3bf;box-shadow:0 6px 20px rgba(0,0,0,.18);border-radius:6px;padding:8px 10px;max-width:520px;max-height:320px;overflow:auto;font-size:12px}
 .pop h4{margin:0 0 4px;font-size:13px}.pop .ids-list{font-family:var(--mono)}
 /* async chains */
@@ -110,7 +110,7 @@ figure.chain-col figcaption{font-size:12px;color:var(--muted);padding:2px 6px 0 
 .ch-ctitle{font-weight:700}.ch-cdetail{font-size:10.5px!important;fill:#424a53}
 .ch-edge{fill:none;stroke:#8ea3bf;stroke-width:1.5}.ch-edge.blocked{stroke:#bc4c00;stroke-width:1.8}
 .ch-edge.runs{stroke:#1a7f37;stroke-dasharray:5 3}.ch-edge.cycle{stroke:#cf222e;stroke-width:1.8}
-.ch-arrowhead{fill:#6e7f96}.ch-arrowhead.blocked{fill:#bc4c00}
+.mk-ch{fill:#6e7f96}.mk-ch-blocked{fill:#bc4c00}
 .ch-thread rect{fill:#fff8f2;stroke:#bc4c00;stroke-width:1.3}.ch-thread.runs rect{fill:#effaf1;stroke:#1a7f37}
 .edge-label{font-family:var(--sans)!important;font-size:10.5px!important;fill:#59636e;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 .edge-label.cycle{fill:#cf222e}
@@ -190,7 +190,7 @@ all('input.ps-filter').forEach(function(inp){
     var q=inp.value.trim().toLowerCase();
     svg.classList.toggle('filtering',q!=='');
     all('.ps-box',svg).forEach(function(g){
-      g.classList.toggle('match',q!==''&&(g.getAttribute('data-search')||'').indexOf(q)>=0);
+      g.classList.toggle('match',q!==''&&g.textContent.toLowerCase().indexOf(q)>=0);
     });
   });
 });
@@ -260,18 +260,43 @@ if(/[?&]selfcheck\b/.test(location.search)){
     if(w>0&&l>w+1)over.push(Math.round(l)+'>'+w+': '+t.textContent.slice(0,80));
   });
   c.overflow=over.length;c.overflow_examples=over.slice(0,5);
-  c.unrendered=0;all('svg').forEach(function(s){var r=s.getBoundingClientRect();if(s.getClientRects().length&&(r.width<1||r.height<1))c.unrendered++;});
-  // the size of the page showing only the section named by the fragment (#pstacks)
-  var t=location.hash?d.getElementById(location.hash.slice(1)):null;
-  if(t){var hd=d.querySelector('header.top');c.height=Math.ceil((hd?hd.getBoundingClientRect().height:0)+t.getBoundingClientRect().height+48);}
-  else c.height=Math.ceil(d.documentElement.scrollHeight);
-  var wmax=0;all('svg',t||d).forEach(function(s){var r=s.getBoundingClientRect();if(r.width+r.left>wmax)wmax=r.width+r.left;});
-  c.width=Math.ceil(wmax+120);
+  c.unrendered=0;all('svg:not(.defs)').forEach(function(s){var r=s.getBoundingClientRect();if(s.getClientRects().length&&(r.width<1||r.height<1))c.unrendered++;});
+  // the size of the page showing one section alone (page.html#pstacks), for screenshots
+  var hd=d.querySelector('header.top');var hh=hd?hd.getBoundingClientRect().height:0;
+  c.sizes={};
+  all('section.sec').forEach(function(s){
+    var sr=s.getBoundingClientRect();var w=sr.right;
+    all('svg',s).forEach(function(v){var r=v.getBoundingClientRect();if(sr.left+r.width+60>w)w=sr.left+r.width+60;});
+    c.sizes[s.id]=[Math.ceil(w+24),Math.ceil(hh+sr.height+48)];
+  });
+  c.height=Math.ceil(d.documentElement.scrollHeight);
   c.errors=window.__errors||[];
   var pre=d.createElement('pre');pre.id='selfcheck';pre.textContent=JSON.stringify(c);d.body.appendChild(pre);
 }
 })();
 "#;
+
+/// The arrowheads every drawing uses, defined once (`url(#mk-..)` finds them page-wide).
+pub fn markers() -> String {
+    let mut s = String::from("<svg class=\"defs\" width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs>");
+    for k in [
+        "ps",
+        "ch",
+        "ch-blocked",
+        "waits",
+        "mwait",
+        "owns",
+        "runs",
+        "awaits",
+        "deadlock",
+    ] {
+        s.push_str(&format!(
+            "<marker id=\"mk-{k}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"mk-{k}\"/></marker>"
+        ));
+    }
+    s.push_str("</defs></svg>");
+    s
+}
 
 /// Collects script errors before anything else runs (read by the self check).
 pub const JS_ERRORS: &str =

@@ -14,6 +14,8 @@ pub const MAX_CHILDREN: usize = 16;
 /// A box of more frames shows its innermost and outermost ones and counts the middle.
 pub const MAX_FRAMES: usize = 24;
 const KEEP_INNER: usize = 16;
+/// Ids listed for a box with boxes above it.
+const INNER_IDS: usize = 40;
 const KEEP_OUTER: usize = 6;
 
 const LINE_H: f64 = 17.0;
@@ -370,10 +372,6 @@ pub fn render(
         h,
         "<div class=\"scroll\" id=\"{id}wrap\"><svg class=\"pstacks\" id=\"{id}svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{total_w:.0}\" height=\"{total_h:.0}\" viewBox=\"0 0 {total_w:.0} {total_h:.0}\" role=\"img\" aria-label=\"parallel stacks\">"
     );
-    let _ = write!(
-        h,
-        "<defs><marker id=\"{id}arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"ps-arrowhead\"/></marker></defs>"
-    );
     // edges first (under the boxes)
     let max_count = b
         .boxes
@@ -416,7 +414,7 @@ pub fn render(
             };
             let _ = write!(
                 h,
-                "<path class=\"{cls}\"{data} d=\"M{sx:.1},{sy:.1} C{sx:.1},{my:.1} {tx:.1},{my:.1} {tx:.1},{:.1}\" stroke-width=\"{sw_:.1}\" marker-end=\"url(#{id}arrow)\"/>",
+                "<path class=\"{cls}\"{data} d=\"M{sx:.1},{sy:.1} C{sx:.1},{my:.1} {tx:.1},{my:.1} {tx:.1},{:.1}\" stroke-width=\"{sw_:.1}\" marker-end=\"url(#mk-ps)\"/>",
                 ty + 2.0
             );
         }
@@ -427,18 +425,11 @@ pub fn render(
         let hot = highlight.is_some_and(|t| bx.threads.contains(&t));
         let cls = if hot { "ps-box hot" } else { "ps-box" };
         let head = head_text(bx, kind);
-        let search: String = bx
-            .frames
-            .iter()
-            .map(|f| f.to_lowercase())
-            .collect::<Vec<_>>()
-            .join("\n");
         let _ = write!(
             h,
-            "<g class=\"{cls}\" id=\"{id}b{i}\" data-box=\"{i}\" data-count=\"{}\" data-frames=\"{}\" data-search=\"{}\" tabindex=\"0\" transform=\"translate({:.1},{:.1})\">",
+            "<g class=\"{cls}\" id=\"{id}b{i}\" data-box=\"{i}\" data-count=\"{}\" data-frames=\"{}\" tabindex=\"0\" transform=\"translate({:.1},{:.1})\">",
             bx.threads.len(),
             bx.frames.len(),
-            esc(&search),
             p.x,
             p.y
         );
@@ -510,9 +501,9 @@ pub fn render(
         let t2 = format!("{} {}", num(nids as u64), kind.noun(nids));
         let _ = write!(
             h,
-            "<g class=\"ps-more\" id=\"{id}m{k}\" transform=\"translate({x:.1},{y:.1})\"><title>{} not drawn: the {} largest are</title><rect class=\"ps-frame\" width=\"{stub_w}\" height=\"{stub_h}\" rx=\"3\"/><text class=\"ps-count\" x=\"{PAD_X}\" y=\"15\">{}</text><text class=\"ps-fr\" x=\"{PAD_X}\" y=\"{:.0}\">{}</text></g>",
+            "<g class=\"ps-more\" id=\"{id}m{k}\" transform=\"translate({x:.1},{y:.1})\"><title>{} with {} not drawn (at most {MAX_CHILDREN} boxes above a box, {MAX_BOXES} in all: the largest are drawn)</title><rect class=\"ps-frame\" width=\"{stub_w}\" height=\"{stub_h}\" rx=\"3\"/><text class=\"ps-count\" x=\"{PAD_X}\" y=\"15\">{}</text><text class=\"ps-fr\" x=\"{PAD_X}\" y=\"{:.0}\">{}</text></g>",
             esc(&t1),
-            if trees == 1 { "one" } else { "others" },
+            esc(&t2),
             esc(&t1),
             HEAD_H + 13.0,
             esc(&t2)
@@ -534,14 +525,25 @@ pub fn render(
         }
     );
     for (i, bx) in b.boxes.iter().enumerate() {
-        let list: Vec<String> = bx
+        // A box with boxes above lists its first ids only: each id is listed in full in the
+        // box where its stack ends.
+        let inner = !bx.children.is_empty() && bx.hidden.is_none();
+        let cap = if inner { INNER_IDS } else { usize::MAX };
+        let mut list: Vec<String> = bx
             .threads
             .iter()
+            .take(cap)
             .map(|&t| match thread_names(t) {
                 Some(n) => format!("{} {}", kind.id(t), n),
                 None => kind.id(t),
             })
             .collect();
+        if bx.threads.len() > cap {
+            list.push(format!(
+                "… {} more, in the boxes above",
+                bx.threads.len() - cap
+            ));
+        }
         let ends = if bx.ends_here.is_empty() {
             String::new()
         } else {

@@ -10,7 +10,16 @@ use std::fmt::Write as _;
 
 /// Rows of a big table shown at once; more in a "N more" expander up to [`MAX_ROWS`].
 pub const SHOWN_ROWS: usize = 30;
-pub const MAX_ROWS: usize = 1000;
+pub const MAX_ROWS: usize = 500;
+/// Threads listed in the thread table (the first; `clrthreads` has them all).
+pub const THREAD_ROWS: usize = 300;
+/// Types listed in the heap's table (the largest; `dumpheap -stat` has them all).
+pub const HEAP_ROWS: usize = 200;
+
+/// A JSON value as escaped text.
+fn vh(v: &Value) -> String {
+    esc(&vtext(v))
+}
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", num(n), if n == 1 { one } else { many })
@@ -398,12 +407,10 @@ pub fn heap(h: &mut Html, r: &Value, id: &str) {
             let w = size as f64 * 100.0 / max as f64;
             let _ = write!(
                 h,
-                "<tr class=\"heap-row\" data-search=\"{}\"><td class=\"num muted\">{}</td><td class=\"num\">{}</td><td class=\"bar-col\"><div class=\"bar\"><span style=\"width:{w:.1}%\"></span></div><small>{pct:.1}%</small></td><td class=\"num\">{}</td><td class=\"mono type\" title=\"{}\">{}</td></tr>",
-                esc(&name.to_lowercase()),
+                "<tr class=\"heap-row\"><td class=\"num muted\">{}</td><td class=\"num\">{}</td><td class=\"bar-col\"><div class=\"bar\"><span style=\"width:{w:.1}%\"></span></div><small>{pct:.1}%</small></td><td class=\"num\">{}</td><td class=\"mono type\">{}</td></tr>",
                 k + 1,
                 bytes(size),
                 num(s["count"].as_u64().unwrap_or(0)),
-                esc(&format!("{name}  MethodTable {}", s["mt"].as_str().unwrap_or("?"))),
                 esc(name)
             );
         };
@@ -412,14 +419,14 @@ pub fn heap(h: &mut Html, r: &Value, id: &str) {
         }
         h.raw("</tbody></table>");
         if stats.len() > SHOWN_ROWS {
-            let more = stats.len().min(MAX_ROWS) - SHOWN_ROWS;
+            let more = stats.len().min(HEAP_ROWS) - SHOWN_ROWS;
             let _ = write!(h, "<details class=\"more\"><summary>{} more types</summary><table class=\"grid heap\"><tbody>", num(more as u64));
-            for (k, s) in stats.iter().enumerate().take(MAX_ROWS).skip(SHOWN_ROWS) {
+            for (k, s) in stats.iter().enumerate().take(HEAP_ROWS).skip(SHOWN_ROWS) {
                 row(h, k, s);
             }
             h.raw("</tbody></table></details>");
-            if stats.len() > MAX_ROWS {
-                let _ = write!(h, "<p class=\"note\">{} smaller types are not listed (dumpheap -stat lists them all).</p>", num((stats.len() - MAX_ROWS) as u64));
+            if stats.len() > HEAP_ROWS {
+                let _ = write!(h, "<p class=\"note\">{} smaller types are not listed (dumpheap -stat lists them all).</p>", num((stats.len() - HEAP_ROWS) as u64));
             }
         }
     }
@@ -646,6 +653,29 @@ fn exception_card(h: &mut Html, e: &Value, inner: bool) {
     h.raw("</div>");
 }
 
+/// Waits with the same kind, lock, owner and waiting frame, as one row with their threads.
+pub fn wait_groups(waits: &[Value]) -> Vec<(&Value, Vec<&Value>)> {
+    let mut out: Vec<(&Value, Vec<&Value>)> = Vec::new();
+    let mut index: std::collections::HashMap<(String, String, String, String), usize> =
+        std::collections::HashMap::new();
+    for w in waits {
+        let key = (
+            vtext(&w["kind"]),
+            vtext(&w["object"]),
+            vtext(&w["owner"]["os_id"]),
+            vtext(&w["wait_frame"]),
+        );
+        match index.get(&key) {
+            Some(&i) => out[i].1.push(&w["thread"]),
+            None => {
+                index.insert(key, out.len());
+                out.push((w, vec![&w["thread"]]));
+            }
+        }
+    }
+    out
+}
+
 fn thread_of(v: &Value) -> String {
     thread_label(v["os_id"].as_u64(), v["managed_id"].as_u64())
 }
@@ -683,21 +713,31 @@ pub fn locks(
                     esc(&through.join(", "))
                 );
             }
-            let waits = arr(&d["waits"]);
+            let waits = wait_groups(arr(&d["waits"]));
             if !waits.is_empty() {
-                h.raw("<h3>Threads waiting on monitors</h3><table class=\"grid\"><thead><tr><th>thread</th><th>waits</th><th>lock</th><th>held by</th><th>in</th></tr></thead><tbody>");
-                for w in waits.iter().take(MAX_ROWS) {
+                h.raw("<h3>Threads waiting on monitors</h3><table class=\"grid\"><thead><tr><th>threads</th><th>wait</th><th>lock</th><th>held by</th><th>in</th></tr></thead><tbody>");
+                for (w, threads) in waits.iter().take(MAX_ROWS) {
                     let kind = match w["kind"].as_str() {
                         Some("monitor-enter") => "to enter",
                         Some("monitor-wait") => "in Monitor.Wait (for a pulse)",
                         Some(k) => k,
                         None => "?",
                     };
+                    let shown: Vec<String> =
+                        threads.iter().take(12).map(|t| thread_of(t)).collect();
+                    let who = if threads.len() > 12 {
+                        format!("{} threads: {} …", threads.len(), shown.join(", "))
+                    } else if threads.len() > 1 {
+                        format!("{} threads: {}", threads.len(), shown.join(", "))
+                    } else {
+                        shown.join("")
+                    };
                     let _ = write!(
                         h,
-                        "<tr class=\"wait-row\"><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{} <span class=\"muted\">{}</span></td><td class=\"mono\">{}</td><td class=\"mono small\">{}</td></tr>",
-                        esc(&thread_of(&w["thread"])),
-                        kind,
+                        "<tr class=\"wait-row\" data-threads=\"{}\"><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{} <span class=\"muted\">{}</span></td><td class=\"mono\">{}</td><td class=\"mono small\">{}</td></tr>",
+                        threads.len(),
+                        esc(&who),
+                        esc(kind),
                         esc(w["type"].as_str().unwrap_or("?")),
                         esc(w["object"].as_str().unwrap_or("")),
                         if w["owner"].is_object() { esc(&thread_of(&w["owner"])) } else { "-".into() },
@@ -705,6 +745,13 @@ pub fn locks(
                     );
                 }
                 h.raw("</tbody></table>");
+                if waits.len() > MAX_ROWS {
+                    let _ = write!(
+                        h,
+                        "<p class=\"note\">{} more kinds of wait (deadlock lists them).</p>",
+                        waits.len() - MAX_ROWS
+                    );
+                }
             }
             notes(h, "deadlock", &[&d["notes"]]);
         }
@@ -730,17 +777,21 @@ pub fn locks(
             if !blocks.is_empty() {
                 h.raw("<table class=\"grid\"><thead><tr><th class=\"num\">#</th><th>object</th><th>owner</th><th class=\"num\">recursion</th><th class=\"num\">waiting to enter</th><th>in Monitor.Wait</th></tr></thead><tbody>");
                 for b in blocks.iter().take(MAX_ROWS) {
-                    let waits: Vec<String> =
-                        arr(&b["wait_threads"]).iter().map(thread_of).collect();
+                    let all_waits = arr(&b["wait_threads"]);
+                    let mut waits: Vec<String> = all_waits.iter().take(12).map(thread_of).collect();
+                    if all_waits.len() > 12 {
+                        waits.insert(0, format!("{} threads:", all_waits.len()));
+                        waits.push(format!("… {} more", all_waits.len() - 12));
+                    }
                     let _ = write!(
                         h,
                         "<tr class=\"sb-row\"><td class=\"num\">{}</td><td class=\"mono\">{} <span class=\"muted\">{}</span></td><td class=\"mono\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"mono small\">{}</td></tr>",
-                        vtext(&b["index"]),
+                        vh(&b["index"]),
                         esc(b["type"].as_str().unwrap_or("?")),
                         esc(b["object"].as_str().unwrap_or("")),
                         if b["owner"].is_object() { esc(&thread_of(&b["owner"])) } else { "<span class=\"muted\">free</span>".into() },
-                        vtext(&b["recursion"]),
-                        vtext(&b["enter_waiters"]),
+                        vh(&b["recursion"]),
+                        vh(&b["enter_waiters"]),
                         esc(&waits.join(", "))
                     );
                 }
@@ -756,7 +807,7 @@ pub fn locks(
                         esc(t["type"].as_str().unwrap_or("?")),
                         esc(t["object"].as_str().unwrap_or("")),
                         esc(&thread_label(t["owner"]["os_id"].as_u64(), t["thread_id"].as_u64())),
-                        vtext(&t["recursion"])
+                        vh(&t["recursion"])
                     );
                 }
                 h.raw("</tbody></table>");
@@ -787,7 +838,7 @@ fn ring(h: &mut Html, c: &Value, id: &str) {
     let (cx, cy) = (w / 2.0, hh / 2.0);
     let _ = write!(
         h,
-        "<svg class=\"ring\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"deadlock cycle\"><defs><marker id=\"{id}m\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" class=\"mk-deadlock\"/></marker></defs>"
+        "<svg class=\"ring\" id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"deadlock cycle\">"
     );
     // positions: waiter_k at angle 2k, lock_k at 2k+1; lock_k's owner is waiter_{k+1}
     let pos = |i: usize| {
@@ -823,7 +874,7 @@ fn ring(h: &mut Html, c: &Value, id: &str) {
         let label = if i % 2 == 0 { "waits for" } else { "held by" };
         let _ = write!(
             h,
-            "<path class=\"g-edge e-deadlock\" d=\"M{ax:.1},{ay:.1} L{bx:.1},{by:.1}\" marker-end=\"url(#{id}m)\"/><text class=\"edge-label e-deadlock\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
+            "<path class=\"g-edge e-deadlock\" d=\"M{ax:.1},{ay:.1} L{bx:.1},{by:.1}\" marker-end=\"url(#mk-deadlock)\"/><text class=\"edge-label e-deadlock\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
             (ax + bx) / 2.0,
             (ay + by) / 2.0 - 4.0
         );
@@ -896,7 +947,7 @@ pub fn threadpool(h: &mut Html, t: &Value) {
             let _ = write!(
                 h,
                 "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"mono small\">{}</td></tr>",
-                vtext(&b["count"]),
+                vh(&b["count"]),
                 esc(b["text"].as_str().unwrap_or("?")),
                 esc(&ids.join(", "))
             );
@@ -910,7 +961,7 @@ pub fn threadpool(h: &mut Html, t: &Value) {
             let _ = write!(
                 h,
                 "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"mono\">{}</td></tr>",
-                vtext(&q["count"]),
+                vh(&q["count"]),
                 esc(&vtext(&q["kind"])),
                 esc(q["what"].as_str().unwrap_or("?"))
             );
@@ -956,9 +1007,9 @@ pub fn threads(
         h,
         "<p class=\"lead\">{} ({} background, {} dead, {} unstarted).</p>",
         plural(list.len() as u64, "managed thread", "managed threads"),
-        vtext(&c["background"]),
-        vtext(&c["dead"]),
-        vtext(&c["unstarted"])
+        vh(&c["background"]),
+        vh(&c["dead"]),
+        vh(&c["unstarted"])
     );
     if list.is_empty() {
         return;
@@ -973,21 +1024,12 @@ pub fn threads(
         let link = os.and_then(box_of);
         let tags: Vec<String> = arr(&t["tags"]).iter().map(vtext).collect();
         let states: Vec<String> = arr(&t["state_names"]).iter().map(vtext).collect();
-        let search = format!(
-            "{} {} {} {}",
-            os.map(tid).unwrap_or_default(),
-            tags.join(" "),
-            frame,
-            t["last_exception_type"].as_str().unwrap_or("")
-        )
-        .to_lowercase();
         let _ = write!(
             h,
-            "<tr class=\"thread-row{}\" data-search=\"{}\"><td class=\"num muted\">{}</td><td class=\"num\">{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"num\">{}</td><td class=\"mono small\">{}</td><td class=\"mono small\">{}</td></tr>",
+            "<tr class=\"thread-row{}\"><td class=\"num muted\">{}</td><td class=\"num\">{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"num\">{}</td><td class=\"mono small\">{}</td><td class=\"mono small\">{}</td></tr>",
             if t["dead"] == true { " dead" } else { "" },
-            esc(&search),
-            vtext(&t["index"]),
-            vtext(&t["managed_id"]),
+            vh(&t["index"]),
+            vh(&t["managed_id"]),
             os.map(tid).unwrap_or_else(|| "-".into()),
             esc(&tags.join(", ")),
             esc(&states.join(", ")),
@@ -1007,12 +1049,19 @@ pub fn threads(
     }
     h.raw("</tbody></table>");
     if list.len() > SHOWN_ROWS * 2 {
-        let more = list.len().min(MAX_ROWS * 5) - SHOWN_ROWS * 2;
+        let more = list.len().min(THREAD_ROWS) - SHOWN_ROWS * 2;
         let _ = write!(h, "<details class=\"more\"><summary>{} more threads</summary><table class=\"grid\"><tbody>", num(more as u64));
-        for t in list.iter().take(MAX_ROWS * 5).skip(SHOWN_ROWS * 2) {
+        for t in list.iter().take(THREAD_ROWS).skip(SHOWN_ROWS * 2) {
             row(h, t);
         }
         h.raw("</tbody></table></details>");
+        if list.len() > THREAD_ROWS {
+            let _ = write!(
+                h,
+                "<p class=\"note\">{} more threads are not listed (clrthreads lists them; the parallel stacks hold every thread).</p>",
+                num((list.len() - THREAD_ROWS) as u64)
+            );
+        }
     }
     notes(h, "clrthreads", &[&c["notes"]]);
 }
