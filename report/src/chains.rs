@@ -25,6 +25,8 @@ const GAP: f64 = 24.0;
 const PILL_H: f64 = 34.0;
 const LEFT: f64 = 26.0; // room for a cycle's arc
 const MAX_CHARS: usize = 50;
+/// The advance of a 10.5 px monospace character, with a margin.
+const SMALL_W: f64 = 6.5;
 
 fn status_line(chains: &[Chain], g: &Group, depth: usize) -> String {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -123,6 +125,9 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         .unwrap_or(20)
         .min(MAX_CHARS + 6);
     let w = (chars as f64 * CHAR_W + 2.0 * PAD).max(230.0).ceil();
+    // what fits in the box: 12 px labels and 10.5 px detail lines
+    let big = ((w - 2.0 * PAD) / CHAR_W) as usize;
+    let small = ((w - 2.0 * PAD) / SMALL_W) as usize;
     let cycle = first
         .cycle_back_to
         .as_ref()
@@ -185,9 +190,9 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         crate::html::slug(&kind),
         esc(expl),
         w - 2.0 * PAD,
-        esc(&elide_middle(&title, MAX_CHARS + 4)),
+        esc(&elide_middle(&title, big)),
         w - 2.0 * PAD,
-        esc(&elide_middle(&detail, MAX_CHARS + 10))
+        esc(&elide_middle(&detail, small))
     );
     // edges: innermost box -> cause ("awaits"); each outer box -> the box above it
     let cx = LEFT + w / 2.0;
@@ -346,6 +351,10 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
 pub fn render(h: &mut Html, chains: &[Chain], groups: &[Group], id: &str) {
     let total: u64 = groups.iter().map(|g| g.count).sum();
     let blocked: usize = groups.iter().map(|g| g.blocked.len()).sum();
+    if groups.is_empty() {
+        h.raw("<p class=\"note\">No pending async chain.</p>");
+        return;
+    }
     let _ = write!(
         h,
         "<p class=\"lead\">{} pending {} in {} {} (same methods, same kind of wait, same awaited object){}.</p>",

@@ -328,7 +328,8 @@ impl Report {
             } else {
                 Some("The triage (dumpshell triage --json) was not given: only the dump's facts are shown.")
             };
-            sections::summary(h, triage.ok(), info.ok(), note);
+            let present: Vec<&str> = self.sections_present().iter().map(|(a, _)| *a).collect();
+            sections::summary(h, triage.ok(), info.ok(), note, p, &present);
             close(h);
         }
 
@@ -398,23 +399,25 @@ impl Report {
                 Doc::Failed(e) => failed(h, "pstacks --async", e),
                 Doc::Ok(r) => {
                     let b = pstacks::boxes(arr(&r["roots"]));
-                    let _ = write!(
-                        h,
-                        "<h3>Async logical stacks</h3><p class=\"lead\">{} pending async {} merged the same way (Visual Studio's Tasks view): the outermost awaiting method at the bottom; the top line of a leaf says what its innermost method awaits.</p>",
-                        html::num(r["chains"].as_u64().unwrap_or(0)),
-                        if r["chains"].as_u64() == Some(1) { "chain" } else { "chains" }
-                    );
-                    if !b.boxes.is_empty() {
+                    if b.boxes.is_empty() {
+                        h.raw("<h3>Async logical stacks</h3><p class=\"note\">No pending async chain.</p>");
+                    } else {
+                        let _ = write!(
+                            h,
+                            "<h3>Async logical stacks</h3><p class=\"lead\">{} pending async {} merged the same way (Visual Studio's Tasks view): the outermost awaiting method at the bottom; the top line of a leaf says what its innermost method awaits.</p>",
+                            html::num(r["chains"].as_u64().unwrap_or(0)),
+                            if r["chains"].as_u64() == Some(1) { "chain" } else { "chains" }
+                        );
                         ps_toolbar(h, &format!("{p}psa"));
+                        pstacks::render(
+                            h,
+                            &b,
+                            pstacks::IdKind::Tasks,
+                            &format!("{p}psa"),
+                            None,
+                            &|_| None,
+                        );
                     }
-                    pstacks::render(
-                        h,
-                        &b,
-                        pstacks::IdKind::Tasks,
-                        &format!("{p}psa"),
-                        None,
-                        &|_| None,
-                    );
                 }
                 Doc::Missing => {}
             }

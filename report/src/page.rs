@@ -44,7 +44,7 @@ ul.verdicts{list-style:none;padding:0;margin:0}
 ul.verdicts>li{padding:7px 10px;border-left:4px solid var(--line);margin:0 0 6px;background:#f6f8fa;border-radius:0 6px 6px 0}
 ul.verdicts ul{margin:4px 0 0;padding-left:20px}
 ul.verdicts ul li{margin:2px 0}
-.badge{display:inline-block;font:700 11px/1 var(--sans);letter-spacing:.04em;padding:4px 7px;border-radius:10px;background:#59636e;color:#fff;margin-right:4px;vertical-align:1px}
+.badge{display:inline-block;text-decoration:none!important;font:700 11px/1 var(--sans);letter-spacing:.04em;padding:4px 7px;border-radius:10px;background:#59636e;color:#fff;margin-right:4px;vertical-align:1px}
 .v-crash,.v-deadlock{border-left-color:#cf222e!important}.v-crash .badge,.v-deadlock .badge{background:#cf222e}
 .v-exc{border-left-color:#bc4c00!important}.v-exc .badge{background:#bc4c00}
 .v-starved{border-left-color:#9a6700!important}.v-starved .badge{background:#9a6700}
@@ -153,7 +153,7 @@ article.dump>nav{margin:-6px 0 12px;font-size:13px}article.dump>nav a{margin-rig
 footer{color:var(--muted);font-size:12px;padding:0 24px 24px}
 /* one section alone: page.html#pstacks */
 body:has(.sec:target) .sec:not(:target),body:has(.sec:target) header.top nav,
-body:has(.sec:target) .missing,body:has(.sec:target) footer,body:has(.sec:target) .index,
+body:has(.sec:target) .missing,body:has(.sec:target) footer,body:has(.sec:target) .index:not(:has(.sec:target)),
 body:has(.sec:target) article.dump:not(:has(.sec:target)),body:has(.sec:target) article.dump>nav{display:none}
 body:has(.sec:target) header.top{position:static}
 @media print{
@@ -270,6 +270,19 @@ if(/[?&]selfcheck\b/.test(location.search)){
     c.sizes[s.id]=[Math.ceil(w+24),Math.ceil(hh+sr.height+48)];
   });
   c.height=Math.ceil(d.documentElement.scrollHeight);
+  // the behaviours: a click on a box opens its ids, the finder marks boxes, a hover on a
+  // graph node lights its edges
+  var box=d.querySelector('svg.pstacks .ps-box');
+  if(box){
+    box.dispatchEvent(new MouseEvent('click',{bubbles:true}));
+    var p=d.querySelector('.pop');c.popup=p?p.textContent:null;closePop();
+    var inp=d.querySelector('input.ps-filter');
+    var first=box.querySelector('.ps-fr title');
+    if(inp&&first){inp.value=first.textContent;inp.dispatchEvent(new Event('input'));
+      c.filter_matches=all('svg.pstacks .ps-box.match').length;inp.value='';inp.dispatchEvent(new Event('input'));}
+  }
+  var gn=d.querySelector('svg.graph .g-node');
+  if(gn){gn.dispatchEvent(new MouseEvent('mouseenter'));c.lit_edges=all('svg.graph .g-edge.lit').length;gn.dispatchEvent(new MouseEvent('mouseleave'));}
   c.errors=window.__errors||[];
   var pre=d.createElement('pre');pre.id='selfcheck';pre.textContent=JSON.stringify(c);d.body.appendChild(pre);
 }

@@ -69,7 +69,17 @@ pub fn summary(
     triage: Option<&Value>,
     info: Option<&Value>,
     triage_missing_note: Option<&str>,
+    p: &str,
+    present: &[&str],
 ) {
+    // a finding's badge links to its section when the page has it
+    let badge = |sec: &str, text: &str| {
+        if present.contains(&sec) {
+            format!("<a class=\"badge\" href=\"#{p}{sec}\">{text}</a>")
+        } else {
+            format!("<span class=\"badge\">{text}</span>")
+        }
+    };
     let t = triage.unwrap_or(&Value::Null);
     let i = info.unwrap_or(&Value::Null);
     h.raw("<dl class=\"facts\">");
@@ -141,7 +151,7 @@ pub fn summary(
     let dump_exc = &t["dump_exception"];
     if let Some(ce) = t["current_exception"].as_object() {
         findings += 1;
-        let badge = if dump_exc.is_object() {
+        let kind = if dump_exc.is_object() {
             ("crash", "CRASH")
         } else {
             ("exc", "EXCEPTION")
@@ -152,9 +162,9 @@ pub fn summary(
         let frames = ce.get("frames").map(arr).unwrap_or(&[]);
         let _ = write!(
             h,
-            "<li class=\"v-{}\"><span class=\"badge\">{}</span> <b class=\"mono\">{}</b>{}{}",
-            badge.0,
-            badge.1,
+            "<li class=\"v-{}\">{} <b class=\"mono\">{}</b>{}{}",
+            kind.0,
+            badge("exceptions", kind.1),
             esc(ty),
             msg.map(|m| format!(": {}", esc(&elide_middle(m, 300))))
                 .unwrap_or_default(),
@@ -182,9 +192,10 @@ pub fn summary(
         h.raw("</li>");
     } else if let Some(c) = dump_exc["code"].as_str() {
         findings += 1;
+        let b = badge("exceptions", "CRASH");
         let _ = write!(
             h,
-            "<li class=\"v-crash\"><span class=\"badge\">CRASH</span> the dump records {}{}</li>",
+            "<li class=\"v-crash\">{b} the dump records {}{}</li>",
             esc(&exception_code(c, t["os"].as_str())),
             dump_exc["thread_id"]
                 .as_u64()
@@ -210,9 +221,10 @@ pub fn summary(
                 )
             })
             .collect();
+        let b = badge("locks", "DEADLOCK");
         let _ = write!(
             h,
-            "<li class=\"v-deadlock\"><span class=\"badge\">DEADLOCK</span> threads <span class=\"mono\">{}</span> each hold a lock another waits for: <span class=\"mono\">{}</span></li>",
+            "<li class=\"v-deadlock\">{b} threads <span class=\"mono\">{}</span> each hold a lock another waits for: <span class=\"mono\">{}</span></li>",
             esc(&threads.join(", ")),
             esc(&locks.join(", "))
         );
@@ -227,11 +239,8 @@ pub fn summary(
         let text = text
             .strip_prefix("THREAD POOL STARVATION: ")
             .unwrap_or(text);
-        let _ = write!(
-            h,
-            "<li class=\"v-starved\"><span class=\"badge\">STARVATION</span> {}</li>",
-            esc(text)
-        );
+        let b = badge("threadpool", "STARVATION");
+        let _ = write!(h, "<li class=\"v-starved\">{b} {}</li>", esc(text));
     }
     // waits
     let groups = arr(&t["async_groups"]);
@@ -239,9 +248,10 @@ pub fn summary(
         findings += 1;
         let chains = t["async_chain_count"].as_u64().unwrap_or(0);
         let http = t["http_requests"].as_u64().unwrap_or(0);
+        let b = badge("chains", "WAITS");
         let _ = write!(
             h,
-            "<li class=\"v-wait\"><span class=\"badge\">WAITS</span> {} pending in {}{}:<ul>",
+            "<li class=\"v-wait\">{b} {} pending in {}{}:<ul>",
             plural(chains, "async chain", "async chains"),
             plural(
                 t["async_group_count"]
@@ -314,9 +324,8 @@ pub fn summary(
     // top stacks
     let tops = arr(&t["top_stacks"]);
     if !tops.is_empty() {
-        h.raw(
-            "<li class=\"v-stacks\"><span class=\"badge\">STACKS</span> most threads are in:<ul>",
-        );
+        let b = badge("pstacks", "STACKS");
+        let _ = write!(h, "<li class=\"v-stacks\">{b} most threads are in:<ul>");
         for s in tops.iter().take(3) {
             let frames = arr(&s["frames"]);
             let inner = frames.first().and_then(Value::as_str).unwrap_or("?");

@@ -12,8 +12,10 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 /// The reports of the corpus dumps this machine can read, made once per test binary.
-fn reports() -> Vec<(String, Report)> {
-    static CACHE: OnceLock<Mutex<Option<Vec<(String, Report)>>>> = OnceLock::new();
+type Reports = Vec<(String, Report)>;
+
+fn reports() -> Reports {
+    static CACHE: OnceLock<Mutex<Option<Reports>>> = OnceLock::new();
     let m = CACHE.get_or_init(|| Mutex::new(None));
     let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
     if g.is_none() {
@@ -421,17 +423,17 @@ fn tables_hold_every_row_of_their_documents() {
         // the summary names the findings of the triage
         let t = result(&r.triage).unwrap();
         assert_eq!(
-            page.contains("<span class=\"badge\">DEADLOCK</span>"),
+            page.contains("<a class=\"badge\" href=\"#locks\">DEADLOCK</a>"),
             !arr(&t["deadlocks"]).is_empty(),
             "{name}"
         );
         assert_eq!(
-            page.contains("<span class=\"badge\">STARVATION</span>"),
+            page.contains("<a class=\"badge\" href=\"#threadpool\">STARVATION</a>"),
             t["thread_pool_starvation"].is_object(),
             "{name}"
         );
         assert_eq!(
-            page.contains("<span class=\"badge\">WAITS</span>"),
+            page.contains("<a class=\"badge\" href=\"#chains\">WAITS</a>"),
             !arr(&t["async_groups"]).is_empty(),
             "{name}"
         );
