@@ -344,6 +344,22 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// What a group's chains wait on, in words: [`cause_label`] of its first chain, with the
+/// threads of a group running on several.
+pub fn group_cause_label(chains: &[Chain], g: &Group) -> (String, String, String) {
+    let (k, t, d) = cause_label(&chains[g.chains[0]], g.own_objects);
+    if g.kind == "running_on_thread" && g.running.len() > 1 {
+        let ids: Vec<String> = g.running.iter().take(4).map(|&(os, _)| tid(os)).collect();
+        let more = if g.running.len() > 4 { ", …" } else { "" };
+        return (
+            k,
+            t,
+            format!("on {} threads: {}{more}", g.running.len(), ids.join(", ")),
+        );
+    }
+    (k, t, d)
+}
+
 /// What a chain waits on, in words for a node: (css kind, title, detail line).
 pub fn cause_label(c: &Chain, own_objects: usize) -> (String, String, String) {
     let kind = c.cause_kind().to_owned();

@@ -2,7 +2,7 @@
 //! top, the innermost method below it, the outermost at the bottom, and the threads blocked on
 //! the chain (or running it) linked to it.
 
-use crate::asyncs::{cause_label, Chain, Group};
+use crate::asyncs::{group_cause_label, Chain, Group};
 use crate::html::{
     elide_middle, esc, fit_method, num, short_method, thread_label, width_chars, Html, CHAR_W,
 };
@@ -69,7 +69,7 @@ fn status_line(chains: &[Chain], g: &Group, depth: usize) -> String {
 /// One group as an SVG column. `id` is unique on the page.
 fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
     let first = &chains[g.chains[0]];
-    let (kind, title, detail) = cause_label(first, g.own_objects);
+    let (kind, title, detail) = group_cause_label(chains, g);
     // methods, innermost first, capped
     let n = g.methods.len();
     let mut rows: Vec<Option<usize>> = (0..n).map(Some).collect();
@@ -124,7 +124,17 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
         .max()
         .unwrap_or(20)
         .min(MAX_CHARS + 6);
-    let w = (chars as f64 * CHAR_W + 2.0 * PAD).max(230.0).ceil();
+    // thread pills are 24 px narrower than the boxes, their second line in the small font
+    let pill_need = pills
+        .iter()
+        .map(|p| width_chars(&p.1) as f64 * SMALL_W + 24.0 + 2.0 * PAD)
+        .fold(0.0, f64::max)
+        .min((MAX_CHARS + 6) as f64 * CHAR_W + 2.0 * PAD);
+    let w = (chars as f64 * CHAR_W + 2.0 * PAD)
+        .max(pill_need)
+        .max(230.0)
+        .ceil();
+    let pill_small = ((w - 24.0 - 2.0 * PAD) / SMALL_W) as usize;
     // what fits in the box: 12 px labels and 10.5 px detail lines
     let big = ((w - 2.0 * PAD) / CHAR_W) as usize;
     let small = ((w - 2.0 * PAD) / SMALL_W) as usize;
@@ -314,9 +324,9 @@ fn column(h: &mut Html, chains: &[Chain], g: &Group, id: &str, gi: usize) {
             "<g class=\"ch-thread{}\" transform=\"translate({px:.0},{py:.0})\"><rect width=\"{pw:.0}\" height=\"{PILL_H}\" rx=\"10\"/><text class=\"ch-t fit\" x=\"{PAD}\" y=\"14\" data-w=\"{:.0}\">{}</text><text class=\"ch-s fit\" x=\"{PAD}\" y=\"28\" data-w=\"{:.0}\">{}</text></g>",
             if *runs { " runs" } else { "" },
             pw - 2.0 * PAD,
-            esc(l1),
+            esc(&elide_middle(l1, ((w - 24.0 - 2.0 * PAD) / CHAR_W) as usize)),
             pw - 2.0 * PAD,
-            esc(l2)
+            esc(&elide_middle(l2, pill_small))
         );
     }
     if pills.len() > shown_pills {

@@ -3,7 +3,7 @@
 //! chains, what they wait on), ordered by a few deterministic barycenter sweeps. No physics: the
 //! same documents always give the same picture.
 
-use crate::asyncs::{cause_label, Chain, Group};
+use crate::asyncs::{group_cause_label, Chain, Group};
 use crate::html::{
     arr, elide_end, elide_middle, esc, fit_method, num, short_method, short_type, thread_label,
     tid, width_chars, Html, CHAR_W,
@@ -205,7 +205,7 @@ pub fn build(
                 (None, n) if n > 0 => format!("o:own:{gi}"),
                 _ => format!("o:none:{gi}"),
             };
-            let (flavor, title, detail) = cause_label(first, g.own_objects);
+            let (flavor, title, detail) = group_cause_label(chains, g);
             let hover = first.explanation.unwrap_or("").to_owned();
             let o = b.node(key, || Node {
                 key: String::new(),
@@ -440,7 +440,7 @@ const NODE_H: f64 = 40.0;
 const VGAP: f64 = 14.0;
 const HGAP: f64 = 150.0;
 const PAD: f64 = 9.0;
-const MAX_CHARS: usize = 46;
+const MAX_CHARS: usize = 56;
 
 /// Draws the graph as an SVG. `id` prefixes element ids.
 pub fn render(h: &mut Html, g: &Graph, id: &str) {
@@ -749,7 +749,8 @@ fn sort_keyed(mut v: Vec<(f64, f64, usize)>) -> Vec<usize> {
     v.into_iter().map(|x| x.2).collect()
 }
 
-/// A chain node's second line: innermost ← ... ← outermost, the ends kept.
+/// A chain node's second line: innermost ← … ← outermost, the innermost kept whole when it
+/// fits, the outermost given the rest.
 fn chain_sub(s: &str) -> String {
     let parts: Vec<&str> = s.split(" ← ").collect();
     let max = MAX_CHARS + 6;
@@ -757,15 +758,19 @@ fn chain_sub(s: &str) -> String {
         return s.to_owned();
     }
     if parts.len() >= 2 {
-        let a = fit_method(parts[0], max / 2 - 2);
-        let b = fit_method(parts[parts.len() - 1], max / 2 - 2);
         let mid = if parts.len() > 2 {
             " ← … ← "
         } else {
             " ← "
         };
-        let t = format!("{a}{mid}{b}");
-        return elide_middle(&t, max);
+        let room = max - width_chars(mid);
+        let outer = parts[parts.len() - 1];
+        let a_room = room
+            .saturating_sub(width_chars(outer).min(room / 2))
+            .max(room / 2);
+        let a = fit_method(parts[0], a_room);
+        let b = fit_method(outer, room - width_chars(&a));
+        return elide_middle(&format!("{a}{mid}{b}"), max);
     }
     elide_middle(s, max)
 }

@@ -14,7 +14,7 @@ pub const MAX_ROWS: usize = 500;
 /// Threads listed in the thread table (the first; `clrthreads` has them all).
 pub const THREAD_ROWS: usize = 300;
 /// Types listed in the heap's table (the largest; `dumpheap -stat` has them all).
-pub const HEAP_ROWS: usize = 200;
+pub const HEAP_ROWS: usize = 100;
 
 /// A JSON value as escaped text.
 fn vh(v: &Value) -> String {

@@ -25,6 +25,9 @@ fn reports() -> Reports {
                 v.push((name.to_owned(), report_of(&e)));
             }
         }
+        for d in on_demand() {
+            v.push((d.name.to_owned(), report_of_path(d.name, &d.dump, &d.opts)));
+        }
         assert!(!v.is_empty(), "no corpus dump could be read");
         *g = Some(v);
     }
@@ -681,6 +684,100 @@ fn a_bucket_set_page_links_each_bucket_to_its_dumps() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), n, "duplicate element ids");
+}
+
+/// The on-demand dumps against what their programs recorded: the 1,000-thread program's
+/// threads in Monitor.Wait on its one gate are one node of the graph, its thread count theirs;
+/// the ASP.NET service's requests are the chains awaiting its dependency's
+/// TaskCompletionSource, and its blocked handlers the threads drawn under them.
+#[test]
+fn on_demand_dumps_are_drawn_as_their_programs_recorded() {
+    for d in on_demand() {
+        let all = reports();
+        let r = &all.iter().find(|(n, _)| n == d.name).unwrap().1;
+        let chains = report::asyncs::chains(result(&r.dumpasync), result(&r.causality));
+        let groups = report::asyncs::groups(&chains);
+        let g = report::graph::build(
+            &chains,
+            &groups,
+            result(&r.deadlock),
+            result(&r.syncblk),
+            result(&r.clrthreads),
+        );
+        let page = r.render();
+        match d.name {
+            "threads-1000-net10" => {
+                let waiting: Vec<u64> = arr(&d.manifest["threads"])
+                    .iter()
+                    .filter(|t| t["role"] == "monitor-wait")
+                    .map(|t| t["os_id"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(waiting.len(), 334);
+                let gate = g
+                    .nodes
+                    .iter()
+                    .position(|n| {
+                        n.kind == report::graph::NodeKind::Lock && n.title.ends_with("Gate")
+                    })
+                    .expect("the gate's lock");
+                let t = g
+                    .edges
+                    .iter()
+                    .find(|e| e.to == gate && e.kind == report::graph::EdgeKind::MonitorWait)
+                    .map(|e| &g.nodes[e.from])
+                    .unwrap();
+                let mut ids = t.ids.clone();
+                ids.sort();
+                let mut want = waiting.clone();
+                want.sort();
+                assert_eq!(ids, want, "the threads in Monitor.Wait on the gate");
+                // 1,000 threads: boxes, not one per thread
+                let ps = result(&r.pstacks).unwrap();
+                assert_eq!(ps["threads"].as_u64(), Some(1001));
+                assert!(tags(&page, "<g class=\"ps-box").len() < 40);
+            }
+            "aspnethang" => {
+                let asyncs = d.manifest["requests"]["async"].as_u64().unwrap();
+                let syncs = d.manifest["requests"]["sync"].as_u64().unwrap();
+                let m = &d.manifest["async_chains"][0]["methods"];
+                let inner: Vec<&str> = arr(m).iter().map(|x| x.as_str().unwrap()).collect();
+                let waiting: u64 = groups
+                    .iter()
+                    .filter(|gr| {
+                        gr.kind == "task_completion_source"
+                            && gr
+                                .methods
+                                .iter()
+                                .map(String::as_str)
+                                .take(inner.len())
+                                .eq(inner.iter().copied())
+                    })
+                    .map(|gr| gr.count)
+                    .sum();
+                assert_eq!(waiting, asyncs + syncs, "chains awaiting the dependency");
+                let mut blocked: Vec<u64> = groups
+                    .iter()
+                    .flat_map(|gr| gr.blocked.iter().map(|b| b.os_id))
+                    .collect();
+                blocked.sort();
+                blocked.dedup();
+                let mut want: Vec<u64> = arr(&d.manifest["threads"])
+                    .iter()
+                    .filter(|t| t["role"] == "report-blocked")
+                    .map(|t| t["os_id"].as_u64().unwrap())
+                    .collect();
+                want.sort();
+                assert_eq!(blocked, want, "threads blocked on the chains");
+                for os in want {
+                    assert!(
+                        page.contains(&format!("thread 0x{os:x}")),
+                        "thread {os:#x} not drawn"
+                    );
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
 }
 
 #[test]

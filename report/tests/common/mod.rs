@@ -7,6 +7,7 @@
 use commands::Session;
 use report::Report;
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 
 /// The corpus dumps the tests draw: every scenario with something to picture (stacks, async
 /// chains and their causes, a deadlock, a crash, a starved pool, a heap), .NET 8, 9 and 10,
@@ -41,9 +42,12 @@ pub fn entry(name: &str) -> Option<tests::Entry> {
 /// Runs every command a report draws through the command library (as `dumpshell <dump> -c
 /// <cmd> --json` would) and the triage, and files their documents.
 pub fn report_of(e: &tests::Entry) -> Report {
-    let s = Session::open_with(&e.dump_path(), &e.open_options())
-        .unwrap_or_else(|err| panic!("{}: {err}", e.name));
-    let mut r = Report::new(e.name.clone());
+    report_of_path(&e.name, &e.dump_path(), &e.open_options())
+}
+
+pub fn report_of_path(name: &str, path: &Path, opts: &dumpreader::OpenOptions) -> Report {
+    let s = Session::open_with(path, opts).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let mut r = Report::new(name);
     for cmd in report::COMMANDS {
         let doc = match commands::execute(&s, cmd) {
             Ok(Some((out, _))) => out.json_document(),
@@ -53,9 +57,73 @@ pub fn report_of(e: &tests::Entry) -> Report {
         r.add(doc)
             .unwrap_or_else(|d| panic!("{cmd}: not filed: {d}"));
     }
-    let t = commands::triage::triage(&e.dump_path(), &e.open_options());
+    let t = commands::triage::triage(path, opts);
     r.triage = Some(json!({"schema": 1, "command": "triage", "result": t}));
     r
+}
+
+/// A dump made on demand (not committed): its path, manifest and how to open it.
+pub struct OnDemand {
+    pub name: &'static str,
+    pub dump: PathBuf,
+    pub manifest: Value,
+    pub opts: dumpreader::OpenOptions,
+}
+
+/// The dumps made on demand that are here: the hung ASP.NET Core service
+/// (`sudo dumps/aspnet/generate.sh`: 43 requests, Kestrel) and 1,000 blocked threads
+/// (`dumps/bench/generate-large.sh --rt net10 threads-1000`). Each absent one is named loudly;
+/// `DUMPSHELL_REQUIRE_ASPNET=1` / `DUMPSHELL_REQUIRE_THREADS_1000=1` make its absence a failure.
+pub fn on_demand() -> Vec<OnDemand> {
+    let root = tests::workspace_root().join("dumps").join("build");
+    let mut v = Vec::new();
+    let aspnet = root.join("aspnet");
+    let bench = root.join("bench");
+    let wanted = [
+        (
+            "aspnethang",
+            aspnet.join("aspnethang.dmp"),
+            aspnet.join("aspnethang.manifest.json"),
+            std::fs::read_to_string(aspnet.join("aspnethang.runtime"))
+                .map(|s| PathBuf::from(s.trim()))
+                .ok(),
+            "DUMPSHELL_REQUIRE_ASPNET",
+            "sudo dumps/aspnet/generate.sh",
+        ),
+        (
+            "threads-1000-net10",
+            bench.join("threads-1000-net10.dmp"),
+            bench.join("threads-1000-net10.manifest.json"),
+            Some(bench.join("app-net10")),
+            "DUMPSHELL_REQUIRE_THREADS_1000",
+            "dumps/bench/generate-large.sh --rt net10 threads-1000",
+        ),
+    ];
+    for (name, dump, manifest, images, var, how) in wanted {
+        if !dump.is_file() || !manifest.is_file() {
+            assert!(
+                std::env::var_os(var).is_none(),
+                "{var} is set but {} is absent (made by {how})",
+                dump.display()
+            );
+            eprintln!(
+                "!!! {} absent: the report of this on-demand dump is not checked ({how} makes it)",
+                dump.display()
+            );
+            continue;
+        }
+        v.push(OnDemand {
+            name,
+            dump,
+            manifest: serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap(),
+            opts: dumpreader::OpenOptions {
+                image_search_path: images.into_iter().collect(),
+                recorded_paths: false,
+                ..Default::default()
+            },
+        });
+    }
+    v
 }
 
 /// A document's result, when it has one.
