@@ -24,6 +24,9 @@ const PAD_X: f64 = 10.0;
 const GAP_X: f64 = 26.0;
 const GAP_Y: f64 = 44.0;
 const MIN_W: f64 = 150.0;
+/// The widest band of trees side by side (a single wider tree keeps its width).
+const BAND_W: f64 = 1500.0;
+const BAND_GAP: f64 = 36.0;
 /// The widest frame line, in characters.
 const MAX_CHARS: usize = 64;
 
@@ -288,30 +291,70 @@ pub fn render(
         }
         sw[i] = placed[i].w.max(kids);
     }
-    // row heights by depth (stubs sit one row above their parent)
-    let max_depth = b.boxes.iter().map(|x| x.depth).max().unwrap_or(0) + 1;
-    let mut row_h = vec![0.0f64; max_depth + 1];
-    for (i, bx) in b.boxes.iter().enumerate() {
-        row_h[bx.depth] = row_h[bx.depth].max(placed[i].h);
-        if bx.hidden.is_some() {
-            row_h[bx.depth + 1] = row_h[bx.depth + 1].max(stub_h);
+    // Many independent trees (roots) are packed in bands of at most BAND_W, one under the
+    // other, each band with its roots at its bottom: a forest stays readable without a page
+    // 20,000 px wide. One tree is never split.
+    let margin = 16.0;
+    let mut bands: Vec<Vec<usize>> = Vec::new();
+    let mut used = 0.0;
+    for &r in &b.roots {
+        let start = match bands.last() {
+            None => true,
+            Some(v) => !v.is_empty() && used + sw[r] > BAND_W,
+        };
+        if start {
+            bands.push(Vec::new());
+            used = 0.0;
+        }
+        bands.last_mut().unwrap().push(r);
+        used += sw[r] + GAP_X;
+    }
+    if bands.is_empty() {
+        bands.push(Vec::new());
+    }
+    // the boxes of each root's tree
+    let mut band_of = vec![0usize; n];
+    for (k, band) in bands.iter().enumerate() {
+        let mut stack: Vec<usize> = band.clone();
+        while let Some(i) = stack.pop() {
+            band_of[i] = k;
+            stack.extend(&b.boxes[i].children);
         }
     }
+    // row heights by band and depth (stubs sit one row above their parent)
+    let max_depth = b.boxes.iter().map(|x| x.depth).max().unwrap_or(0) + 2;
+    let mut row_h = vec![vec![0.0f64; max_depth]; bands.len()];
+    for (i, bx) in b.boxes.iter().enumerate() {
+        let rh = &mut row_h[band_of[i]];
+        rh[bx.depth] = rh[bx.depth].max(placed[i].h);
+        if bx.hidden.is_some() {
+            rh[bx.depth + 1] = rh[bx.depth + 1].max(stub_h);
+        }
+    }
+    let last_band = bands.len() - 1;
     if b.hidden_roots.is_some() {
-        row_h[0] = row_h[0].max(stub_h);
+        row_h[last_band][0] = row_h[last_band][0].max(stub_h);
     }
-    while row_h.len() > 1 && row_h[row_h.len() - 1] == 0.0 {
-        row_h.pop();
+    for rh in row_h.iter_mut() {
+        while rh.len() > 1 && rh[rh.len() - 1] == 0.0 {
+            rh.pop();
+        }
     }
-    let margin = 16.0;
-    let total_h: f64 = row_h.iter().sum::<f64>() + GAP_Y * (row_h.len() - 1) as f64 + 2.0 * margin;
-    // bottom of row d: rows stacked upwards from the bottom
-    let mut row_bottom = vec![0.0f64; row_h.len()];
-    let mut y = total_h - margin;
-    for d in 0..row_h.len() {
-        row_bottom[d] = y;
-        y -= row_h[d] + GAP_Y;
+    // bottom of row d of band k: each band's rows stacked upwards from its bottom
+    let mut row_bottom: Vec<Vec<f64>> = Vec::new();
+    let mut top = margin;
+    for rh in &row_h {
+        let band_h: f64 = rh.iter().sum::<f64>() + GAP_Y * (rh.len() - 1) as f64;
+        let mut y = top + band_h;
+        let mut v = Vec::new();
+        for h in rh {
+            v.push(y);
+            y -= h + GAP_Y;
+        }
+        row_bottom.push(v);
+        top += band_h + BAND_GAP;
     }
+    let total_h = top - BAND_GAP + margin;
     // x placement
     let mut stubs: Vec<(f64, f64, usize, usize, Option<usize>)> = Vec::new(); // x, y, trees, ids, parent
     #[allow(clippy::too_many_arguments)]
@@ -347,26 +390,32 @@ pub fn render(
             stubs.push((x, row_bottom[bx.depth + 1] - stub_h, t, ids, Some(i)));
         }
     }
-    let mut x = margin;
-    for &r in &b.roots {
-        place(
-            r,
-            x,
-            b,
-            &sw,
-            &mut placed,
-            &row_bottom,
-            &mut stubs,
-            stub_w,
-            stub_h,
-        );
-        x += sw[r] + GAP_X;
+    let mut widest: f64 = 0.0;
+    for (k, band) in bands.iter().enumerate() {
+        let mut x = margin;
+        for &r in band {
+            place(
+                r,
+                x,
+                b,
+                &sw,
+                &mut placed,
+                &row_bottom[k],
+                &mut stubs,
+                stub_w,
+                stub_h,
+            );
+            x += sw[r] + GAP_X;
+        }
+        if k == last_band {
+            if let Some((t, ids)) = b.hidden_roots {
+                stubs.push((x, row_bottom[k][0] - stub_h, t, ids, None));
+                x += stub_w + GAP_X;
+            }
+        }
+        widest = widest.max(x - GAP_X);
     }
-    if let Some((t, ids)) = b.hidden_roots {
-        stubs.push((x, row_bottom[0] - stub_h, t, ids, None));
-        x += stub_w + GAP_X;
-    }
-    let total_w = (x - GAP_X + margin).max(200.0);
+    let total_w = (widest + margin).max(200.0);
 
     let _ = write!(
         h,
