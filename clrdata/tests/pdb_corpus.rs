@@ -579,24 +579,32 @@ fn pdb_local_names_are_declared_in_the_csharp_source() {
     {
         let f = PdbFile::open(&p).unwrap();
         let pdb = f.reader().unwrap();
-        // The documents whose source is the scenario file as committed now (the SHA-256 the PDB
-        // records equals the file's): older builds compiled other versions.
+        // Each document's source as it was compiled: the version kept by its SHA-256 in
+        // dumps/pdbs/sources/ (the scenarios changed since some builds), else the scenario file
+        // as committed now when the hash the PDB records equals it.
         let mut sources = HashMap::new();
         for d in pdb.documents().unwrap() {
-            let file = d.name.rsplit('/').next().unwrap().to_string();
-            let here = tests::dumps_dir().join("scenarios").join(&file);
-            let Ok(text) = std::fs::read_to_string(&here) else {
-                continue;
-            };
             assert_eq!(
                 d.hash_algorithm,
                 Some(clrdata::metadata::HASH_SHA256),
                 "{}",
                 p.display()
             );
-            if sha2::Sha256::digest(text.as_bytes()).as_slice() == d.hash {
-                sources.insert(d.rid, text);
-                documents_checked.insert(d.name.clone());
+            let file = d.name.rsplit('/').next().unwrap().to_string();
+            let hex: String = d.hash.iter().map(|b| format!("{b:02x}")).collect();
+            let candidates = [
+                pdbs_dir().join("sources").join(format!("{hex}.cs")),
+                tests::dumps_dir().join("scenarios").join(&file),
+            ];
+            for here in candidates {
+                let Ok(text) = std::fs::read_to_string(&here) else {
+                    continue;
+                };
+                if sha2::Sha256::digest(text.as_bytes()).as_slice() == d.hash {
+                    sources.insert(d.rid, text);
+                    documents_checked.insert(d.name.clone());
+                    break;
+                }
             }
         }
         for rid in 1..=pdb.row_count(TableId::MethodDebugInformation) {

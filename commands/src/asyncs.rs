@@ -3,13 +3,13 @@
 use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::Clr;
 use crate::session::Session;
+use crate::spec::CommandSpec;
 use crate::tree::{self, Node};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::asyncsm::{self, AsyncBox};
-use clrdata::analysis::causality::{self, Cause, ThreadScan};
+use clrdata::analysis::causality::{self, Cause};
 use clrdata::analysis::channels::ChannelState;
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::StackWalker;
@@ -301,37 +301,8 @@ pub struct Result {
     pub errors: Vec<String>,
 }
 
-/// The threads' stacks as causality scans them.
-pub(crate) fn thread_scans(
-    s: &Session,
-    walker: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
-) -> std::result::Result<Vec<ThreadScan>, CommandError> {
-    let stacks = walker
-        .walk_all()
-        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
-    let os: std::collections::HashMap<u64, (u64, Option<(u64, u64)>)> = s
-        .target
-        .threads()
-        .iter()
-        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
-        .collect();
-    Ok(stacks
-        .iter()
-        .filter(|st| st.os_id != 0)
-        .map(|st| ThreadScan {
-            os_id: st.os_id,
-            managed_id: st.managed_id,
-            frames: st.methods().map(str::to_owned).collect(),
-            stack: os
-                .get(&st.os_id)
-                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
-        })
-        .collect())
-}
-
 /// Threads blocked on tasks, by chain index of `a` (needs the stacks).
 fn blocked_by_chain(
-    s: &Session,
     c: &Clr,
     a: &asyncsm::AsyncAnalysis,
 ) -> std::result::Result<BTreeMap<usize, Vec<BlockedThread>>, String> {
@@ -340,7 +311,7 @@ fn blocked_by_chain(
     }
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = thread_scans(s, &walker).map_err(|e| e.to_string())?;
+    let scans = causality::thread_scans(&walker).map_err(|e| e.to_string())?;
     let k = causality::analyze(&r, a, &scans);
     let mut out: BTreeMap<usize, Vec<BlockedThread>> = BTreeMap::new();
     for w in &k.thread_waits {
@@ -480,7 +451,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             .filter_map(|x| index.get(x).copied())
             .find(|i| ch.contains(i))
     };
-    let (blocked, blocked_unavailable) = match blocked_by_chain(s, &c, &a) {
+    let (blocked, blocked_unavailable) = match blocked_by_chain(&c, &a) {
         Ok(b) => (Some(b), None),
         Err(e) => (None, Some(e)),
     };
@@ -1109,14 +1080,15 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = thread_scans(s, &walker)?;
+    let scans = causality::thread_scans(&walker)
+        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
     // A chain waits on work queued to the pool: is the pool starved?
     let starvation = k
         .chains
         .iter()
         .any(|c| matches!(&c.cause, Cause::Queued { queue: Some(_), .. }))
-        .then(|| crate::threadpool::starvation_of(s, &c))
+        .then(|| crate::threadpool::starvation_of(&c))
         .flatten();
 
     let mut chains = Vec::new();

@@ -3,8 +3,8 @@
 use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::{clr, Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::{GcMode, SegmentKind};

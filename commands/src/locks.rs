@@ -2,9 +2,9 @@
 
 use crate::addr::{fmt_addr, hex};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::locks::{find_deadlocks, Deadlocks, WaitSource};

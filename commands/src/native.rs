@@ -4,8 +4,8 @@
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::Session;
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use comfy_table::{CellAlignment, Table};

@@ -2,9 +2,9 @@
 
 use crate::addr::{fmt_addr, hex, parse_address};
 use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::roots::{gcroot as find_roots, static_slot_names, RootSource};

@@ -4,9 +4,9 @@
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address};
 use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::data::threads::thread_state_names;

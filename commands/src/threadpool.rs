@@ -4,9 +4,9 @@
 
 use crate::addr::{hex, parse_address, parse_count};
 use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::{starvation, tasks, threadpool, timers};
 use clrdata::model::delegates::DelegateMethod;
@@ -517,7 +517,7 @@ fn block_group_out(on: &starvation::WorkerBlock, os_ids: Vec<u64>) -> BlockGroup
 }
 
 /// The starvation assessment of the target's pool (None when it was never started).
-pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
+pub(crate) fn starvation_of(c: &Clr) -> Option<StarvationOut> {
     let (r, w) = tools(c);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let p = threadpool::thread_pool(&r, Some(&walker));
@@ -525,18 +525,13 @@ pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
         return None;
     }
     let q = threadpool::work_queue(&r, &w);
-    Some(starvation(s, c, &p, &q))
+    Some(starvation(c, &p, &q))
 }
 
 /// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
 /// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
 /// wait for, given to [`starvation::assess_starvation`].
-fn starvation(
-    s: &Session,
-    c: &Clr,
-    p: &threadpool::ThreadPoolInfo,
-    q: &threadpool::WorkQueue,
-) -> StarvationOut {
+fn starvation(c: &Clr, p: &threadpool::ThreadPoolInfo, q: &threadpool::WorkQueue) -> StarvationOut {
     let mut notes = Vec::new();
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let r = ObjectReader::new(&c.rt, &c.names);
@@ -577,7 +572,8 @@ fn starvation(
     if in_task_wait {
         match (
             c.heap(),
-            crate::asyncs::thread_scans(s, &walker).map_err(|e| e.to_string()),
+            clrdata::analysis::causality::thread_scans(&walker)
+                .map_err(|e| format!("reading the thread list: {e}")),
         ) {
             (Ok(heap), Ok(scans)) => {
                 let a = clrdata::analysis::asyncsm::analyze(&c.rt, &c.names, heap);
@@ -708,7 +704,7 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             t.push('\n');
         }
     }
-    let starved = (p.instance != 0).then(|| starvation(s, &c, &p, &q));
+    let starved = (p.instance != 0).then(|| starvation(&c, &p, &q));
     if let Some(st) = &starved {
         if let Some(line) = &st.summary {
             t.push('\n');

@@ -17,6 +17,7 @@
 //!   before its MethodTable (the GC's own description), used by `objsize` and `verifyheap`.
 
 use crate::data::types::{FieldInfo, MethodTableInfo};
+use crate::discovery::layout::ObjectLayout;
 use crate::discovery::layout::{mt_flags, StaticsScheme};
 use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
@@ -84,50 +85,6 @@ pub fn primitive_size(et: u8) -> u64 {
         _ => 0,
     }
 }
-
-/// The object layer's .NET 8 offsets, found in the corpus dumps (8.0.4, Linux and Windows) and
-/// verified by `clrdata/tests/objects_truth.rs` and `repl/tests/objects.rs` (statics and struct
-/// field types of the heap scenario). To move into `layout.rs` with the other tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectLayout {
-    /// `Module::m_TypeDefToMethodTableMap` (a LookupMap: pNext 0, pTable 8, dwCount 0x10,
-    /// supportedFlags 0x18).
-    pub typedef_map: u64,
-    /// `Module::m_ModuleID` (the DomainLocalModule).
-    pub module_id: u64,
-    /// `DomainLocalModule::m_pGCStatics`.
-    pub dlm_gc_statics: u64,
-    /// `DomainLocalModule::m_pDynamicClassTable` (DynamicClassInfo {m_pDynamicEntry,
-    /// m_dwFlags}, 16 bytes each, indexed by a generic instantiation's DynamicTypeID); the
-    /// entry count follows it.
-    pub dlm_dynamic_class_table: u64,
-    /// `DomainLocalModule::m_ModuleIndex` (the module's index in each thread's table of
-    /// ThreadLocalModules).
-    pub dlm_module_index: u64,
-    /// `Thread::m_ThreadLocalBlock`: the table of ThreadLocalModule pointers (indexed by
-    /// module index), its size follows it. `None` where not verified (Windows).
-    pub thread_tlm_table: Option<u64>,
-}
-
-/// Linux x64, .NET 8.0.4.
-pub const OBJECTS_NET8_LINUX_X64: ObjectLayout = ObjectLayout {
-    typedef_map: 0x2f0,
-    module_id: 0x4c8,
-    dlm_gc_statics: 0x20,
-    dlm_dynamic_class_table: 0x8,
-    dlm_module_index: 0x28,
-    thread_tlm_table: Some(0x438),
-};
-
-/// Windows x64, .NET 8.0.4.
-pub const OBJECTS_NET8_WINDOWS_X64: ObjectLayout = ObjectLayout {
-    typedef_map: 0x170,
-    module_id: 0x2e8,
-    dlm_gc_statics: 0x20,
-    dlm_dynamic_class_table: 0x8,
-    dlm_module_index: 0x28,
-    thread_tlm_table: None,
-};
 
 pub use crate::data::statics::is_gc_static;
 
@@ -330,15 +287,7 @@ fn align8(x: u64) -> u64 {
 impl<'r, M: Memory> ObjectReader<'r, M> {
     /// A reader over `rt` using the session's name caches.
     pub fn new(rt: &'r Runtime<M>, names: &'r TypeNames) -> Self {
-        let mut layout = if rt.layout.name.contains("windows") {
-            OBJECTS_NET8_WINDOWS_X64
-        } else {
-            OBJECTS_NET8_LINUX_X64
-        };
-        // The TypeDef map is in the runtime's layout table (.NET 9/10: from the descriptor or
-        // the family's supplement); the statics offsets above are .NET 8's, and every reader
-        // of them is gated by Capability::Statics.
-        layout.typedef_map = rt.layout.module.typedef_map;
+        let layout = rt.layout.objects;
         ObjectReader {
             rt,
             names,
