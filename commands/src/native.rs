@@ -428,7 +428,7 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
                 compressed_files: compressed,
                 mapped_files: hb.placements.len(),
                 manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().cloned(),
+                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
             }),
         };
     }
@@ -787,16 +787,18 @@ impl MissingOut {
             dumpreader::FileSourceState::Used { file, check } => (
                 "file",
                 Some(file.display().to_string()),
-                Some(check.clone()),
+                Some(check.to_string()),
                 None,
             ),
             dumpreader::FileSourceState::Unverified { candidates, why } => (
                 "not_verified",
                 candidates.first().map(|c| c.display().to_string()),
                 None,
-                Some(why.clone()),
+                Some(why.to_string()),
             ),
-            dumpreader::FileSourceState::NotUsed { why } => ("none", None, None, Some(why.clone())),
+            dumpreader::FileSourceState::NotUsed { why } => {
+                ("none", None, None, Some(why.to_string()))
+            }
         };
         MissingOut {
             bytes: f.missing_bytes,
@@ -1003,7 +1005,7 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
                 bundle_id: man.map(|m| m.bundle_id.clone()),
                 manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().cloned(),
+                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
                 files,
                 file_count: man.map(|m| m.entries.len()),
                 compressed_count: man

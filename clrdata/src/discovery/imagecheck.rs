@@ -308,13 +308,19 @@ pub(crate) fn settle_image_files<M: Memory + Target>(
         for c in candidates {
             match check_file(&c, &r) {
                 Ok(text) => {
-                    verdict = Some(Ok((c, text)));
+                    verdict = Some(Ok((
+                        c,
+                        dumpreader::Evidence::Records { compared: text }.into(),
+                    )));
                     break;
                 }
-                Err(e) => why.push(format!("{}: {e}", c.display())),
+                Err(e) => why.push(dumpreader::Refusal::Records {
+                    file: c,
+                    difference: e,
+                }),
             }
         }
-        let verdict = verdict.unwrap_or_else(|| Err(why.join("; ")));
+        let verdict = verdict.unwrap_or_else(|| Err(why.into()));
         target.settle_image_file(&recorded, verdict);
     }
 }
