@@ -305,13 +305,13 @@ pub struct Result {
 fn blocked_by_chain(
     c: &Clr,
     a: &asyncsm::AsyncAnalysis,
-) -> std::result::Result<BTreeMap<usize, Vec<BlockedThread>>, String> {
+) -> clrdata::Result<BTreeMap<usize, Vec<BlockedThread>>> {
     for cap in CAUSALITY_NEEDS {
-        c.rt.require(*cap).map_err(|e| e.to_string())?;
+        c.rt.require(*cap)?;
     }
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = causality::thread_scans(&walker).map_err(|e| e.to_string())?;
+    let scans = causality::thread_scans(&walker)?;
     let k = causality::analyze(&r, a, &scans);
     let mut out: BTreeMap<usize, Vec<BlockedThread>> = BTreeMap::new();
     for w in &k.thread_waits {
@@ -345,15 +345,15 @@ const CAUSALITY_NEEDS: &[clrdata::discovery::layout::Capability] = &[
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let completed = m.get_flag("completed");
     let address = match m.get_one::<String>("address") {
-        Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
+        Some(t) => Some(parse_address(t)?),
         None => None,
     };
     let mt_filter = match m.get_one::<String>("methodtable") {
-        Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
+        Some(t) => Some(parse_address(t)?),
         None => None,
     };
     let ty = m.get_one::<String>("type").cloned();
@@ -453,7 +453,7 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
     };
     let (blocked, blocked_unavailable) = match blocked_by_chain(&c, &a) {
         Ok(b) => (Some(b), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     let blocked_of = |ch: &Vec<usize>| -> Option<Vec<BlockedThread>> {
         let b = blocked.as_ref()?;
@@ -710,7 +710,7 @@ fn awaited_frame(cause: &Cause) -> String {
 /// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
 pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let causes = causality::analyze(&r, &a, &[]);
@@ -1075,13 +1075,13 @@ fn duration(ms: u64) -> String {
 
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let all = m.get_flag("all");
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let scans = causality::thread_scans(&walker)
-        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+        .map_err(|e| CommandError::clr("reading the thread list", e))?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
     // A chain waits on work queued to the pool: is the pool starved?
     let starvation = k

@@ -615,7 +615,7 @@ fn parse_tid(text: &str) -> Result<u32, CommandError> {
     } else {
         text.parse::<u32>().ok()
     };
-    v.ok_or_else(|| CommandError::Usage(format!("'{text}' is not a thread id")))
+    v.ok_or_else(|| CommandError::bad_argument(format!("\'{text}\'"), "not a thread id"))
 }
 
 fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -650,9 +650,10 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     }
     if let Some(id) = only {
         if out.is_empty() {
-            return Err(CommandError::Failed(format!(
-                "the dump has no thread with OS id {id} (0x{id:x})"
-            )));
+            return Err(CommandError::not_found(
+                format!("the thread with OS id {id} (0x{id:x})"),
+                "not in the dump",
+            ));
         }
     }
     let res = ThreadsResult { threads: out };
@@ -1112,20 +1113,21 @@ fn display_memory(
             .map(String::as_str)
             .unwrap_or(""),
     )
-    .map_err(CommandError::Usage)?;
+    ?;
     let default = [128u64, 64, 0, 32, 0, 0, 0, 16][unit - 1];
     let units = match m
         .get_one::<String>("count")
         .or(m.get_one::<String>("length"))
     {
-        Some(c) => parse_count(c).map_err(CommandError::Usage)?,
+        Some(c) => parse_count(c)?,
         None => default,
     };
     let bytes = units.saturating_mul(unit as u64);
     if bytes > MAX_DISPLAY_BYTES {
-        return Err(CommandError::Usage(format!(
-            "{units} units of {unit} bytes is more than the {MAX_DISPLAY_BYTES} bytes one display shows"
-        )));
+        return Err(CommandError::bad_argument(
+            format!("{units} units of {unit} bytes"),
+            format!("more than the {MAX_DISPLAY_BYTES} bytes one display shows"),
+        ));
     }
     let mut buf = vec![0u8; bytes as usize];
     let got = s.target.read(addr, &mut buf);

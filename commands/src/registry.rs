@@ -48,16 +48,20 @@ pub struct Invocation {
 
 /// Parses one command line. `Ok(None)` for an empty line.
 pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
-    let words = tokenize::split(line).map_err(CommandError::Usage)?;
+    let words = tokenize::split(line)?;
     let Some((first, rest)) = words.split_first() else {
         return Ok(None);
     };
-    let spec = lookup(first).ok_or_else(|| CommandError::Unknown(first.clone()))?;
+    let spec = lookup(first).ok_or_else(|| CommandError::UnknownCommand {
+        name: first.clone(),
+    })?;
     let cmd = spec.command();
     let rest = sos_spelling(&cmd, rest);
     let matches = cmd
         .try_get_matches_from(rest)
-        .map_err(|e| CommandError::Usage(e.render().to_string().trim_end().to_owned()))?;
+        .map_err(|e| CommandError::Usage {
+            message: e.render().to_string().trim_end().to_owned(),
+        })?;
     let json = matches.get_flag("json");
     Ok(Some(Invocation {
         spec,
@@ -136,7 +140,7 @@ pub fn help_text(topic: Option<&str>) -> Result<String, CommandError> {
             Ok(s)
         }
         Some(t) => {
-            let spec = lookup(t).ok_or_else(|| CommandError::Unknown(t.to_owned()))?;
+            let spec = lookup(t).ok_or_else(|| CommandError::UnknownCommand { name: t.to_owned() })?;
             Ok(spec.command().render_long_help().to_string())
         }
     }

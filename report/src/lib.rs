@@ -27,6 +27,16 @@ use html::{arr, esc, slug, tid, Html};
 use serde_json::Value;
 use std::fmt::Write as _;
 
+/// A line of saved output that is not a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {error}")]
+pub struct JsonLineError {
+    /// The line's number (from 1).
+    pub line: usize,
+    /// What the JSON parser says.
+    pub error: String,
+}
+
 /// The documents of one dump, one per command: each the command's JSON document as printed
 /// with `--json` (`{"schema":1,"command":..,"result":..}`, or `{.., "error": ..}` when the
 /// command failed), or the bare `result`. `None`: not run (its section is left out and named in
@@ -188,14 +198,16 @@ impl Report {
 
     /// A report from the JSON lines `dumpshell <dump> -c .. --json` prints (one document per
     /// line; blank lines skipped). Documents of other commands are ignored.
-    pub fn from_json_lines(title: impl Into<String>, text: &str) -> Result<Report, String> {
+    pub fn from_json_lines(title: impl Into<String>, text: &str) -> Result<Report, JsonLineError> {
         let mut r = Report::new(title);
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let v: Value =
-                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+            let v: Value = serde_json::from_str(line).map_err(|error| JsonLineError {
+                line: n + 1,
+                error: error.to_string(),
+            })?;
             let _ = r.add(v);
         }
         Ok(r)
