@@ -9,6 +9,9 @@ the peak. Appends one line to <prefix>.times:
 
     <seconds> <max RSS KB> <exit status> <major faults> <peak RssAnon KB> <fs inputs>
 
+A run for which /usr/bin/time gave no figures (its -o file missing or unreadable: a full disk
+did that once) is written with exit status -1 and zeros, so bench.sh leaves it out of the medians.
+
 Max RSS counts the pages of a memory-mapped dump (file-backed, shared with the page cache:
 dumpshell maps the dump, SOS and ClrMD read it), so it is about 1.6 GB for any dumpshell command
 on the 1.9 GB large-heap dump; the peak RssAnon is the memory a tool allocates itself (sampled:
@@ -20,6 +23,8 @@ import os
 import subprocess
 import sys
 import time
+
+NO_FIGURES = -1   # the exit status written when /usr/bin/time gave no figures
 
 
 def children(pid):
@@ -80,8 +85,15 @@ def main():
         # with a non-zero exit, time writes "Command exited with non-zero status N" first
         last = lines[-1]
         secs, rss, majflt, inputs = last[0], last[1], last[2], last[3]
+        float(secs), int(rss)
+    except (OSError, IndexError, ValueError):
+        # no figures (e.g. time could not write its file on a full disk): the run is not
+        # counted, whatever the command's exit status
+        secs, rss, majflt, inputs = "0", "0", "0", "0"
+        rc = NO_FIGURES
+    try:
         os.unlink(tfile)
-    except (OSError, IndexError):
+    except OSError:
         pass
     with open(prefix + ".times", "a") as f:
         f.write("%s %s %d %s %d %s\n" % (secs, rss, rc, majflt, peak, inputs))
