@@ -55,8 +55,8 @@
 # --baseline DIR: also time the dumpshell (and examples/heapstat) in DIR, in the same run,
 #   alternating with this one run by run (baseline, dumpshell, SOS, ...): a before/after
 #   comparison under the same load. The table gets a "base" column and ds/base; table-base.md
-#   is the same table with the baseline in dumpshell's place, and answers.txt says whether the
-#   two builds printed the same.
+#   is the same table with the baseline in dumpshell's place, before-after.md the two side by
+#   side (with SOS and ClrMD), and answers.txt says whether the two builds printed the same.
 # --label TEXT: named in the header and the run folder (e.g. before, after).
 #
 # Every tool's output (last run) is kept in the run folder, dumps/build/bench/runs/<UTC time>[-label]/
@@ -424,6 +424,19 @@ markdown() {
 } >"$OUT/table.txt"
 markdown dumpshell >"$OUT/table.md"
 [ -n "$BDS" ] && markdown base >"$OUT/table-base.md"
+# before-after.md: the baseline and dumpshell side by side, SOS and ClrMD beside them
+if [ -n "$BDS" ]; then
+    {
+        echo "| dump | work | before s | after s | after/before | before MB rss/anon | after MB rss/anon | SOS s | SOS MB rss/anon | ClrMD s | ClrMD MB rss/anon |"
+        echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        for r in "${rows[@]}"; do
+            IFS='|' read -r n w a am aa s sm sa c cm ca note b bm ba <<<"$r"
+            echo "| $n | $w | $b | $a | $(ratio "$a" "$b") | $bm/$ba | $am/$aa | $s | $sm/$sa | $c | $cm/$ca |"
+        done
+        echo
+        echo "before: $BDS ($base_rev); after: $DS ($ds_rev). Medians of $runs runs, run alternately (before, after, SOS)."
+    } >"$OUT/before-after.md"
+fi
 echo
 cat "$OUT/table.txt"
 python3 "$HERE/answers.py" "$OUT" >"$OUT/answers.txt" 2>&1
