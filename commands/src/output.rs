@@ -35,6 +35,14 @@ impl std::fmt::Debug for Typed {
     }
 }
 
+/// A command's typed result: what `--json` prints (its `Serialize`) and the text a person
+/// reads ([`Render::render`]), both from the one value. Every command returns one through
+/// [`Output::rendered`].
+pub trait Render: Serialize + Any + Send + Sync {
+    /// The result as text for a person.
+    fn render(&self) -> String;
+}
+
 /// A command's result: the structured data and its rendering as text.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -76,6 +84,12 @@ impl Output {
         let mut out = Output::new(command, &result, text);
         out.typed = Some(Typed(Arc::new(result)));
         out
+    }
+
+    /// The output of a typed result: its JSON and its text, the result kept as its own type.
+    pub fn rendered<T: Render>(command: &'static str, result: T) -> Output {
+        let text = result.render();
+        Output::of(command, result, text)
     }
 
     /// The result as `T`, when the command keeps it as that type.

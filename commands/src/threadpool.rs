@@ -530,71 +530,10 @@ pub(crate) fn starvation_of(c: &Clr) -> Option<StarvationOut> {
     Some(starvation(c, &p, &q))
 }
 
-/// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
-/// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
-/// wait for, given to [`starvation::assess_starvation`].
+/// The starvation assessment of the pool `p` with its queue `q`
+/// ([`starvation::assess`]), as the command shows it.
 fn starvation(c: &Clr, p: &threadpool::ThreadPoolInfo, q: &threadpool::WorkQueue) -> StarvationOut {
-    let mut notes = Vec::new();
-    let walker = StackWalker::for_target(&c.rt, &c.names);
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let workers: std::collections::HashSet<u64> = p.workers.iter().map(|w| w.thread).collect();
-    let threads: Vec<clrdata::data::threads::ThreadData> = match c.rt.threads() {
-        Ok(ts) => ts
-            .into_iter()
-            .filter(|t| workers.contains(&t.address))
-            .collect(),
-        Err(e) => {
-            notes.push(format!("the thread list: {e}"));
-            Vec::new()
-        }
-    };
-    let stacks: HashMap<u64, clrdata::model::stack::ThreadStack> = threads
-        .iter()
-        .map(|t| (t.address, walker.walk(t)))
-        .collect();
-    let lock_waits = match c
-        .rt
-        .require(clrdata::discovery::layout::Capability::Locks)
-        .map_err(|e| e.to_string())
-        .and_then(|_| c.rt.sync_table().map_err(|e| e.to_string()))
-    {
-        Ok(table) => {
-            clrdata::analysis::locks::find_deadlocks(&c.rt, &threads, &table, &stacks).waits
-        }
-        Err(e) => {
-            notes.push(format!("monitors not read: {e}"));
-            Vec::new()
-        }
-    };
-    let in_task_wait = stacks.values().any(|st| {
-        st.methods()
-            .any(clrdata::analysis::causality::is_task_wait_frame)
-    });
-    let mut task_waits = Vec::new();
-    if in_task_wait {
-        match (
-            c.heap(),
-            clrdata::analysis::causality::thread_scans(&walker)
-                .map_err(|e| format!("reading the thread list: {e}")),
-        ) {
-            (Ok(heap), Ok(scans)) => {
-                let a = clrdata::analysis::asyncsm::analyze(&c.rt, &c.names, heap);
-                let scans: Vec<_> = scans
-                    .into_iter()
-                    .filter(|t| threads.iter().any(|w| w.os_id == t.os_id))
-                    .collect();
-                task_waits = clrdata::analysis::causality::analyze(&r, &a, &scans).thread_waits;
-            }
-            (Err(e), _) => notes.push(format!("tasks waited on not read: {e}")),
-            (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
-        }
-    }
-    let type_of = |o: u64| {
-        clrdata::model::heap::read_method_table(c.rt.memory(), o)
-            .map(|mt| c.type_name(mt))
-            .unwrap_or_else(|_| "<object not in the dump>".into())
-    };
-    let st = starvation::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
+    let (st, notes) = starvation::assess(&c.rt, &c.names, || c.heap(), p, q);
     let blocked_on: Vec<BlockGroupOut> = st
         .groups()
         .into_iter()
@@ -937,7 +876,6 @@ fn dcq_grammar() -> Command {
 }
 
 use crate::objects::value_json;
-use clrdata::prelude::*;
 
 #[derive(Serialize)]
 pub struct ItemOut {
