@@ -559,6 +559,24 @@ pub struct AsyncStacks {
     pub chains: usize,
     pub roots: Vec<Node>,
     pub errors: Vec<String>,
+    /// Render every stack, not only the shared ones (`pstacks --all`).
+    #[serde(skip)]
+    pub all: bool,
+}
+
+impl crate::output::Render for AsyncStacks {
+    fn render(&self) -> String {
+        let mut text = tree::render(&self.roots, self.all);
+        text.push_str(&format!(
+            "\n\n==> {} async logical stacks with {} roots\n",
+            self.chains,
+            self.roots.len()
+        ));
+        for e in &self.errors {
+            text.push_str(&format!("error: {e}\n"));
+        }
+        text
+    }
 }
 
 /// The innermost "frame" of a logical stack: what its innermost method awaits.
@@ -603,20 +621,13 @@ pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Outpu
         root.insert(&frames, a.boxes[first].address);
         n += 1;
     }
-    let mut text = tree::render(&root.children, all);
-    text.push_str(&format!(
-        "\n\n==> {n} async logical stacks with {} roots\n",
-        root.children.len()
-    ));
-    for e in &a.errors {
-        text.push_str(&format!("error: {e}\n"));
-    }
     let res = AsyncStacks {
         chains: n,
         roots: root.children,
         errors: a.errors.clone(),
+        all,
     };
-    Ok(Output::of("pstacks", res, text))
+    Ok(Output::rendered("pstacks", res))
 }
 
 // ---------------------------------------------------------------------------------- causality
@@ -946,6 +957,56 @@ fn duration(ms: u64) -> String {
     }
 }
 
+impl crate::output::Render for CausalityOut {
+    fn render(&self) -> String {
+        let mut t = String::new();
+        t.push_str(&format!("Threads blocked on tasks: {}\n", self.threads.len()));
+        for th in &self.threads {
+            t.push_str(&format!(
+                "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",
+                th.os_id,
+                th.managed_id,
+                th.via.as_deref().unwrap_or("?"),
+                th.task,
+                th.task_type
+            ));
+            if th.chains.is_empty() {
+                t.push_str("  (no async chain holds or awaits this task)\n");
+            }
+            for &i in &th.chains {
+                let ch = &self.chains[i];
+                t.push_str("  which is the async logical stack (innermost first):\n");
+                for (m, b) in ch.methods.iter().zip(&ch.boxes) {
+                    t.push_str(&format!("      {b} {m}\n"));
+                }
+                t.push_str(&format!("    {}\n", ch.explanation));
+            }
+        }
+        t.push_str(&format!("\nAsync logical stacks: {}\n", self.chains.len()));
+        for ch in &self.chains {
+            t.push_str(&format!("\n  {}\n", ch.methods.join(" <- ")));
+            t.push_str(&format!("    {}\n", ch.explanation));
+            if !ch.waited_by_threads.is_empty() {
+                let ids: Vec<String> = ch
+                    .waited_by_threads
+                    .iter()
+                    .map(|i| format!("{i:x}"))
+                    .collect();
+                t.push_str(&format!("    threads blocked on it: {}\n", ids.join(",")));
+            }
+        }
+        for (id, why) in &self.unresolved_waits {
+            t.push_str(&format!(
+                "thread {id:x}: blocked on a task not identified: {why}\n"
+            ));
+        }
+        for e in &self.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
     let heap = c.heap()?;
@@ -1022,55 +1083,11 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         });
     }
 
-    let mut t = String::new();
-    t.push_str(&format!("Threads blocked on tasks: {}\n", threads.len()));
-    for th in &threads {
-        t.push_str(&format!(
-            "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",
-            th.os_id,
-            th.managed_id,
-            th.via.as_deref().unwrap_or("?"),
-            th.task,
-            th.task_type
-        ));
-        if th.chains.is_empty() {
-            t.push_str("  (no async chain holds or awaits this task)\n");
-        }
-        for &i in &th.chains {
-            let ch = &chains[i];
-            t.push_str("  which is the async logical stack (innermost first):\n");
-            for (m, b) in ch.methods.iter().zip(&ch.boxes) {
-                t.push_str(&format!("      {b} {m}\n"));
-            }
-            t.push_str(&format!("    {}\n", ch.explanation));
-        }
-    }
-    t.push_str(&format!("\nAsync logical stacks: {}\n", chains.len()));
-    for ch in &chains {
-        t.push_str(&format!("\n  {}\n", ch.methods.join(" <- ")));
-        t.push_str(&format!("    {}\n", ch.explanation));
-        if !ch.waited_by_threads.is_empty() {
-            let ids: Vec<String> = ch
-                .waited_by_threads
-                .iter()
-                .map(|i| format!("{i:x}"))
-                .collect();
-            t.push_str(&format!("    threads blocked on it: {}\n", ids.join(",")));
-        }
-    }
-    for (id, why) in &k.unresolved_waits {
-        t.push_str(&format!(
-            "thread {id:x}: blocked on a task not identified: {why}\n"
-        ));
-    }
-    for e in &a.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
     let res = CausalityOut {
         threads,
         chains,
         unresolved_waits: k.unresolved_waits.clone(),
         errors: a.errors.clone(),
     };
-    Ok(Output::of("causality", res, t))
+    Ok(Output::rendered("causality", res))
 }

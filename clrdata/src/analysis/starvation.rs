@@ -495,7 +495,7 @@ pub fn assess<'h, M: dumpreader::Memory + dumpreader::Target, E: std::fmt::Displ
     queue: &WorkQueue,
 ) -> (Starvation, Vec<String>) {
     use crate::analysis::{asyncsm, causality, locks};
-    use crate::prelude::{ReadSyncBlocks, ReadThreads};
+    use crate::data::{syncblocks::ReadSyncBlocks, threads::ReadThreads};
     use crate::model::objects::ObjectReader;
     use crate::model::stack::{StackWalker, ThreadStack};
     let mut notes = Vec::new();
