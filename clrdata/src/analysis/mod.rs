@@ -11,5 +11,6 @@ pub mod locks;
 pub mod roots;
 pub mod starvation;
 pub mod tasks;
+pub mod threadlist;
 pub mod threadpool;
 pub mod timers;
