@@ -13,3 +13,4 @@ pub mod starvation;
 pub mod tasks;
 pub mod threadpool;
 pub mod timers;
+pub mod typesearch;
