@@ -15,7 +15,9 @@ use clrdata::model::inspect::{
     MethodDescView, MethodTableView, ModuleView, NamedValue, ObjectView, Retained, Shown,
     ValueView,
 };
-use clrdata::model::objects::{self, element_type_name, FieldValue, HeapVerification, ObjectReader};
+use clrdata::model::objects::{
+    self, element_type_name, FieldValue, HeapVerification, ObjectReader,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -911,9 +913,7 @@ impl Render for DumpClass {
         ));
         t.push_str(&format!(
             "Module:          {}\n",
-            v.info
-                .module
-                .map_or_else(|| "<not read>".to_string(), hex)
+            v.info.module.map_or_else(|| "<not read>".to_string(), hex)
         ));
         t.push_str(&format!("Method Table:    {}\n", fmt_addr(v.info.address)));
         t.push_str(&format!("Class Attributes:    {:x}\n", v.attributes));
@@ -921,10 +921,7 @@ impl Render for DumpClass {
             "NumInstanceFields:   {:x}\n",
             v.num_instance_fields()
         ));
-        t.push_str(&format!(
-            "NumStaticFields:     {:x}\n",
-            v.num_static_fields
-        ));
+        t.push_str(&format!("NumStaticFields:     {:x}\n", v.num_static_fields));
         t.push_str(&fields_text(&v.fields, 8));
         t
     }
@@ -1330,7 +1327,10 @@ fn gcwhere(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let heap = c.heap()?;
     let a = addr(m, "address")?;
     let w = objects::gc_where(heap, a).ok_or_else(|| {
-        CommandError::not_found(format!("{a:#x}"), "not in the GC heap (no segment holds it)")
+        CommandError::not_found(
+            format!("{a:#x}"),
+            "not in the GC heap (no segment holds it)",
+        )
     })?;
     Ok(Output::rendered("gcwhere", GcWhere(w)))
 }

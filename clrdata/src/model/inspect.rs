@@ -147,8 +147,7 @@ fn field_views<M: Memory>(r: &ObjectReader<'_, M>, fields: Vec<FieldData>) -> Ve
 /// CoreLib and by the modules of the declaring types and their type arguments; the DAC looks
 /// the field's type up in such tables. Where a table is not read (Windows) they stay unknown.
 pub fn resolve_field_type_mts<M: Memory>(r: &ObjectReader<'_, M>, fields: &mut [FieldView]) {
-    let wanted =
-        |f: &FieldView| f.field.type_mt.is_none() && f.field.type_name.ends_with(']');
+    let wanted = |f: &FieldView| f.field.type_mt.is_none() && f.field.type_name.ends_with(']');
     if !fields.iter().any(wanted) {
         return;
     }
@@ -501,10 +500,9 @@ pub fn method_table_view<M: dumpreader::Target>(
     mt: u64,
     methods: bool,
 ) -> Result<MethodTableView, InspectError> {
-    let info = r
-        .rt
-        .method_table(mt)
-        .map_err(while_reading(format!("{mt:#x} is not a MethodTable")))?;
+    let info =
+        r.rt.method_table(mt)
+            .map_err(while_reading(format!("{mt:#x} is not a MethodTable")))?;
     let mut v = MethodTableView {
         name: r.type_name(mt),
         file: r.module_file(&info),
@@ -559,10 +557,9 @@ pub fn ee_class_view<M: Memory>(
     r: &ObjectReader<'_, M>,
     ee: u64,
 ) -> Result<EeClassView, InspectError> {
-    let (mt, attr) = r
-        .rt
-        .ee_class_header(ee)
-        .map_err(while_reading(format!("{ee:#x} is not an EEClass")))?;
+    let (mt, attr) =
+        r.rt.ee_class_header(ee)
+            .map_err(while_reading(format!("{ee:#x} is not an EEClass")))?;
     let info = r.rt.method_table(mt).map_err(while_reading(format!(
         "{ee:#x} is not an EEClass: its MethodTable {mt:#x}"
     )))?;
@@ -630,10 +627,12 @@ pub fn method_desc_view<M: dumpreader::Target>(
 ) -> Result<MethodDescView, InspectError> {
     let not_md = format!("{md:#x} is not a MethodDesc");
     let d = methods::method_desc(r, md).map_err(while_reading(not_md.clone()))?;
-    let info = r.rt.method_table(d.method_table).map_err(while_reading(format!(
-        "{not_md}: its chunk's MethodTable {:#x}",
-        d.method_table
-    )))?;
+    let info =
+        r.rt.method_table(d.method_table)
+            .map_err(while_reading(format!(
+                "{not_md}: its chunk's MethodTable {:#x}",
+                d.method_table
+            )))?;
     if d.classification != 4 && d.token & 0xFF_FFFF == 0 {
         return Err(InspectError::Refused {
             what: not_md,
@@ -675,20 +674,17 @@ pub fn module_view<M: Memory>(
     r: &ObjectReader<'_, M>,
     module: u64,
 ) -> Result<ModuleView, InspectError> {
-    let data = r
-        .rt
-        .module(module)
-        .map_err(while_reading(format!("{module:#x} is not a Module")))?;
+    let data =
+        r.rt.module(module)
+            .map_err(while_reading(format!("{module:#x} is not a Module")))?;
     let md = r.names.module_metadata(r.rt, module).ok();
     Ok(ModuleView {
         data,
         assembly: md.as_ref().map(|x| x.assembly.clone()),
         domain_local_module: r.domain_local_module(module).ok(),
-        type_defs: md.as_ref().and_then(|x| {
-            x.metadata()
-                .ok()
-                .map(|m| m.row_count(TableId::TypeDef))
-        }),
+        type_defs: md
+            .as_ref()
+            .and_then(|x| x.metadata().ok().map(|m| m.row_count(TableId::TypeDef))),
     })
 }
 
