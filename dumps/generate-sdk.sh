@@ -214,13 +214,19 @@ run_one() {
             *) die "unknown shape or kind '$part' in '$name'" ;;
         esac
     done
-    [ "$scen" != crash ] || kind=crash
     local prog=$scen server=false
+    local -a prog_args=()
     case $scen in
-        hang|heap|async|asyncreal|crash|deadlock|threadpool) ;;
+        hang|heap|async|asyncreal|crash|deadlock|threadpool|names) ;;
         servergc) prog=hang; server=true ;;
+        # scenarios/fault.cs: a crash through a Frame that saves a context, in one of three ways
+        faultnull) prog=fault; prog_args=(nullref) ;;
+        faultav) prog=fault; prog_args=(av) ;;
+        failfast) prog=fault; prog_args=(failfast) ;;
         *) die "unknown scenario '$scen'" ;;
     esac
+    # the runtime writes these dumps itself, when the program dies
+    case $prog in crash|fault) kind=crash ;; esac
     local ver tfm
     ver=$(rt_version "$rt")
     tfm=net${ver%%.*}.0
@@ -313,7 +319,7 @@ run_one() {
                      DOTNET_ROOT="$root" DOTNET_MULTILEVEL_LOOKUP=0)
     if [ $kind != crash ]; then
         log "[$name] run: ${cmd[*]##*/}"
-        "${runenv[@]}" "${cmd[@]}" "$manifest" "$name" > "$w/stdout.txt" 2> "$w/stderr.txt" &
+        "${runenv[@]}" "${cmd[@]}" "$manifest" "$name" "${prog_args[@]}" > "$w/stdout.txt" 2> "$w/stderr.txt" &
         pid=$!
         rpid=$(wait_ready "$pid" "$w/stdout.txt" "$w/stderr.txt")
         [ "$rpid" = "$pid" ] || { kill -9 "$pid"; die "[$name] ready pid $rpid != launched pid $pid"; }
@@ -348,7 +354,7 @@ run_one() {
         rc=0
         "${runenv[@]}" DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=2 \
             DOTNET_DbgMiniDumpName="$dmp" DOTNET_CreateDumpDiagnostics=1 \
-            "${cmd[@]}" "$manifest" "$name" > "$w/stdout.txt" 2> "$w/stderr.txt" || rc=$?
+            "${cmd[@]}" "$manifest" "$name" "${prog_args[@]}" > "$w/stdout.txt" 2> "$w/stderr.txt" || rc=$?
         [ $rc != 0 ] || die "[$name] the program was expected to crash"
         [ -s "$dmp" ] || { cat "$w/stdout.txt" "$w/stderr.txt" >&2; die "[$name] the runtime wrote no dump"; }
         echo "exit status $rc" >> "$w/stdout.txt"
@@ -440,9 +446,10 @@ EOF
 import json, sys
 m = json.load(open(sys.argv[1], encoding="utf-8"))
 ids = {t["managed_id"]: t["os_id"] for t in m.get("threads", [])}
-for e in m.get("exceptions", []):
-    if e.get("unhandled") and e.get("thrown_on_managed_id") in ids:
-        print(ids[e["thrown_on_managed_id"]])' "$st/$name.manifest.json")
+crashers = [e.get("thrown_on_managed_id") for e in m.get("exceptions", []) if e.get("unhandled")]
+crashers.append((m.get("fault") or {}).get("thread_managed_id"))   # fault.cs: every mode
+for i in dict.fromkeys(c for c in crashers if c in ids):
+    print(ids[i])' "$st/$name.manifest.json")
         bash "$HERE/tools/sos.sh" "$dmp" "$st/$name.sos.txt" "${pe_tids[@]}" || { log "[$name] WARNING: tools/sos.sh failed: no $name.sos.txt"; rm -f "$st/$name.sos.txt"; }
     fi
     # ---- ClrMD truth: HOOK for dumps/tools/clrmd/truth.sh (written separately; skipped when absent)

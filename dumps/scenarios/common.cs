@@ -77,8 +77,13 @@ namespace Scenario
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static string[] OwnFrames(int skip)
         {
+            return OwnFramesOf(new StackTrace(skip + 1, false));
+        }
+
+        // Our own methods among the frames of a stack trace (a thread's, or an exception's).
+        public static string[] OwnFramesOf(StackTrace st)
+        {
             var frames = new List<string>();
-            var st = new StackTrace(skip + 1, false);
             for (int i = 0; i < st.FrameCount; i++)
             {
                 MethodBase m = st.GetFrame(i).GetMethod();
