@@ -35,11 +35,13 @@
 //     in a Names.Holder<Names.Emitted.Worker, Names.Slot>), one Scenario.ThreadRecord per
 //     manifest thread.
 // The manifest's `frames` are every frame of a method of a type in the Names namespace (the
-// emitted type's included), as "Namespace.Type.Method" with a generic type's definition name
-// (Names.Repository`1.Find); each thread's `generic_frames` lists the generic instantiations the
-// program called (method, its type's and its own type arguments, and whether the JIT shares the
-// code, by the rule: shared when an argument is a reference type), `dynamic_frames` the names of
-// the LCG methods on its stack (DynamicMethod.Name, the compiled lambda's Method.Name).
+// emitted type's included), innermost first, as "Namespace.Type.Method", the generic
+// instantiations the thread called spelled as the DAC spells a frame (common.cs Recorder.Called:
+// Names.Repository`1[[System.__Canon, System.Private.CoreLib]].Find[[Names.Slot, names]]); each
+// thread's `generic_frames` lists those instantiations (method, its type's and its own type
+// arguments, whether the JIT shares the code: shared when an argument is a reference type, the
+// exact and the DAC spelling), `dynamic_frames` the names of the LCG methods on its stack
+// (DynamicMethod.Name, the compiled lambda's Method.Name), which the DAC names DynamicClass.<name>.
 
 using System;
 using System.Collections.Generic;
@@ -171,7 +173,7 @@ namespace Names
         static void Block()
         {
             ThreadRecord r = Recorder.Record(Role, Recorder.MonitorWait);
-            r.Frames = NamesFrames(new StackTrace(0, false));
+            r.Frames = Recorder.FramesOf(new StackTrace(0, false), "Names.");
             lock (Program.Extra)
                 Program.Extra[r.ManagedId] = new object[] {
                     GenericFrames ?? new List<Json>(), DynamicFrames ?? new List<string>() };
@@ -181,76 +183,13 @@ namespace Names
             }
         }
 
-        // "Namespace.Type.Method" of every frame of a type in the Names namespace (any assembly:
-        // the emitted one too); a generic type by its definition's name (Names.Repository`1).
-        static string[] NamesFrames(StackTrace st)
-        {
-            var frames = new List<string>();
-            for (int i = 0; i < st.FrameCount; i++)
-            {
-                MethodBase m = st.GetFrame(i).GetMethod();
-                if (m == null || m.DeclaringType == null) continue;
-                Type t = m.DeclaringType.IsGenericType ? m.DeclaringType.GetGenericTypeDefinition() : m.DeclaringType;
-                if (t.FullName == null || !t.FullName.StartsWith("Names.")) continue;
-                frames.Add(t.FullName + "." + m.Name);
-            }
-            return frames.ToArray();
-        }
-
-        // A generic instantiation this thread called: the method ("Namespace.Type.Method", the
-        // type by its definition's name), the type's and the method's own type arguments (the
-        // DAC's spelling), and whether the JIT shares its code (some argument is a reference type:
-        // the code is compiled once for System.__Canon).
+        // A generic instantiation this thread called (common.cs Recorder.Called: the method, its
+        // type's and its own type arguments, whether the JIT shares the code, and the DAC's
+        // spelling of its frame), kept for the manifest's generic_frames.
         internal static void Called(Type type, string method, Type[] methodArgs)
         {
             if (GenericFrames == null) GenericFrames = new List<Json>();
-            Type def = type.IsGenericType ? type.GetGenericTypeDefinition() : type;
-            Type[] typeArgs = type.IsGenericType ? type.GetGenericArguments() : new Type[0];
-            bool shared = false;
-            foreach (Type a in typeArgs) shared |= Shares(a);
-            foreach (Type a in methodArgs) shared |= Shares(a);
-            GenericFrames.Add(new Json()
-                .Add("method", def.FullName + "." + method)
-                .Add("type_args", Array.ConvertAll(typeArgs, Recorder.DacName))
-                .Add("method_args", Array.ConvertAll(methodArgs, Recorder.DacName))
-                .Add("shared_code", shared)
-                .Add("exact", Spell(def, typeArgs, method, methodArgs, false))
-                .Add("dac_name", Spell(def, typeArgs, method, methodArgs, true)));
-        }
-
-        // "Type[[args]].Method[[args]]" as the DAC spells a frame's method (its parameter list
-        // left out); canonical: every argument the JIT shares replaced as it is in the shared
-        // code's MethodDesc (a reference type by System.__Canon, a generic struct's arguments
-        // likewise: Pair`2[[System.__Canon, System.Private.CoreLib],[Names.Slot, names]]).
-        static string Spell(Type def, Type[] typeArgs, string method, Type[] methodArgs, bool canonical)
-        {
-            return def.FullName + Args(typeArgs, canonical) + "." + method + Args(methodArgs, canonical);
-        }
-
-        static string Args(Type[] args, bool canonical)
-        {
-            if (args.Length == 0) return "";
-            var parts = new List<string>();
-            foreach (Type a in args) parts.Add("[" + Arg(a, canonical) + "]");
-            return "[" + string.Join(",", parts) + "]";
-        }
-
-        static string Arg(Type a, bool canonical)
-        {
-            if (canonical && !a.IsValueType) return "System.__Canon, System.Private.CoreLib";
-            if (canonical && a.IsGenericType)
-                return a.GetGenericTypeDefinition().FullName + Args(a.GetGenericArguments(), true) + ", " + a.Assembly.GetName().Name;
-            return Recorder.DacName(a) + ", " + a.Assembly.GetName().Name;
-        }
-
-        // A type argument makes the code shared when it is a reference type, or a generic struct
-        // with such an argument (Pair<Item, Slot> is shared as Pair<__Canon, Slot>).
-        static bool Shares(Type a)
-        {
-            if (!a.IsValueType) return true;
-            if (!a.IsGenericType) return false;
-            foreach (Type x in a.GetGenericArguments()) if (Shares(x)) return true;
-            return false;
+            GenericFrames.Add(Recorder.Called(type, method, methodArgs));
         }
     }
 

@@ -65,26 +65,6 @@ def bare(method):
     return method[:i] if i >= 0 else method
 
 
-def no_inst(name):
-    """A frame's method name without its generic instantiations, as a manifest's reflection names
-    it: 'Names.Repository`1[[System.__Canon, System.Private.CoreLib]].Find[[Names.Slot, names]]'
-    -> 'Names.Repository`1.Find'.  Names without '[[' are returned unchanged."""
-    if name is None or '[[' not in name:
-        return name
-    out, depth, i = [], 0, 0
-    while i < len(name):
-        if name.startswith('[[', i) and depth == 0:
-            depth, i = 2, i + 2
-            continue
-        c = name[i]
-        if depth:
-            depth += 1 if c == '[' else -1 if c == ']' else 0
-        else:
-            out.append(c)
-        i += 1
-    return ''.join(out)
-
-
 class Checker:
     def __init__(self, manifest, dac, tolerate):
         self.m, self.d, self.tolerate = manifest, dac, tolerate
@@ -153,8 +133,8 @@ class Checker:
             own = t.get('frames', [])
             if own:
                 ns = own[0].split('.')[0] + '.'
-                # a generic method's frame: the DAC names its instantiation, reflection does not
-                dac_own = [no_inst(n) for n in names if n and n.startswith(ns)]
+                # (a generic method's frame as the DAC spells it: the programs spell those so)
+                dac_own = [n for n in names if n and n.startswith(ns)]
                 self.ok(dac_own == own, 'thread %s: own frames %s, DAC has %s' % (role, own, dac_own))
             # names.cs: the generic instantiations the thread called, as the DAC spells them
             # (the shared code's canonical form where the JIT shares it), and its LCG methods
@@ -165,8 +145,7 @@ class Checker:
                 self.ok('DynamicClass.' + dyn in names, 'thread %s: dynamic method DynamicClass.%s not on its DAC stack %s'
                         % (role, dyn, names))
             if t.get('blocked_in'):
-                names_ni = [no_inst(n) for n in names]
-                first_own = min([names_ni.index(n) for n in own if n in names_ni] or [len(names)])
+                first_own = min([names.index(n) for n in own if n in names] or [len(names)])
                 inner = names[:first_own]
                 self.ok(t['blocked_in'] in inner,
                         'thread %s: %s not above its own frames in DAC stack %s' % (role, t['blocked_in'], inner))
