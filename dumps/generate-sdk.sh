@@ -517,6 +517,8 @@ m['types'] = []
 for c in m.get('async_chains', []):
     c['state_machine_types'] = []
     c['awaited_type'] = None
+    for k in ('async_kinds', 'runtime_async', 'hoisted', 'outer_task_type'):
+        c.pop(k, None)      # the runtime-async checks look at the heap too
 if sys.argv[3] == 'true':
     # without its DAC's memory enumeration the dump lacks the code heaps: the DAC names no
     # managed frame (10.0.14) or cannot walk at all (8.0.33): thread ids only
@@ -549,6 +551,12 @@ crashers.append((m.get("fault") or {}).get("thread_managed_id"))   # fault.cs: e
 for i in dict.fromkeys(c for c in crashers if c in ids):
     print(ids[i])' "$st/$name.manifest.json")
         bash "$HERE/tools/sos.sh" "$dmp" "$st/$name.sos.txt" "${pe_tids[@]}" || { log "[$name] WARNING: tools/sos.sh failed: no $name.sos.txt"; rm -f "$st/$name.sos.txt"; }
+    fi
+    # ---- a single-file app: what the core holds of its host (the exports a reader finds the
+    # runtime by, .data/.bss, the bundle): tools/sfhost.py -> <name>.sfhost.json
+    if [ $single = true ]; then
+        python3 "$HERE/tools/sfhost.py" "$dmp" "$app/$prog" > "$st/$name.sfhost.json" \
+            || { log "[$name] WARNING: tools/sfhost.py failed"; rm -f "$st/$name.sfhost.json"; }
     fi
     # ---- ClrMD truth: HOOK for dumps/tools/clrmd/truth.sh (written separately; skipped when absent)
     rm -f "$OUT/$name.clrmd.json"
