@@ -1,14 +1,25 @@
 //! The errors of the runtime layer: each names the structure, the address and what was expected.
+//!
+//! One error story for the whole crate: every fallible function returns [`Result`] with a
+//! [`ClrError`]. Each variant carries the data (addresses as numbers, the structure's name, what
+//! was expected) and renders as one sentence with hex addresses; it serializes as a structured
+//! object `{"kind": "<variant>", ...fields}` (addresses as `"0x.."` strings) to which the front
+//! ends add the sentence as `"message"` (docs/json.md, "Errors"). Nothing is classified by its
+//! text: a caller that must tell errors apart matches the variant.
 
 use thiserror::Error;
 
 /// Why a runtime structure could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Error, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum ClrError {
     /// No CLR runtime module (libcoreclr.so, coreclr.dll, or a single-file host exporting
     /// `g_dacTable` / `DotNetRuntimeInfo`) is in the dump: not a .NET Core process.
-    #[error("no .NET runtime found in the dump ({0})")]
-    NoRuntime(String),
+    #[error("no .NET runtime found in the dump ({detail})")]
+    NoRuntime {
+        /// What was looked for and not found.
+        detail: String,
+    },
 
     /// A runtime was found but this build has no layout for it. The native commands still work.
     #[error("found {found} ({module} at {base:#x}); this build reads .NET 8, 9 and 10")]
@@ -18,6 +29,7 @@ pub enum ClrError {
         /// The runtime module's file name.
         module: String,
         /// Its load address.
+        #[serde(serialize_with = "dumpreader::json::hex")]
         base: u64,
     },
 
@@ -65,6 +77,7 @@ pub enum ClrError {
         /// What was being read (e.g. "ThreadStore::m_ThreadList").
         what: String,
         /// Where.
+        #[serde(serialize_with = "dumpreader::json::hex")]
         addr: u64,
     },
 
@@ -74,8 +87,76 @@ pub enum ClrError {
         /// The structure.
         what: String,
         /// Its address.
+        #[serde(serialize_with = "dumpreader::json::hex")]
         addr: u64,
         /// What was wrong and what was expected.
+        detail: String,
+    },
+
+    /// Something the reader looks up by name or number does not exist where it was looked
+    /// for: a managed type's field, a type in a module, a method of a slot, a static.
+    #[error("{what}: {detail}")]
+    NotFound {
+        /// What was looked up (e.g. "field System.Threading.ThreadPool.s_queues").
+        what: String,
+        /// Where it was looked for, and why it is not there.
+        detail: String,
+        /// The address looked at, when there is one.
+        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        addr: Option<u64>,
+    },
+
+    /// A managed type has no field of that name (a CoreLib type of another version, or not
+    /// the type expected).
+    #[error("{type_name} has no {} field {field}", if *is_static { "static" } else { "instance" })]
+    NoSuchField {
+        /// The type.
+        type_name: String,
+        /// The field looked for.
+        field: String,
+        /// Whether a static field was looked for.
+        is_static: bool,
+    },
+
+    /// A form this build does not read (an unwind code, a precode kind, a signature element).
+    #[error("{what}: {detail}")]
+    Unsupported {
+        /// What was met.
+        what: String,
+        /// Why it is not read.
+        detail: String,
+        /// Where it was met, when known.
+        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        addr: Option<u64>,
+    },
+
+    /// A module's ECMA-335 metadata (or a PDB) is malformed where it was read.
+    #[error("{what}: {error}")]
+    Metadata {
+        /// Whose metadata, and what was read (e.g. "MethodDef 0x6000012 of hang.dll").
+        what: String,
+        /// What the metadata reader found wrong (names the stream, table, row or offset).
+        #[serde(serialize_with = "dumpreader::json::display")]
+        error: crate::metadata::Error,
+    },
+
+    /// An image file was needed (the dump lacks the image's pages) and could not be used.
+    #[error("{what}: {detail}")]
+    ImageFile {
+        /// The image and what was wanted of it.
+        what: String,
+        /// Why no file served (not found, refused, unreadable).
+        detail: String,
+    },
+
+    /// A frame cannot be unwound: no unwind information covers its address, or what covers it
+    /// is not read.
+    #[error("cannot unwind the frame at {ip:#x}: {detail}")]
+    Unwind {
+        /// The frame's instruction pointer.
+        #[serde(serialize_with = "dumpreader::json::hex")]
+        ip: u64,
+        /// Why.
         detail: String,
     },
 
@@ -93,6 +174,15 @@ pub enum ClrError {
         detail: String,
     },
 
+    /// An error met while reading `context` (the thread list, a box's continuation, ...).
+    #[error("{context}: {error}")]
+    While {
+        /// What was being read.
+        context: String,
+        /// What went wrong.
+        error: Box<ClrError>,
+    },
+
     /// The runtime could not be read, and the dump reported damage of its own when it was
     /// opened (a truncated file, clipped segments): most likely the cause.
     #[error("{error} (the dump itself is damaged: {problem}{})", more_problems(*.more))]
@@ -105,6 +195,8 @@ pub enum ClrError {
         more: usize,
     },
 }
+
+dumpreader::serialize_with_message!(ClrError);
 
 fn more_problems(more: usize) -> String {
     match more {
@@ -129,6 +221,73 @@ impl ClrError {
             what: what.into(),
             addr,
             detail: detail.into(),
+        }
+    }
+
+    /// A [`ClrError::NotFound`] without an address.
+    pub fn not_found(what: impl Into<String>, detail: impl Into<String>) -> ClrError {
+        ClrError::NotFound {
+            what: what.into(),
+            detail: detail.into(),
+            addr: None,
+        }
+    }
+
+    /// A [`ClrError::NotFound`] at `addr`.
+    pub fn not_found_at(what: impl Into<String>, addr: u64, detail: impl Into<String>) -> ClrError {
+        ClrError::NotFound {
+            what: what.into(),
+            detail: detail.into(),
+            addr: Some(addr),
+        }
+    }
+
+    /// A [`ClrError::Unsupported`].
+    pub fn unsupported(what: impl Into<String>, addr: Option<u64>, detail: impl Into<String>) -> ClrError {
+        ClrError::Unsupported {
+            what: what.into(),
+            detail: detail.into(),
+            addr,
+        }
+    }
+
+    /// A [`ClrError::Metadata`].
+    pub fn metadata(what: impl Into<String>, error: crate::metadata::Error) -> ClrError {
+        ClrError::Metadata {
+            what: what.into(),
+            error,
+        }
+    }
+
+    /// A [`ClrError::Unwind`].
+    pub fn unwind(ip: u64, detail: impl Into<String>) -> ClrError {
+        ClrError::Unwind {
+            ip,
+            detail: detail.into(),
+        }
+    }
+
+    /// A [`ClrError::ImageFile`].
+    pub fn image_file(what: impl Into<String>, detail: impl Into<String>) -> ClrError {
+        ClrError::ImageFile {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// This error, met while reading `context`.
+    pub fn context(self, context: impl Into<String>) -> ClrError {
+        ClrError::While {
+            context: context.into(),
+            error: Box::new(self),
+        }
+    }
+
+    /// The innermost error (through [`ClrError::While`] and [`ClrError::InDamagedDump`]).
+    pub fn root(&self) -> &ClrError {
+        match self {
+            ClrError::While { error, .. } | ClrError::InDamagedDump { error, .. } => error.root(),
+            e => e,
         }
     }
 }

@@ -43,27 +43,27 @@ enum AppImage {
 }
 
 impl AppImage {
-    fn codeview(&self) -> Result<CodeView, String> {
+    fn codeview(&self) -> Result<CodeView, Box<dyn std::error::Error>> {
         let info = match self {
             AppImage::Memory { dump, base, size } => {
                 read_debug_info_from_memory(dump.as_ref(), *base, Some(*size))
             }
             AppImage::File(b) => read_debug_info(b, PeLayout::Flat),
         }
-        .map_err(|e| e.to_string())?;
-        info.codeview.ok_or_else(|| "no CodeView entry".to_string())
+        ?;
+        Ok(info.codeview.ok_or("no CodeView entry")?)
     }
 
     /// The app's metadata bytes.
-    fn metadata(&self) -> Result<Vec<u8>, String> {
+    fn metadata(&self) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
         match self {
             AppImage::Memory { dump, base, size } => {
                 read_metadata(dump.as_ref(), *base, Some(*size))
                     .map(|m| m.bytes)
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.into())
             }
             AppImage::File(b) => {
-                let r = locate_in_pe(b, PeLayout::Flat).map_err(|e| e.to_string())?;
+                let r = locate_in_pe(b, PeLayout::Flat)?;
                 Ok(b[r].to_vec())
             }
         }
@@ -73,7 +73,7 @@ impl AppImage {
 /// Finds the scenario app's dll for a dump: the module `<program>.dll` in memory, a bundled
 /// (compressed, so inflated into memory) `<program>.dll`, or the dll kept in dumps/images/ for
 /// a gcore dump that lacks its pages. `Err` says why there is none.
-fn app_image(e: &tests::Entry) -> Result<AppImage, String> {
+fn app_image(e: &tests::Entry) -> Result<AppImage, Box<dyn std::error::Error>> {
     let dll = format!("{}.dll", e.program());
     if e.kind() == "gcore" {
         if e.shape() == "single-file" {
@@ -91,7 +91,7 @@ fn app_image(e: &tests::Entry) -> Result<AppImage, String> {
                 .ok_or("gcore dump without its dll in dumps/images/")?;
             return std::fs::read(&p)
                 .map(AppImage::File)
-                .map_err(|x| x.to_string());
+                .map_err(|x| x.into());
         }
     }
     let dump = Box::new(e.open());
@@ -144,18 +144,13 @@ fn app_image(e: &tests::Entry) -> Result<AppImage, String> {
             base: *base,
             size: *size,
         }),
-        [] => Err(format!(
-            "no module, bundled file or image in memory for {dll}"
-        )),
-        _ => Err(format!(
-            "{} images in memory name {pdb}: {hits:x?}",
-            hits.len()
-        )),
+        [] => Err(format!("no module, bundled file or image in memory for {dll}").into()),
+        _ => Err(format!("{} images in memory name {pdb}: {hits:x?}", hits.len()).into()),
     }
 }
 
 /// The kept PDB a dump's dll names, or why not.
-fn kept_pdb(e: &tests::Entry) -> Result<(PdbFile, AppImage), String> {
+fn kept_pdb(e: &tests::Entry) -> Result<(PdbFile, AppImage), Box<dyn std::error::Error>> {
     let img = app_image(e)?;
     let cv = img.codeview()?;
     assert!(
@@ -171,7 +166,8 @@ fn kept_pdb(e: &tests::Entry) -> Result<(PdbFile, AppImage), String> {
             cv.pdb_id(),
             cv.path,
             s.refused.len()
-        )),
+        )
+        .into()),
     }
 }
 
@@ -579,24 +575,32 @@ fn pdb_local_names_are_declared_in_the_csharp_source() {
     {
         let f = PdbFile::open(&p).unwrap();
         let pdb = f.reader().unwrap();
-        // The documents whose source is the scenario file as committed now (the SHA-256 the PDB
-        // records equals the file's): older builds compiled other versions.
+        // Each document's source as it was compiled: the version kept by its SHA-256 in
+        // dumps/pdbs/sources/ (the scenarios changed since some builds), else the scenario file
+        // as committed now when the hash the PDB records equals it.
         let mut sources = HashMap::new();
         for d in pdb.documents().unwrap() {
-            let file = d.name.rsplit('/').next().unwrap().to_string();
-            let here = tests::dumps_dir().join("scenarios").join(&file);
-            let Ok(text) = std::fs::read_to_string(&here) else {
-                continue;
-            };
             assert_eq!(
                 d.hash_algorithm,
                 Some(clrdata::metadata::HASH_SHA256),
                 "{}",
                 p.display()
             );
-            if sha2::Sha256::digest(text.as_bytes()).as_slice() == d.hash {
-                sources.insert(d.rid, text);
-                documents_checked.insert(d.name.clone());
+            let file = d.name.rsplit('/').next().unwrap().to_string();
+            let hex: String = d.hash.iter().map(|b| format!("{b:02x}")).collect();
+            let candidates = [
+                pdbs_dir().join("sources").join(format!("{hex}.cs")),
+                tests::dumps_dir().join("scenarios").join(&file),
+            ];
+            for here in candidates {
+                let Ok(text) = std::fs::read_to_string(&here) else {
+                    continue;
+                };
+                if sha2::Sha256::digest(text.as_bytes()).as_slice() == d.hash {
+                    sources.insert(d.rid, text);
+                    documents_checked.insert(d.name.clone());
+                    break;
+                }
             }
         }
         for rid in 1..=pdb.row_count(TableId::MethodDebugInformation) {

@@ -1,38 +1,43 @@
 //! Parsing of addresses and counts the way debugger users type them.
 
+use crate::output::CommandError;
+
 /// Parses an address: hexadecimal with or without `0x`, WinDbg's backtick separator allowed
 /// (`00007ff8`1234abcd`); a `0n` prefix means decimal.
-pub fn parse_address(text: &str) -> Result<u64, String> {
+pub fn parse_address(text: &str) -> Result<u64, CommandError> {
     let t: String = text.trim().chars().filter(|&c| c != '`').collect();
     if let Some(dec) = t.strip_prefix("0n") {
         return dec
             .parse::<u64>()
-            .map_err(|_| format!("'{text}' is not a decimal number"));
+            .map_err(|_| CommandError::bad_argument(format!("'{text}'"), "not a decimal number"));
     }
     let hex = t
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(&t);
     if hex.is_empty() || hex.len() > 16 {
-        return Err(format!(
-            "'{text}' is not an address (hexadecimal, at most 16 digits)"
+        return Err(CommandError::bad_argument(
+            format!("'{text}'"),
+            "not an address (hexadecimal, at most 16 digits)",
         ));
     }
-    u64::from_str_radix(hex, 16).map_err(|_| format!("'{text}' is not a hexadecimal address"))
+    u64::from_str_radix(hex, 16)
+        .map_err(|_| CommandError::bad_argument(format!("'{text}'"), "not a hexadecimal address"))
 }
 
 /// Parses a count: decimal, or hexadecimal with `0x`; WinDbg's `L` prefix is accepted (`L20`
 /// means 0x20 elements, as in WinDbg).
-pub fn parse_count(text: &str) -> Result<u64, String> {
+pub fn parse_count(text: &str) -> Result<u64, CommandError> {
     let t = text.trim();
     if let Some(l) = t.strip_prefix('L').or_else(|| t.strip_prefix('l')) {
         return parse_address(l);
     }
     if let Some(h) = t.strip_prefix("0x") {
-        return u64::from_str_radix(h, 16).map_err(|_| format!("'{text}' is not a count"));
+        return u64::from_str_radix(h, 16)
+            .map_err(|_| CommandError::bad_argument(format!("'{text}'"), "not a count"));
     }
     t.parse::<u64>()
-        .map_err(|_| format!("'{text}' is not a count"))
+        .map_err(|_| CommandError::bad_argument(format!("'{text}'"), "not a count"))
 }
 
 /// Formats an address as JSON results carry it: `0x` and lower-case hexadecimal digits.

@@ -3,13 +3,13 @@
 use crate::addr::hex;
 use crate::addr::parse_address;
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::Clr;
 use crate::session::Session;
+use crate::spec::CommandSpec;
 use crate::tree::{self, Node};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::asyncsm::{self, AsyncBox};
-use clrdata::analysis::causality::{self, Cause, ThreadScan};
+use clrdata::analysis::causality::{self, Cause};
 use clrdata::analysis::channels::ChannelState;
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::StackWalker;
@@ -301,46 +301,17 @@ pub struct Result {
     pub errors: Vec<String>,
 }
 
-/// The threads' stacks as causality scans them.
-pub(crate) fn thread_scans(
-    s: &Session,
-    walker: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
-) -> std::result::Result<Vec<ThreadScan>, CommandError> {
-    let stacks = walker
-        .walk_all()
-        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
-    let os: std::collections::HashMap<u64, (u64, Option<(u64, u64)>)> = s
-        .target
-        .threads()
-        .iter()
-        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
-        .collect();
-    Ok(stacks
-        .iter()
-        .filter(|st| st.os_id != 0)
-        .map(|st| ThreadScan {
-            os_id: st.os_id,
-            managed_id: st.managed_id,
-            frames: st.methods().map(str::to_owned).collect(),
-            stack: os
-                .get(&st.os_id)
-                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
-        })
-        .collect())
-}
-
 /// Threads blocked on tasks, by chain index of `a` (needs the stacks).
 fn blocked_by_chain(
-    s: &Session,
     c: &Clr,
     a: &asyncsm::AsyncAnalysis,
-) -> std::result::Result<BTreeMap<usize, Vec<BlockedThread>>, String> {
+) -> clrdata::Result<BTreeMap<usize, Vec<BlockedThread>>> {
     for cap in CAUSALITY_NEEDS {
-        c.rt.require(*cap).map_err(|e| e.to_string())?;
+        c.rt.require(*cap)?;
     }
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = thread_scans(s, &walker).map_err(|e| e.to_string())?;
+    let scans = causality::thread_scans(&walker)?;
     let k = causality::analyze(&r, a, &scans);
     let mut out: BTreeMap<usize, Vec<BlockedThread>> = BTreeMap::new();
     for w in &k.thread_waits {
@@ -374,15 +345,15 @@ const CAUSALITY_NEEDS: &[clrdata::discovery::layout::Capability] = &[
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let completed = m.get_flag("completed");
     let address = match m.get_one::<String>("address") {
-        Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
+        Some(t) => Some(parse_address(t)?),
         None => None,
     };
     let mt_filter = match m.get_one::<String>("methodtable") {
-        Some(t) => Some(parse_address(t).map_err(CommandError::Usage)?),
+        Some(t) => Some(parse_address(t)?),
         None => None,
     };
     let ty = m.get_one::<String>("type").cloned();
@@ -480,9 +451,9 @@ fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
             .filter_map(|x| index.get(x).copied())
             .find(|i| ch.contains(i))
     };
-    let (blocked, blocked_unavailable) = match blocked_by_chain(s, &c, &a) {
+    let (blocked, blocked_unavailable) = match blocked_by_chain(&c, &a) {
         Ok(b) => (Some(b), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     let blocked_of = |ch: &Vec<usize>| -> Option<Vec<BlockedThread>> {
         let b = blocked.as_ref()?;
@@ -739,7 +710,7 @@ fn awaited_frame(cause: &Cause) -> String {
 /// stacks, each leaf naming what the innermost method awaits; ids are innermost box addresses.
 pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let causes = causality::analyze(&r, &a, &[]);
@@ -1104,19 +1075,20 @@ fn duration(ms: u64) -> String {
 
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let all = m.get_flag("all");
     let a = asyncsm::analyze(&c.rt, &c.names, heap);
     let r = ObjectReader::new(&c.rt, &c.names);
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = thread_scans(s, &walker)?;
+    let scans = causality::thread_scans(&walker)
+        .map_err(|e| CommandError::clr("reading the thread list", e))?;
     let k = causality::analyze_with(&r, &a, &scans, &walker);
     // A chain waits on work queued to the pool: is the pool starved?
     let starvation = k
         .chains
         .iter()
         .any(|c| matches!(&c.cause, Cause::Queued { queue: Some(_), .. }))
-        .then(|| crate::threadpool::starvation_of(s, &c))
+        .then(|| crate::threadpool::starvation_of(&c))
         .flatten();
 
     let mut chains = Vec::new();

@@ -1,10 +1,10 @@
 //! Exceptions: `printexception` (`pe`) and `dumpexceptions`.
 
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
+use crate::output::{CommandError, Output};
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::exceptions::{
@@ -191,22 +191,21 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let nested = m.get_flag("nested");
     let mut thread = None;
     let addr = match m.get_one::<String>("address") {
-        Some(a) => parse_address(a).map_err(CommandError::Usage)?,
+        Some(a) => parse_address(a)?,
         None => {
             let threads =
                 c.rt.threads()
-                    .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+                    .map_err(|e| CommandError::clr("reading the thread list", e))?;
             let t = current_thread(s.target.info().crashing_thread, &threads)
-                .ok_or_else(|| CommandError::Failed("the dump has no managed thread".into()))?;
+                .ok_or_else(|| CommandError::not_found("the dump has no managed thread", ""))?;
             let (_, obj) = c.rt.last_thrown_object(t.address).map_err(|e| {
-                CommandError::Failed(format!("thread {:#x} ({}): {e}", t.os_id, t.managed_id))
+                CommandError::clr(format!("thread {:#x} ({})", t.os_id, t.managed_id), e)
             })?;
             if obj == 0 {
-                return Err(CommandError::Failed(format!(
-                    "the current thread {:#x} ({}) has no last thrown exception; give an \
-                     exception object's address",
-                    t.os_id, t.managed_id
-                )));
+                return Err(CommandError::not_found(
+                    format!("the current thread {:#x} ({})", t.os_id, t.managed_id),
+                    "it has no last thrown exception; give an exception object's address",
+                ));
             }
             thread = Some(*t);
             obj
@@ -250,7 +249,7 @@ fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>,
     } else {
         read_exception(&r, &w, addr).map(|e| vec![e])
     };
-    res.map_err(failed)
+    Ok(res?)
 }
 
 // ------------------------------------------------------------------------------ dumpexceptions
@@ -286,7 +285,7 @@ pub struct DumpExceptionsOut {
 
 fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let filter = m.get_one::<String>("type").map(|t| t.to_lowercase());
     let r = ObjectReader::new(&c.rt, &c.names);
     let w = StackWalker::new(&c.rt, &c.names, Default::default());

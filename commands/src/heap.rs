@@ -3,8 +3,8 @@
 use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::{clr, Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::{GcMode, SegmentKind};
@@ -84,7 +84,7 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode()),
     ));
     res.gc_heaps = heap.as_ref().ok().map(|h| h.heaps.len());
-    res.gc_error = heap.as_ref().err().cloned();
+    res.gc_error = heap.as_ref().err().map(|e| e.to_string());
     let gc = match heap {
         Ok(h) => match h.mode {
             GcMode::Workstation => "Workstation mode\n".to_string(),
@@ -203,7 +203,7 @@ const GEN_NAMES: [&str; 5] = ["gen0", "gen1", "gen2", "loh", "poh"];
 
 fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let mut heaps = Vec::new();
     for (i, h) in heap.heaps.iter().enumerate() {
         let segments: Vec<SegOut> = heap
@@ -465,20 +465,20 @@ impl HeapQuery {
 
 fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    c.heap().map_err(CommandError::Failed)?;
+    c.heap()?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
     let num = |n: &str| {
         arg(n)
             .map(parse_count)
             .transpose()
-            .map_err(CommandError::Usage)
+            
     };
     let q = HeapQuery {
         type_filter: arg("type").map(str::to_owned),
         mt_filter: arg("mt")
             .map(parse_address)
             .transpose()
-            .map_err(CommandError::Usage)?,
+            ?,
         min: num("min")?,
         max: num("max")?,
         limit: num("limit")?,
@@ -493,7 +493,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     }
     // A listing: written as the walk goes (a heap can hold tens of millions of objects).
     Ok(Output::streamed("dumpheap", move |w, json| {
-        let io = |e: std::io::Error| CommandError::Failed(format!("writing the listing: {e}"));
+        let io = CommandError::from;
         let mut first = true;
         if json {
             w.write_all(b"{\"objects\":[").map_err(io)?;
@@ -564,7 +564,7 @@ fn heap_walk(
     q: &HeapQuery,
     mut list: Option<&mut ListObject<'_>>,
 ) -> Result<DumpHeap, CommandError> {
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let filtered = q.filtered();
     // Which MethodTables pass the type filter (decided once per MethodTable).
     let mut type_ok: HashMap<u64, bool> = HashMap::new();

@@ -18,6 +18,7 @@ pub mod output;
 pub mod registry;
 pub mod roots;
 pub mod session;
+pub mod spec;
 pub mod stacks;
 pub mod text;
 pub mod threadpool;
@@ -26,7 +27,6 @@ pub mod tree;
 pub mod triage;
 
 pub use output::{CommandError, Output, JSON_SCHEMA_VERSION};
-pub use registry::{
-    execute, execute_streaming, help_text, lookup, parse, registry, CommandSpec, Invocation,
-};
+pub use registry::{execute, execute_streaming, help_text, lookup, parse, registry, Invocation};
 pub use session::Session;
+pub use spec::CommandSpec;

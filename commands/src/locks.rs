@@ -2,9 +2,9 @@
 
 use crate::addr::{fmt_addr, hex};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::locks::{find_deadlocks, Deadlocks, WaitSource};
@@ -58,7 +58,7 @@ struct Threads {
 fn threads(c: &Clr) -> Result<Threads, CommandError> {
     let list =
         c.rt.threads()
-            .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+            .map_err(|e| CommandError::clr("reading the thread list", e))?;
     let by_addr = list
         .iter()
         .map(|t| (t.address, (t.managed_id, t.os_id)))
@@ -160,12 +160,12 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let th = threads(&c)?;
     let table_data =
         c.rt.sync_table()
-            .map_err(|e| CommandError::Failed(format!("reading the sync table: {e}")))?;
+            .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let all = m.get_flag("all");
     let only: Option<u32> = match m.get_one::<String>("index") {
         Some(i) => Some(
             i.parse()
-                .map_err(|_| CommandError::Usage(format!("'{i}' is not a sync block index")))?,
+                .map_err(|_| CommandError::bad_argument(format!("\'{i}\'"), "not a sync block index"))?,
         ),
         None => None,
     };
@@ -182,7 +182,7 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let thin = if m.get_flag("nothin") || only.is_some() {
         None
     } else {
-        let heap = c.heap().map_err(CommandError::Failed)?;
+        let heap = c.heap()?;
         let (list, errors) = clrdata::analysis::locks::thin_locks(&c.rt, heap, &th.list);
         notes.extend(errors.into_iter().map(|e| format!("heap walk: {e}")));
         Some(
@@ -361,7 +361,7 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let th = threads(&c)?;
     let table_data =
         c.rt.sync_table()
-            .map_err(|e| CommandError::Failed(format!("reading the sync table: {e}")))?;
+            .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let w = StackWalker::for_target(&c.rt, &c.names);
     let stacks: HashMap<u64, ThreadStack> = th
         .list

@@ -4,8 +4,8 @@
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
 use crate::output::{CommandError, Output};
-use crate::registry::CommandSpec;
 use crate::session::Session;
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use comfy_table::{CellAlignment, Table};
@@ -428,7 +428,7 @@ fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut 
                 compressed_files: compressed,
                 mapped_files: hb.placements.len(),
                 manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().cloned(),
+                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
             }),
         };
     }
@@ -615,7 +615,7 @@ fn parse_tid(text: &str) -> Result<u32, CommandError> {
     } else {
         text.parse::<u32>().ok()
     };
-    v.ok_or_else(|| CommandError::Usage(format!("'{text}' is not a thread id")))
+    v.ok_or_else(|| CommandError::bad_argument(format!("\'{text}\'"), "not a thread id"))
 }
 
 fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -650,9 +650,10 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     }
     if let Some(id) = only {
         if out.is_empty() {
-            return Err(CommandError::Failed(format!(
-                "the dump has no thread with OS id {id} (0x{id:x})"
-            )));
+            return Err(CommandError::not_found(
+                format!("the thread with OS id {id} (0x{id:x})"),
+                "not in the dump",
+            ));
         }
     }
     let res = ThreadsResult { threads: out };
@@ -787,16 +788,18 @@ impl MissingOut {
             dumpreader::FileSourceState::Used { file, check } => (
                 "file",
                 Some(file.display().to_string()),
-                Some(check.clone()),
+                Some(check.to_string()),
                 None,
             ),
             dumpreader::FileSourceState::Unverified { candidates, why } => (
                 "not_verified",
                 candidates.first().map(|c| c.display().to_string()),
                 None,
-                Some(why.clone()),
+                Some(why.to_string()),
             ),
-            dumpreader::FileSourceState::NotUsed { why } => ("none", None, None, Some(why.clone())),
+            dumpreader::FileSourceState::NotUsed { why } => {
+                ("none", None, None, Some(why.to_string()))
+            }
         };
         MissingOut {
             bytes: f.missing_bytes,
@@ -1003,7 +1006,7 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
                 bundle_id: man.map(|m| m.bundle_id.clone()),
                 manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().cloned(),
+                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
                 files,
                 file_count: man.map(|m| m.entries.len()),
                 compressed_count: man
@@ -1110,20 +1113,21 @@ fn display_memory(
             .map(String::as_str)
             .unwrap_or(""),
     )
-    .map_err(CommandError::Usage)?;
+    ?;
     let default = [128u64, 64, 0, 32, 0, 0, 0, 16][unit - 1];
     let units = match m
         .get_one::<String>("count")
         .or(m.get_one::<String>("length"))
     {
-        Some(c) => parse_count(c).map_err(CommandError::Usage)?,
+        Some(c) => parse_count(c)?,
         None => default,
     };
     let bytes = units.saturating_mul(unit as u64);
     if bytes > MAX_DISPLAY_BYTES {
-        return Err(CommandError::Usage(format!(
-            "{units} units of {unit} bytes is more than the {MAX_DISPLAY_BYTES} bytes one display shows"
-        )));
+        return Err(CommandError::bad_argument(
+            format!("{units} units of {unit} bytes"),
+            format!("more than the {MAX_DISPLAY_BYTES} bytes one display shows"),
+        ));
     }
     let mut buf = vec![0u8; bytes as usize];
     let got = s.target.read(addr, &mut buf);

@@ -3,10 +3,10 @@
 
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
-use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
+use crate::output::{CommandError, Output};
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::model::objects::{
@@ -162,8 +162,10 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
 fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {
     let t = m
         .get_one::<String>(name)
-        .ok_or_else(|| CommandError::Usage(format!("missing <{name}>")))?;
-    parse_address(t).map_err(CommandError::Usage)
+        .ok_or_else(|| CommandError::Usage {
+            message: format!("missing <{name}>"),
+        })?;
+    parse_address(t)
 }
 
 type Reader<'a> = ObjectReader<'a, Arc<dyn dumpreader::Target>>;
@@ -462,7 +464,7 @@ fn dumpobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let a = addr(m, "address")?;
-    let o = r.object(a, m.get_flag("nofields")).map_err(failed)?;
+    let o = r.object(a, m.get_flag("nofields"))?;
     let mut res = DumpObj {
         address: hex(o.address),
         name: o.name.clone(),
@@ -514,7 +516,7 @@ fn dumpvc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let r = reader(&c);
     let mt = addr(m, "mt")?;
     let a = addr(m, "address")?;
-    let fields = r.value_type(mt, a).map_err(failed)?;
+    let fields = r.value_type(mt, a)?;
     let mut res = DumpVc {
         address: hex(a),
         name: r.type_name(mt),
@@ -553,18 +555,18 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let a = addr(m, "address")?;
-    let (mt, info) = r.object_mt(a).map_err(failed)?;
-    let arr = r.array(a, &info).map_err(failed)?.ok_or_else(|| {
-        failed(format!(
-            "{a:#x} is not an array: it is a {}",
-            r.type_name(mt)
-        ))
+    let (mt, info) = r.object_mt(a)?;
+    let arr = r.array(a, &info)?.ok_or_else(|| {
+        CommandError::not_found(
+            format!("{a:#x}"),
+            format!("not an array: it is a {}", r.type_name(mt)),
+        )
     })?;
     let count = |n: &str| {
         m.get_one::<String>(n)
             .map(|v| parse_count(v))
             .transpose()
-            .map_err(CommandError::Usage)
+            
     };
     let start = count("start")?.unwrap_or(0);
     let length = count("length")?.unwrap_or(arr.length.saturating_sub(start));
@@ -602,9 +604,9 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 FieldValue::ValueType {
                     address,
                     mt: Some(vm),
-                } => Some(r.value_type(*vm, *address).map_err(failed)?),
+                } => Some(r.value_type(*vm, *address)?),
                 FieldValue::Object { address, .. } if *address != 0 => {
-                    let o = r.object(*address, m.get_flag("nofields")).map_err(failed)?;
+                    let o = r.object(*address, m.get_flag("nofields"))?;
                     Some(o.fields)
                 }
                 _ => None,
@@ -624,7 +626,7 @@ fn dumparray(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         address: hex(a),
         name: r.type_name(mt),
         mt: hex(mt),
-        size: r.object_size(a, &info).map_err(failed)?,
+        size: r.object_size(a, &info)?,
         array: array_out(&r, &arr),
         elements,
     };
@@ -753,7 +755,7 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mt = addr(m, "mt")?;
     let i =
         c.rt.method_table(mt)
-            .map_err(|e| failed(format!("{mt:#x} is not a MethodTable: {e}")))?;
+            .map_err(|e| CommandError::clr(format!("{mt:#x} is not a MethodTable"), e))?;
     let mut res = DumpMt {
         mt: hex(mt),
         name: r.type_name(mt),
@@ -785,7 +787,7 @@ fn dumpmt(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     if m.get_flag("md") {
         let w = clrdata::model::stack::StackWalker::for_target(&c.rt, &c.names);
         let mm = clrdata::model::methods::method_table_methods(&r, &w, mt)
-            .map_err(|e| failed(format!("the methods of MethodTable {mt:#x}: {e}")))?;
+            .map_err(|e| CommandError::clr(format!("the methods of MethodTable {mt:#x}"), e))?;
         let mut tb = table(&["Entry", "MethodDesc", "JIT", "Slot", "Name"]);
         for s in &mm.slots {
             tb.add_row(vec![
@@ -880,23 +882,24 @@ fn dumpclass(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let ee = addr(m, "eeclass")?;
     let (mt, attr) =
         c.rt.ee_class_header(ee)
-            .map_err(|e| failed(format!("{ee:#x} is not an EEClass: {e}")))?;
+            .map_err(|e| CommandError::clr(format!("{ee:#x} is not an EEClass"), e))?;
     let info = c.rt.method_table(mt).map_err(|e| {
-        failed(format!(
-            "{ee:#x} is not an EEClass: its MethodTable {mt:#x} does not decode ({e})"
-        ))
+        CommandError::clr(format!("{ee:#x} is not an EEClass: its MethodTable {mt:#x}"), e)
     })?;
     if info.ee_class != ee {
-        return Err(failed(format!(
-            "{ee:#x} is not an EEClass: its m_pMethodTable {mt:#x} has EEClass {:#x}",
-            info.ee_class
-        )));
+        return Err(CommandError::not_found(
+            format!("{ee:#x}"),
+            format!(
+                "not an EEClass: its m_pMethodTable {mt:#x} has EEClass {:#x}",
+                info.ee_class
+            ),
+        ));
     }
     let attr = attr.unwrap_or(0);
     // Instance fields read nothing (no instance): the table lists them with their offsets;
     // statics with their values.
-    let own = c.rt.fields(&info).map_err(failed)?;
-    let all = r.fields(mt, 0, true).map_err(failed)?;
+    let own = c.rt.fields(&info)?;
+    let all = r.fields(mt, 0, true)?;
     let mut fields: Vec<FieldOut> = Vec::new();
     for f in &all {
         let mut fo = field_out(&r, f);
@@ -976,18 +979,20 @@ fn dumpmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let md = addr(m, "md")?;
-    let bad = |what: &str| failed(format!("{md:#x} is not a MethodDesc: {what}"));
-    let d = clrdata::model::methods::method_desc(&r, md).map_err(|e| bad(&e))?;
+    let not_md = format!("{md:#x} is not a MethodDesc");
+    let d = clrdata::model::methods::method_desc(&r, md)
+        .map_err(|e| CommandError::clr(not_md.clone(), e))?;
     let info = c.rt.method_table(d.method_table).map_err(|e| {
-        bad(&format!(
-            "its chunk's MethodTable {:#x} does not decode ({e})",
-            d.method_table
-        ))
+        CommandError::clr(
+            format!("{not_md}: its chunk's MethodTable {:#x}", d.method_table),
+            e,
+        )
     })?;
     if d.classification != 4 && d.token & 0xFF_FFFF == 0 {
-        return Err(bad("a null MethodDef token"));
+        return Err(CommandError::not_found(not_md, "a null MethodDef token"));
     }
-    let name = clrdata::model::methods::method_desc_name(&r, &d).map_err(|e| bad(&e))?;
+    let name = clrdata::model::methods::method_desc_name(&r, &d)
+        .map_err(|e| CommandError::clr(not_md.clone(), e))?;
     let w = clrdata::model::stack::StackWalker::for_target(&c.rt, &c.names);
     let entry = clrdata::model::methods::method_entry_point(&r, &d).ok();
     let (code, jit) = entry.map_or((None, clrdata::model::methods::JitState::None), |e| {
@@ -1058,7 +1063,7 @@ pub struct Name2EeMatch {
 
 /// The modules the session knows: those of the heap's types, plus CoreLib's.
 fn known_modules(c: &Clr, r: &Reader<'_>) -> Result<Vec<u64>, CommandError> {
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let mts: Vec<u64> = heap.census(&c.rt).types.iter().map(|t| t.mt).collect();
     Ok(clrdata::analysis::roots::modules_of_types(r, &mts))
 }
@@ -1072,10 +1077,11 @@ fn name2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         None => match first.split_once('!') {
             Some((a, b)) => (a.to_string(), b.to_string()),
             None => {
-                return Err(CommandError::Usage(
-                    "usage: name2ee <module|*> <type name>  or  name2ee <module>!<type name>"
+                return Err(CommandError::Usage {
+                    message: "usage: name2ee <module|*> <type name>  or  name2ee \
+                              <module>!<type name>"
                         .into(),
-                ))
+                })
             }
         },
     };
@@ -1119,9 +1125,10 @@ fn name2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
     }
     if searched.is_empty() {
-        return Err(failed(format!(
-            "no loaded module is named '{module_q}' (modules known from the heap's types and CoreLib)"
-        )));
+        return Err(CommandError::not_found(
+            format!("module '{module_q}'"),
+            "no loaded module is named so (modules known from the heap's types and CoreLib)",
+        ));
     }
     let mut t = String::new();
     for mm in &matches {
@@ -1191,7 +1198,7 @@ fn dumpmodule(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let a = addr(m, "module")?;
     let d =
         c.rt.module(a)
-            .map_err(|e| failed(format!("{a:#x} is not a Module: {e}")))?;
+            .map_err(|e| CommandError::clr(format!("{a:#x} is not a Module"), e))?;
     let md = c.names.module_metadata(&c.rt, a).ok();
     let res = DumpModule {
         module: hex(a),
@@ -1257,8 +1264,8 @@ fn objsize(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
     let a = addr(m, "address")?;
-    let (mt, _) = r.object_mt(a).map_err(failed)?;
-    let (objects, size, errors) = r.retained_size(a, 50_000_000).map_err(failed)?;
+    let (mt, _) = r.object_mt(a)?;
+    let (objects, size, errors) = r.retained_size(a, 50_000_000)?;
     let res = ObjSize {
         address: hex(a),
         name: r.type_name(mt),
@@ -1284,12 +1291,10 @@ fn objsize(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 
 fn gcwhere(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let a = addr(m, "address")?;
     let w = gc_where(heap, a).ok_or_else(|| {
-        failed(format!(
-            "{a:#x} is not in the GC heap (no segment holds it)"
-        ))
+        CommandError::not_found(format!("{a:#x}"), "not in the GC heap (no segment holds it)")
     })?;
     let res = json!({
         "address": hex(w.address),
@@ -1335,12 +1340,12 @@ fn gcwhere(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 fn verifyheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = reader(&c);
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let max = m
         .get_one::<String>("max")
         .map(|v| parse_count(v))
         .transpose()
-        .map_err(CommandError::Usage)?
+        ?
         .unwrap_or(100) as usize;
     let v = verify_heap(&r, heap, max);
     let res = json!({

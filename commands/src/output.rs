@@ -1,5 +1,6 @@
 //! What every command returns: a JSON document and the text a person reads.
 
+use clrdata::ClrError;
 use serde::Serialize;
 use serde_json::Value;
 use std::any::Any;
@@ -105,7 +106,10 @@ impl Output {
         let mut json = Vec::new();
         f(&mut json, true)?;
         let data = serde_json::from_slice(&json).map_err(|e| {
-            CommandError::Failed(format!("a streamed result is not valid JSON: {e}"))
+            CommandError::Output {
+                detail: format!("a streamed result is not valid JSON: {e}"),
+                broken_pipe: false,
+            }
         })?;
         let mut text = Vec::new();
         f(&mut text, false)?;
@@ -125,7 +129,7 @@ impl Output {
         json: bool,
         pretty: bool,
     ) -> Result<(), CommandError> {
-        let io = |e: std::io::Error| CommandError::Failed(format!("writing the output: {e}"));
+        let io = CommandError::from;
         match (&self.stream, json) {
             (Some(Stream(f)), true) => {
                 write!(
@@ -167,35 +171,140 @@ impl Output {
     }
 }
 
-/// Why a command failed.
-#[derive(Debug, thiserror::Error)]
+/// Why a command failed. Each renders as one sentence (what failed, where, why); as JSON it is
+/// `{"kind": .., ...fields, "message": ..}` (docs/json.md, "Errors"), a runtime or dump error
+/// nested as the same kind of object.
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum CommandError {
     /// The line named no known command.
-    #[error("unknown command '{0}' (type 'help' for the list)")]
-    Unknown(String),
-    /// The arguments did not parse; the text is clap's message, with usage.
-    #[error("{0}")]
-    Usage(String),
-    /// The command ran and failed (the message says what and where).
-    #[error("{0}")]
-    Failed(String),
+    #[error("unknown command '{name}' (type 'help' for the list)")]
+    UnknownCommand {
+        /// The word typed.
+        name: String,
+    },
+    /// The arguments did not parse: clap's message, with usage.
+    #[error("{message}")]
+    Usage {
+        /// What clap says.
+        message: String,
+    },
+    /// An argument's value is not valid (an address, a count, a thread id).
+    #[error("{what}: {detail}")]
+    BadArgument {
+        /// The argument and its value.
+        what: String,
+        /// Why it is not valid.
+        detail: String,
+    },
+    /// The dump holds no CLR this build reads (the native commands still work).
+    #[error("no CLR to read: {error}")]
+    NoClr {
+        /// Why (no runtime, an unsupported one, a failed sanity check).
+        error: ClrError,
+    },
+    /// The dump holds no GC heap (a mini dump), or its heap cannot be read.
+    #[error("{message}")]
+    NoHeap {
+        /// The statement: the kind of dump and the evidence.
+        message: String,
+        /// The runtime's error, when reading the heap's structures failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<ClrError>,
+    },
+    /// Reading the runtime failed; `context` says what the command was reading.
+    #[error("{}{error}", context.as_deref().map(|c| format!("{c}: ")).unwrap_or_default())]
+    Clr {
+        /// What was being read, when the runtime's error does not say it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        /// What went wrong and where.
+        error: ClrError,
+    },
+    /// Reading the dump itself failed.
+    #[error("{error}")]
+    Dump {
+        /// What went wrong and where.
+        error: dumpreader::Error,
+    },
+    /// What the command was asked for is not in the dump (no such thread, no managed thread).
+    #[error("{what}{}", if detail.is_empty() { String::new() } else { format!(": {detail}") })]
+    NotFound {
+        /// What was asked for.
+        what: String,
+        /// Why it is not there.
+        detail: String,
+    },
+    /// Writing the result failed.
+    #[error("writing the output: {detail}")]
+    Output {
+        /// The operating system's text.
+        detail: String,
+        /// The reader went away (a closed pipe: `dumpshell ... | head`), not a failure.
+        broken_pipe: bool,
+    },
     /// The user interrupted the command (Ctrl-C).
     #[error("interrupted")]
     Cancelled,
 }
 
-/// A failure whose message is `e`'s (a clrdata or dumpreader error says what and where).
-pub fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
+dumpreader::serialize_with_message!(CommandError);
+
+impl From<ClrError> for CommandError {
+    fn from(error: ClrError) -> CommandError {
+        CommandError::Clr {
+            context: None,
+            error,
+        }
+    }
+}
+
+impl From<dumpreader::Error> for CommandError {
+    fn from(error: dumpreader::Error) -> CommandError {
+        CommandError::Dump { error }
+    }
+}
+
+impl From<std::io::Error> for CommandError {
+    fn from(e: std::io::Error) -> CommandError {
+        CommandError::Output {
+            detail: e.to_string(),
+            broken_pipe: e.kind() == std::io::ErrorKind::BrokenPipe,
+        }
+    }
 }
 
 impl CommandError {
-    /// The JSON document for a failure: `{"schema":1,"command":..,"error":..}`.
+    /// A runtime error met while reading `context`.
+    pub fn clr(context: impl Into<String>, error: ClrError) -> CommandError {
+        CommandError::Clr {
+            context: Some(context.into()),
+            error,
+        }
+    }
+
+    /// A [`CommandError::NotFound`].
+    pub fn not_found(what: impl Into<String>, detail: impl Into<String>) -> CommandError {
+        CommandError::NotFound {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// A [`CommandError::BadArgument`].
+    pub fn bad_argument(what: impl Into<String>, detail: impl Into<String>) -> CommandError {
+        CommandError::BadArgument {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The JSON document for a failure: `{"schema":1,"command":..,"error":{..}}`.
     pub fn json_document(&self, command: &str) -> Value {
         serde_json::json!({
             "schema": JSON_SCHEMA_VERSION,
             "command": command,
-            "error": self.to_string(),
+            "error": self,
         })
     }
 }

@@ -3,45 +3,15 @@
 
 use crate::output::{CommandError, Output};
 use crate::session::Session;
+use crate::spec::CommandSpec;
 use crate::tokenize;
 use clap::{ArgMatches, Command};
-
-/// One command: its names, its argument grammar and what runs it.
-pub struct CommandSpec {
-    /// The canonical name.
-    pub name: &'static str,
-    /// Other spellings (SOS and WinDbg ones included).
-    pub aliases: &'static [&'static str],
-    /// One line for `help`.
-    pub about: &'static str,
-    /// The clap grammar (name and about are set from the fields above).
-    pub grammar: fn() -> Command,
-    /// Runs the command on parsed arguments.
-    pub run: fn(&Session, &ArgMatches) -> Result<Output, CommandError>,
-}
-
-impl CommandSpec {
-    /// The full clap command with name, aliases and about applied.
-    pub fn command(&self) -> Command {
-        (self.grammar)()
-            .name(self.name)
-            .about(self.about)
-            .no_binary_name(true)
-            .disable_version_flag(true)
-            .arg(
-                clap::Arg::new("json")
-                    .long("json")
-                    .action(clap::ArgAction::SetTrue)
-                    .help("print the result as one JSON document"),
-            )
-    }
-}
 
 /// Every command, in the order `help` lists them.
 pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        use crate::*;
+        use crate::{asyncs, exceptions, heap, locks, native, objects, roots, stacks, threadpool};
         native::SPECS
             .iter()
             .chain(heap::SPECS)
@@ -78,16 +48,20 @@ pub struct Invocation {
 
 /// Parses one command line. `Ok(None)` for an empty line.
 pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
-    let words = tokenize::split(line).map_err(CommandError::Usage)?;
+    let words = tokenize::split(line)?;
     let Some((first, rest)) = words.split_first() else {
         return Ok(None);
     };
-    let spec = lookup(first).ok_or_else(|| CommandError::Unknown(first.clone()))?;
+    let spec = lookup(first).ok_or_else(|| CommandError::UnknownCommand {
+        name: first.clone(),
+    })?;
     let cmd = spec.command();
     let rest = sos_spelling(&cmd, rest);
     let matches = cmd
         .try_get_matches_from(rest)
-        .map_err(|e| CommandError::Usage(e.render().to_string().trim_end().to_owned()))?;
+        .map_err(|e| CommandError::Usage {
+            message: e.render().to_string().trim_end().to_owned(),
+        })?;
     let json = matches.get_flag("json");
     Ok(Some(Invocation {
         spec,
@@ -166,7 +140,7 @@ pub fn help_text(topic: Option<&str>) -> Result<String, CommandError> {
             Ok(s)
         }
         Some(t) => {
-            let spec = lookup(t).ok_or_else(|| CommandError::Unknown(t.to_owned()))?;
+            let spec = lookup(t).ok_or_else(|| CommandError::UnknownCommand { name: t.to_owned() })?;
             Ok(spec.command().render_long_help().to_string())
         }
     }

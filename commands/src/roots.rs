@@ -1,10 +1,10 @@
 //! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
 
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
+use crate::output::{CommandError, Output};
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::roots::{gcroot as find_roots, static_slot_names, RootSource};
@@ -145,7 +145,7 @@ fn gchandles(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = ObjectReader::new(&c.rt, &c.names);
     let stat = m.get_flag("stat");
-    let h = c.rt.gc_handles().map_err(failed)?;
+    let h = c.rt.gc_handles()?;
     let live: Vec<_> = h.handles.iter().filter(|x| x.object != 0).collect();
     let sizes: Vec<(u64, u64)> = live
         .iter()
@@ -263,7 +263,7 @@ fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let r = ObjectReader::new(&c.rt, &c.names);
     let stat = m.get_flag("stat");
-    let q = c.rt.finalize_queue().map_err(failed)?;
+    let q = c.rt.finalize_queue()?;
     let live: Vec<_> = q.entries.iter().filter(|x| x.object != 0).collect();
     let sizes: Vec<(u64, u64)> = live
         .iter()
@@ -401,11 +401,13 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .get_one::<String>("address")
         .map(|t| parse_address(t))
         .transpose()
-        .map_err(CommandError::Usage)?
-        .ok_or_else(|| CommandError::Usage("missing <address>".into()))?;
+        ?
+        .ok_or_else(|| CommandError::Usage {
+                message: "missing <address>".into(),
+            })?;
     let no_stacks = m.get_flag("nostacks");
-    let heap = c.heap().map_err(CommandError::Failed)?;
-    let res = find_roots(&c.rt, heap, &c.names, target).map_err(failed)?;
+    let heap = c.heap()?;
+    let res = find_roots(&c.rt, heap, &c.names, target)?;
     let r = ObjectReader::new(&c.rt, &c.names);
     let mut statics: Option<HashMap<u64, String>> = None;
     let mut stacks: HashMap<u64, Option<ThreadStack>> = HashMap::new();

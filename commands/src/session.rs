@@ -2,9 +2,9 @@
 //! share about it.
 
 use crate::control::Control;
-use crate::output::{failed, CommandError};
+use crate::output::CommandError;
 use clrdata::prelude::*;
-use clrdata::{GcHeap, Runtime, TypeNames};
+use clrdata::{ClrError, GcHeap, Runtime, TypeNames};
 use dumpreader::{Dump, OpenOptions, Target};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -15,14 +15,14 @@ pub struct Clr {
     pub rt: Runtime<Arc<dyn Target>>,
     /// Type names and module metadata, cached.
     pub names: TypeNames,
-    heap: OnceLock<Result<GcHeap, String>>,
+    heap: OnceLock<Result<GcHeap, CommandError>>,
     /// The session's cancellation and progress (shared with the session).
     pub control: Arc<Control>,
 }
 
 impl Clr {
     /// The GC heap's structure (read once).
-    pub fn heap(&self) -> Result<&GcHeap, String> {
+    pub fn heap(&self) -> Result<&GcHeap, CommandError> {
         self.heap
             .get_or_init(|| gc_heap_or_refusal(&self.rt))
             .as_ref()
@@ -43,7 +43,7 @@ pub struct Session {
     pub path: PathBuf,
     /// Cancellation and progress, set by the front end ([`Control`]).
     pub control: Arc<Control>,
-    clr: OnceLock<Result<Arc<Clr>, String>>,
+    clr: OnceLock<Result<Arc<Clr>, ClrError>>,
 }
 
 impl Session {
@@ -83,7 +83,7 @@ impl Session {
     /// The CLR in the target, discovered on first use. The error says precisely why there is
     /// none (no runtime, an unsupported version, a failed sanity check); native commands work
     /// regardless.
-    pub fn clr(&self) -> Result<Arc<Clr>, String> {
+    pub fn clr(&self) -> Result<Arc<Clr>, ClrError> {
         self.clr
             .get_or_init(|| {
                 Runtime::discover(self.target.clone())
@@ -95,7 +95,6 @@ impl Session {
                             control: self.control.clone(),
                         })
                     })
-                    .map_err(|e| e.to_string())
             })
             .clone()
     }
@@ -103,8 +102,7 @@ impl Session {
 
 /// The CLR, or the failure saying why there is none.
 pub fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
-    s.clr()
-        .map_err(|e| CommandError::Failed(format!("no CLR to read: {e}")))
+    s.clr().map_err(|error| CommandError::NoClr { error })
 }
 
 /// The GC heap's structure, or why it cannot be read. A dump that leaves the heap out (a mini
@@ -115,20 +113,23 @@ pub fn clr(s: &Session) -> Result<Arc<Clr>, CommandError> {
 /// wrote the dump. Called once per session ([`Clr::heap`]).
 pub(crate) fn gc_heap_or_refusal(
     rt: &clrdata::Runtime<Arc<dyn dumpreader::Target>>,
-) -> Result<clrdata::GcHeap, String> {
+) -> Result<clrdata::GcHeap, CommandError> {
     let read = rt.gc_heap();
     // A runtime whose heap walk is not verified is refused as such: its GC tables' layout,
     // and so the evidence, is not known.
     if let Err(e @ clrdata::ClrError::NotVerified { .. }) = &read {
-        return Err(format!("reading the GC heap: {e}"));
+        return Err(CommandError::clr("reading the GC heap", e.clone()));
     }
     match rt.gc_heap_absence(read.as_ref().ok()) {
-        Some(a) => Err(no_heap(
-            rt.memory().dump_kind(),
-            !rt.memory().bundles().is_empty(),
-            &a,
-        )),
-        None => read.map_err(|e| format!("reading the GC heap: {e}")),
+        Some(a) => Err(CommandError::NoHeap {
+            message: no_heap(
+                rt.memory().dump_kind(),
+                !rt.memory().bundles().is_empty(),
+                &a,
+            ),
+            error: read.err(),
+        }),
+        None => read.map_err(|e| CommandError::clr("reading the GC heap", e)),
     }
 }
 
@@ -186,7 +187,7 @@ pub fn clr_with(
 ) -> Result<Arc<Clr>, CommandError> {
     let c = clr(s)?;
     for &cap in needs {
-        c.rt.require(cap).map_err(failed)?;
+        c.rt.require(cap)?;
     }
     Ok(c)
 }

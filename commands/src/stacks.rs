@@ -3,10 +3,10 @@
 
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address};
-use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
+use crate::output::{CommandError, Output};
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::data::threads::thread_state_names;
@@ -128,7 +128,7 @@ fn parse_os_id(t: &str) -> Result<u64, CommandError> {
         Some(h) => u64::from_str_radix(h, 16),
         None => t.parse(),
     };
-    r.map_err(|_| CommandError::Usage(format!("'{t}' is not a thread id")))
+    r.map_err(|_| CommandError::bad_argument(format!("\'{t}\'"), "not a thread id"))
 }
 
 // ---------------------------------------------------------------------------------- clrthreads
@@ -195,8 +195,8 @@ fn thread_store_notes(ts: &clrdata::data::threads::ThreadStoreData, listed: usiz
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let ts = c.rt.thread_store().map_err(failed)?;
-    let threads = c.rt.threads().map_err(failed)?;
+    let ts = c.rt.thread_store()?;
+    let threads = c.rt.threads()?;
     let mut rows = Vec::new();
     for (i, t) in threads.iter().enumerate() {
         let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
@@ -321,7 +321,7 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
 fn walk_all(c: &Clr) -> Result<Vec<ThreadStack>, CommandError> {
     let w = StackWalker::for_target(&c.rt, &c.names);
     w.walk_all()
-        .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))
+        .map_err(|e| CommandError::clr("reading the thread list", e))
 }
 
 #[derive(Serialize)]
@@ -382,7 +382,9 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         let st = all
             .iter()
             .find(|s| s.os_id == id)
-            .ok_or_else(|| CommandError::Failed(format!("no managed thread has OS id {t}")))?;
+            .ok_or_else(|| {
+                CommandError::not_found(format!("the managed thread with OS id {t}"), "none")
+            })?;
         vec![st]
     } else {
         // The current thread when it is managed, else the first managed thread.
@@ -501,13 +503,14 @@ pub struct Ip2Md {
 fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let ip = parse_address(m.get_one::<String>("ip").map(String::as_str).unwrap_or(""))
-        .map_err(CommandError::Usage)?;
+        ?;
     let w = StackWalker::for_target(&c.rt, &c.names);
-    let r = w.ip_to_method(ip).map_err(CommandError::Failed)?;
+    let r = w.ip_to_method(ip)?;
     let Some((ci, f)) = r else {
-        return Err(CommandError::Failed(format!(
-            "{ip:#x} is not managed code (no RangeSection holds it)"
-        )));
+        return Err(CommandError::not_found(
+            format!("{ip:#x}"),
+            "not managed code (no RangeSection holds it)",
+        ));
     };
     let out = Ip2Md {
         ip: hex(ip),
@@ -556,15 +559,16 @@ fn select_os_threads(s: &Session, m: &ArgMatches) -> Result<Vec<u64>, CommandErr
     if let Some(t) = m.get_one::<String>("thread") {
         let id = parse_os_id(t)?;
         if !threads.iter().any(|x| x.id as u64 == id) {
-            return Err(CommandError::Failed(format!(
-                "the dump has no OS thread {t}"
-            )));
+            return Err(CommandError::not_found(
+                format!("OS thread {t}"),
+                "not in the dump",
+            ));
         }
         return Ok(vec![id]);
     }
     let current = s
         .current_os_thread()
-        .ok_or_else(|| CommandError::Failed("the dump has no threads".into()))?;
+        .ok_or_else(|| CommandError::not_found("the dump has no threads", ""))?;
     Ok(vec![current])
 }
 
@@ -607,7 +611,7 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         Ok(c) => {
             let managed =
                 c.rt.threads()
-                    .map_err(|e| CommandError::Failed(format!("reading the thread list: {e}")))?;
+                    .map_err(|e| CommandError::clr("reading the thread list", e))?;
             let w = StackWalker::for_target(&c.rt, &c.names);
             ids.iter()
                 .map(|&id| {
@@ -734,22 +738,22 @@ pub struct DsoOut {
 
 fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap().map_err(CommandError::Failed)?;
+    let heap = c.heap()?;
     let threads = s.target.threads();
     let os_id = match m.get_one::<String>("thread") {
         Some(t) => parse_os_id(t)?,
         None => s
             .current_os_thread()
-            .ok_or_else(|| CommandError::Failed("the dump has no threads".into()))?,
+            .ok_or_else(|| CommandError::not_found("the dump has no threads", ""))?,
     };
     let ti = threads
         .iter()
         .find(|t| t.id as u64 == os_id)
-        .ok_or_else(|| CommandError::Failed(format!("the dump has no OS thread {os_id:#x}")))?;
+        .ok_or_else(|| CommandError::not_found(format!("OS thread {os_id:#x}"), "not in the dump"))?;
     let mut regs = clrdata::model::stack::Regs::from_context(&ti.context);
     let parse = |name: &str| -> Result<Option<u64>, CommandError> {
         m.get_one::<String>(name)
-            .map(|t| parse_address(t).map_err(CommandError::Usage))
+            .map(|t| parse_address(t))
             .transpose()
     };
     let top = parse("top")?;
@@ -763,9 +767,10 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         (Some(b), _) => b,
         (None, Some((_, e))) => e,
         (None, None) => {
-            return Err(CommandError::Failed(format!(
-                "the dump does not say where thread {os_id:#x}'s stack ends; give the range"
-            )))
+            return Err(CommandError::not_found(
+                format!("the end of thread {os_id:#x}'s stack"),
+                "the dump does not say where it is; give the range",
+            ))
         }
     };
     let reader = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
@@ -856,9 +861,9 @@ fn unassemble(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .map(String::as_str)
             .unwrap_or(""),
     )
-    .map_err(CommandError::Usage)?;
+    ?;
     let w = StackWalker::for_target(&c.rt, &c.names);
-    let code = w.disassemble(addr).map_err(CommandError::Failed)?;
+    let code = w.disassemble(addr)?;
     let mut text = String::new();
     text.push_str(match code.kind {
         clrdata::model::stack::CodeKind::Jit => "Normal JIT generated code\n",

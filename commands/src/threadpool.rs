@@ -3,10 +3,10 @@
 //! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
 
 use crate::addr::{hex, parse_address, parse_count};
-use crate::output::{failed, CommandError, Output};
-use crate::registry::CommandSpec;
+use crate::output::{CommandError, Output};
 use crate::session::clr;
 use crate::session::{Clr, Session};
+use crate::spec::CommandSpec;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::{starvation, tasks, threadpool, timers};
 use clrdata::model::delegates::DelegateMethod;
@@ -91,7 +91,7 @@ pub struct MethodOut {
     pub error: Option<String>,
 }
 
-fn method_out(delegate: u64, m: &Option<Result<DelegateMethod, String>>) -> Option<MethodOut> {
+fn method_out(delegate: u64, m: &Option<clrdata::Result<DelegateMethod>>) -> Option<MethodOut> {
     let m = m.as_ref()?;
     Some(match m {
         Ok(d) => MethodOut {
@@ -112,14 +112,14 @@ fn method_out(delegate: u64, m: &Option<Result<DelegateMethod, String>>) -> Opti
             target_type: None,
             is_static: None,
             resolved_by: None,
-            error: Some(e.clone()),
+            error: Some(e.to_string()),
         },
     })
 }
 
 /// SOS's spelling of a callback: `Type.Method`, `(TargetType)Type.Method` when the target's
 /// type is not the method's, `<why>` when unknown.
-fn method_text(m: &Option<Result<DelegateMethod, String>>) -> String {
+fn method_text(m: &Option<clrdata::Result<DelegateMethod>>) -> String {
     match m {
         None => "[no callback]".into(),
         Some(Err(e)) => format!("<method unknown: {e}>"),
@@ -169,7 +169,7 @@ fn parse_value(t: &str) -> Result<u32, CommandError> {
         t.parse::<u64>().ok()
     };
     v.and_then(|v| u32::try_from(v).ok())
-        .ok_or_else(|| CommandError::Usage(format!("'{t}' is not a 32-bit m_stateFlags value")))
+        .ok_or_else(|| CommandError::bad_argument(format!("\'{t}\'"), "not a 32-bit m_stateFlags value"))
 }
 
 fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -190,12 +190,14 @@ fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
     } else {
         let a = m.get_one::<String>("address").ok_or_else(|| {
-            CommandError::Usage("taskstate needs a Task address or -v <m_stateFlags value>".into())
+            CommandError::Usage {
+                message: "taskstate needs a Task address or -v <m_stateFlags value>".into(),
+            }
         })?;
-        let a = parse_address(a).map_err(CommandError::Usage)?;
+        let a = parse_address(a)?;
         let c = clr(s)?;
         let (r, w) = tools(&c);
-        let t = tasks::read_task(&r, &w, a).map_err(failed)?;
+        let t = tasks::read_task(&r, &w, a)?;
         TaskStateOut {
             address: Some(hex(t.address)),
             type_name: Some(t.type_name.clone()),
@@ -517,7 +519,7 @@ fn block_group_out(on: &starvation::WorkerBlock, os_ids: Vec<u64>) -> BlockGroup
 }
 
 /// The starvation assessment of the target's pool (None when it was never started).
-pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
+pub(crate) fn starvation_of(c: &Clr) -> Option<StarvationOut> {
     let (r, w) = tools(c);
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let p = threadpool::thread_pool(&r, Some(&walker));
@@ -525,18 +527,13 @@ pub(crate) fn starvation_of(s: &Session, c: &Clr) -> Option<StarvationOut> {
         return None;
     }
     let q = threadpool::work_queue(&r, &w);
-    Some(starvation(s, c, &p, &q))
+    Some(starvation(c, &p, &q))
 }
 
 /// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
 /// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
 /// wait for, given to [`starvation::assess_starvation`].
-fn starvation(
-    s: &Session,
-    c: &Clr,
-    p: &threadpool::ThreadPoolInfo,
-    q: &threadpool::WorkQueue,
-) -> StarvationOut {
+fn starvation(c: &Clr, p: &threadpool::ThreadPoolInfo, q: &threadpool::WorkQueue) -> StarvationOut {
     let mut notes = Vec::new();
     let walker = StackWalker::for_target(&c.rt, &c.names);
     let r = ObjectReader::new(&c.rt, &c.names);
@@ -577,7 +574,8 @@ fn starvation(
     if in_task_wait {
         match (
             c.heap(),
-            crate::asyncs::thread_scans(s, &walker).map_err(|e| e.to_string()),
+            clrdata::analysis::causality::thread_scans(&walker)
+                .map_err(|e| format!("reading the thread list: {e}")),
         ) {
             (Ok(heap), Ok(scans)) => {
                 let a = clrdata::analysis::asyncsm::analyze(&c.rt, &c.names, heap);
@@ -587,7 +585,8 @@ fn starvation(
                     .collect();
                 task_waits = clrdata::analysis::causality::analyze(&r, &a, &scans).thread_waits;
             }
-            (Err(e), _) | (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
+            (Err(e), _) => notes.push(format!("tasks waited on not read: {e}")),
+            (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
         }
     }
     let type_of = |o: u64| {
@@ -708,7 +707,7 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             t.push('\n');
         }
     }
-    let starved = (p.instance != 0).then(|| starvation(s, &c, &p, &q));
+    let starved = (p.instance != 0).then(|| starvation(&c, &p, &q));
     if let Some(st) = &starved {
         if let Some(line) = &st.summary {
             t.push('\n');
@@ -1013,16 +1012,18 @@ fn value_text(
 fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let a = m
         .get_one::<String>("address")
-        .ok_or_else(|| CommandError::Usage("missing <address>".into()))?;
-    let a = parse_address(a).map_err(CommandError::Usage)?;
+        .ok_or_else(|| CommandError::Usage {
+                message: "missing <address>".into(),
+            })?;
+    let a = parse_address(a)?;
     let limit = match m.get_one::<String>("limit") {
-        Some(l) => parse_count(l).map_err(CommandError::Usage)? as usize,
+        Some(l) => parse_count(l)? as usize,
         None => threadpool::MAX_ITEMS,
     };
     let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
     let d =
-        threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS)).map_err(failed)?;
+        threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS))?;
     let count: u64 = d.segments.iter().map(|s| s.count).sum();
     let mut t = format!(
         "{} {} ({} items of {} in {} segments)\n",

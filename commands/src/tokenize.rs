@@ -2,7 +2,7 @@
 //! a backslash escapes the next character inside double quotes or outside quotes.
 
 /// Splits `line` into words. An unterminated quote is an error naming its column.
-pub fn split(line: &str) -> Result<Vec<String>, String> {
+pub fn split(line: &str) -> Result<Vec<String>, crate::output::CommandError> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -33,10 +33,9 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                     cur.push(d);
                 }
                 if !closed {
-                    return Err(format!(
-                        "unterminated {quote} quote starting at column {}",
-                        i + 1
-                    ));
+                    return Err(crate::output::CommandError::Usage {
+                        message: format!("unterminated {quote} quote starting at column {}", i + 1),
+                    });
                 }
             }
             '\\' => {

@@ -525,7 +525,7 @@ fn heap_absent(s: &Session) -> Option<String> {
     let c = s.clr().ok()?;
     let e = c.heap().err()?;
     c.rt.gc_heap_absence(None)?;
-    Some(e)
+    Some(e.to_string())
 }
 
 /// Triages many dumps, several at a time; the results come back in the order given.

@@ -594,14 +594,18 @@ impl Target for EngineTarget {
                 } else {
                     format!(
                         "from the debugger's memory, incomplete ({})",
-                        probs.join("; ")
+                        probs
+                            .iter()
+                            .map(|p| p.to_string())
+                            .collect::<Vec<_>>()
+                            .join("; ")
                     )
                 },
                 format,
             })),
             Err(e) => Err(dumpreader::Error::NoImage {
                 module: module.path.clone(),
-                reason: format!("debugger memory: {e}"),
+                refusals: vec![dumpreader::Refusal::DebuggerMemory { error: Box::new(e) }].into(),
             }),
         };
         self.images

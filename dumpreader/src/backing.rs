@@ -18,32 +18,36 @@
 //! createdump also leaves out written pages (relocated data...), which a file cannot stand in
 //! for.
 
+use crate::check::{Evidence, FileCheck, Refusal, Refusals};
 use crate::types::*;
 use crate::{elfmods, image, Dump};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Where a mapped file's missing bytes come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum FileSourceState {
-    /// The file is read for what the dump lacks; `check` names what accepted it.
+    /// The file is read for what the dump lacks; `check` says what accepted it.
     Used {
         /// The file read.
+        #[serde(serialize_with = "crate::json::path")]
         file: PathBuf,
         /// The identity check that accepted it ("build id ... matches", ...).
-        check: String,
+        check: FileCheck,
     },
     /// A file was found, but nothing in the dump anchors its identity yet: not read.
     Unverified {
         /// The files found, in search order.
+        #[serde(serialize_with = "crate::json::paths")]
         candidates: Vec<PathBuf>,
         /// Why it is not verified.
-        why: String,
+        why: Unanchored,
     },
     /// No file is read: none found, a check failed, or the dump's producer forbids it.
     NotUsed {
         /// Why.
-        why: String,
+        why: NoFile,
     },
 }
 
@@ -59,6 +63,97 @@ impl FileSourceState {
         }
     }
 }
+
+impl std::fmt::Display for FileSourceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+crate::serialize_with_message!(FileSourceState);
+
+/// Why a file found for a mapping is not verified (not read until a layer above settles it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
+pub enum Unanchored {
+    /// A PE file whose headers the dump lacks: the runtime's records of the image (clrdata)
+    /// are what can verify it.
+    #[error(
+        "the dump lacks the PE headers; the runtime's records of the image were not (yet) \
+         compared"
+    )]
+    NoPeHeaders,
+}
+
+crate::serialize_with_message!(Unanchored);
+
+/// Why no file stands in for the bytes a mapping lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
+pub enum NoFile {
+    /// The dump's producer (createdump, minidump) may also leave out written pages.
+    #[error("a {producer} dump may lack written pages too, which no file can stand in for")]
+    ProducerOmitsWrittenPages {
+        /// The producer's name ([`DumpProducer::name`]).
+        producer: &'static str,
+    },
+    /// The mapping is not of a file on disk (`[vdso]`, `/memfd:`...).
+    #[error("not a file on disk")]
+    NotAFile,
+    /// Nothing is missing.
+    #[error("the dump holds every mapped byte")]
+    NothingMissing,
+    /// No file of the name was found.
+    #[error(
+        "no file {name} on the image path{}",
+        if *recorded_path { " or at its recorded path" } else { "" }
+    )]
+    NotFound {
+        /// The file name looked for.
+        name: String,
+        /// Whether the recorded path was tried too ([`crate::OpenOptions::recorded_paths`]).
+        recorded_path: bool,
+    },
+    /// Every file found was refused.
+    #[error("refused: {refusals}")]
+    Refused {
+        /// Each file and why.
+        refusals: Refusals,
+    },
+    /// The dump holds no identity of the file (and it is no PE file a layer above could
+    /// verify).
+    #[error("the dump holds no identity (build id or PE headers) of {recorded}")]
+    NoIdentity {
+        /// The path the dump records.
+        recorded: String,
+    },
+    /// The file accepted by a layer above cannot be opened or mapped.
+    #[error("{}: {message}", file.display())]
+    Unreadable {
+        /// The file.
+        #[serde(serialize_with = "crate::json::path")]
+        file: PathBuf,
+        /// The operating system's message.
+        #[serde(rename = "os_error")]
+        message: String,
+    },
+    /// A layer above accepted a file that was not one of the candidates.
+    #[error("{} was not a candidate", file.display())]
+    NotACandidate {
+        /// The file.
+        #[serde(serialize_with = "crate::json::path")]
+        file: PathBuf,
+    },
+    /// Not looked at.
+    #[error("not resolved")]
+    NotResolved,
+}
+
+crate::serialize_with_message!(NoFile);
+
+/// A layer's verdict on the unverified candidate files of a mapping ([`Dump::settle_file`]):
+/// the file accepted with how it was checked, or why each candidate was refused.
+pub type FileVerdict = Result<(PathBuf, FileCheck), Refusals>;
 
 /// What is known of one mapped file's source (public view).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,7 +288,7 @@ impl Dump {
         let state = match &*lock(&self.backing.slots[i]) {
             Slot::Resolved { state, .. } => state.clone(),
             Slot::Unresolved => FileSourceState::NotUsed {
-                why: "not resolved".into(),
+                why: NoFile::NotResolved,
             },
         };
         FileSource {
@@ -229,7 +324,7 @@ impl Dump {
 
     /// Files found for `recorded` whose identity the dump does not anchor (a PE file whose
     /// headers the dump lacks): the CLR layer may check them against the loader's records
-    /// and accept one with [`Dump::accept_file`].
+    /// and accept one with [`Dump::settle_file`].
     pub fn unverified_files(&self) -> Vec<(String, Vec<PathBuf>)> {
         (0..self.backing.paths.len())
             .filter_map(|i| {
@@ -246,9 +341,9 @@ impl Dump {
     }
 
     /// Accepts `file` (one of the unverified candidates of `recorded`) with the check that
-    /// verified it, or refuses every candidate with `Err(why)`. Only a file left unverified
-    /// by dumpreader can be settled this way.
-    pub fn settle_file(&self, recorded: &str, verdict: Result<(PathBuf, String), String>) -> bool {
+    /// verified it, or refuses every candidate with `Err(why each was refused)`. Only a file
+    /// left unverified by dumpreader can be settled this way.
+    pub fn settle_file(&self, recorded: &str, verdict: FileVerdict) -> bool {
         let Some(i) = self.backing.slot_of(recorded) else {
             return false;
         };
@@ -267,10 +362,13 @@ impl Dump {
                     state: FileSourceState::Used { file, check },
                     file: Some(Arc::new(Accepted { map })),
                 },
-                Err(e) => not_used(format!("{}: {e}", file.display())),
+                Err(e) => not_used(NoFile::Unreadable {
+                    file,
+                    message: e.to_string(),
+                }),
             },
-            Ok((file, _)) => not_used(format!("{} was not a candidate", file.display())),
-            Err(why) => not_used(format!("refused: {why}")),
+            Ok((file, _)) => not_used(NoFile::NotACandidate { file }),
+            Err(refusals) => not_used(NoFile::Refused { refusals }),
         };
         true
     }
@@ -278,16 +376,15 @@ impl Dump {
     /// Decides the file of the mappings recorded as `recorded`.
     fn resolve(&self, recorded: &str) -> Slot {
         if !self.backing.enabled {
-            return not_used(format!(
-                "a {} dump may lack written pages too, which no file can stand in for",
-                self.dump_kind().producer.name()
-            ));
+            return not_used(NoFile::ProducerOmitsWrittenPages {
+                producer: self.dump_kind().producer.name(),
+            });
         }
         if recorded.starts_with('[') || recorded.starts_with("/memfd:") || recorded.is_empty() {
-            return not_used("not a file on disk".into());
+            return not_used(NoFile::NotAFile);
         }
         if self.missing_bytes_of(recorded) == 0 {
-            return not_used("the dump holds every mapped byte".into());
+            return not_used(NoFile::NothingMissing);
         }
         let mods: Vec<&ModuleInfo> = self
             .modules()
@@ -302,81 +399,83 @@ impl Dump {
             .filter(|c| c.is_file())
             .collect();
         if cands.is_empty() {
-            return not_used(format!(
-                "no file {} on the image path{}",
-                recorded.rsplit('/').next().unwrap_or(recorded),
-                if self.opts.recorded_paths {
-                    " or at its recorded path"
-                } else {
-                    ""
-                }
-            ));
+            return not_used(NoFile::NotFound {
+                name: recorded.rsplit('/').next().unwrap_or(recorded).to_string(),
+                recorded_path: self.opts.recorded_paths,
+            });
         }
         match identity {
             Some(want) => {
-                let mut why = Vec::new();
+                let mut why = Refusals::default();
                 for c in &cands {
                     let map = match open(c) {
                         Ok(m) => m,
                         Err(e) => {
-                            why.push(format!("{}: {e}", c.display()));
+                            why.push(Refusal::Unreadable {
+                                file: c.clone(),
+                                message: e.to_string(),
+                            });
                             continue;
                         }
                     };
                     match image::file_identity(&map) {
                         Some(have) if have == want => {
-                            let mut check = match &want {
-                                ModuleIdentity::BuildId(_) => format!("build id matches ({want})"),
-                                ModuleIdentity::Pe { .. } => {
-                                    format!("PE identity matches ({want})")
-                                }
+                            let mut evidence = Evidence::Identity {
+                                identity: want.clone(),
                             };
                             if let Some(hb) = host {
-                                match elfmods::bundle_in_file(hb, &map) {
-                                    Ok(()) => check.push_str(", and its bundle marker"),
-                                    Err(e) => {
-                                        why.push(format!("{}: {check}, but {e}", c.display()));
+                                match elfmods::bundle_in_file(hb, c, &evidence, &map) {
+                                    Ok(()) => {
+                                        evidence = Evidence::IdentityAndBundle {
+                                            identity: want.clone(),
+                                            header_offset: hb.header_offset,
+                                        }
+                                    }
+                                    Err(refusal) => {
+                                        why.push(refusal);
                                         continue;
                                     }
                                 }
                             }
-                            if !why.is_empty() {
-                                check = format!("{check} (after: {})", why.join("; "));
-                            }
                             return Slot::Resolved {
                                 state: FileSourceState::Used {
                                     file: c.clone(),
-                                    check,
+                                    check: FileCheck {
+                                        evidence,
+                                        after: why,
+                                    },
                                 },
                                 file: Some(Arc::new(Accepted { map })),
                             };
                         }
-                        Some(have) => why.push(format!(
-                            "{}: identity mismatch: dump has {want}, file has {have}",
-                            c.display()
-                        )),
-                        None => why.push(format!("{}: no identity, dump has {want}", c.display())),
+                        Some(have) => why.push(Refusal::IdentityMismatch {
+                            file: c.clone(),
+                            dump: want.clone(),
+                            found: have,
+                        }),
+                        None => why.push(Refusal::NoIdentity {
+                            file: c.clone(),
+                            dump: want.clone(),
+                        }),
                     }
                 }
-                not_used(format!("refused: {}", why.join("; ")))
+                not_used(NoFile::Refused { refusals: why })
             }
             None if is_pe || recorded.to_ascii_lowercase().ends_with(".dll") => Slot::Resolved {
                 state: FileSourceState::Unverified {
                     candidates: cands,
-                    why: "the dump lacks the PE headers; the runtime's records of the image \
-                          were not (yet) compared"
-                        .into(),
+                    why: Unanchored::NoPeHeaders,
                 },
                 file: None,
             },
-            None => not_used(format!(
-                "the dump holds no identity (build id or PE headers) of {recorded}"
-            )),
+            None => not_used(NoFile::NoIdentity {
+                recorded: recorded.to_string(),
+            }),
         }
     }
 }
 
-fn not_used(why: String) -> Slot {
+fn not_used(why: NoFile) -> Slot {
     Slot::Resolved {
         state: FileSourceState::NotUsed { why },
         file: None,

@@ -7,6 +7,8 @@
 //! (read from the dump's memory, or from the host file matched by build id).
 
 use crate::bundle::{self, BundleEntry, BundleFileType, BundleManifest};
+use crate::check::{Evidence, Refusal, Refusals};
+use crate::error::Error;
 use crate::image;
 use crate::memory::Memory;
 use crate::types::*;
@@ -36,8 +38,8 @@ pub struct HostBundle {
     pub header_offset: u64,
     /// Where the marker lies in the host file, when known (from the image's PT_LOADs).
     pub marker_file_offset: Option<u64>,
-    /// The manifest, or why it could not be read.
-    pub manifest: Result<BundleManifest, String>,
+    /// The manifest, or why it could not be read ([`Error::NoManifest`]).
+    pub manifest: Result<BundleManifest, Error>,
     /// Where the manifest was read from ("dump memory at ...", "file X: build-id ... matches").
     pub manifest_source: String,
     /// Where bundled files are mapped, by entry index.
@@ -374,14 +376,14 @@ fn find_bundle(
         })
         .or(file_marker_pos);
     // The manifest: from the dump's memory when a mapping of the file covers it.
-    let mut why = Vec::new();
+    let mut why = Refusals::default();
     for m in maps.iter() {
         let len = m.end - m.start;
         if header_offset >= m.file_offset && header_offset - m.file_offset < len {
             let a = m.start + (header_offset - m.file_offset);
             let bytes = read_present(d, a, (m.end - a).min(MAX_MANIFEST_BYTES));
             if bytes.is_empty() {
-                why.push(format!("mapping at {:#x} not in the dump", m.start));
+                why.push(Refusal::ManifestMappingAbsent { address: m.start });
                 continue;
             }
             match bundle::parse_manifest(&bytes, header_offset, header_offset, None) {
@@ -398,12 +400,15 @@ fn find_bundle(
                         bundle_mappings: 0,
                     })
                 }
-                Err(e) => why.push(format!("dump memory at {a:#x}: {e}")),
+                Err(e) => why.push(Refusal::ManifestInMemory {
+                    address: a,
+                    error: Box::new(e),
+                }),
             }
         }
     }
     if why.is_empty() {
-        why.push("no mapping of the manifest is in the dump".into());
+        why.push(Refusal::ManifestNotMapped);
     }
     let file = match file {
         Some(f) => Ok(f),
@@ -411,31 +416,33 @@ fn find_bundle(
     };
     // The build id names the host program (the runtime pack's singlefilehost), not the bundle
     // appended to it: the file's own marker must point where the dump's does.
-    let file =
-        file.and_then(
-            |(fpath, bytes, note)| match marker_in_file(&bytes, marker_file_off) {
-                Some(off) if off == header_offset => Ok((fpath, bytes, note)),
-                Some(off) => Err(format!(
-            "{}: {note}, but it carries another bundle (manifest at file offset {off:#x}, the \
-             dump's at {header_offset:#x})",
-            fpath.display()
-        )),
-                None => Err(format!("{}: no bundle marker in the file", fpath.display())),
-            },
-        );
+    let file = file.and_then(|(fpath, bytes, evidence)| {
+        match check_bundle(&fpath, &evidence, &bytes, marker_file_off, header_offset) {
+            Ok(()) => Ok((fpath, bytes, evidence)),
+            Err(r) => Err(Refusals(vec![r])),
+        }
+    });
+    let no_manifest = |refusals: Refusals| Error::NoManifest {
+        host: path.to_string(),
+        header_offset,
+        refusals,
+    };
     let (manifest, source) = match file {
-        Ok((fpath, bytes, note)) => {
+        Ok((fpath, bytes, evidence)) => {
             match bundle::parse_manifest(&bytes, 0, header_offset, Some(bytes.len() as u64)) {
-                Ok(m) => (Ok(m), format!("file {}: {note}", fpath.display())),
+                Ok(m) => (Ok(m), format!("file {}: {evidence}", fpath.display())),
                 Err(e) => (
-                    Err(format!("{}: {e}", fpath.display())),
+                    Err(no_manifest(Refusals(vec![Refusal::Unparsable {
+                        file: fpath.clone(),
+                        error: Box::new(e),
+                    }]))),
                     format!("file {}", fpath.display()),
                 ),
             }
         }
         Err(e) => {
-            why.push(e);
-            (Err(why.join("; ")), "nowhere".to_string())
+            why.extend(e.0);
+            (Err(no_manifest(why)), "nowhere".to_string())
         }
     };
     Some(HostBundle {
@@ -492,13 +499,43 @@ pub(crate) fn marker_in_file(bytes: &[u8], known: Option<u64>) -> Option<u64> {
 
 /// Whether a host file carries the dump's bundle: its marker points where the dump's does
 /// (a host's build id names the runtime's singlefilehost, not the app bundled into it).
-pub(crate) fn bundle_in_file(hb: &HostBundle, bytes: &[u8]) -> Result<(), String> {
-    match marker_in_file(bytes, hb.marker_file_offset) {
-        Some(off) if off == hb.header_offset => Ok(()),
-        other => Err(format!(
-            "it carries another bundle (marker {:?}, the dump's manifest at {:#x})",
-            other, hb.header_offset
-        )),
+/// `evidence`: what matched already (its build id).
+pub(crate) fn bundle_in_file(
+    hb: &HostBundle,
+    file: &Path,
+    evidence: &Evidence,
+    bytes: &[u8],
+) -> Result<(), Refusal> {
+    check_bundle(
+        file,
+        evidence,
+        bytes,
+        hb.marker_file_offset,
+        hb.header_offset,
+    )
+}
+
+/// Whether the marker of the host file `bytes` (read at `marker_file_offset` when known, else
+/// found by a scan) points at `header_offset`.
+fn check_bundle(
+    file: &Path,
+    evidence: &Evidence,
+    bytes: &[u8],
+    marker_file_offset: Option<u64>,
+    header_offset: u64,
+) -> Result<(), Refusal> {
+    match marker_in_file(bytes, marker_file_offset) {
+        Some(off) if off == header_offset => Ok(()),
+        Some(found) => Err(Refusal::OtherBundle {
+            file: file.to_path_buf(),
+            evidence: evidence.clone(),
+            found,
+            expected: header_offset,
+        }),
+        None => Err(Refusal::NoBundleMarker {
+            file: file.to_path_buf(),
+            evidence: evidence.clone(),
+        }),
     }
 }
 
@@ -509,18 +546,18 @@ pub(crate) fn image_candidates(path: &str, opts: &OpenOptions) -> Vec<PathBuf> {
 }
 
 /// The host's file, from the image search path (by name) or its recorded path, accepted only
-/// when its build id equals the dump's.
+/// when its build id equals the dump's (or read unverified when the dump has none).
 pub(crate) fn host_file(
     path: &str,
     identity: &Option<ModuleIdentity>,
     opts: &OpenOptions,
-) -> Result<(PathBuf, memmap2::Mmap, String), String> {
+) -> Result<(PathBuf, memmap2::Mmap, Evidence), Refusals> {
     let name = Path::new(path)
         .file_name()
         .map(|n| n.to_os_string())
         .unwrap_or_default();
     let cands = image_candidates(path, opts);
-    let mut why = Vec::new();
+    let mut why = Refusals::default();
     for c in cands {
         if !c.is_file() {
             continue;
@@ -528,22 +565,36 @@ pub(crate) fn host_file(
         let bytes = match std::fs::File::open(&c).and_then(|f| crate::map::map(&f)) {
             Ok(b) => b,
             Err(e) => {
-                why.push(format!("{}: {e}", c.display()));
+                why.push(Refusal::Unreadable {
+                    file: c,
+                    message: e.to_string(),
+                });
                 continue;
             }
         };
         let fid = image::file_identity(&bytes);
-        match (identity, &fid) {
-            (Some(w), Some(h)) if w == h => return Ok((c, bytes, format!("{w} matches"))),
-            (Some(w), Some(h)) => why.push(format!("{}: dump has {w}, file has {h}", c.display())),
-            (Some(w), None) => why.push(format!("{}: no identity, dump has {w}", c.display())),
-            (None, _) => return Ok((c, bytes, "identity not in dump, not verified".into())),
+        match (identity, fid) {
+            (Some(w), Some(h)) if *w == h => {
+                return Ok((c, bytes, Evidence::Identity { identity: h }))
+            }
+            (Some(w), Some(h)) => why.push(Refusal::IdentityMismatch {
+                file: c,
+                dump: w.clone(),
+                found: h,
+            }),
+            (Some(w), None) => why.push(Refusal::NoIdentity {
+                file: c,
+                dump: w.clone(),
+            }),
+            (None, _) => return Ok((c, bytes, Evidence::Unverified)),
         }
     }
     if why.is_empty() {
-        why.push(format!("host file {} not found", name.to_string_lossy()));
+        why.push(Refusal::HostFileNotFound {
+            name: name.to_string_lossy().into_owned(),
+        });
     }
-    Err(why.join("; "))
+    Err(why)
 }
 
 /// Turns the host's remaining mappings into bundled-file modules.

@@ -1,5 +1,9 @@
 //! Errors: each names the structure and the file offset (or address) it concerns.
+//!
+//! Each renders for people as one sentence (`Display`, addresses in hex) and serializes as
+//! `{"kind", ...fields, "message"}` (see [`crate::json`] and docs/json.md, "Errors").
 
+use crate::check::Refusals;
 use std::path::PathBuf;
 
 /// Everything that can go wrong while opening or parsing a dump or a module image.
@@ -7,14 +11,17 @@ use std::path::PathBuf;
 /// Every variant names the structure involved and where it is (a file offset for dump
 /// structures, a virtual address for structures read out of the dump's memory), so a message
 /// is enough to find the bad bytes with a hex editor.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum Error {
     /// An I/O error (opening, mapping or decompressing a file).
     #[error("{path}: {message}")]
     Io {
         /// The file concerned.
+        #[serde(serialize_with = "crate::json::path")]
         path: PathBuf,
         /// The operating system's message.
+        #[serde(rename = "os_error")]
         message: String,
     },
     /// The file starts with bytes that are neither an ELF core, a minidump nor zstd.
@@ -29,6 +36,7 @@ pub enum Error {
         /// The structure, e.g. "program header 5".
         structure: String,
         /// File offset of the structure.
+        #[serde(serialize_with = "crate::json::hex")]
         offset: u64,
         /// Bytes the structure needs.
         needed: u64,
@@ -41,8 +49,10 @@ pub enum Error {
         /// Index of the program header / memory descriptor.
         index: usize,
         /// Virtual address of the segment.
+        #[serde(serialize_with = "crate::json::hex")]
         address: u64,
         /// File offset of the segment's bytes.
+        #[serde(serialize_with = "crate::json::hex")]
         offset: u64,
         /// Number of file bytes the segment claims.
         size: u64,
@@ -55,6 +65,7 @@ pub enum Error {
         /// The structure holding the count.
         structure: String,
         /// File offset of the count.
+        #[serde(serialize_with = "crate::json::hex")]
         offset: u64,
         /// The count found.
         count: u64,
@@ -67,8 +78,10 @@ pub enum Error {
         /// Index of the segment that lost the overlapping part.
         index: usize,
         /// Its start address.
+        #[serde(serialize_with = "crate::json::hex")]
         address: u64,
         /// Its end address.
+        #[serde(serialize_with = "crate::json::hex")]
         end: u64,
         /// Index of the segment that was kept.
         other: usize,
@@ -79,6 +92,7 @@ pub enum Error {
         /// The structure.
         structure: String,
         /// File offset of the structure.
+        #[serde(serialize_with = "crate::json::hex")]
         offset: u64,
         /// What is wrong with it.
         reason: String,
@@ -95,22 +109,41 @@ pub enum Error {
         /// The structure, e.g. "ELF header of /usr/lib/libc.so.6".
         structure: String,
         /// Its virtual address.
+        #[serde(serialize_with = "crate::json::hex")]
         address: u64,
         /// What is wrong.
         reason: String,
     },
     /// Memory that a structure needs is not in the dump.
     #[error(transparent)]
-    Read(#[from] ReadError),
+    Read(
+        #[from]
+        #[serde(serialize_with = "ReadError::serialize")]
+        ReadError,
+    ),
     /// No module image could be found (neither in the dump's memory nor on disk).
-    #[error("no image for module {module}: {reason}")]
+    #[error("no image for module {module}: {refusals}")]
     NoImage {
         /// The module's path.
         module: String,
         /// Every source tried and why it was refused.
-        reason: String,
+        refusals: Refusals,
+    },
+    /// A .NET single-file host's bundle manifest could be read neither from the dump's memory
+    /// nor from the host's file.
+    #[error("bundle manifest of {host} at file offset {header_offset:#x}: {refusals}")]
+    NoManifest {
+        /// The host's path.
+        host: String,
+        /// File offset of the manifest (the bundle marker's value).
+        #[serde(serialize_with = "crate::json::hex")]
+        header_offset: u64,
+        /// Every source tried and why it was refused.
+        refusals: Refusals,
     },
 }
+
+crate::serialize_with_message!(Error);
 
 impl Error {
     pub(crate) fn io(path: &std::path::Path, e: &std::io::Error) -> Error {
@@ -148,16 +181,20 @@ impl Error {
 }
 
 /// A read of dump memory that did not get all the bytes it wanted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(remote = "Self")]
 #[error("memory read at {addr:#x}: wanted {wanted} bytes, got {got}")]
 pub struct ReadError {
     /// First address of the read.
+    #[serde(serialize_with = "crate::json::hex")]
     pub addr: u64,
     /// Bytes requested.
     pub wanted: usize,
     /// Bytes available from `addr` onward.
     pub got: usize,
 }
+
+crate::serialize_with_message!(ReadError, kind = "read");
 
 /// A recoverable problem met while parsing: in strict mode it is the error; otherwise it is
 /// kept as a warning and parsing goes on.

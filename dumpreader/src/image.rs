@@ -5,6 +5,7 @@
 //! an image in the dump and an image file on disk (presented as a [`Memory`] laid out the way
 //! the loader mapped it).
 
+use crate::check::ImageGap;
 use crate::memory::{Memory, MAX_READ_BYTES};
 use crate::types::{FileMapping, ModuleIdentity};
 use crate::Error;
@@ -320,7 +321,7 @@ pub(crate) fn parse_elf(
     mem: &dyn Memory,
     base: u64,
     relocated: bool,
-) -> Result<(ElfImage, Vec<String>), Error> {
+) -> Result<(ElfImage, Vec<ImageGap>), Error> {
     let mut problems = Vec::new();
     let (phdrs, bias) = elf_headers(mem, base)?;
     let build_id = build_id_from(mem, &phdrs, bias);
@@ -341,7 +342,7 @@ pub(crate) fn parse_elf(
         if mem.read(a, &mut h) >= 8 && h[0] == 1 {
             img.eh_frame = decode_eh_ptr(h[1], &h[4..], a + 4, a);
         } else {
-            problems.push(format!(".eh_frame_hdr at {a:#x} unreadable"));
+            problems.push(ImageGap::EhFrameHdr { address: a });
         }
     }
     let Some(dynp) = phdrs.iter().find(|p| p.p_type == 2) else {
@@ -352,7 +353,7 @@ pub(crate) fn parse_elf(
     let n = (dynp.p_memsz / 16).min(MAX_DYNAMIC) as usize;
     let raw = mem.read_bytes(dyn_addr, n * 16);
     if raw.is_empty() {
-        problems.push(format!(".dynamic at {dyn_addr:#x} not in memory"));
+        problems.push(ImageGap::Dynamic { address: dyn_addr });
         return Ok((img, problems));
     }
     let fix = |v: u64| {
@@ -383,15 +384,17 @@ pub(crate) fn parse_elf(
         return Ok((img, problems));
     };
     if !(24..=64).contains(&syment) {
-        problems.push(format!("DT_SYMENT {syment} unusable"));
+        problems.push(ImageGap::SymbolEntrySize { syment });
         return Ok((img, problems));
     }
     let strs = mem.read_bytes(strtab, strsz.min(MAX_READ_BYTES as u64) as usize);
     if (strs.len() as u64) < strsz.min(MAX_READ_BYTES as u64) {
-        problems.push(format!(
-            ".dynstr at {strtab:#x}: only {} of {strsz} bytes in memory",
-            strs.len()
-        ));
+        problems.push(ImageGap::PartialTable {
+            table: ".dynstr",
+            address: strtab,
+            got: strs.len() as u64,
+            wanted: strsz,
+        });
     }
     if let Some(off) = soname {
         img.soname = cstr_at(&strs, off);
@@ -407,17 +410,18 @@ pub(crate) fn parse_elf(
         None
     };
     let Some(count) = count else {
-        problems.push("symbol count unknown (hash table not in memory)".to_string());
+        problems.push(ImageGap::SymbolCount);
         return Ok((img, problems));
     };
     let count = count.min(MAX_SYMBOLS).min(MAX_READ_BYTES as u64 / syment);
     let table = mem.read_bytes(symtab, (count * syment) as usize);
     if (table.len() as u64) < count * syment {
-        problems.push(format!(
-            ".dynsym at {symtab:#x}: only {} of {} bytes in memory",
-            table.len(),
-            count * syment
-        ));
+        problems.push(ImageGap::PartialTable {
+            table: ".dynsym",
+            address: symtab,
+            got: table.len() as u64,
+            wanted: count * syment,
+        });
     }
     for c in table.chunks_exact(syment as usize) {
         let st_name = crate::bytes::le_u32(c, 0) as u64;
@@ -695,7 +699,7 @@ pub(crate) fn parse_pe(
     mem: &dyn Memory,
     base: u64,
     layout: PeLayout,
-) -> Result<(PeImage, Vec<String>), Error> {
+) -> Result<(PeImage, Vec<ImageGap>), Error> {
     let mut problems = Vec::new();
     let h = pe_headers(mem, base)?;
     let dir = |i: usize| {
@@ -731,7 +735,7 @@ pub(crate) fn parse_pe(
                 img.dll_name = name;
                 img.exports = exports;
             }
-            Err(e) => problems.push(format!("export directory: {e}")),
+            Err(e) => problems.push(ImageGap::Exports { error: Box::new(e) }),
         }
     }
     Ok((img, problems))

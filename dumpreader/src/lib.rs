@@ -25,21 +25,24 @@
 mod backing;
 mod bundle;
 mod bytes;
+mod check;
 pub mod context;
 mod elf;
 mod elfmods;
 mod error;
 mod image;
+pub mod json;
 mod mdmp;
 mod memory;
 mod types;
 
-pub use backing::{FileSource, FileSourceState};
+pub use backing::{FileSource, FileSourceState, FileVerdict, NoFile, Unanchored};
 pub use bundle::{
     find_marker as find_bundle_marker, parse_manifest as parse_bundle_manifest,
     write_manifest as write_bundle_manifest, BundleEntry, BundleFileType, BundleManifest,
     BUNDLE_SIGNATURE,
 };
+pub use check::{Evidence, FileCheck, ImageGap, Refusal, Refusals};
 pub use elfmods::{BundlePlacement, HostBundle};
 pub use error::{Error, ReadError};
 pub use image::{
@@ -506,7 +509,7 @@ impl Dump {
         };
         // 1. The dump's memory.
         let mem_result = parse_image_in_memory(mem, module.base, is_pe, layout);
-        let mut refusals = Vec::new();
+        let mut refusals = Refusals::default();
         let partial = match mem_result {
             Ok((fmt, probs)) if probs.is_empty() => {
                 return Ok(ModuleImage {
@@ -517,12 +520,12 @@ impl Dump {
                     format: fmt,
                 });
             }
-            Ok((fmt, probs)) => {
-                refusals.push(format!("dump memory incomplete: {}", probs.join("; ")));
+            Ok((fmt, gaps)) => {
+                refusals.push(Refusal::Incomplete { gaps });
                 Some(fmt)
             }
             Err(e) => {
-                refusals.push(format!("dump memory: {e}"));
+                refusals.push(Refusal::DumpMemory { error: Box::new(e) });
                 None
             }
         };
@@ -531,7 +534,7 @@ impl Dump {
             match self.image_from_bundle(module, hb, entry, is_pe, layout) {
                 Ok(mut img) => {
                     if !refusals.is_empty() {
-                        img.note = format!("{} (after: {})", img.note, refusals.join("; "));
+                        img.note = format!("{} (after: {refusals})", img.note);
                     }
                     return Ok(img);
                 }
@@ -546,11 +549,11 @@ impl Dump {
             match self.image_from_file(module, &cand, is_pe, layout) {
                 Ok(mut img) => {
                     if !refusals.is_empty() {
-                        img.note = format!("{} (after: {})", img.note, refusals.join("; "));
+                        img.note = format!("{} (after: {refusals})", img.note);
                     }
                     return Ok(img);
                 }
-                Err(why) => refusals.push(format!("{}: {why}", cand.display())),
+                Err(why) => refusals.push(why),
             }
         }
         if let Some(fmt) = partial {
@@ -558,13 +561,13 @@ impl Dump {
                 module_path: module.path.clone(),
                 base: module.base,
                 source: ImageSource::DumpMemory,
-                note: format!("from dump memory, incomplete ({})", refusals.join("; ")),
+                note: format!("from dump memory, incomplete ({refusals})"),
                 format: fmt,
             });
         }
         Err(Error::NoImage {
             module: module.path.clone(),
-            reason: refusals.join("; "),
+            refusals,
         })
     }
 
@@ -583,57 +586,49 @@ impl Dump {
         entry: &BundleEntry,
         is_pe: bool,
         layout: PeLayout,
-    ) -> Result<ModuleImage, String> {
+    ) -> Result<ModuleImage, Refusal> {
         if entry.is_compressed() {
-            return Err(format!(
-                "{} is stored compressed in the bundle",
-                entry.relative_path
-            ));
+            return Err(Refusal::CompressedEntry {
+                entry: entry.relative_path.clone(),
+            });
         }
         let host_identity = self
             .modules()
             .iter()
             .find(|m| m.base == hb.host_base)
             .and_then(|m| m.identity.clone());
-        let (fpath, map, verdict) = elfmods::host_file(&hb.host_path, &host_identity, &self.opts)
-            .map_err(|e| format!("bundle host file: {e}"))?;
+        let (fpath, map, evidence) = elfmods::host_file(&hb.host_path, &host_identity, &self.opts)
+            .map_err(|refusals| Refusal::BundleHost { refusals })?;
         let bytes: &[u8] = &map;
         // The build id names the host program, not its bundle: the marker must agree too.
-        elfmods::bundle_in_file(hb, bytes)
-            .map_err(|e| format!("{}: {verdict}, but {e}", fpath.display()))?;
+        elfmods::bundle_in_file(hb, &fpath, &evidence, bytes)?;
         let slice = usize::try_from(entry.offset)
             .ok()
             .and_then(|o| bytes.get(o..o.checked_add(usize::try_from(entry.size).ok()?)?))
-            .ok_or_else(|| {
-                format!(
-                    "{}: entry {} lies past the end of the file",
-                    fpath.display(),
-                    entry.relative_path
-                )
+            .ok_or_else(|| Refusal::EntryOutsideFile {
+                file: fpath.clone(),
+                entry: entry.relative_path.clone(),
+                offset: entry.offset,
+                size: entry.size,
+                file_len: bytes.len() as u64,
             })?;
-        let fmt = if is_pe {
-            let mem = image::FileImageMemory::pe(slice, module.base, layout)
-                .map_err(|e| e.to_string())?;
-            let (p, _) = image::parse_pe(&mem, module.base, layout).map_err(|e| e.to_string())?;
-            ImageFormat::Pe(p)
-        } else {
-            let mem = image::FileImageMemory::elf(slice, module.base).map_err(|e| e.to_string())?;
-            let (mut e, _) =
-                image::parse_elf(&mem, module.base, false).map_err(|e| e.to_string())?;
-            image::add_file_symtab(slice, &mut e);
-            ImageFormat::Elf(e)
-        };
+        let format = parse_image_file(slice, module.base, is_pe, layout).map_err(|e| {
+            Refusal::Unparsable {
+                file: fpath.clone(),
+                error: Box::new(e),
+            }
+        })?;
         Ok(ModuleImage {
             module_path: module.path.clone(),
             base: module.base,
             source: ImageSource::File(fpath.clone()),
             note: format!(
-                "from bundle entry {} at {:#x} of file {}: host {verdict}",
+                "from bundle entry {} at {:#x} of file {}: host {evidence}",
                 entry.relative_path,
                 entry.offset,
                 fpath.display()
             ),
-            format: fmt,
+            format,
         })
     }
 
@@ -643,47 +638,54 @@ impl Dump {
         path: &Path,
         is_pe: bool,
         layout: PeLayout,
-    ) -> Result<ModuleImage, String> {
-        let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        let map = map::map(&f).map_err(|e| e.to_string())?;
+    ) -> Result<ModuleImage, Refusal> {
+        let unreadable = |e: std::io::Error| Refusal::Unreadable {
+            file: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let f = std::fs::File::open(path).map_err(unreadable)?;
+        let map = map::map(&f).map_err(unreadable)?;
         let bytes: &[u8] = &map;
         let fid = image::file_identity(bytes);
-        let verdict = match (&module.identity, &fid) {
-            (Some(want), Some(have)) if want == have => format!("{want} matches"),
+        let evidence = match (&module.identity, fid) {
+            (Some(want), Some(have)) if *want == have => Evidence::Identity { identity: have },
             (Some(want), Some(have)) => {
-                return Err(format!(
-                    "identity mismatch: dump has {want}, file has {have}"
-                ))
+                return Err(Refusal::IdentityMismatch {
+                    file: path.to_path_buf(),
+                    dump: want.clone(),
+                    found: have,
+                })
             }
-            (Some(want), None) => return Err(format!("file has no identity, dump has {want}")),
+            (Some(want), None) => {
+                return Err(Refusal::NoIdentity {
+                    file: path.to_path_buf(),
+                    dump: want.clone(),
+                })
+            }
             // A core's file that its checks left unverified or refused is not used either.
             (None, _) => match self.file_source(&module.path).map(|f| f.state) {
                 Some(st @ backing::FileSourceState::Unverified { .. })
                 | Some(st @ backing::FileSourceState::NotUsed { .. }) => {
-                    return Err(format!("identity not in dump, and {}", st.describe()))
+                    return Err(Refusal::NotVerified {
+                        file: path.to_path_buf(),
+                        state: Box::new(st),
+                    })
                 }
-                _ => "identity not in dump, not verified".to_string(),
+                _ => Evidence::Unverified,
             },
         };
-        let note = format!("from file {}: {verdict}", path.display());
-        let fmt = if is_pe {
-            let mem = image::FileImageMemory::pe(bytes, module.base, layout)
-                .map_err(|e| e.to_string())?;
-            let (p, _) = image::parse_pe(&mem, module.base, layout).map_err(|e| e.to_string())?;
-            ImageFormat::Pe(p)
-        } else {
-            let mem = image::FileImageMemory::elf(bytes, module.base).map_err(|e| e.to_string())?;
-            let (mut e, _) =
-                image::parse_elf(&mem, module.base, false).map_err(|e| e.to_string())?;
-            image::add_file_symtab(bytes, &mut e);
-            ImageFormat::Elf(e)
-        };
+        let format = parse_image_file(bytes, module.base, is_pe, layout).map_err(|e| {
+            Refusal::Unparsable {
+                file: path.to_path_buf(),
+                error: Box::new(e),
+            }
+        })?;
         Ok(ModuleImage {
             module_path: module.path.clone(),
             base: module.base,
             source: ImageSource::File(path.to_path_buf()),
-            note,
-            format: fmt,
+            note: format!("from file {}: {evidence}", path.display()),
+            format,
         })
     }
 
@@ -767,15 +769,35 @@ pub fn image_candidates(recorded: &str, dirs: &[PathBuf], recorded_paths: bool) 
     cands
 }
 
+/// Parses the image file `bytes` (or a bundle entry's) loaded at `base`: ELF (with its
+/// `.symtab`), or PE in the given layout.
+fn parse_image_file(
+    bytes: &[u8],
+    base: u64,
+    is_pe: bool,
+    layout: PeLayout,
+) -> Result<ImageFormat, Error> {
+    Ok(if is_pe {
+        let mem = image::FileImageMemory::pe(bytes, base, layout)?;
+        let (p, _) = image::parse_pe(&mem, base, layout)?;
+        ImageFormat::Pe(p)
+    } else {
+        let mem = image::FileImageMemory::elf(bytes, base)?;
+        let (mut e, _) = image::parse_elf(&mem, base, false)?;
+        image::add_file_symtab(bytes, &mut e);
+        ImageFormat::Elf(e)
+    })
+}
+
 /// Parses the image whose headers are at `base` in `mem` (ELF, or PE in the given layout).
-/// Returns the image and the problems met (pages missing...): an image with problems is
-/// usable but incomplete. Other [`Target`] implementations use this to build their images.
+/// Returns the image and what it lacks (pages missing...): an image with gaps is usable but
+/// incomplete. Other [`Target`] implementations use this to build their images.
 pub fn parse_image_in_memory(
     mem: &dyn Memory,
     base: u64,
     is_pe: bool,
     layout: PeLayout,
-) -> Result<(ImageFormat, Vec<String>), Error> {
+) -> Result<(ImageFormat, Vec<ImageGap>), Error> {
     if is_pe {
         image::parse_pe(mem, base, layout).map(|(p, probs)| (ImageFormat::Pe(p), probs))
     } else {
@@ -835,12 +857,9 @@ pub trait Target: Memory {
         Vec::new()
     }
     /// Accepts a candidate file for `recorded` with the check that verified it (`Ok((file,
-    /// check))`), or refuses them (`Err(why)`). Returns whether there was such a file to settle.
-    fn settle_image_file(
-        &self,
-        recorded: &str,
-        verdict: Result<(PathBuf, String), String>,
-    ) -> bool {
+    /// check))`), or refuses them (`Err(why each was refused)`). Returns whether there was such
+    /// a file to settle.
+    fn settle_image_file(&self, recorded: &str, verdict: FileVerdict) -> bool {
         let _ = (recorded, verdict);
         false
     }
@@ -914,11 +933,7 @@ macro_rules! forward_target {
             fn unverified_image_files(&self) -> Vec<(String, Vec<PathBuf>)> {
                 (**self).unverified_image_files()
             }
-            fn settle_image_file(
-                &self,
-                recorded: &str,
-                verdict: Result<(PathBuf, String), String>,
-            ) -> bool {
+            fn settle_image_file(&self, recorded: &str, verdict: FileVerdict) -> bool {
                 (**self).settle_image_file(recorded, verdict)
             }
         }
@@ -966,11 +981,7 @@ impl Target for Dump {
     fn unverified_image_files(&self) -> Vec<(String, Vec<PathBuf>)> {
         Dump::unverified_files(self)
     }
-    fn settle_image_file(
-        &self,
-        recorded: &str,
-        verdict: Result<(PathBuf, String), String>,
-    ) -> bool {
+    fn settle_image_file(&self, recorded: &str, verdict: FileVerdict) -> bool {
         Dump::settle_file(self, recorded, verdict)
     }
 }

@@ -1836,7 +1836,18 @@ fn single_file_manifest_from_the_host_file_matched_by_build_id() {
     std::fs::write(dir.join("host"), &other).unwrap();
     let d = Dump::from_bytes_with(c.build(), &opts).unwrap();
     let err = d.bundles()[0].manifest.clone().unwrap_err();
-    assert!(err.contains("dump has build-id cdcd"), "{err}");
+    assert!(err.to_string().contains("dump has build-id cdcd"), "{err}");
+    let Error::NoManifest { refusals, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        refusals.iter().any(|r| matches!(
+            r,
+            crate::Refusal::IdentityMismatch { dump: ModuleIdentity::BuildId(id), .. }
+                if id[..] == [0xcd; 20]
+        )),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

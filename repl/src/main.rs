@@ -269,7 +269,9 @@ fn print_output(out: &Output, json: bool) -> Result<(), commands::CommandError> 
     let flushed = w.flush();
     match r {
         // A closed pipe (`dumpshell ... | head`) is not an error worth reporting.
-        Err(commands::CommandError::Failed(m)) if m.contains("Broken pipe") => Ok(()),
+        Err(commands::CommandError::Output {
+            broken_pipe: true, ..
+        }) => Ok(()),
         Err(e) => Err(e),
         Ok(()) => {
             let _ = flushed;

@@ -464,7 +464,7 @@ fn without_blocking_items_the_helper_frames_find_the_same_cycle() {
     let e = tests::entry("deadlock");
     let d: Arc<dyn Target> = Arc::new(e.open());
     let rt = Runtime::discover(d.clone()).unwrap();
-    let off = rt.layout.locks().unwrap().thread_first_blocking_item;
+    let off = rt.layout.locks.unwrap().thread_first_blocking_item;
     let mut ov = tests::damage::Overlay::new(d.clone());
     for t in rt.threads().unwrap() {
         ov.write_u64(t.address + off, 0);

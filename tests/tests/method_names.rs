@@ -95,9 +95,7 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
             // The MethodDesc is one its class's chunk walk finds, at that address, with the
             // same token and slot (sizes and flags read right up to it).
             let ee = rt.method_table(decoded.method_table).map(|m| m.ee_class);
-            match ee
-                .map_err(|e| e.to_string())
-                .and_then(|ee| introduced_methods(&r, ee))
+            match ee.and_then(|ee| introduced_methods(&r, ee))
             {
                 Ok(all) => match all.iter().find(|x| x.address == md) {
                     Some(x) if *x == decoded => {}
@@ -252,7 +250,11 @@ fn modules_list_the_constructed_types_on_the_heap() {
         modules.dedup();
         if rt.layout.methods.module_available_type_params.is_none() {
             let err = clrdata::model::methods::available_param_types(&r, modules[0]).unwrap_err();
-            assert!(err.contains("m_pAvailableParamTypes"), "{}: {err}", e.name);
+            assert!(
+                err.to_string().contains("m_pAvailableParamTypes"),
+                "{}: {err}",
+                e.name
+            );
             continue;
         }
         let mut listed = std::collections::BTreeSet::new();

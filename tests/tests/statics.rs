@@ -117,7 +117,7 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
                     match r.thread_static_addresses(mt, f.offset, f.element_type) {
                         Ok(v) => v.into_iter().map(|(_, thread, a)| (thread, a)).collect(),
                         // A generic type definition has none (the DAC lists no thread either).
-                        Err(why) if why.contains("generic type definition") => BTreeSet::new(),
+                        Err(why) if why.to_string().contains("generic type definition") => BTreeSet::new(),
                         Err(why) => panic!("{fw}: {why}"),
                     };
                 assert_eq!(got, want, "{fw}: threads and addresses");
@@ -126,14 +126,15 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
             }
             let ours = r.static_address(&info, f);
             if f.is_rva {
-                assert!(ours.unwrap_err().contains("RVA"), "{fw}");
+                assert!(ours.unwrap_err().to_string().contains("RVA"), "{fw}");
                 n.rva += 1;
                 continue;
             }
             if !inited {
                 let why = ours.expect_err(&fw);
                 assert!(
-                    why.contains("not initialised") || why.contains("generic type definition"),
+                    why.to_string().contains("not initialised")
+                        || why.to_string().contains("generic type definition"),
                     "{fw}: {why}"
                 );
                 n.not_initialised += 1;

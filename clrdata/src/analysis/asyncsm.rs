@@ -258,7 +258,7 @@ struct Finder<'a, 'r, M> {
     is_task: HashMap<u64, bool>,
     is_box: HashMap<u64, Option<BoxKind>>,
     /// Constructed types by module (see [`param_types`]), names in signature spelling.
-    param_types: HashMap<u64, Result<Vec<(u64, String)>, String>>,
+    param_types: HashMap<u64, crate::Result<Vec<(u64, String)>>>,
     /// Modules searched for a struct's instantiation (CoreLib and each box's loader module).
     modules: Vec<u64>,
     /// Problems met looking instantiations up (said where they leave a box unread).
@@ -304,7 +304,7 @@ fn sig_spelling(name: &str) -> String {
 /// `m_pAvailableParamTypes` hash, read by [`crate::model::methods::available_param_types`] (the
 /// module field from the layout: .NET 8's table, 10's descriptor; refused by name on 9.0,
 /// whose descriptor does not publish it).
-fn param_types<M: Memory>(r: &ObjectReader<'_, M>, module: u64) -> Result<Vec<u64>, String> {
+fn param_types<M: Memory>(r: &ObjectReader<'_, M>, module: u64) -> crate::Result<Vec<u64>> {
     crate::model::methods::available_param_types(r, module)
 }
 
@@ -345,11 +345,11 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
         }
     }
 
-    fn semaphore(&mut self, addr: u64, mt: u64) -> Result<Semaphore, String> {
+    fn semaphore(&mut self, addr: u64, mt: u64) -> crate::Result<Semaphore> {
         let fs = self
             .r
             .fields(mt, addr + 8, false)
-            .map_err(|e| format!("SemaphoreSlim {addr:#x}: fields not readable: {e}"))?;
+            .map_err(|e| crate::ClrError::corrupt("SemaphoreSlim", addr, format!("fields not readable: {e}")))?;
         let num = |n: &str| int(&fs, n).unwrap_or(0);
         let mut async_waiters = Vec::new();
         let mut node = ref_field(&fs, "m_asyncHead");
@@ -546,12 +546,12 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
     }
 
     /// Reads a box; `None` for a pooled box idle in its pool's cache.
-    fn read_box(&mut self, addr: u64, mt: u64) -> Result<Option<AsyncBox>, String> {
+    fn read_box(&mut self, addr: u64, mt: u64) -> crate::Result<Option<AsyncBox>> {
         let kind = self.box_kind(mt).unwrap_or(BoxKind::Task);
         let fields = self
             .r
             .fields(mt, addr + 8, false)
-            .map_err(|e| format!("box {addr:#x}: fields not readable: {e}"))?;
+            .map_err(|e| crate::ClrError::corrupt("box", addr, format!("fields not readable: {e}")))?;
         let flags = int(&fields, "m_stateFlags").unwrap_or(0) as u32;
         let mut cont = ref_field(&fields, "m_continuationObject");
         let mut via = "m_continuationObject";
@@ -566,12 +566,16 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
                 }
                 None => {
                     let why: Vec<&str> = self.lookup_errors.iter().map(String::as_str).collect();
-                    return Err(format!(
-                        "pooled box {addr:#x}: its _valueTaskSource ({}) is not readable: the \
-                         MethodTable of that struct is not found{}{}",
-                        vts.map_or("no such field", |f| f.type_name.as_str()),
-                        if why.is_empty() { "" } else { ": " },
-                        why.join("; ")
+                    return Err(crate::ClrError::not_found_at(
+                        "pooled box",
+                        addr,
+                        format!(
+                            "its _valueTaskSource ({}) is not readable: the MethodTable of \
+                             that struct is not found{}{}",
+                            vts.map_or("no such field", |f| f.type_name.as_str()),
+                            if why.is_empty() { "" } else { ": " },
+                            why.join("; ")
+                        ),
                     ));
                 }
             }
@@ -812,7 +816,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
                 }
                 out.facts.semaphores.push(sem);
             }
-            Err(e) => out.errors.push(e),
+            Err(e) => out.errors.push(e.to_string()),
         }
     }
     for (a, mt) in chans {
@@ -830,11 +834,11 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
                 }
                 out.facts.channels.push(ch);
             }
-            Err(e) => out.errors.push(e),
+            Err(e) => out.errors.push(e.to_string()),
         }
     }
     for e in iter.errors() {
-        out.errors.push(format!("heap walk: {e:?}"));
+        out.errors.push(format!("heap walk: {e}"));
     }
     for (a, mt) in candidates {
         if let Some(lm) = reader.mt(mt).map(|i| i.loader_module) {
@@ -845,7 +849,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         match f.read_box(a, mt) {
             Ok(Some(b)) => out.boxes.push(b),
             Ok(None) => out.idle_pooled_boxes += 1,
-            Err(e) => out.errors.push(e),
+            Err(e) => out.errors.push(e.to_string()),
         }
     }
     let set: HashSet<u64> = out.boxes.iter().map(|b| b.address).collect();

@@ -267,6 +267,33 @@ pub struct Causality {
     pub unresolved_waits: Vec<(u64, String)>,
 }
 
+/// The threads' stacks as [`analyze`] scans them: each managed thread's frames, with its stack
+/// pointer and the end of its stack as the dump records them.
+pub fn thread_scans<M: Memory + dumpreader::Target>(
+    walker: &StackWalker<'_, M>,
+) -> crate::Result<Vec<ThreadScan>> {
+    let stacks = walker.walk_all()?;
+    let os: HashMap<u64, (u64, Option<(u64, u64)>)> = walker
+        .rt
+        .memory()
+        .threads()
+        .iter()
+        .map(|t| (t.id as u64, (t.context.rsp, t.stack)))
+        .collect();
+    Ok(stacks
+        .iter()
+        .filter(|st| st.os_id != 0)
+        .map(|st| ThreadScan {
+            os_id: st.os_id,
+            managed_id: st.managed_id,
+            frames: st.methods().map(str::to_owned).collect(),
+            stack: os
+                .get(&st.os_id)
+                .and_then(|(sp, range)| range.map(|(_, end)| (*sp, end))),
+        })
+        .collect())
+}
+
 /// Whether a frame is one of the runtime's ways of blocking on a task.
 pub fn is_task_wait_frame(method: &str) -> bool {
     let m = method.split('(').next().unwrap_or(method);

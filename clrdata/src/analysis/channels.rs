@@ -140,11 +140,11 @@ pub fn read<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
     mt: u64,
-) -> Result<ChannelState, String> {
+) -> crate::Result<ChannelState> {
     let type_name = r.type_name(mt);
     let fs = r
         .fields(mt, addr + 8, false)
-        .map_err(|e| format!("channel {addr:#x} ({type_name}): fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("channel {addr:#x} ({type_name}): fields not readable")))?;
     let mut problems = Vec::new();
     let capacity = match field(&fs, "_bufferedCapacity") {
         Some(_) => match int(&fs, "_bufferedCapacity") {
@@ -188,7 +188,7 @@ pub fn read<M: Memory>(
             Ok(Vec::new())
         };
         res.unwrap_or_else(|e| {
-            problems.push(e);
+            problems.push(e.to_string());
             Vec::new()
         })
     };
@@ -223,12 +223,12 @@ pub fn read<M: Memory>(
 fn fields_of<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
-) -> Result<(u64, String, Vec<FieldData>), String> {
-    let (mt, _) = r.object_mt(addr).map_err(|e| format!("{addr:#x}: {e}"))?;
+) -> crate::Result<(u64, String, Vec<FieldData>)> {
+    let (mt, _) = r.object_mt(addr).map_err(|e| e.context(format!("{addr:#x}")))?;
     let name = r.type_name(mt);
     let fs = r
         .fields(mt, addr + 8, false)
-        .map_err(|e| format!("{name} {addr:#x}: fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("{name} {addr:#x}: fields not readable")))?;
     Ok((mt, name, fs))
 }
 
@@ -241,31 +241,29 @@ fn next_of(fs: &[FieldData]) -> u64 {
 }
 
 /// A ring of operations linked by `Next`, from `start` (0: empty) until it comes back.
-fn ring_items<M: Memory>(r: &ObjectReader<'_, M>, start: u64) -> Result<Vec<u64>, String> {
+fn ring_items<M: Memory>(r: &ObjectReader<'_, M>, start: u64) -> crate::Result<Vec<u64>> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut cur = start;
     while cur != 0 && seen.insert(cur) {
         if out.len() >= MAX_WAITERS {
-            return Err(format!(
-                "waiter ring from {start:#x}: more than {MAX_WAITERS} operations"
-            ));
+            return Err(crate::ClrError::corrupt("waiter ring from", start, format!("more than {MAX_WAITERS} operations")));
         }
         out.push(cur);
-        let (_, _, fs) = fields_of(r, cur).map_err(|e| format!("waiter ring: {e}"))?;
+        let (_, _, fs) = fields_of(r, cur).map_err(|e| e.context("waiter ring"))?;
         cur = next_of(&fs);
     }
     Ok(out)
 }
 
 /// The references a `Deque<T>` holds, from `_head` for `_size` (wrapping), in order.
-fn deque_items<M: Memory>(r: &ObjectReader<'_, M>, deque: u64) -> Result<Vec<u64>, String> {
+fn deque_items<M: Memory>(r: &ObjectReader<'_, M>, deque: u64) -> crate::Result<Vec<u64>> {
     if deque == 0 {
         return Ok(Vec::new());
     }
     let (_, name, fs) = fields_of(r, deque)?;
     let (Some(head), Some(size)) = (int(&fs, "_head"), int(&fs, "_size")) else {
-        return Err(format!("{name} {deque:#x}: no _head/_size"));
+        return Err(crate::ClrError::corrupt(name.clone(), deque, "no _head/_size"));
     };
     if size == 0 {
         return Ok(Vec::new());
@@ -273,31 +271,30 @@ fn deque_items<M: Memory>(r: &ObjectReader<'_, M>, deque: u64) -> Result<Vec<u64
     let arr = ref_field(&fs, "_array");
     let (_, info) = r
         .object_mt(arr)
-        .map_err(|e| format!("{name} {deque:#x}: _array: {e}"))?;
+        .map_err(|e| e.context(format!("{name} {deque:#x}: _array")))?;
     let a = r
         .array(arr, &info)
-        .map_err(|e| format!("{name} {deque:#x}: _array: {e}"))?
-        .ok_or_else(|| format!("{name} {deque:#x}: _array {arr:#x} is not an array"))?;
+        .map_err(|e| e.context(format!("{name} {deque:#x}: _array")))?
+        .ok_or_else(|| crate::ClrError::corrupt(name.clone(), deque, format!("_array {arr:#x} is not an array")))?;
     if size < 0 || head < 0 || size as u64 > a.length || a.component_size != 8 {
-        return Err(format!(
-            "{name} {deque:#x}: _head {head}, _size {size} do not fit its array of {} elements",
+        return Err(crate::ClrError::corrupt(name.clone(), deque, format!("_head {head}, _size {size} do not fit its array of {} elements",
             a.length
-        ));
+        )));
     }
     (0..size as u64)
         .map(|i| {
             let at = a.data + 8 * ((head as u64 + i) % a.length);
             r.rt.memory()
                 .read_u64(at)
-                .map_err(|e| format!("{name} {deque:#x}: element at {at:#x}: {e}"))
+                .map_err(|_| crate::ClrError::read(format!("{name} {deque:#x}'s element"), at))
         })
         .collect()
 }
 
 /// How many items the channel's `_items` container holds.
-fn item_count<M: Memory>(r: &ObjectReader<'_, M>, items: u64) -> Result<u64, String> {
+fn item_count<M: Memory>(r: &ObjectReader<'_, M>, items: u64) -> crate::Result<u64> {
     if items == 0 {
-        return Err("_items is null".into());
+        return Err(crate::ClrError::not_found("the channel's _items", "null"));
     }
     let (_, name, fs) = fields_of(r, items)?;
     if name.starts_with("System.Collections.Generic.Deque`1")
@@ -305,15 +302,13 @@ fn item_count<M: Memory>(r: &ObjectReader<'_, M>, items: u64) -> Result<u64, Str
     {
         return match int(&fs, "_size") {
             Some(n) if n >= 0 => Ok(n as u64),
-            v => Err(format!("{name} {items:#x}: _size {v:?}")),
+            v => Err(crate::ClrError::corrupt(name.clone(), items, format!("_size {v:?}"))),
         };
     }
     if name.starts_with("System.Collections.Concurrent.ConcurrentQueue`1") {
         return concurrent_queue_count(r, &fs, &name, items);
     }
-    Err(format!(
-        "{name} {items:#x}: a container this reader does not count"
-    ))
+    Err(crate::ClrError::corrupt(name.clone(), items, "a container this reader does not count"))
 }
 
 /// `ConcurrentQueue<T>.Count` of a queue at rest: over its segments from `_head` to `_tail`,
@@ -324,35 +319,35 @@ fn concurrent_queue_count<M: Memory>(
     fs: &[FieldData],
     name: &str,
     q: u64,
-) -> Result<u64, String> {
+) -> crate::Result<u64> {
     let tail_seg = ref_field(fs, "_tail");
     let mut seg = ref_field(fs, "_head");
     let mut total = 0u64;
     let mut seen = HashSet::new();
     loop {
         if seg == 0 {
-            return Err(format!("{name} {q:#x}: segment list ends before _tail"));
+            return Err(crate::ClrError::corrupt(name, q, "segment list ends before _tail"));
         }
         if !seen.insert(seg) || seen.len() > MAX_WAITERS {
-            return Err(format!("{name} {q:#x}: segment list loops or is too long"));
+            return Err(crate::ClrError::corrupt(name, q, "segment list loops or is too long"));
         }
         let (_, sname, sf) = fields_of(r, seg)?;
         let slots = ref_field(&sf, "_slots");
         let (_, sinfo) = r
             .object_mt(slots)
-            .map_err(|e| format!("{sname} {seg:#x}: _slots: {e}"))?;
+            .map_err(|e| e.context(format!("{sname} {seg:#x}: _slots")))?;
         let len = r
             .array(slots, &sinfo)
-            .map_err(|e| format!("{sname} {seg:#x}: _slots: {e}"))?
-            .ok_or_else(|| format!("{sname} {seg:#x}: _slots is not an array"))?
+            .map_err(|e| e.context(format!("{sname} {seg:#x}: _slots")))?
+            .ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "_slots is not an array"))?
             .length as i64;
         let mask =
-            int(&sf, "_slotsMask").ok_or_else(|| format!("{sname} {seg:#x}: no _slotsMask"))?;
+            int(&sf, "_slotsMask").ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "no _slotsMask"))?;
         let ht = field(&sf, "_headAndTail")
-            .ok_or_else(|| format!("{sname} {seg:#x}: no _headAndTail"))?;
+            .ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "no _headAndTail"))?;
         let hf = struct_fields(r, ht, &format!("{sname} {seg:#x}: _headAndTail"))?;
         let (Some(head), Some(tail)) = (int(&hf, "Head"), int(&hf, "Tail")) else {
-            return Err(format!("{sname} {seg:#x}: no Head/Tail"));
+            return Err(crate::ClrError::corrupt(sname.clone(), seg, "no Head/Tail"));
         };
         // ConcurrentQueue.GetCount(segment, head, tail)
         let freeze_offset = len * 2;

@@ -193,7 +193,7 @@ pub fn read_exception<M: Memory>(
                 stack_trace_thread = Some(t);
                 stack_trace = els;
             }
-            Err(e) => notes.push(format!("_stackTrace at {arr:#x}: {e}")),
+            Err(e) => notes.push(format!("_stackTrace {arr:#x}: {e}")),
         }
     }
     Ok(ExceptionData {
@@ -218,9 +218,9 @@ fn read_trace<M: Memory>(
     r: &ObjectReader<'_, M>,
     walker: &StackWalker<'_, M>,
     arr: u64,
-) -> std::result::Result<(u64, Vec<TraceElement>), String> {
+) -> crate::Result<(u64, Vec<TraceElement>)> {
     let m = r.rt.memory();
-    let (mt, _) = r.object_mt(arr).map_err(|e| e.to_string())?;
+    let (mt, _) = r.object_mt(arr)?;
     let mut arr = arr;
     // .NET 9+: an object[] whose element 0 is the trace (the others keep the methods' loader
     // allocators alive); see ExceptionNative_GetMethodFromStackTrace in excep.cpp.
@@ -228,33 +228,45 @@ fn read_trace<M: Memory>(
         let first = arr.wrapping_add(16);
         arr = m
             .read_u64(first)
-            .map_err(|_| format!("the object[]'s element 0 at {first:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("the object[]'s element 0", first))?;
         if arr == 0 {
-            return Err("an object[] whose element 0 (the trace) is null".to_string());
+            return Err(crate::ClrError::corrupt(
+                "_stackTrace",
+                arr,
+                "an object[] whose element 0 (the trace) is null",
+            ));
         }
     }
-    let (_, info) = r.object_mt(arr).map_err(|e| e.to_string())?;
+    let (_, info) = r.object_mt(arr)?;
     if info.component_size != 1 {
-        return Err(format!(
-            "expected a byte[], found a {}",
-            r.type_name(info.address)
+        return Err(crate::ClrError::corrupt(
+            "_stackTrace",
+            arr,
+            format!("expected a byte[], found a {}", r.type_name(info.address)),
         ));
     }
     let len = m
         .read_u32(arr.wrapping_add(8))
-        .map_err(|_| "its length is not in the dump".to_string())? as u64;
+        .map_err(|_| crate::ClrError::read("the stack trace array's length", arr.wrapping_add(8)))?
+        as u64;
     let data = arr.wrapping_add(16);
     if len < TRACE_HEADER {
-        return Err(format!("{len} bytes, shorter than the 16-byte header"));
+        return Err(crate::ClrError::corrupt(
+            "stack trace array",
+            arr,
+            format!("{len} bytes, shorter than the 16-byte header"),
+        ));
     }
     let count = m
         .read_u64(data)
-        .map_err(|_| format!("its header at {data:#x} is not in the dump"))?;
+        .map_err(|_| crate::ClrError::read("the stack trace array's header", data))?;
     let thread = m.read_u64(data.wrapping_add(8)).unwrap_or(0);
     let room = (len - TRACE_HEADER) / TRACE_ELEMENT;
     if count > room || count > MAX_TRACE_ELEMENTS {
-        return Err(format!(
-            "the header says {count} elements, but the array holds room for {room}"
+        return Err(crate::ClrError::corrupt(
+            "stack trace array",
+            arr,
+            format!("the header says {count} elements, but the array holds room for {room}"),
         ));
     }
     let mut out = Vec::with_capacity(count as usize);
@@ -262,7 +274,7 @@ fn read_trace<M: Memory>(
         let e = data.wrapping_add(TRACE_HEADER + i * TRACE_ELEMENT);
         let rd = |off: u64| {
             m.read_u64(e.wrapping_add(off))
-                .map_err(|_| format!("element {i} at {e:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read(format!("stack trace element {i}"), e))
         };
         let ip = rd(0)?;
         let sp = rd(8)?;
@@ -294,16 +306,14 @@ fn describe_element<M: Memory>(
     let named = walker.method_desc_info(md).and_then(|mdi| {
         let mt =
             r.rt.method_table(mdi.method_table)
-                .map_err(|e| e.to_string())?;
-        let module = mt
-            .module
-            .ok_or_else(|| format!("MethodTable {:#x} has no module", mdi.method_table))?;
+                ?;
+        let module = mt.require_module()?;
         el.module = r.rt.module(module).ok().map(|d| d.simple_name);
         walker.method_name(module, mdi.token)
     });
     match named {
         Ok(n) => el.method = Some(n),
-        Err(e) => el.error = Some(e),
+        Err(e) => el.error = Some(e.to_string()),
     }
     match walker.ip_to_method(ip) {
         Ok(Some((ci, _))) => el.offset = ip.checked_sub(ci.method_start),
@@ -312,7 +322,7 @@ fn describe_element<M: Memory>(
                 .get_or_insert_with(|| format!("{ip:#x} is not in managed code"));
         }
         Err(e) => {
-            el.error.get_or_insert(e);
+            el.error.get_or_insert(e.to_string());
         }
     }
     el
@@ -371,7 +381,7 @@ pub fn heap_exceptions<M: Memory>(
             out.push((o.address, o.mt));
         }
     }
-    let errors = iter.errors().iter().map(|e| format!("{e:?}")).collect();
+    let errors = iter.errors().iter().map(|e| e.to_string()).collect();
     (out, errors)
 }
 

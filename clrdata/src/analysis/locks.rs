@@ -51,7 +51,7 @@ pub fn thin_locks<M: Memory>(
             });
         }
     }
-    let errors = iter.errors().iter().map(|e| format!("{e:?}")).collect();
+    let errors = iter.errors().iter().map(|e| e.to_string()).collect();
     (out, errors)
 }
 

@@ -182,7 +182,7 @@ pub struct TaskInfo {
     /// `m_action` (0: none, as for promise tasks).
     pub action: u64,
     /// The method `m_action` calls, or why it is unknown; `None` without an action.
-    pub method: Option<Result<DelegateMethod, String>>,
+    pub method: Option<crate::Result<DelegateMethod>>,
     /// `m_stateObject` (0: none).
     pub state_object: u64,
     /// Its type.
@@ -207,12 +207,17 @@ pub fn corelib_static_object<M: Memory>(
     r: &ObjectReader<'_, M>,
     type_name: &str,
     field_name: &str,
-) -> Result<u64, String> {
+) -> crate::Result<u64> {
     let module = r
         .corelib_module()
-        .ok_or("System.Private.CoreLib's module is not known")?;
+        .ok_or_else(|| {
+            crate::ClrError::not_found("System.Private.CoreLib's module", "not known")
+        })?;
     let rid = r.find_typedef(module, type_name).ok_or_else(|| {
-        format!("{type_name} is not in CoreLib's metadata (or the metadata is not in the dump)")
+        crate::ClrError::not_found(
+            type_name,
+            "not in CoreLib's metadata (or the metadata is not in the dump)",
+        )
     })?;
     let Some(mt) = r.typedef_mt(module, rid) else {
         // Never loaded: its statics were never initialised.
@@ -220,17 +225,25 @@ pub fn corelib_static_object<M: Memory>(
     };
     let fields = r
         .fields(mt, 0, true)
-        .map_err(|e| format!("{type_name}: fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("the fields of {type_name}")))?;
     let f = fields
         .iter()
         .find(|f| f.attr == "static" && f.name == field_name)
-        .ok_or_else(|| format!("{type_name} has no static field {field_name}"))?;
+        .ok_or_else(|| crate::ClrError::NoSuchField {
+            type_name: type_name.to_owned(),
+            field: field_name.to_owned(),
+            is_static: true,
+        })?;
     match &f.value {
         FieldValue::Object { address, .. } => Ok(*address),
-        FieldValue::Unavailable { reason } => Err(format!("{type_name}.{field_name}: {reason}")),
-        v => Err(format!(
-            "{type_name}.{field_name} is not an object reference ({})",
-            v.display()
+        FieldValue::Unavailable { reason } => Err(crate::ClrError::not_found(
+            format!("{type_name}.{field_name}"),
+            reason.clone(),
+        )),
+        v => Err(crate::ClrError::corrupt(
+            format!("{type_name}.{field_name}"),
+            f.address.unwrap_or(0),
+            format!("not an object reference ({})", v.display()),
         )),
     }
 }
@@ -241,17 +254,25 @@ pub fn read_task<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     addr: u64,
-) -> Result<TaskInfo, String> {
-    let (mt, info) = r.object_mt(addr).map_err(|e| e.to_string())?;
+) -> crate::Result<TaskInfo> {
+    let (mt, info) = r.object_mt(addr)?;
     let type_name = r.type_name(mt);
     if info.component_size != 0 {
-        return Err(format!("{addr:#x} is a {type_name}, not a Task"));
+        return Err(crate::ClrError::not_found_at(
+            "Task",
+            addr,
+            format!("a {type_name}, not a Task"),
+        ));
     }
     let fields = r
         .fields(mt, addr + 8, false)
-        .map_err(|e| format!("task {addr:#x}: fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("the fields of task {addr:#x}")))?;
     let flags = int(&fields, "m_stateFlags")
-        .ok_or_else(|| format!("{addr:#x} is a {type_name}, not a Task (no m_stateFlags field)"))?
+        .ok_or_else(|| crate::ClrError::NoSuchField {
+            type_name: type_name.clone(),
+            field: "m_stateFlags".into(),
+            is_static: false,
+        })?
         as u32;
     let action = obj(&fields, "m_action");
     let state_object = obj(&fields, "m_stateObject");

@@ -98,7 +98,7 @@ pub fn concurrent_queue<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
     limit: usize,
-) -> Result<ConcurrentQueueData, String> {
+) -> crate::Result<ConcurrentQueueData> {
     let (mt, f) = object_fields(r, addr, "ConcurrentQueue")?;
     let type_name = r.type_name(mt);
     let head = match field(&f, "_head") {
@@ -107,9 +107,11 @@ pub fn concurrent_queue<M: Memory>(
             _ => 0,
         },
         None => {
-            return Err(format!(
-                "{addr:#x} is a {type_name}, not a ConcurrentQueue<T> (no _head field)"
-            ))
+            return Err(crate::ClrError::NoSuchField {
+                type_name,
+                field: "_head (not a ConcurrentQueue<T>)".into(),
+                is_static: false,
+            })
         }
     };
     // T from the queue's instantiation; else from the first slot's Item field.
@@ -156,20 +158,31 @@ fn read_segment<M: Memory>(
     seg: u64,
     limit: usize,
     out: &mut ConcurrentQueueData,
-) -> Result<u64, String> {
+) -> crate::Result<u64> {
     let (_, f) = object_fields(r, seg, "ConcurrentQueueSegment")?;
     let slots = obj(&f, "_slots");
     let next = obj(&f, "_nextSegment");
-    let ht = field(&f, "_headAndTail").ok_or("no _headAndTail field")?;
+    let no_field = |name: &str| crate::ClrError::NoSuchField {
+        type_name: "ConcurrentQueueSegment".into(),
+        field: name.into(),
+        is_static: false,
+    };
+    let ht = field(&f, "_headAndTail").ok_or_else(|| no_field("_headAndTail"))?;
     let ht = struct_fields(r, ht, "_headAndTail")?;
-    let head = int(&ht, "Head").ok_or("_headAndTail.Head not readable")?;
-    let mut tail = int(&ht, "Tail").ok_or("_headAndTail.Tail not readable")?;
+    let head = int(&ht, "Head").ok_or_else(|| no_field("_headAndTail.Head"))?;
+    let mut tail = int(&ht, "Tail").ok_or_else(|| no_field("_headAndTail.Tail"))?;
     let frozen = int(&f, "_frozenForEnqueues").unwrap_or(0) != 0;
-    let (smt, sinfo) = r.object_mt(slots).map_err(|e| format!("_slots: {e}"))?;
+    let (smt, sinfo) = r.object_mt(slots).map_err(|e| e.context("_slots"))?;
     let arr = r
         .array(slots, &sinfo)
-        .map_err(|e| format!("_slots: {e}"))?
-        .ok_or_else(|| format!("_slots {slots:#x} ({}) is not an array", r.type_name(smt)))?;
+        .map_err(|e| e.context("_slots"))?
+        .ok_or_else(|| {
+            crate::ClrError::corrupt(
+                "_slots",
+                slots,
+                format!("a {}, not an array", r.type_name(smt)),
+            )
+        })?;
     let cap = arr.length;
     if frozen {
         tail -= 2 * cap as i64;
@@ -200,8 +213,12 @@ fn read_segment<M: Memory>(
         let slot_addr = arr.data + index * slot_size;
         let sf = r
             .fields(slot_mt, slot_addr, false)
-            .map_err(|e| format!("slot {index} at {slot_addr:#x}: {e}"))?;
-        let item = field(&sf, "Item").ok_or("the slot type has no Item field")?;
+            .map_err(|e| e.context(format!("slot {index} at {slot_addr:#x}")))?;
+        let item = field(&sf, "Item").ok_or_else(|| crate::ClrError::NoSuchField {
+            type_name: "ConcurrentQueueSegment+Slot".into(),
+            field: "Item".into(),
+            is_static: false,
+        })?;
         if out.element_type.is_none() {
             out.element_type = Some(item.type_name.clone());
         }
@@ -250,7 +267,7 @@ pub struct WorkItem {
     /// The delegate run (0: none found).
     pub callback: u64,
     /// Its method, or why it is unknown (`None` without a delegate).
-    pub method: Option<Result<DelegateMethod, String>>,
+    pub method: Option<crate::Result<DelegateMethod>>,
     /// The state passed to it (0: none).
     pub state: u64,
     /// Its type.
@@ -365,8 +382,7 @@ pub fn work_queue<M: Memory>(r: &ObjectReader<'_, M>, w: &StackWalker<'_, M>) ->
     // names the one it has).
     const LIST: &str = "System.Threading.ThreadPoolWorkQueue+WorkStealingQueueList";
     let queues = match corelib_static_object(r, LIST, "_queues") {
-        Err(e) if e.contains("has no static field") => corelib_static_object(r, LIST, "s_queues")
-            .map_err(|e2| format!("{e}, nor s_queues ({e2})")),
+        Err(crate::ClrError::NoSuchField { .. }) => corelib_static_object(r, LIST, "s_queues"),
         other => other,
     };
     match queues {
@@ -422,7 +438,7 @@ fn global_queues<M: Memory>(
     let f = match object_fields(r, q, "ThreadPoolWorkQueue") {
         Ok((_, f)) => f,
         Err(e) => {
-            out.errors.push(e);
+            out.errors.push(e.to_string());
             return;
         }
     };
@@ -464,7 +480,7 @@ fn references<M: Memory>(
             return Vec::new();
         }
         Err(e) => {
-            out.errors.push(format!("array {arr:#x}: {e}"));
+            out.errors.push(crate::ClrError::corrupt("array", arr, format!("{e}")).to_string());
             return Vec::new();
         }
     };
@@ -472,10 +488,9 @@ fn references<M: Memory>(
     for i in 0..a.length.min(max) {
         match r.rt.memory().read_u64(a.data + 8 * i) {
             Ok(p) => v.push(p),
-            Err(_) => out.errors.push(format!(
-                "array {arr:#x}: element {i} at {:#x} is not in the dump",
+            Err(_) => out.errors.push(crate::ClrError::corrupt("array", arr, format!("element {i} at {:#x} is not in the dump",
                 a.data + 8 * i
-            )),
+            )).to_string()),
         }
     }
     v
@@ -494,7 +509,7 @@ fn local_queues<M: Memory>(
         let f = match object_fields(r, wsq, "WorkStealingQueue") {
             Ok((_, f)) => f,
             Err(e) => {
-                out.errors.push(e);
+                out.errors.push(e.to_string());
                 continue;
             }
         };
@@ -509,10 +524,8 @@ fn local_queues<M: Memory>(
         };
         let mut n = 0;
         if tail < head || tail - head > slots.len() as i64 {
-            out.errors.push(format!(
-                "WorkStealingQueue {wsq:#x}: head {head}, tail {tail} do not fit {} slots",
-                slots.len()
-            ));
+            out.errors.push(crate::ClrError::corrupt("WorkStealingQueue", wsq, format!("head {head}, tail {tail} do not fit {} slots",
+                slots.len())).to_string());
         } else {
             for p in head..tail {
                 let i = (p & mask) as usize;
@@ -704,17 +717,17 @@ pub fn thread_pool<M: Memory>(
                                             .push("_separated.counts._data not readable".into());
                                     }
                                 }
-                                Some(Err(e)) => out.errors.push(e),
+                                Some(Err(e)) => out.errors.push(e.to_string()),
                                 None => out.errors.push("_separated has no counts field".into()),
                             }
                         }
-                        Some(Err(e)) => out.errors.push(e),
+                        Some(Err(e)) => out.errors.push(e.to_string()),
                         None => out
                             .errors
                             .push("PortableThreadPool has no _separated field".into()),
                     }
                 }
-                Err(e) => out.errors.push(e),
+                Err(e) => out.errors.push(e.to_string()),
             }
         }
         Err(e) => out.errors.push(format!("the portable thread pool: {e}")),
@@ -735,7 +748,7 @@ pub fn thread_pool<M: Memory>(
                     accumulated_completion_count: int(&f, "_accumulatedCompletionCount"),
                 })
             }
-            Err(e) => out.errors.push(e),
+            Err(e) => out.errors.push(e.to_string()),
         },
         // Not loaded: the pool never adjusted its thread count.
         Err(_) => {}

@@ -54,7 +54,7 @@ pub struct TimerInfo {
     /// `_timerCallback` (0: none).
     pub callback: u64,
     /// What the callback calls, or why it is unknown (`None` without a callback).
-    pub method: Option<Result<DelegateMethod, String>>,
+    pub method: Option<crate::Result<DelegateMethod>>,
     /// `_state` (0: none).
     pub state: u64,
     /// Its type.
@@ -91,10 +91,10 @@ fn object_fields<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
     what: &str,
-) -> Result<Vec<FieldData>, String> {
-    let (mt, _) = r.object_mt(addr).map_err(|e| format!("{what}: {e}"))?;
+) -> crate::Result<Vec<FieldData>> {
+    let (mt, _) = r.object_mt(addr).map_err(|e| e.context(format!("{what}")))?;
     r.fields(mt, addr + 8, false)
-        .map_err(|e| format!("{what} {addr:#x}: fields not readable: {e}"))
+        .map_err(|e| e.context(format!("{what} {addr:#x}: fields not readable")))
 }
 
 /// Reads one `TimerQueueTimer`.
@@ -102,10 +102,14 @@ pub fn read_timer<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     addr: u64,
-) -> Result<(TimerInfo, u64), String> {
+) -> crate::Result<(TimerInfo, u64)> {
     let f = object_fields(r, addr, "TimerQueueTimer")?;
     let due = int(&f, "_dueTime")
-        .ok_or_else(|| format!("{addr:#x} is not a TimerQueueTimer (no _dueTime)"))?
+        .ok_or_else(|| crate::ClrError::NoSuchField {
+            type_name: "TimerQueueTimer".into(),
+            field: "_dueTime".into(),
+            is_static: false,
+        })?
         as u32;
     let period = int(&f, "_period").unwrap_or(INFINITE as i64) as u32;
     let start = int(&f, "_startTicks").unwrap_or(0);

@@ -417,7 +417,7 @@ impl<M: Memory> ReadHandles for Runtime<M> {
 
 impl<M: Memory> Runtime<M> {
     fn rl(&self) -> &'static RootsLayout {
-        self.layout.roots()
+        self.layout.roots
     }
 
     fn ptr(&self, addr: u64, what: &str) -> Result<u64> {

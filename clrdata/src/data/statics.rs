@@ -24,6 +24,7 @@ use crate::data::threads::ReadThreads;
 use crate::data::types::{FieldInfo, MethodTableInfo};
 use crate::discovery::layout::PerTypeStatics;
 use crate::discovery::runtime::Runtime;
+use crate::error::ClrError;
 use crate::metadata::sig::element_type as elem;
 use dumpreader::Memory;
 
@@ -62,7 +63,7 @@ pub fn is_gc_static(et: u8) -> bool {
 /// Statics of .NET 9 and later, per type (`StaticsScheme::PerType`): their addresses from a MethodTable alone.
 pub trait ReadStatics {
     /// Whether the class is initialised (`MethodTableAuxiliaryData.Flags` bit 0).
-    fn per_type_class_inited(&self, p: &PerTypeStatics, aux: u64) -> Result<bool, String>;
+    fn per_type_class_inited(&self, p: &PerTypeStatics, aux: u64) -> crate::Result<bool>;
 
     /// Where a (non-thread) static field's value lives on .NET 9+.
     fn per_type_static_address(
@@ -70,7 +71,7 @@ pub trait ReadStatics {
         p: &PerTypeStatics,
         info: &MethodTableInfo,
         f: &FieldInfo,
-    ) -> Result<u64, String>;
+    ) -> crate::Result<u64>;
 
     /// Each thread's address of the thread-static field at `offset` (element type `et`) of
     /// `info` on .NET 9+: (managed thread id, Thread, address).
@@ -80,11 +81,11 @@ pub trait ReadStatics {
         info: &MethodTableInfo,
         offset: u32,
         et: u8,
-    ) -> Result<Vec<(u32, u64, u64)>, String>;
+    ) -> crate::Result<Vec<(u32, u64, u64)>>;
 }
 
 impl<M: Memory> ReadStatics for Runtime<M> {
-    fn per_type_class_inited(&self, p: &PerTypeStatics, aux: u64) -> Result<bool, String> {
+    fn per_type_class_inited(&self, p: &PerTypeStatics, aux: u64) -> crate::Result<bool> {
         let flags = self.statics_rd32(aux + p.aux_flags, "MethodTableAuxiliaryData.Flags")?;
         Ok(flags & AUX_FLAG_INITIALIZED != 0)
     }
@@ -94,14 +95,15 @@ impl<M: Memory> ReadStatics for Runtime<M> {
         p: &PerTypeStatics,
         info: &MethodTableInfo,
         f: &FieldInfo,
-    ) -> Result<u64, String> {
+    ) -> crate::Result<u64> {
         let aux = self.statics_aux(info)?;
         if !self.per_type_class_inited(p, aux)? {
-            return Err(
-                "class not initialised (its static constructor has not run): \
-                        its statics hold no value yet"
-                    .into(),
-            );
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                "class not initialised (its static constructor has not run): its statics hold \
+                 no value yet",
+            ));
         }
         let dsi = aux.wrapping_sub(p.dynamic_statics_size);
         let (slot, what) = if is_gc_static(f.element_type) {
@@ -111,7 +113,11 @@ impl<M: Memory> ReadStatics for Runtime<M> {
         };
         let base = self.statics_rd64(slot, what)? & p.statics_pointer_mask;
         if base == 0 {
-            return Err(format!("statics not allocated ({what} is null)"));
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                format!("not allocated ({what} is null)"),
+            ));
         }
         Ok(base + f.offset as u64)
     }
@@ -122,7 +128,7 @@ impl<M: Memory> ReadStatics for Runtime<M> {
         info: &MethodTableInfo,
         offset: u32,
         et: u8,
-    ) -> Result<Vec<(u32, u64, u64)>, String> {
+    ) -> crate::Result<Vec<(u32, u64, u64)>> {
         let aux = self.statics_aux(info)?;
         let tsi = aux.wrapping_sub(p.thread_statics_size);
         let (at, what) = if is_gc_static(et) {
@@ -137,12 +143,20 @@ impl<M: Memory> ReadStatics for Runtime<M> {
         }
         let (kind, index) = (raw >> 24, raw & 0x00FF_FFFF);
         if kind == TLS_COLLECTIBLE {
-            return Err("thread statics of a collectible type: not read (not verified)".into());
+            return Err(ClrError::unsupported(
+                "thread statics of a collectible type",
+                Some(info.address),
+                "not read (not verified)",
+            ));
         }
         if kind != TLS_NON_COLLECTIBLE && kind != TLS_DIRECT_ON_THREAD_LOCAL_DATA {
-            return Err(format!("{what} {raw:#x}: unknown TLS index type {kind}"));
+            return Err(ClrError::corrupt(
+                what,
+                info.address,
+                format!("TLS index {raw:#x} has an unknown type {kind}"),
+            ));
         }
-        let threads = self.threads().map_err(|e| e.to_string())?;
+        let threads = self.threads()?;
         let mut out = Vec::new();
         for t in threads {
             if t.os_id == 0 {
@@ -168,7 +182,13 @@ impl<M: Memory> ReadStatics for Runtime<M> {
                     )?;
                     let slot = (index as u64)
                         .checked_sub(p.tls_offsets_not_used)
-                        .ok_or_else(|| format!("{what} {raw:#x}: offset below the array"))?;
+                        .ok_or_else(|| {
+                            ClrError::corrupt(
+                                what,
+                                info.address,
+                                format!("TLS index {raw:#x}: offset below the array"),
+                            )
+                        })?;
                     if arr != 0 {
                         base = self.statics_rd64(
                             arr + p.ptr_array_data + 8 * slot,
@@ -190,54 +210,71 @@ impl<M: Memory> ReadStatics for Runtime<M> {
 }
 
 impl<M: Memory> Runtime<M> {
-    fn statics_rd64(&self, a: u64, what: &str) -> Result<u64, String> {
+    fn statics_rd64(&self, a: u64, what: &str) -> crate::Result<u64> {
         self.memory()
             .read_u64(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     }
 
-    fn statics_rd32(&self, a: u64, what: &str) -> Result<u32, String> {
+    fn statics_rd32(&self, a: u64, what: &str) -> crate::Result<u32> {
         self.memory()
             .read_u32(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     }
 
     /// The type's MethodTableAuxiliaryData, after the checks every per-type statics read
     /// shares: a type with statics of its own, not collectible.
-    fn statics_aux(&self, info: &MethodTableInfo) -> Result<u64, String> {
+    fn statics_aux(&self, info: &MethodTableInfo) -> crate::Result<u64> {
         if !info.has_component_size()
             && info.flags & MT_FLAGS_GENERICS_MASK == MT_FLAGS_GENERICS_TYPICAL
         {
-            return Err("a generic type definition has no statics of its own \
-                        (each instantiation has its own)"
-                .into());
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                "a generic type definition has no statics of its own (each instantiation has \
+                 its own)",
+            ));
         }
         if info.flags2 & crate::discovery::layout::mt_flags::FLAGS2_NET9_DYNAMIC_STATICS == 0 {
-            return Err("its MethodTable has no statics (DynamicStatics flag clear)".into());
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                "its MethodTable has no statics (DynamicStatics flag clear)",
+            ));
         }
         if info.flags & MT_FLAGS_COLLECTIBLE != 0 {
-            return Err("statics of a collectible type: not read (not verified)".into());
+            return Err(ClrError::unsupported(
+                "statics of a collectible type",
+                Some(info.address),
+                "not read (not verified)",
+            ));
         }
         let aux = self.statics_rd64(
             info.address + self.layout.method_table.writeable_data,
             "MethodTable.AuxiliaryData",
         )?;
         if aux == 0 {
-            return Err("MethodTable.AuxiliaryData is null".into());
+            return Err(ClrError::corrupt(
+                "MethodTable.AuxiliaryData",
+                info.address,
+                "null",
+            ));
         }
         Ok(aux)
     }
 
     /// A thread's base for TLS index `raw` in its in-flight list (thread statics of a class
     /// whose constructor is running), 0 when not there.
-    fn in_flight_base(&self, p: &PerTypeStatics, tld: u64, raw: u32) -> Result<u64, String> {
+    fn in_flight_base(&self, p: &PerTypeStatics, tld: u64, raw: u32) -> crate::Result<u64> {
         let mut node = self.statics_rd64(tld + p.tld_in_flight, "ThreadLocalData.InFlightData")?;
         let mut n = 0;
         while node != 0 {
             n += 1;
             if n > MAX_IN_FLIGHT {
-                return Err(format!(
-                    "ThreadLocalData {tld:#x}: in-flight TLS list longer than {MAX_IN_FLIGHT}"
+                return Err(ClrError::corrupt(
+                    "ThreadLocalData's in-flight TLS list",
+                    tld,
+                    format!("longer than {MAX_IN_FLIGHT} (a loop?)"),
                 ));
             }
             if self.statics_rd32(node + p.in_flight_tls_index, "InFlightTLSData.TlsIndex")? == raw {

@@ -460,7 +460,7 @@ impl<M: Memory> Runtime<M> {
     /// The lock table of this runtime, or the refusal naming it.
     fn lock_layout(&self) -> Result<&'static crate::discovery::layout::LockLayout> {
         self.require(crate::discovery::layout::Capability::Locks)?;
-        self.layout.locks().ok_or_else(|| ClrError::NotVerified {
+        self.layout.locks.ok_or_else(|| ClrError::NotVerified {
             runtime: format!("{} ({}-x64)", self.info.display_name(), self.info.os),
             capability: crate::discovery::layout::Capability::Locks.describe(),
         })

@@ -58,6 +58,17 @@ pub struct ArrayInfo {
 }
 
 impl MethodTableInfo {
+    /// Its module, or why it is not known (kept in a module-override slot, not read yet).
+    pub fn require_module(&self) -> crate::Result<u64> {
+        self.module.ok_or_else(|| {
+            ClrError::unsupported(
+                "MethodTable",
+                Some(self.address),
+                "its module is kept in a module-override slot (not read yet)",
+            )
+        })
+    }
+
     /// Whether objects of this type carry a component count (arrays, String).
     pub fn has_component_size(&self) -> bool {
         self.flags & f::HAS_COMPONENT_SIZE != 0

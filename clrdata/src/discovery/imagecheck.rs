@@ -64,11 +64,9 @@ struct Offsets {
     r2r_functions: Option<u64>,
 }
 
-fn offsets(d: &crate::discovery::descriptor::ContractDescriptor) -> Result<Offsets, String> {
-    let f = |t: &str, n: &str| {
-        d.field(t, n)
-            .ok_or_else(|| format!("the runtime's descriptor has no {t}.{n}"))
-    };
+/// The offsets, when the runtime's descriptor publishes every one (else no image is checked).
+fn offsets(d: &crate::discovery::descriptor::ContractDescriptor) -> Option<Offsets> {
+    let f = |t: &str, n: &str| d.field(t, n);
     let maps = [
         ("TypeDefToMethodTableMap", TableId::TypeDef, 2),
         ("TypeRefToMethodTableMap", TableId::TypeRef, 1),
@@ -79,8 +77,8 @@ fn offsets(d: &crate::discovery::descriptor::ContractDescriptor) -> Result<Offse
     ]
     .iter()
     .map(|&(n, t, extra)| f("Module", n).map(|o| (t, o, extra)))
-    .collect::<Result<Vec<_>, _>>()?;
-    Ok(Offsets {
+    .collect::<Option<Vec<_>>>()?;
+    Some(Offsets {
         domain_assemblies: f("AppDomain", "DomainAssemblyList")?,
         list_count: f("ArrayListBase", "Count")?,
         list_first: f("ArrayListBase", "FirstBlock")?,
@@ -135,20 +133,24 @@ fn loader_modules<M: Memory>(m: &M, app_domain: u64, o: &Offsets) -> Vec<u64> {
     out
 }
 
-fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> Result<Records, String> {
+fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> crate::Result<Records> {
     let r64 = |a: u64, what: &str| {
         m.read_u64(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     };
     let r32 = |a: u64, what: &str| {
         m.read_u32(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     };
     let pa = r64(module + o.module_pe_assembly, "Module.PEAssembly")?;
     let img = r64(pa + o.pe_assembly_image, "PEAssembly.PEImage")?;
     let layout = r64(img + o.pe_image_loaded, "PEImage.LoadedImageLayout")?;
     if layout == 0 {
-        return Err("no loaded image layout".into());
+        return Err(crate::ClrError::not_found_at(
+            "PEImage.LoadedImageLayout",
+            img,
+            "no loaded image layout",
+        ));
     }
     let base = r64(layout + o.layout_base, "PEImageLayout.Base")?;
     let size = r32(layout + o.layout_size, "PEImageLayout.Size")?;
@@ -184,13 +186,73 @@ fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> Result<Records, String
     })
 }
 
+/// Why an image file does not stand for the image the runtime loaded: the first difference
+/// between the file and the runtime's records of the image.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Mismatch {
+    /// The file could not be read.
+    #[error("cannot read it: {0}")]
+    Io(String),
+    /// Larger than any image.
+    #[error("{0} bytes is too large for an image")]
+    TooLarge(u64),
+    /// Not a PE image.
+    #[error("not a PE file: {0}")]
+    NotPe(crate::metadata::Error),
+    /// No optional header.
+    #[error("no PE optional header")]
+    NoOptionalHeader,
+    /// Its size differs from the runtime's layout's.
+    #[error("its {what} is {file:#x}, the runtime's layout is {runtime:#x} bytes")]
+    Size {
+        /// SizeOfImage (mapped layout) or the file's length (flat layout).
+        what: &'static str,
+        /// The file's.
+        file: u64,
+        /// The runtime's layout's.
+        runtime: u64,
+    },
+    /// Its metadata does not read.
+    #[error("metadata: {0}")]
+    Metadata(crate::metadata::Error),
+    /// A table's row count differs from the count the runtime sized its lookup map for.
+    #[error("it has {file} {table:?} rows, the runtime sized its map for {runtime}")]
+    Rows {
+        /// The table.
+        table: TableId,
+        /// The file's rows.
+        file: u32,
+        /// What the runtime's map holds.
+        runtime: u32,
+    },
+    /// A header the ReadyToRun comparison needs is not in the file.
+    #[error("{0}")]
+    MissingHeader(&'static str),
+    /// Its ReadyToRun header sits elsewhere than the runtime's.
+    #[error("its ReadyToRun header would be at {file:#x}, the runtime's is at {runtime:#x}")]
+    ReadyToRunHeader {
+        /// Where the file puts it (at the image's base).
+        file: u64,
+        /// Where the runtime's is.
+        runtime: u64,
+    },
+    /// Its RUNTIME_FUNCTION count differs.
+    #[error("it has {file} RUNTIME_FUNCTIONs, the runtime counts {runtime}")]
+    Functions {
+        /// The file's.
+        file: u32,
+        /// The runtime's.
+        runtime: u32,
+    },
+}
+
 /// Compares a file with the runtime's records: `Ok(what was compared)` or `Err(the first
 /// difference)`.
-fn compare(bytes: &[u8], r: &Records) -> Result<String, String> {
-    let h = PeHeaders::parse(bytes).map_err(|e| format!("not a PE file: {e}"))?;
+fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
+    let h = PeHeaders::parse(bytes).map_err(Mismatch::NotPe)?;
     let soi = match dumpreader::pe_identity(&dumpreader::SliceMemory { base: 0, bytes }, 0) {
         Some(dumpreader::ModuleIdentity::Pe { size_of_image, .. }) => size_of_image,
-        _ => return Err("no PE optional header".into()),
+        _ => return Err(Mismatch::NoOptionalHeader),
     };
     let (want, what) = if r.mapped {
         (soi as u64, "SizeOfImage")
@@ -198,13 +260,14 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, String> {
         (bytes.len() as u64, "length")
     };
     if want != u64::from(r.size) {
-        return Err(format!(
-            "its {what} is {want:#x}, the runtime's layout is {:#x} bytes",
-            r.size
-        ));
+        return Err(Mismatch::Size {
+            what,
+            file: want,
+            runtime: u64::from(r.size),
+        });
     }
-    let md = locate_in_pe(bytes, PeLayout::Flat).map_err(|e| format!("metadata: {e}"))?;
-    let md = Metadata::parse(&bytes[md]).map_err(|e| format!("metadata: {e}"))?;
+    let md = locate_in_pe(bytes, PeLayout::Flat).map_err(Mismatch::Metadata)?;
+    let md = Metadata::parse(&bytes[md]).map_err(Mismatch::Metadata)?;
     let mut listed = Vec::new();
     for &(t, count, extra) in &r.counts {
         let rows = md.row_count(t);
@@ -216,10 +279,11 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, String> {
             rows
         };
         if file.checked_add(extra) != Some(count) {
-            return Err(format!(
-                "it has {file} {t:?} rows, the runtime sized its map for {}",
-                count.saturating_sub(extra)
-            ));
+            return Err(Mismatch::Rows {
+                table: t,
+                file,
+                runtime: count.saturating_sub(extra),
+            });
         }
         listed.push(format!("{t:?} {rows}"));
     }
@@ -234,32 +298,34 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, String> {
             PeLayout::Flat
         };
         let file_off = |rva: u32| h.rva_to_offset(rva, PeLayout::Flat);
-        let cli = file_off(h.cli_header.0).ok_or("CLI header outside the file")?;
+        let cli = file_off(h.cli_header.0).ok_or(Mismatch::MissingHeader("CLI header outside the file"))?;
         let u32_at = |o: usize| -> Option<u32> {
             Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?))
         };
-        let rtr_rva = u32_at(cli + 0x40).ok_or("CLI header truncated")?;
+        let rtr_rva = u32_at(cli + 0x40).ok_or(Mismatch::MissingHeader("CLI header truncated"))?;
         let at = h
             .rva_to_offset(rtr_rva, layout)
             .map(|o| r.base + o as u64)
-            .ok_or("no ReadyToRun header in the file")?;
+            .ok_or(Mismatch::MissingHeader("no ReadyToRun header in the file"))?;
         if at != hdr {
-            return Err(format!(
-                "its ReadyToRun header would be at {at:#x}, the runtime's is at {hdr:#x}"
-            ));
+            return Err(Mismatch::ReadyToRunHeader {
+                file: at,
+                runtime: hdr,
+            });
         }
-        let rtr = file_off(rtr_rva).ok_or("ReadyToRun header outside the file")?;
-        let n = u32_at(rtr + 12).ok_or("ReadyToRun header truncated")?;
+        let rtr = file_off(rtr_rva).ok_or(Mismatch::MissingHeader("ReadyToRun header outside the file"))?;
+        let n = u32_at(rtr + 12).ok_or(Mismatch::MissingHeader("ReadyToRun header truncated"))?;
         let count = (0..n.min(256) as usize)
             .find_map(|i| {
                 let s = rtr + 16 + 12 * i;
                 (u32_at(s)? == 102).then(|| u32_at(s + 8).map(|z| z / 12))?
             })
-            .ok_or("no RuntimeFunctions section in the file")?;
+            .ok_or(Mismatch::MissingHeader("no RuntimeFunctions section in the file"))?;
         if count != nfun {
-            return Err(format!(
-                "it has {count} RUNTIME_FUNCTIONs, the runtime counts {nfun}"
-            ));
+            return Err(Mismatch::Functions {
+                file: count,
+                runtime: nfun,
+            });
         }
         text.push_str(&format!(
             ", ReadyToRun header at RVA {rtr_rva:#x}, {count} RUNTIME_FUNCTIONs"
@@ -280,7 +346,7 @@ pub(crate) fn settle_image_files<M: Memory + Target>(
         return;
     }
     let Some(d) = descriptor else { return };
-    let Ok(o) = offsets(d) else { return };
+    let Some(o) = offsets(d) else { return };
     let Some(app_domain) = d
         .global_number("AppDomain")
         .and_then(|g| target.read_u64(g).ok())
@@ -308,22 +374,29 @@ pub(crate) fn settle_image_files<M: Memory + Target>(
         for c in candidates {
             match check_file(&c, &r) {
                 Ok(text) => {
-                    verdict = Some(Ok((c, text)));
+                    verdict = Some(Ok((
+                        c,
+                        dumpreader::Evidence::Records { compared: text }.into(),
+                    )));
                     break;
                 }
-                Err(e) => why.push(format!("{}: {e}", c.display())),
+                Err(e) => why.push(dumpreader::Refusal::Records {
+                    file: c,
+                    difference: e.to_string(),
+                }),
             }
         }
-        let verdict = verdict.unwrap_or_else(|| Err(why.join("; ")));
+        let verdict = verdict.unwrap_or_else(|| Err(why.into()));
         target.settle_image_file(&recorded, verdict);
     }
 }
 
-fn check_file(path: &PathBuf, r: &Records) -> Result<String, String> {
-    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+fn check_file(path: &PathBuf, r: &Records) -> Result<String, Mismatch> {
+    let io = |e: std::io::Error| Mismatch::Io(e.to_string());
+    let len = std::fs::metadata(path).map_err(io)?.len();
     if len > MAX_FILE {
-        return Err(format!("{len} bytes is too large for an image"));
+        return Err(Mismatch::TooLarge(len));
     }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(path).map_err(io)?;
     compare(&bytes, r)
 }

@@ -544,7 +544,70 @@ pub struct Layout {
     pub string_base_size: u32,
     /// The stack walk's table ([`Layout::stack`]).
     pub stack: StackLayout,
+    /// The target's operating system (what differs by OS is chosen at discovery, here).
+    pub os: TargetOs,
+    /// The object layer's offsets ([`ObjectLayout`]).
+    pub objects: ObjectLayout,
+    /// The handle table's and finalization queue's table.
+    pub roots: &'static RootsLayout,
+    /// The lock table; `None` where none was checked (.NET 9 on Windows: no dump of it).
+    pub locks: Option<&'static LockLayout>,
 }
+
+/// The operating system a layout is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetOs {
+    /// Linux (ELF cores).
+    Linux,
+    /// Windows (minidumps).
+    Windows,
+}
+
+/// The object layer's .NET 8 offsets (the TypeDef map and .NET 8's DomainLocalModule statics),
+/// found in the corpus dumps (8.0.4, Linux and Windows) and verified by
+/// `clrdata/tests/objects_truth.rs` and `repl/tests/objects.rs` (statics and struct field types
+/// of the heap scenario). On .NET 9+ the TypeDef map comes from the descriptor; the statics
+/// offsets are .NET 8's, every reader of them gated by Capability::Statics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectLayout {
+    /// `Module::m_TypeDefToMethodTableMap` (a LookupMap: pNext 0, pTable 8, dwCount 0x10,
+    /// supportedFlags 0x18).
+    pub typedef_map: u64,
+    /// `Module::m_ModuleID` (the DomainLocalModule).
+    pub module_id: u64,
+    /// `DomainLocalModule::m_pGCStatics`.
+    pub dlm_gc_statics: u64,
+    /// `DomainLocalModule::m_pDynamicClassTable` (DynamicClassInfo {m_pDynamicEntry,
+    /// m_dwFlags}, 16 bytes each, indexed by a generic instantiation's DynamicTypeID); the
+    /// entry count follows it.
+    pub dlm_dynamic_class_table: u64,
+    /// `DomainLocalModule::m_ModuleIndex` (the module's index in each thread's table of
+    /// ThreadLocalModules).
+    pub dlm_module_index: u64,
+    /// `Thread::m_ThreadLocalBlock`: the table of ThreadLocalModule pointers (indexed by
+    /// module index), its size follows it. `None` where not verified (Windows).
+    pub thread_tlm_table: Option<u64>,
+}
+
+/// Linux x64, .NET 8.0.4.
+pub const OBJECTS_NET8_LINUX_X64: ObjectLayout = ObjectLayout {
+    typedef_map: 0x2f0,
+    module_id: 0x4c8,
+    dlm_gc_statics: 0x20,
+    dlm_dynamic_class_table: 0x8,
+    dlm_module_index: 0x28,
+    thread_tlm_table: Some(0x438),
+};
+
+/// Windows x64, .NET 8.0.4.
+pub const OBJECTS_NET8_WINDOWS_X64: ObjectLayout = ObjectLayout {
+    typedef_map: 0x170,
+    module_id: 0x2e8,
+    dlm_gc_statics: 0x20,
+    dlm_dynamic_class_table: 0x8,
+    dlm_module_index: 0x28,
+    thread_tlm_table: None,
+};
 
 const GC_DAC_VARS_V2: GcDacVarsLayout = GcDacVarsLayout {
     major_version: 0,
@@ -676,6 +739,10 @@ pub static NET8_LINUX_X64: Layout = Layout {
     min_object_size: 24,
     string_base_size: 0x16,
     stack: NET8_LINUX_X64_STACK,
+    os: TargetOs::Linux,
+    objects: OBJECTS_NET8_LINUX_X64,
+    roots: &NET8_LINUX_X64_ROOTS,
+    locks: Some(&NET8_LINUX_X64_LOCKS),
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -750,6 +817,10 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     min_object_size: 24,
     string_base_size: 0x16,
     stack: NET8_WINDOWS_X64_STACK,
+    os: TargetOs::Windows,
+    objects: OBJECTS_NET8_WINDOWS_X64,
+    roots: &NET8_WINDOWS_X64_ROOTS,
+    locks: Some(&NET8_WINDOWS_X64_LOCKS),
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
@@ -1278,18 +1349,6 @@ pub static NET9_ROOTS: RootsLayout = roots_for_handle_types(12);
 /// verified as .NET 9 by `tests/tests/roots.rs`.
 pub static NET10_ROOTS: RootsLayout = roots_for_handle_types(13);
 
-impl Layout {
-    /// The handle table's and finalization queue's table of this family.
-    pub fn roots(&self) -> &'static RootsLayout {
-        match self.family {
-            Family::Net8 if self.name == NET8_WINDOWS_X64.name => &NET8_WINDOWS_X64_ROOTS,
-            Family::Net8 => &NET8_LINUX_X64_ROOTS,
-            Family::Net9 => &NET9_ROOTS,
-            Family::Net10 => &NET10_ROOTS,
-        }
-    }
-}
-
 // ------------------------------------------------------------------ locks (issue 7, locks.rs)
 
 /// What `syncblk` and `deadlock` read: the SyncBlockCache, the sync table, SyncBlocks with
@@ -1434,22 +1493,6 @@ pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
-
-impl Layout {
-    /// The lock table of this family and OS; `None` where none was checked (.NET 9 on
-    /// Windows: no dump of it).
-    pub fn locks(&self) -> Option<&'static LockLayout> {
-        let windows = self.name.contains("windows");
-        match (self.family, windows) {
-            (Family::Net8, true) => Some(&NET8_WINDOWS_X64_LOCKS),
-            (Family::Net8, false) => Some(&NET8_LINUX_X64_LOCKS),
-            (Family::Net9, false) => Some(&NET9_LINUX_X64_LOCKS),
-            (Family::Net9, true) => None,
-            (Family::Net10, false) => Some(&NET10_LINUX_X64_LOCKS),
-            (Family::Net10, true) => Some(&NET10_WINDOWS_X64_LOCKS),
-        }
-    }
-}
 
 // ----------------------------------------------------------------------------------- methods
 

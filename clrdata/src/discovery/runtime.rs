@@ -289,11 +289,12 @@ pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
                         || target.find_export(m, "g_dacTable").is_some()
                 })
                 .ok_or_else(|| {
-                    ClrError::NoRuntime(format!(
+                    ClrError::NoRuntime { detail: format!(
                         "no libcoreclr.so / coreclr.dll among {} modules, and no module exports \
                          g_dacTable or DotNetRuntimeInfo",
                         modules.len()
-                    ))
+                    ),
+                    }
                 })?;
             (m.clone(), RuntimeHost::SingleFile)
         }
@@ -490,7 +491,7 @@ impl<M: Memory> Runtime<M> {
         let explain = |e: ClrError| match (problems.first(), &e) {
             (
                 Some(p),
-                ClrError::NoRuntime(_)
+                ClrError::NoRuntime { .. }
                 | ClrError::Read { .. }
                 | ClrError::Corrupt { .. }
                 | ClrError::SanityCheck { .. },
@@ -609,7 +610,7 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
         // The export, when the dump (or an identity-checked image file) holds the symbol
         // table; else a search of the runtime image for the one table whose entries lead to
         // String's and Free's MethodTables (createdump dumps often lack .dynsym's pages).
@@ -699,7 +700,7 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime("runtime module vanished".into()))?;
+            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
         // The export, when the dump holds the symbol table; else the one header in the
         // runtime image (createdump saves .data but rarely .dynsym's pages).
         let (img_start, img_end) = image_range(&target, &module);

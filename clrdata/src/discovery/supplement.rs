@@ -573,6 +573,31 @@ pub fn build_layout(
             detail: format!("String.m_FirstChar gives a base size of {string_base_size}"),
         })?,
         stack: stack_layout(&l, family, windows),
+        os: if windows {
+            layout::TargetOs::Windows
+        } else {
+            layout::TargetOs::Linux
+        },
+        // The TypeDef map from the descriptor; the statics offsets are .NET 8's, and every
+        // reader of them is gated by Capability::Statics.
+        objects: layout::ObjectLayout {
+            typedef_map: l.field("Module", "TypeDefToMethodTableMap")?,
+            ..if windows {
+                layout::OBJECTS_NET8_WINDOWS_X64
+            } else {
+                layout::OBJECTS_NET8_LINUX_X64
+            }
+        },
+        roots: match family {
+            Family::Net9 => &layout::NET9_ROOTS,
+            _ => &layout::NET10_ROOTS,
+        },
+        locks: match (family, windows) {
+            (Family::Net9, false) => Some(&layout::NET9_LINUX_X64_LOCKS),
+            (Family::Net9, true) => None,
+            (_, false) => Some(&layout::NET10_LINUX_X64_LOCKS),
+            (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
+        },
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {

@@ -26,6 +26,7 @@
 //! it is usually null.
 
 use crate::data::types::ReadTypes;
+use crate::error::ClrError;
 use crate::model::objects::{FieldData, FieldValue, ObjectReader};
 use crate::model::precode::precode_method_desc;
 use crate::model::stack::StackWalker;
@@ -105,21 +106,23 @@ fn word(fields: &[FieldData], name: &str) -> Option<u64> {
 pub fn delegate_fields<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
-) -> Result<(u64, DelegateFields), String> {
-    let (mt, info) = r.object_mt(addr).map_err(|e| e.to_string())?;
+) -> crate::Result<(u64, DelegateFields)> {
+    let (mt, info) = r.object_mt(addr)?;
     if info.component_size != 0 {
-        return Err(format!(
-            "{addr:#x} is a {} (an array or string), not a delegate",
-            r.type_name(mt)
+        return Err(ClrError::not_found_at(
+            "delegate",
+            addr,
+            format!("a {} (an array or string), not a delegate", r.type_name(mt)),
         ));
     }
     let fields = r
         .fields(mt, addr + 8, false)
-        .map_err(|e| format!("delegate {addr:#x}: fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("the fields of delegate {addr:#x}")))?;
     let ptr = word(&fields, "_methodPtr").ok_or_else(|| {
-        format!(
-            "{addr:#x} is a {}, not a delegate (no _methodPtr field)",
-            r.type_name(mt)
+        ClrError::not_found_at(
+            "delegate",
+            addr,
+            format!("a {}, not a delegate (no _methodPtr field)", r.type_name(mt)),
         )
     })?;
     Ok((
@@ -142,15 +145,15 @@ pub const MAX_INVOCATION_LIST: u64 = 4096;
 pub fn invocation_list<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
-) -> Result<Option<Vec<u64>>, String> {
+) -> crate::Result<Option<Vec<u64>>> {
     let (_, f) = delegate_fields(r, addr)?;
     if f.invocation_list == 0 || f.invocation_count == 0 {
         return Ok(None);
     }
-    let (_, info) = r.object_mt(f.invocation_list).map_err(|e| e.to_string())?;
+    let (_, info) = r.object_mt(f.invocation_list)?;
     let Some(a) = r
         .array(f.invocation_list, &info)
-        .map_err(|e| e.to_string())?
+        ?
     else {
         // A wrapper delegate (`_invocationList` holding one delegate): not an invocation list.
         return Ok(None);
@@ -162,7 +165,7 @@ pub fn invocation_list<M: Memory>(
         let d =
             r.rt.memory()
                 .read_u64(p)
-                .map_err(|_| format!("invocation list {:#x}: element {i} not in the dump", p))?;
+                .map_err(|_| ClrError::read(format!("invocation list element {i}"), p))?;
         out.push(d);
     }
     Ok(Some(out))
@@ -174,7 +177,7 @@ pub fn delegate_method<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     addr: u64,
-) -> Result<DelegateMethod, String> {
+) -> crate::Result<DelegateMethod> {
     let (mt, f) = delegate_fields(r, addr)?;
     let delegate_type = r.type_name(mt);
     if f.invocation_count != 0 && f.invocation_list != 0 {
@@ -182,10 +185,13 @@ pub fn delegate_method<M: Memory>(
             .object_mt(f.invocation_list)
             .is_ok_and(|(_, i)| i.component_size != 0);
         if is_array {
-            return Err(format!(
-                "{delegate_type} {addr:#x} is a multicast delegate of {} delegates (invocation \
-                 list {:#x}): resolve each",
-                f.invocation_count, f.invocation_list
+            return Err(ClrError::unsupported(
+                format!("{delegate_type} {addr:#x}"),
+                Some(addr),
+                format!(
+                    "a multicast delegate of {} delegates (invocation list {:#x}): resolve each",
+                    f.invocation_count, f.invocation_list
+                ),
             ));
         }
     }
@@ -206,19 +212,19 @@ pub fn delegate_method<M: Memory>(
         Err(why) => match method_info_handle(r, f.method_base) {
             Some(md) => (md, "MethodInfo", "_methodBase", f.method_base),
             None => {
-                return Err(format!(
-                    "{delegate_type} {addr:#x}: {code_field} {code:#x}: {why}{}",
+                return Err(why.context(format!(
+                    "{delegate_type} {addr:#x}: {code_field} {code:#x}{}",
                     if f.method_base == 0 {
                         " (and _methodBase is null)"
                     } else {
                         ""
                     }
-                ))
+                )))
             }
         },
     };
     let method = method_desc_name(r, w, md)
-        .map_err(|e| format!("{delegate_type} {addr:#x}: MethodDesc {md:#x}: {e}"))?;
+        .map_err(|e| e.context(format!("{delegate_type} {addr:#x}: MethodDesc {md:#x}")))?;
     Ok(DelegateMethod {
         delegate: addr,
         delegate_type,
@@ -241,23 +247,19 @@ pub fn method_desc_name<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     md: u64,
-) -> Result<String, String> {
+) -> crate::Result<String> {
     let info = w.method_desc_info(md)?;
-    let mt = r.rt.method_table(info.method_table).map_err(|e| {
-        format!(
-            "its MethodTable {:#x} does not decode ({e})",
-            info.method_table
-        )
-    })?;
-    let module = mt
-        .module
-        .ok_or_else(|| format!("MethodTable {:#x} has no module", info.method_table))?;
+    let mt = r
+        .rt
+        .method_table(info.method_table)
+        .map_err(|e| e.context(format!("its MethodTable {:#x}", info.method_table)))?;
+    let module = mt.require_module()?;
     let mm = r.names.module_metadata(r.rt, module)?;
-    let meta = mm.metadata().map_err(|e| e.to_string())?;
+    let meta = mm.metadata()?;
     let rid = info.token & 0x00FF_FFFF;
     let name = meta
         .method_def(rid)
-        .map_err(|e| format!("MethodDef {:#x}: {e}", info.token))?
+        .map_err(|e| ClrError::metadata(format!("MethodDef {:#x}", info.token), e))?
         .name
         .to_string();
     let params = meta
@@ -265,7 +267,7 @@ pub fn method_desc_name<M: Memory>(
         .map(|sig| {
             crate::metadata::format_method_params(&sig, &crate::metadata::MetadataNames::new(&meta))
         })
-        .map_err(|e| format!("MethodDef {:#x} signature: {e}", info.token))?;
+        .map_err(|e| ClrError::metadata(format!("the signature of MethodDef {:#x}", info.token), e))?;
     Ok(format!("{}.{name}{params}", r.type_name(info.method_table)))
 }
 
@@ -274,9 +276,9 @@ pub fn code_method_desc<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     code: u64,
-) -> Result<(u64, &'static str), String> {
+) -> crate::Result<(u64, &'static str)> {
     if code == 0 {
-        return Err("the code pointer is null".into());
+        return Err(ClrError::not_found_at("code", 0, "the code pointer is null"));
     }
     let managed = w.ip_to_method(code);
     if let Ok(Some((ci, f))) = &managed {
@@ -287,9 +289,9 @@ pub fn code_method_desc<M: Memory>(
     match precode_method_desc(r.rt, w, code) {
         Ok(v) => Ok(v),
         Err(why) => Err(match managed {
-            Ok(Some(_)) => format!("managed code whose MethodDesc is not known, and {why}"),
+            Ok(Some(_)) => why.context("managed code whose MethodDesc is not known"),
             Ok(None) => why,
-            Err(e) => format!("{why}; the code manager says: {e}"),
+            Err(e) => why.context(format!("the code manager says: {e}")),
         }),
     }
 }

@@ -87,11 +87,11 @@ pub trait Disassemble {
     /// The native code of the MethodDesc at `md`, from its native code slot (IL and FCall
     /// MethodDescs; the optional slots follow the 8-byte MethodDesc in the order non-vtable
     /// slot, MethodImpl, native code slot).
-    fn method_desc_code(&self, md: u64) -> Result<u64, String>;
+    fn method_desc_code(&self, md: u64) -> crate::Result<u64>;
 
     /// Disassembles the managed method containing `addr`, or the code of the MethodDesc at
     /// `addr`.
-    fn disassemble(&self, addr: u64) -> Result<MethodCode, String>;
+    fn disassemble(&self, addr: u64) -> crate::Result<MethodCode>;
 }
 
 impl<M: Memory> Disassemble for StackWalker<'_, M> {
@@ -136,26 +136,31 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
             .map(|n| format!("{n} (FixupPrecode, MethodDesc {md:#x})"))
     }
 
-    fn method_desc_code(&self, md: u64) -> Result<u64, String> {
+    fn method_desc_code(&self, md: u64) -> crate::Result<u64> {
         let info = self.method_desc_info(md)?;
         self.rt
             .method_table(info.method_table)
-            .map_err(|e| format!("{md:#x} is not a MethodDesc (its MethodTable: {e})"))?;
+            .map_err(|e| e.context(format!("{md:#x} is not a MethodDesc: its MethodTable")))?;
         let m = self.rt.memory();
         let flags = m
             .read_u16(md + MD_FLAGS)
-            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDesc", md))?;
         let class = flags & MDC_CLASSIFICATION;
         if class > 1 {
-            return Err(format!(
-                "MethodDesc {md:#x} is of classification {class} (not IL or FCall): its code \
-                 slot is not located"
+            return Err(crate::ClrError::unsupported(
+                "MethodDesc",
+                Some(md),
+                format!(
+                    "of classification {class} (not IL or FCall): its code slot is not located"
+                ),
             ));
         }
         if flags & MDC_HAS_NATIVE_CODE_SLOT == 0 {
-            return Err(format!(
-                "MethodDesc {md:#x} has no native code slot (its code is reached through its \
-                 entry point, which is not read)"
+            return Err(crate::ClrError::unsupported(
+                "MethodDesc",
+                Some(md),
+                "it has no native code slot (its code is reached through its entry point, \
+                 which is not read)",
             ));
         }
         let mut at = md + 8;
@@ -166,28 +171,30 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
             at += 16;
         }
         let code = m.read_u64(at).map_err(|_| {
-            format!("MethodDesc {md:#x}: its native code slot {at:#x} is not in the dump")
+            crate::ClrError::read(format!("the native code slot of MethodDesc {md:#x}"), at)
         })? & !1;
         if code == 0 {
-            return Err(format!(
-                "MethodDesc {md:#x} has no native code (not compiled)"
+            return Err(crate::ClrError::not_found_at(
+                "native code",
+                md,
+                "the MethodDesc has none (not compiled)",
             ));
         }
         Ok(code)
     }
 
-    fn disassemble(&self, addr: u64) -> Result<MethodCode, String> {
+    fn disassemble(&self, addr: u64) -> crate::Result<MethodCode> {
         let found = match self.ip_to_method(addr)? {
             Some(x) => x,
             None => {
                 let code = self.method_desc_code(addr).map_err(|e| {
-                    format!(
+                    e.context(format!(
                         "{addr:#x} is not managed code (no RangeSection holds it), nor a \
-                         MethodDesc with code: {e}"
-                    )
+                         MethodDesc with code"
+                    ))
                 })?;
                 self.ip_to_method(code)?.ok_or_else(|| {
-                    format!("MethodDesc {addr:#x}: its code {code:#x} is not managed code")
+                    crate::ClrError::corrupt("MethodDesc", addr, format!("its code {code:#x} is not managed code"))
                 })?
             }
         };
@@ -196,8 +203,10 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
         let mut end = ci.code_end;
         let mut note = None;
         if end <= start {
-            return Err(format!(
-                "the code range of the method at {start:#x} is empty (end {end:#x})"
+            return Err(crate::ClrError::corrupt(
+                "the code range of a method",
+                start,
+                format!("empty (end {end:#x})"),
             ));
         }
         if end - start > MAX_METHOD_BYTES {
@@ -222,10 +231,10 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
             .syntax(ArchSyntax::Intel)
             .detail(true)
             .build()
-            .map_err(|e| format!("capstone: {e}"))?;
+            .map_err(|e| crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}")))?;
         let insns = cs
             .disasm_all(&bytes, start)
-            .map_err(|e| format!("capstone: {e}"))?;
+            .map_err(|e| crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}")))?;
         let mut out = Vec::new();
         for i in insns.iter() {
             let mnemonic = i.mnemonic().unwrap_or("").to_string();

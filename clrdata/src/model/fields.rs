@@ -36,11 +36,11 @@ pub fn object_fields<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
     what: &str,
-) -> Result<(u64, Vec<FieldData>), String> {
-    let (mt, _) = r.object_mt(addr).map_err(|e| format!("{what}: {e}"))?;
+) -> crate::Result<(u64, Vec<FieldData>)> {
+    let (mt, _) = r.object_mt(addr).map_err(|e| e.context(what))?;
     let f = r
         .fields(mt, addr + 8, false)
-        .map_err(|e| format!("{what} {addr:#x}: fields not readable: {e}"))?;
+        .map_err(|e| e.context(format!("the fields of {what} {addr:#x}")))?;
     Ok((mt, f))
 }
 
@@ -49,14 +49,17 @@ pub fn struct_fields<M: Memory>(
     r: &ObjectReader<'_, M>,
     f: &FieldData,
     what: &str,
-) -> Result<Vec<FieldData>, String> {
+) -> crate::Result<Vec<FieldData>> {
     match &f.value {
         FieldValue::ValueType {
             address,
             mt: Some(mt),
         } => r
             .fields(*mt, *address, false)
-            .map_err(|e| format!("{what} at {address:#x}: {e}")),
-        v => Err(format!("{what}: not a readable struct ({})", v.display())),
+            .map_err(|e| e.context(format!("{what} at {address:#x}"))),
+        v => Err(crate::ClrError::not_found(
+            what,
+            format!("not a readable struct ({})", v.display()),
+        )),
     }
 }

@@ -178,6 +178,25 @@ pub struct WalkError {
     pub skipped: u64,
 }
 
+impl std::fmt::Display for WalkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            WalkErrorKind::MemoryAbsent => "memory absent",
+            WalkErrorKind::BadMethodTable => "bad MethodTable",
+            WalkErrorKind::BadSize => "bad size",
+        };
+        write!(f, "heap object at {:#x} (segment {:#x}): {what}", self.address, self.segment)?;
+        if self.mt != 0 {
+            write!(f, ", MethodTable {:#x}", self.mt)?;
+        }
+        write!(f, ": {}", self.detail)?;
+        if self.skipped != 0 {
+            write!(f, " ({:#x} bytes skipped)", self.skipped)?;
+        }
+        Ok(())
+    }
+}
+
 /// One object met by the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeapObject {
@@ -766,14 +785,14 @@ fn load_mt<M: Memory>(
     rt_layout: &crate::discovery::layout::Layout,
     free_mt: u64,
     mt: u64,
-) -> std::result::Result<MtSize, String> {
+) -> crate::Result<MtSize> {
     if mt == 0 {
-        return Err("null MethodTable".into());
+        return Err(crate::ClrError::corrupt("MethodTable", mt, "null MethodTable"));
     }
     let l = &rt_layout.method_table;
     let mut raw = [0u8; 0x30];
     if mem.read(mt, &mut raw) < raw.len() {
-        return Err(format!("MethodTable {mt:#x} is not in the dump"));
+        return Err(crate::ClrError::read("MethodTable", mt));
     }
     let rd32 =
         |o: u64| u32::from_le_bytes(raw[o as usize..o as usize + 4].try_into().unwrap_or([0; 4]));
@@ -788,13 +807,19 @@ fn load_mt<M: Memory>(
         0
     };
     if !(0x10..=0x0100_0000).contains(&base) {
-        return Err(format!(
-            "MethodTable {mt:#x}: BaseSize {base:#x} is implausible (expected 0x10..0x1000000)"
+        return Err(crate::ClrError::corrupt(
+            "MethodTable",
+            mt,
+            format!("BaseSize {base:#x} is implausible (expected 0x10..0x1000000)"),
         ));
     }
     // The free-object MethodTable is a bare, EEClass-less MT.
     if mt != free_mt && canon & !1 == 0 {
-        return Err(format!("MethodTable {mt:#x}: null EEClass / canonical MT"));
+        return Err(crate::ClrError::corrupt(
+            "MethodTable",
+            mt,
+            "null EEClass / canonical MT",
+        ));
     }
     Ok(MtSize { base, comp })
 }
@@ -1029,7 +1054,10 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
             };
             self.last_slot = slot;
             let Some(s) = cache.vals[slot].size else {
-                let why = load_mt(mem, layout, free, mt).err().unwrap_or_default();
+                let why = load_mt(mem, layout, free, mt)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
                 return self.error(WalkErrorKind::BadMethodTable, mt, why, cache);
             };
             let size = align8(s.base as u64 + s.comp as u64 * cnt as u64);

@@ -105,14 +105,14 @@ impl MethodDescData {
 }
 
 /// Decodes the MethodDesc at `md` (its chunk through m_chunkIndex).
-pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<MethodDescData, String> {
+pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate::Result<MethodDescData> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
+        ?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut b = [0u8; 8];
     m.read_exact(md, &mut b)
-        .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+        .map_err(|_| crate::ClrError::read("MethodDesc", md))?;
     let rem = u16::from_le_bytes([b[0], b[1]]);
     let index = b[2] as u64;
     let raw_slot = u16::from_le_bytes([b[4], b[5]]);
@@ -122,14 +122,10 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
         .wrapping_sub(l.method_desc_chunk_size);
     let mt = m
         .read_u64(chunk.wrapping_add(l.chunk_method_table))
-        .map_err(|_| {
-            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-        })?;
+        .map_err(|_| crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk))?;
     let range = m
         .read_u16(chunk.wrapping_add(l.chunk_token_range))
-        .map_err(|_| {
-            format!("MethodDescChunk {chunk:#x} of MethodDesc {md:#x} is not in the dump")
-        })?;
+        .map_err(|_| crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk))?;
     let bits = l.md_token_remainder_bits;
     let rid =
         ((range as u32 & ((1 << (24 - bits)) - 1)) << bits) | (rem as u32 & ((1 << bits) - 1));
@@ -170,14 +166,14 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> Result<Method
 pub fn introduced_methods<M: Memory>(
     r: &ObjectReader<'_, M>,
     ee_class: u64,
-) -> Result<Vec<MethodDescData>, String> {
+) -> crate::Result<Vec<MethodDescData>> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
+        ?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut chunk = m
         .read_u64(ee_class.wrapping_add(r.rt.layout.ee_class.chunks))
-        .map_err(|_| format!("EEClass {ee_class:#x}: m_pChunks is not in the dump"))?;
+        .map_err(|_| crate::ClrError::corrupt("EEClass", ee_class, "m_pChunks is not in the dump"))?;
     let mut out = Vec::new();
     for _ in 0..MAX_CHUNKS {
         if chunk == 0 {
@@ -185,14 +181,14 @@ pub fn introduced_methods<M: Memory>(
         }
         let next = m
             .read_u64(chunk.wrapping_add(8))
-            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?;
         let size = m
             .read_u8(chunk.wrapping_add(0x10))
-            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
+            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?
             as u64;
         let count = m
             .read_u8(chunk.wrapping_add(0x11))
-            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?
+            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?
             as usize
             + 1;
         let bytes = (size + 1) * l.md_alignment;
@@ -200,38 +196,31 @@ pub fn introduced_methods<M: Memory>(
         let mut off = 0u64;
         for i in 0..count {
             if off >= bytes {
-                return Err(format!(
-                    "MethodDescChunk {chunk:#x}: MethodDesc {i} of {count} starts past its \
-                     {bytes:#x} bytes"
-                ));
+                return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("MethodDesc {i} of {count} starts past its \
+                     {bytes:#x} bytes")));
             }
             let md = first.wrapping_add(off);
             let idx = m
                 .read_u8(md.wrapping_add(l.md_chunk_index))
-                .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?
+                .map_err(|_| crate::ClrError::read("MethodDesc", md))?
                 as u64;
             if idx * l.md_alignment != off {
-                return Err(format!(
-                    "MethodDescChunk {chunk:#x}: the MethodDesc at {md:#x} has m_chunkIndex \
+                return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("the MethodDesc at {md:#x} has m_chunkIndex \
                      {idx}, expected {} (MethodDesc sizes misread?)",
                     off / l.md_alignment
-                ));
+                )));
             }
             let d = method_desc(r, md)?;
             off += d.size;
             out.push(d);
         }
         if off != bytes {
-            return Err(format!(
-                "MethodDescChunk {chunk:#x}: its {count} MethodDescs take {off:#x} bytes, its \
-                 m_size says {bytes:#x}"
-            ));
+            return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("its {count} MethodDescs take {off:#x} bytes, its \
+                 m_size says {bytes:#x}")));
         }
         chunk = next;
     }
-    Err(format!(
-        "EEClass {ee_class:#x}: more than {MAX_CHUNKS} MethodDescChunks (a cycle?)"
-    ))
+    Err(crate::ClrError::corrupt("EEClass", ee_class, format!("more than {MAX_CHUNKS} MethodDescChunks (a cycle?)")))
 }
 
 /// EEClassPackedFields[index], when the EEClass keeps them unpacked.
@@ -239,29 +228,31 @@ fn packed_field<M: Memory>(
     r: &ObjectReader<'_, M>,
     ee_class: u64,
     index: u64,
-) -> Result<u32, String> {
+) -> crate::Result<u32> {
     let l = &r.rt.layout.ee_class;
     let m = r.rt.memory();
     let packed = m
         .read_u8(ee_class.wrapping_add(l.fields_are_packed))
-        .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))?;
+        .map_err(|_| crate::ClrError::read("EEClass", ee_class))?;
     if packed != 0 {
-        return Err(format!(
-            "EEClass {ee_class:#x} keeps its counters bit-packed (not decoded)"
+        return Err(crate::ClrError::unsupported(
+            "EEClass",
+            Some(ee_class),
+            "it keeps its counters bit-packed (not decoded)",
         ));
     }
     let fixed = m
         .read_u8(ee_class.wrapping_add(l.fixed_fields_size))
-        .map_err(|_| format!("EEClass {ee_class:#x} is not in the dump"))? as u64;
+        .map_err(|_| crate::ClrError::read("EEClass", ee_class))? as u64;
     m.read_u32(ee_class.wrapping_add(fixed + 4 * index))
-        .map_err(|_| format!("EEClass {ee_class:#x}: packed field {index} is not in the dump"))
+        .map_err(|_| crate::ClrError::read(format!("packed field {index} of EEClass {ee_class:#x}"), ee_class.wrapping_add(fixed + 4 * index)))
 }
 
 /// The slot counts of a MethodTable: (virtual slots, vtable slots, all slots = NumMethods).
-pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, u16, u32), String> {
+pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> crate::Result<(u16, u16, u32)> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
-    let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
+        ?;
+    let info = r.rt.method_table(mt)?;
     let (num_methods, non_virtual) = match r.rt.layout.methods.slots {
         SlotScheme::Net8Packed => {
             let num_methods = packed_field(r, info.ee_class, PACKED_NUM_METHODS)?;
@@ -282,7 +273,7 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, 
             let rd = |off: u64, what: &str| {
                 m.read_u16(ee.wrapping_add(off))
                     .map(u32::from)
-                    .map_err(|_| format!("EEClass {ee:#x}: {what} is not in the dump"))
+                    .map_err(|_| crate::ClrError::read(format!("EEClass {ee:#x}'s {what}"), ee.wrapping_add(off)))
             };
             (
                 rd(ee_class_num_methods, "NumMethods")?,
@@ -291,19 +282,20 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> Result<(u16, 
         }
     };
     if num_methods > 0xFFFF || non_virtual > 0xFFFF {
-        return Err(format!(
-            "EEClass {:#x}: {num_methods} methods, {non_virtual} non-virtual slots (at most \
-             65535: damaged?)",
-            info.ee_class
+        return Err(crate::ClrError::corrupt(
+            "EEClass",
+            info.ee_class,
+            format!(
+                "{num_methods} methods, {non_virtual} non-virtual slots (at most 65535: damaged?)"
+            ),
         ));
     }
     let vtable = info.num_virtuals as u32 + non_virtual;
     if vtable > 0xFFFF || vtable > num_methods.max(info.num_virtuals as u32) {
-        return Err(format!(
-            "MethodTable {mt:#x}: {} virtuals + {non_virtual} non-virtual slots exceed its \
+        return Err(crate::ClrError::corrupt("MethodTable", mt, format!("{} virtuals + {non_virtual} non-virtual slots exceed its \
              {num_methods} methods",
             info.num_virtuals
-        ));
+        )));
     }
     Ok((info.num_virtuals, vtable as u16, num_methods))
 }
@@ -341,15 +333,15 @@ fn multipurpose_offset(
 }
 
 /// The address of vtable slot `slot` of `mt` (slot < its vtable slots).
-fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Result<u64, String> {
-    let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
+fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate::Result<u64> {
+    let info = r.rt.method_table(mt)?;
     let m = r.rt.memory();
     let base = r.rt.layout.method_table.size;
     let nv = info.num_virtuals as u32;
     if slot < nv {
         let ind = mt.wrapping_add(base + 8 * (slot as u64 / 8));
         let chunk = m.read_u64(ind).map_err(|_| {
-            format!("MethodTable {mt:#x}: vtable chunk pointer at {ind:#x} is not in the dump")
+            crate::ClrError::corrupt("MethodTable", mt, format!("vtable chunk pointer at {ind:#x} is not in the dump"))
         })?;
         return Ok(chunk.wrapping_add(8 * (slot as u64 % 8)));
     }
@@ -361,14 +353,12 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     {
         // .NET 9+: an array growing backwards from the auxiliary data's offset.
         let aux = m.read_u64(mt.wrapping_add(method_table_aux)).map_err(|_| {
-            format!("MethodTable {mt:#x}: its AuxiliaryData pointer is not in the dump")
+            crate::ClrError::read(format!("the AuxiliaryData pointer of MethodTable {mt:#x}"), mt.wrapping_add(method_table_aux))
         })?;
         let off = m
             .read_u16(aux.wrapping_add(aux_offset_to_non_virtual_slots))
             .map_err(|_| {
-                format!(
-                    "MethodTableAuxiliaryData {aux:#x} of MethodTable {mt:#x} is not in the dump"
-                )
+                crate::ClrError::read(format!("the MethodTableAuxiliaryData of MethodTable {mt:#x}"), aux)
             })? as i16;
         return Ok(aux
             .wrapping_add_signed(off as i64)
@@ -376,8 +366,10 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     }
     let f2 = info.flags2;
     if f2 & F2_HAS_NON_VIRTUAL_SLOTS == 0 {
-        return Err(format!(
-            "MethodTable {mt:#x} has no non-virtual slot {slot}"
+        return Err(crate::ClrError::not_found_at(
+            format!("non-virtual slot {slot}"),
+            mt,
+            "the MethodTable has no non-virtual slots",
         ));
     }
     let off = multipurpose_offset(
@@ -389,14 +381,16 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
     let at = mt.wrapping_add(off);
     if f2 & F2_HAS_SINGLE_NON_VIRTUAL_SLOT != 0 {
         if slot != nv {
-            return Err(format!(
-                "MethodTable {mt:#x} has a single non-virtual slot, not {slot}"
+            return Err(crate::ClrError::not_found_at(
+                format!("non-virtual slot {slot}"),
+                mt,
+                format!("the MethodTable has a single non-virtual slot, {nv}"),
             ));
         }
         return Ok(at);
     }
     let array = m.read_u64(at).map_err(|_| {
-        format!("MethodTable {mt:#x}: non-virtual slots pointer at {at:#x} is not in the dump")
+        crate::ClrError::read(format!("the non-virtual slots pointer of MethodTable {mt:#x}"), at)
     })?;
     Ok(array.wrapping_add(8 * (slot - nv) as u64))
 }
@@ -404,36 +398,38 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Resul
 /// The entry point in vtable slot `slot` of `mt` as the runtime's GetRestoredSlot reads it:
 /// from the canonical MethodTable, else (a null, inherited slot) from the parents; 0 when the
 /// slot is null up to System.Object (no entry point assigned yet).
-pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> Result<u64, String> {
+pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate::Result<u64> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
+        ?;
     let mut cur = mt;
     for _ in 0..MAX_DEPTH {
-        let info = r.rt.method_table(cur).map_err(|e| e.to_string())?;
+        let info = r.rt.method_table(cur)?;
         let canon = info.canonical;
         let a = slot_address(r, canon, slot)?;
         let v = r.rt.memory().read_u64(a).map_err(|_| {
-            format!("MethodTable {canon:#x}: slot {slot} at {a:#x} is not in the dump")
+            crate::ClrError::read(format!("slot {slot} of MethodTable {canon:#x}"), a)
         })?;
         if v != 0 {
             return Ok(v);
         }
-        let parent = r.rt.method_table(canon).map_err(|e| e.to_string())?.parent;
+        let parent = r.rt.method_table(canon)?.parent;
         // Only a virtual slot is inherited: a null non-virtual slot (or one the parents do not
         // have) has no entry point yet (.NET 9+ assigns them lazily): the DAC's S_FALSE.
         if parent == 0
             || slot
                 >= r.rt
                     .method_table(parent)
-                    .map_err(|e| e.to_string())?
+                    ?
                     .num_virtuals as u32
         {
             return Ok(0);
         }
         cur = parent;
     }
-    Err(format!(
-        "slot {slot} of MethodTable {mt:#x}: parent chain too deep"
+    Err(crate::ClrError::corrupt(
+        "MethodTable",
+        mt,
+        format!("slot {slot}: parent chain deeper than {MAX_DEPTH}"),
     ))
 }
 
@@ -522,19 +518,16 @@ fn precode_target<M: Memory>(r: &ObjectReader<'_, M>, code: u64) -> Option<u64> 
 pub fn method_entry_point<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
-) -> Result<u64, String> {
+) -> crate::Result<u64> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
+        ?;
     let s = match d.non_vtable_slot {
         Some(s) => s,
         None => slot_address(r, d.method_table, d.slot as u32)?,
     };
-    r.rt.memory().read_u64(s).map_err(|_| {
-        format!(
-            "MethodDesc {:#x}: its slot {} at {s:#x} is not in the dump",
-            d.address, d.slot
-        )
-    })
+    r.rt.memory()
+        .read_u64(s)
+        .map_err(|_| crate::ClrError::read(format!("slot {} of MethodDesc {:#x}", d.slot, d.address), s))
 }
 
 /// The primitive types the DAC names without their namespace in a signature.
@@ -600,10 +593,12 @@ fn array_method_name<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
     mt: &crate::data::types::MethodTableInfo,
-) -> Result<String, String> {
+) -> crate::Result<String> {
     let a = mt
         .array
-        .ok_or_else(|| format!("array MethodDesc {:#x} of a non-array type", d.address))?;
+        .ok_or_else(|| {
+            crate::ClrError::corrupt("array MethodDesc", d.address, "of a non-array type")
+        })?;
     let rank = a.rank.clamp(1, 32) as usize;
     let ints = |n: usize| vec!["Int32"; n].join(", ");
     let k = (d.slot as i64) - mt.num_virtuals as i64;
@@ -620,9 +615,10 @@ fn array_method_name<M: Memory>(
             (".ctor", ints(count))
         }
         _ => {
-            return Err(format!(
-                "array MethodDesc {:#x} in virtual slot {}",
-                d.address, d.slot
+            return Err(crate::ClrError::corrupt(
+                "array MethodDesc",
+                d.address,
+                format!("in virtual slot {}", d.slot),
             ))
         }
     };
@@ -636,27 +632,23 @@ fn array_method_name<M: Memory>(
 pub fn method_desc_name<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
-) -> Result<String, String> {
+) -> crate::Result<String> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
-    let mt = r.rt.method_table(d.method_table).map_err(|e| {
-        format!(
-            "its MethodTable {:#x} does not decode ({e})",
-            d.method_table
-        )
-    })?;
+        ?;
+    let mt = r
+        .rt
+        .method_table(d.method_table)
+        .map_err(|e| e.context(format!("its MethodTable {:#x}", d.method_table)))?;
     if d.classification == 4 {
         return array_method_name(r, d, &mt);
     }
-    let module = mt
-        .module
-        .ok_or_else(|| format!("MethodTable {:#x} has no module", d.method_table))?;
+    let module = mt.require_module()?;
     let mm = r.names.module_metadata(r.rt, module)?;
-    let meta = mm.metadata().map_err(|e| e.to_string())?;
+    let meta = mm.metadata()?;
     let rid = d.token & 0x00FF_FFFF;
     let name = meta
         .method_def(rid)
-        .map_err(|e| format!("MethodDef {:#x}: {e}", d.token))?
+        .map_err(|e| crate::ClrError::metadata(format!("MethodDef {:#x}", d.token), e))?
         .name
         .to_string();
     let args = mt
@@ -668,7 +660,7 @@ pub fn method_desc_name<M: Memory>(
     let params = meta
         .method_sig(rid)
         .map(|sig| crate::metadata::format_method_params(&sig, &names))
-        .map_err(|e| format!("MethodDef {:#x} signature: {e}", d.token))?;
+        .map_err(|e| crate::ClrError::metadata(format!("the signature of MethodDef {:#x}", d.token), e))?;
     Ok(format!("{}.{name}{params}", r.type_name(d.method_table)))
 }
 
@@ -677,10 +669,10 @@ pub fn method_table_methods<M: Memory>(
     r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     mt: u64,
-) -> Result<MethodTableMethods, String> {
+) -> crate::Result<MethodTableMethods> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
-    let info = r.rt.method_table(mt).map_err(|e| e.to_string())?;
+        ?;
+    let info = r.rt.method_table(mt)?;
     let (num_virtuals, num_vtable_slots, num_methods) = slot_counts(r, mt)?;
     let own = introduced_methods(r, info.ee_class)?;
     // (module, token) → MethodDesc over the type's canonical hierarchy, for ReadyToRun code.
@@ -692,7 +684,13 @@ pub fn method_table_methods<M: Memory>(
         } else {
             own.iter()
                 .find(|d| d.slot as u32 == n)
-                .ok_or_else(|| format!("no method of the type has slot {n}"))
+                .ok_or_else(|| {
+                    crate::ClrError::not_found_at(
+                        format!("slot {n}"),
+                        mt,
+                        "no method of the type has it",
+                    )
+                })
                 .and_then(|d| method_entry_point(r, d))
         };
         let entry = match entry {
@@ -704,7 +702,7 @@ pub fn method_table_methods<M: Memory>(
                     method_desc: None,
                     jit: JitState::None,
                     name: None,
-                    error: Some(e),
+                    error: Some(e.to_string()),
                 });
                 continue;
             }
@@ -726,7 +724,7 @@ pub fn method_table_methods<M: Memory>(
                     row.method_desc = Some(d.address);
                     match method_desc_name(r, d) {
                         Ok(name) => row.name = Some(name),
-                        Err(e) => row.error = Some(e),
+                        Err(e) => row.error = Some(e.to_string()),
                     }
                 }
                 None => row.error = Some(format!("no method of the type's hierarchy has slot {n}")),
@@ -791,10 +789,10 @@ pub fn method_table_methods<M: Memory>(
                         .map(|(_, d)| d.address)
                 }) {
                     Some(md) => row.method_desc = Some(md),
-                    None => row.error = Some(e),
+                    None => row.error = Some(e.to_string()),
                 },
             },
-            Err(e) => row.error = Some(e),
+            Err(e) => row.error = Some(e.to_string()),
         }
         row.jit = match entry_kind {
             Some(CodeKind::Jit) => JitState::Jit,
@@ -806,7 +804,7 @@ pub fn method_table_methods<M: Memory>(
         if let Some(md) = row.method_desc {
             match method_desc(r, md).and_then(|d| method_desc_name(r, &d)) {
                 Ok(n) => row.name = Some(n),
-                Err(e) => row.error = Some(e),
+                Err(e) => row.error = Some(e.to_string()),
             }
         }
         slots.push(row);
@@ -925,37 +923,37 @@ const BUCKET_ARRAY_SPECIAL_SLOTS: u64 = 3;
 pub fn available_param_types<M: Memory>(
     r: &ObjectReader<'_, M>,
     module: u64,
-) -> Result<Vec<u64>, String> {
+) -> crate::Result<Vec<u64>> {
     r.rt.require(crate::discovery::layout::Capability::Methods)
-        .map_err(|e| e.to_string())?;
+        ?;
     let Some(field) = r.rt.layout.methods.module_available_type_params else {
-        return Err(format!(
-            "Module::m_pAvailableParamTypes is not known for {} (not published by its \
-             descriptor, not verified)",
-            r.rt.layout.name
-        ));
+        return Err(crate::ClrError::MissingField {
+            ty: "Module",
+            field: "m_pAvailableParamTypes",
+            runtime: r.rt.layout.name.to_owned(),
+        });
     };
     let m = r.rt.memory();
     let rd = |a: u64, what: &str| {
         m.read_u64(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     };
     let table = rd(module.wrapping_add(field), "Module::m_pAvailableParamTypes")?;
     if table == 0 {
         return Ok(Vec::new());
     }
     if rd(table, "EETypeHashTable::m_pModule")? != module {
-        return Err(format!(
-            "EETypeHashTable {table:#x} does not name its module {module:#x}"
+        return Err(crate::ClrError::corrupt(
+            "EETypeHashTable",
+            table,
+            format!("does not name its module {module:#x}"),
         ));
     }
     let buckets = rd(table.wrapping_add(0x10), "EETypeHashTable::m_pBuckets")?;
     let count = rd(table.wrapping_add(0x18), "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
     let n = rd(buckets, "EETypeHashTable bucket count")?;
     if n > MAX_BUCKETS || count as usize > MAX_PARAM_TYPES {
-        return Err(format!(
-            "EETypeHashTable {table:#x}: {n} buckets, {count} entries (damaged?)"
-        ));
+        return Err(crate::ClrError::corrupt("EETypeHashTable", table, format!("{n} buckets, {count} entries (damaged?)")));
     }
     let mut out = Vec::new();
     for i in 0..n {
@@ -965,9 +963,7 @@ pub fn available_param_types<M: Memory>(
         )?;
         while e != 0 && e & 1 == 0 {
             if out.len() > count as usize {
-                return Err(format!(
-                    "EETypeHashTable {table:#x}: more entries than its {count} (a cycle?)"
-                ));
+                return Err(crate::ClrError::corrupt("EETypeHashTable", table, format!("more entries than its {count} (a cycle?)")));
             }
             out.push(rd(e, "EETypeHashEntry")?);
             e = rd(e.wrapping_add(8), "VolatileEntry::m_pNextEntry")?;

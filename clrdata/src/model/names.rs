@@ -31,19 +31,16 @@ pub struct ModuleMetadata {
 impl ModuleMetadata {
     /// Parses the bytes (cheap: computes the table layout).
     pub fn metadata(&self) -> Result<Metadata<'_>> {
-        Metadata::parse(&self.bytes).map_err(|e| ClrError::Corrupt {
-            what: "module metadata".into(),
-            addr: 0,
-            detail: e.to_string(),
-        })
+        Metadata::parse(&self.bytes)
+            .map_err(|e| ClrError::metadata(format!("metadata of {}", self.assembly), e))
     }
 }
 
 /// Caches of module metadata and type names, shared by every command of a session.
 #[derive(Default)]
 pub struct TypeNames {
-    modules: Mutex<HashMap<u64, std::result::Result<Arc<ModuleMetadata>, String>>>,
-    names: Mutex<HashMap<u64, std::result::Result<Arc<str>, String>>>,
+    modules: Mutex<HashMap<u64, crate::Result<Arc<ModuleMetadata>>>>,
+    names: Mutex<HashMap<u64, crate::Result<Arc<str>>>>,
 }
 
 impl TypeNames {
@@ -57,13 +54,13 @@ impl TypeNames {
         &self,
         rt: &Runtime<M>,
         module: u64,
-    ) -> std::result::Result<Arc<ModuleMetadata>, String> {
+    ) -> crate::Result<Arc<ModuleMetadata>> {
         if let Some(r) = lock(&self.modules).get(&module) {
             return r.clone();
         }
         let r = read_module_metadata(rt, module)
             .map(Arc::new)
-            .map_err(|e| e.to_string());
+            ;
         lock(&self.modules).insert(module, r.clone());
         r
     }
@@ -73,7 +70,7 @@ impl TypeNames {
         &self,
         rt: &Runtime<M>,
         mt: u64,
-    ) -> std::result::Result<Arc<str>, String> {
+    ) -> crate::Result<Arc<str>> {
         self.name_at_depth(rt, mt, 0)
     }
 
@@ -90,12 +87,16 @@ impl TypeNames {
         rt: &Runtime<M>,
         mt: u64,
         depth: usize,
-    ) -> std::result::Result<Arc<str>, String> {
+    ) -> crate::Result<Arc<str>> {
         if let Some(r) = lock(&self.names).get(&mt) {
             return r.clone();
         }
         if depth > MAX_DEPTH {
-            return Err(format!("generic arguments nested deeper than {MAX_DEPTH}"));
+            return Err(ClrError::unsupported(
+                "type name",
+                Some(mt),
+                format!("generic arguments nested deeper than {MAX_DEPTH}"),
+            ));
         }
         let r = self.compute(rt, mt, depth).map(Arc::<str>::from);
         lock(&self.names).insert(mt, r.clone());
@@ -107,16 +108,16 @@ impl TypeNames {
         rt: &Runtime<M>,
         mt: u64,
         depth: usize,
-    ) -> std::result::Result<String, String> {
+    ) -> crate::Result<String> {
         rt.require(crate::discovery::layout::Capability::TypeNames)
-            .map_err(|e| e.to_string())?;
+            ?;
         if mt == rt.globals.free_mt {
             return Ok("Free".into());
         }
         if mt == rt.globals.string_mt {
             return Ok("System.String".into());
         }
-        let info = rt.method_table(mt).map_err(|e| e.to_string())?;
+        let info = rt.method_table(mt)?;
         if let Some(arr) = info.array {
             let elem = self.handle_name(rt, arr.element, depth + 1)?;
             let sz = info.flags & 0x000F_0000 == 0x000A_0000; // SzArray category
@@ -130,10 +131,10 @@ impl TypeNames {
             return Ok(format!("{elem}{dims}"));
         }
         let (md, rid) = self.typedef_of(rt, &info)?;
-        let m = md.metadata().map_err(|e| e.to_string())?;
+        let m = md.metadata()?;
         let mut name = m
             .type_name(rid)
-            .map_err(|e| format!("TypeDef {rid:#x}: {e}"))?;
+            .map_err(|e| ClrError::metadata(format!("TypeDef {rid:#x} of {}", md.assembly), e))?;
         if !info.type_args.is_empty() && info.canonical != 0 {
             name.push('[');
             for (i, &arg) in info.type_args.iter().enumerate() {
@@ -154,16 +155,22 @@ impl TypeNames {
         &self,
         rt: &Runtime<M>,
         info: &MethodTableInfo,
-    ) -> std::result::Result<(Arc<ModuleMetadata>, u32), String> {
+    ) -> crate::Result<(Arc<ModuleMetadata>, u32)> {
         let token = info.token.ok_or_else(|| {
-            "its TypeDef token is kept in an optional member (not read yet)".to_string()
+            ClrError::unsupported(
+                "MethodTable",
+                Some(info.address),
+                "its TypeDef token is kept in an optional member (not read yet)",
+            )
         })?;
         if token >> 24 != 0x02 {
-            return Err(format!("token {token:#x} is not a TypeDef"));
+            return Err(ClrError::corrupt(
+                "MethodTable",
+                info.address,
+                format!("token {token:#x} is not a TypeDef"),
+            ));
         }
-        let module = info.module.ok_or_else(|| {
-            "its module is kept in a module-override slot (not read yet)".to_string()
-        })?;
+        let module = info.require_module()?;
         let md = self.module_metadata(rt, module)?;
         Ok((md, token & 0x00FF_FFFF))
     }
@@ -174,9 +181,13 @@ impl TypeNames {
         rt: &Runtime<M>,
         th: u64,
         depth: usize,
-    ) -> std::result::Result<String, String> {
+    ) -> crate::Result<String> {
         if th & 2 != 0 {
-            return Err(format!("type argument {th:#x} is a TypeDesc (pointer, byref or generic variable), not named yet"));
+            return Err(ClrError::unsupported(
+                "type argument",
+                Some(th),
+                "a TypeDesc (pointer, byref or generic variable), not named yet",
+            ));
         }
         self.name_at_depth(rt, th, depth).map(|s| s.to_string())
     }
@@ -186,22 +197,30 @@ impl TypeNames {
         &self,
         rt: &Runtime<M>,
         th: u64,
-    ) -> std::result::Result<String, String> {
+    ) -> crate::Result<String> {
         let mut cur = th;
         for _ in 0..MAX_DEPTH {
             if cur & 2 != 0 {
-                return Err(format!("type argument {cur:#x} is a TypeDesc"));
+                return Err(ClrError::unsupported(
+                    "type argument",
+                    Some(cur),
+                    "a TypeDesc (pointer, byref or generic variable), not named yet",
+                ));
             }
-            let info = rt.method_table(cur).map_err(|e| e.to_string())?;
+            let info = rt.method_table(cur)?;
             match info.array {
                 Some(a) => cur = a.element,
                 None => {
-                    let module = info.module.ok_or("module-override slot not read")?;
+                    let module = info.require_module()?;
                     return Ok(self.module_metadata(rt, module)?.assembly.clone());
                 }
             }
         }
-        Err("array element types nested too deeply".into())
+        Err(ClrError::unsupported(
+            "array type",
+            Some(th),
+            format!("element types nested deeper than {MAX_DEPTH}"),
+        ))
     }
 }
 
@@ -215,13 +234,12 @@ fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<Modul
         // Say why: absent pages, or present but not metadata (damaged: no BSJB root...).
         let why = rt
             .metadata_location(data.image_base, data.mapped, data.cor_header)
-            .err()
-            .map(|e| e.to_string());
+            .err();
         ClrError::Corrupt {
             what: format!("module {} ({})", data.simple_name, data.path),
             addr: module,
             detail: match why {
-                Some(w) if !w.contains("not in the dump") => {
+                Some(w) if !matches!(w.root(), ClrError::Read { .. }) => {
                     format!("its metadata cannot be used: {w}")
                 }
                 _ => match rt.unread_file_at(data.image_base) {
@@ -252,10 +270,8 @@ fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<Modul
         });
     }
     let assembly = {
-        let m = Metadata::parse(&bytes).map_err(|e| ClrError::Corrupt {
-            what: format!("metadata of {}", data.simple_name),
-            addr,
-            detail: e.to_string(),
+        let m = Metadata::parse(&bytes).map_err(|e| {
+            ClrError::metadata(format!("metadata of {} at {addr:#x}", data.simple_name), e)
         })?;
         m.assembly(1)
             .map(|a| a.name.to_string())

@@ -17,6 +17,7 @@
 //!   before its MethodTable (the GC's own description), used by `objsize` and `verifyheap`.
 
 use crate::data::types::{FieldInfo, MethodTableInfo};
+use crate::discovery::layout::ObjectLayout;
 use crate::discovery::layout::{mt_flags, StaticsScheme};
 use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
@@ -84,50 +85,6 @@ pub fn primitive_size(et: u8) -> u64 {
         _ => 0,
     }
 }
-
-/// The object layer's .NET 8 offsets, found in the corpus dumps (8.0.4, Linux and Windows) and
-/// verified by `clrdata/tests/objects_truth.rs` and `repl/tests/objects.rs` (statics and struct
-/// field types of the heap scenario). To move into `layout.rs` with the other tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectLayout {
-    /// `Module::m_TypeDefToMethodTableMap` (a LookupMap: pNext 0, pTable 8, dwCount 0x10,
-    /// supportedFlags 0x18).
-    pub typedef_map: u64,
-    /// `Module::m_ModuleID` (the DomainLocalModule).
-    pub module_id: u64,
-    /// `DomainLocalModule::m_pGCStatics`.
-    pub dlm_gc_statics: u64,
-    /// `DomainLocalModule::m_pDynamicClassTable` (DynamicClassInfo {m_pDynamicEntry,
-    /// m_dwFlags}, 16 bytes each, indexed by a generic instantiation's DynamicTypeID); the
-    /// entry count follows it.
-    pub dlm_dynamic_class_table: u64,
-    /// `DomainLocalModule::m_ModuleIndex` (the module's index in each thread's table of
-    /// ThreadLocalModules).
-    pub dlm_module_index: u64,
-    /// `Thread::m_ThreadLocalBlock`: the table of ThreadLocalModule pointers (indexed by
-    /// module index), its size follows it. `None` where not verified (Windows).
-    pub thread_tlm_table: Option<u64>,
-}
-
-/// Linux x64, .NET 8.0.4.
-pub const OBJECTS_NET8_LINUX_X64: ObjectLayout = ObjectLayout {
-    typedef_map: 0x2f0,
-    module_id: 0x4c8,
-    dlm_gc_statics: 0x20,
-    dlm_dynamic_class_table: 0x8,
-    dlm_module_index: 0x28,
-    thread_tlm_table: Some(0x438),
-};
-
-/// Windows x64, .NET 8.0.4.
-pub const OBJECTS_NET8_WINDOWS_X64: ObjectLayout = ObjectLayout {
-    typedef_map: 0x170,
-    module_id: 0x2e8,
-    dlm_gc_statics: 0x20,
-    dlm_dynamic_class_table: 0x8,
-    dlm_module_index: 0x28,
-    thread_tlm_table: None,
-};
 
 pub use crate::data::statics::is_gc_static;
 
@@ -319,7 +276,7 @@ pub struct ObjectReader<'r, M> {
     pub layout: ObjectLayout,
     mt_cache: RefCell<HashMap<u64, Option<MethodTableInfo>>>,
     typedef_index: RefCell<HashMap<u64, HashMap<String, u32>>>,
-    gc_layout: RefCell<HashMap<u64, std::result::Result<GcLayout, String>>>,
+    gc_layout: RefCell<HashMap<u64, crate::Result<GcLayout>>>,
     fields_cache: RefCell<HashMap<u64, Vec<(u64, FieldInfo)>>>,
 }
 
@@ -330,15 +287,7 @@ fn align8(x: u64) -> u64 {
 impl<'r, M: Memory> ObjectReader<'r, M> {
     /// A reader over `rt` using the session's name caches.
     pub fn new(rt: &'r Runtime<M>, names: &'r TypeNames) -> Self {
-        let mut layout = if rt.layout.name.contains("windows") {
-            OBJECTS_NET8_WINDOWS_X64
-        } else {
-            OBJECTS_NET8_LINUX_X64
-        };
-        // The TypeDef map is in the runtime's layout table (.NET 9/10: from the descriptor or
-        // the family's supplement); the statics offsets above are .NET 8's, and every reader
-        // of them is gated by Capability::Statics.
-        layout.typedef_map = rt.layout.module.typedef_map;
+        let layout = rt.layout.objects;
         ObjectReader {
             rt,
             names,
@@ -598,7 +547,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                         Ok(a) => self.field_data(mt, mt, &f, Some(a)),
                         Err(why) => {
                             let mut d = self.field_data(mt, mt, &f, None);
-                            d.value = FieldValue::Unavailable { reason: why };
+                            d.value = FieldValue::Unavailable {
+                                reason: why.to_string(),
+                            };
                             d
                         }
                     };
@@ -647,15 +598,23 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         &self,
         info: &MethodTableInfo,
         f: &FieldInfo,
-    ) -> std::result::Result<u64, String> {
+    ) -> crate::Result<u64> {
         self.rt
             .require(crate::discovery::layout::Capability::Statics)
-            .map_err(|e| e.to_string())?;
+            ?;
         if f.is_thread_static {
-            return Err("thread-static: per-thread value not read yet".into());
+            return Err(ClrError::unsupported(
+                "thread-static",
+                Some(info.address),
+                "a per-thread value (dumpobj of the thread statics' holder)",
+            ));
         }
         if f.is_rva {
-            return Err("RVA static: value in the image's data, not read".into());
+            return Err(ClrError::unsupported(
+                "RVA static",
+                Some(info.address),
+                "its value is in the image's data, not read",
+            ));
         }
         match &self.rt.layout.statics {
             StaticsScheme::DomainLocalModule => {}
@@ -666,19 +625,20 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         if !info.has_component_size() && info.flags & 6 != 0 {
             return self.generic_static_address(info, f);
         }
-        let module = info
-            .module
-            .ok_or("its module is in a module-override slot (not read)")?;
-        let dlm = self
-            .domain_local_module(module)
-            .map_err(|e| e.to_string())?;
+        let module = info.require_module()?;
+        let dlm = self.domain_local_module(module)?;
         if is_gc_static(f.element_type) {
             let p = dlm + self.layout.dlm_gc_statics;
-            let gc = self.mem().read_u64(p).map_err(|_| {
-                format!("DomainLocalModule::m_pGCStatics at {p:#x} not in the dump")
-            })?;
+            let gc = self
+                .mem()
+                .read_u64(p)
+                .map_err(|_| ClrError::read("DomainLocalModule::m_pGCStatics", p))?;
             if gc == 0 {
-                return Err("GC statics not allocated (class not initialised)".into());
+                return Err(ClrError::not_found_at(
+                    "GC statics",
+                    info.address,
+                    "not allocated (class not initialised)",
+                ));
             }
             Ok(gc + f.offset as u64)
         } else {
@@ -695,32 +655,41 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         &self,
         info: &MethodTableInfo,
         f: &FieldInfo,
-    ) -> std::result::Result<u64, String> {
+    ) -> crate::Result<u64> {
         if info.flags & 6 != 4 && info.flags & 6 != 6 {
-            return Err("statics of a dynamic (non-generic) type: not read".into());
+            return Err(ClrError::unsupported(
+                "statics of a dynamic (non-generic) type",
+                Some(info.address),
+                "not read",
+            ));
         }
         if !is_gc_static(f.element_type) {
-            return Err("non-GC static of a generic instantiation: not read".into());
+            return Err(ClrError::unsupported(
+                "non-GC static of a generic instantiation",
+                Some(info.address),
+                "not read",
+            ));
         }
         let m = self.mem();
         let rd = |a: u64, what: &str| {
             m.read_u64(a)
-                .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read(what, a))
         };
         let l = &self.rt.layout.method_table;
         let gsi = info.address
             + crate::data::types::optional_members_offset(l, info.flags2, info.num_virtuals);
         let id = rd(gsi + 8, "GenericsStaticsInfo::m_DynamicTypeID")?;
         if id == u64::MAX {
-            return Err(
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
                 "no statics of its own (a shared canonical instantiation; each exact \
-                 instantiation has its own)"
-                    .into(),
-            );
+                 instantiation has its own)",
+            ));
         }
         let dlm = self
             .domain_local_module(info.loader_module)
-            .map_err(|e| e.to_string())?;
+            ?;
         let table = rd(
             dlm + self.layout.dlm_dynamic_class_table,
             "DomainLocalModule::m_pDynamicClassTable",
@@ -730,17 +699,27 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             "DomainLocalModule::m_aDynamicEntries",
         )?;
         if table == 0 || id >= count {
-            return Err(format!(
-                "statics not allocated (DynamicTypeID {id}, {count} dynamic entries)"
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                format!("not allocated (DynamicTypeID {id}, {count} dynamic entries)"),
             ));
         }
         let entry = rd(table + 16 * id, "DynamicClassInfo::m_pDynamicEntry")?;
         if entry == 0 {
-            return Err("statics not allocated (class not initialised)".into());
+            return Err(ClrError::not_found_at(
+                "statics",
+                info.address,
+                "not allocated (class not initialised)",
+            ));
         }
         let gc = rd(entry, "DynamicEntry::m_pGCStatics")?;
         if gc == 0 {
-            return Err("GC statics not allocated (class not initialised)".into());
+            return Err(ClrError::not_found_at(
+                "GC statics",
+                info.address,
+                "not allocated (class not initialised)",
+            ));
         }
         Ok(gc + f.offset as u64)
     }
@@ -756,11 +735,11 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         mt: u64,
         offset: u32,
         et: u8,
-    ) -> std::result::Result<Vec<(u32, u64, u64)>, String> {
+    ) -> crate::Result<Vec<(u32, u64, u64)>> {
         self.rt
             .require(crate::discovery::layout::Capability::Statics)
-            .map_err(|e| e.to_string())?;
-        let info = self.rt.method_table(mt).map_err(|e| e.to_string())?;
+            ?;
+        let info = self.rt.method_table(mt)?;
         match &self.rt.layout.statics {
             StaticsScheme::DomainLocalModule => {}
             StaticsScheme::PerType(p) => {
@@ -771,23 +750,33 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             StaticsScheme::Unresolved { ty, field } => return Err(self.unresolved(ty, field)),
         }
         if !info.has_component_size() && info.flags & 6 != 0 {
-            return Err("thread statics of a generic or dynamic type: not read".into());
+            return Err(ClrError::unsupported(
+                "thread statics of a generic or dynamic type",
+                Some(mt),
+                "not read",
+            ));
         }
         let tlm_table = self
             .layout
             .thread_tlm_table
-            .ok_or("thread statics: the Thread layout is not verified on this OS")?;
-        let module = info
-            .module
-            .ok_or("its module is in a module-override slot (not read)")?;
+            .ok_or_else(|| ClrError::NotVerified {
+                runtime: self.rt.layout.name.to_owned(),
+                capability: "thread statics (the Thread's ThreadLocalBlock)",
+            })?;
+        let module = info.require_module()?;
         let m = self.mem();
         let dlm = self
             .domain_local_module(module)
-            .map_err(|e| e.to_string())?;
+            ?;
         let index = m
             .read_u64(dlm + self.layout.dlm_module_index)
-            .map_err(|_| "DomainLocalModule::m_ModuleIndex is not in the dump".to_string())?;
-        let threads = self.rt.threads().map_err(|e| e.to_string())?;
+            .map_err(|_| {
+                ClrError::read(
+                    "DomainLocalModule::m_ModuleIndex",
+                    dlm + self.layout.dlm_module_index,
+                )
+            })?;
+        let threads = self.rt.threads()?;
         let mut out = Vec::new();
         for t in threads {
             if t.os_id == 0 {
@@ -828,13 +817,12 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     }
 
     /// The statics scheme's missing field, said as [`ClrError::MissingField`] says it.
-    fn unresolved(&self, ty: &'static str, field: &'static str) -> String {
+    fn unresolved(&self, ty: &'static str, field: &'static str) -> ClrError {
         ClrError::MissingField {
             ty,
             field,
             runtime: self.rt.layout.name.to_owned(),
         }
-        .to_string()
     }
 
     /// Whether the type keeps its statics apart from its module's (.NET 8: the DomainLocalModule
@@ -1151,10 +1139,10 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     // ---------------------------------------------------------------------------- GC layout
 
     /// The GC reference layout of `mt` (its GCDesc), cached.
-    pub fn gc_layout(&self, mt: u64) -> std::result::Result<GcLayout, String> {
+    pub fn gc_layout(&self, mt: u64) -> crate::Result<GcLayout> {
         self.rt
             .require(crate::discovery::layout::Capability::Roots)
-            .map_err(|e| e.to_string())?;
+            ?;
         if let Some(v) = self.gc_layout.borrow().get(&mt) {
             return v.clone();
         }
@@ -1163,27 +1151,33 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         v
     }
 
-    fn read_gc_layout(&self, mt: u64) -> std::result::Result<GcLayout, String> {
-        let info = self.mt(mt).ok_or("MethodTable not readable")?;
+    fn read_gc_layout(&self, mt: u64) -> crate::Result<GcLayout> {
+        // The cached decode; when it failed, the decode again for its error.
+        let info = match self.mt(mt) {
+            Some(i) => i,
+            None => self.rt.method_table(mt)?,
+        };
         if !info.contains_pointers() {
             return Ok(GcLayout::None);
         }
         let m = self.mem();
         let n = m
             .read_u64(mt - 8)
-            .map_err(|_| format!("GCDesc series count at {:#x} not in the dump", mt - 8))?
+            .map_err(|_| ClrError::read("GCDesc series count", mt - 8))?
             as i64;
         if n > 0 {
             if n > MAX_SERIES {
-                return Err(format!("GCDesc: {n} series"));
+                return Err(ClrError::corrupt("GCDesc", mt, format!("{n} series")));
             }
             let mut v = Vec::new();
             for i in 0..n as u64 {
                 let s = mt - 8 - 16 * (i + 1);
-                let size = m.read_u64(s).map_err(|_| "GCDesc series not in the dump")? as i64;
+                let size = m
+                    .read_u64(s)
+                    .map_err(|_| ClrError::read("GCDesc series", s))? as i64;
                 let off = m
                     .read_u64(s + 8)
-                    .map_err(|_| "GCDesc series not in the dump")?;
+                    .map_err(|_| ClrError::read("GCDesc series", s + 8))?;
                 v.push((off, size));
             }
             Ok(GcLayout::Series(v))
@@ -1191,23 +1185,29 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             // i64::MIN has no negation: compare magnitudes.
             let cnt = n.unsigned_abs();
             if cnt > MAX_SERIES as u64 {
-                return Err(format!("GCDesc: {cnt} repeating items"));
+                return Err(ClrError::corrupt("GCDesc", mt, format!("{cnt} repeating items")));
             }
             let start = m
                 .read_u64(mt - 16)
-                .map_err(|_| "GCDesc start offset not in the dump")?;
+                .map_err(|_| ClrError::read("GCDesc start offset", mt - 16))?;
             let mut items = Vec::new();
             for i in 0..cnt {
                 let a = mt.wrapping_sub(24 + 8 * i);
-                let nptrs = m.read_u32(a).map_err(|_| "GCDesc item not in the dump")?;
+                let nptrs = m
+                    .read_u32(a)
+                    .map_err(|_| ClrError::read("GCDesc item", a))?;
                 let skip = m
                     .read_u32(a + 4)
-                    .map_err(|_| "GCDesc item not in the dump")?;
+                    .map_err(|_| ClrError::read("GCDesc item", a + 4))?;
                 items.push((nptrs, skip));
             }
             Ok(GcLayout::Repeating { start, items })
         } else {
-            Err("ContainsPointers but the GCDesc has no series".into())
+            Err(ClrError::corrupt(
+                "GCDesc",
+                mt,
+                "ContainsPointers but the GCDesc has no series",
+            ))
         }
     }
 
@@ -1219,7 +1219,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         mt: u64,
         size: u64,
         limit: usize,
-    ) -> std::result::Result<Vec<u64>, String> {
+    ) -> crate::Result<Vec<u64>> {
         let mut out = Vec::new();
         match self.gc_layout(mt)? {
             GcLayout::None => {}
@@ -1237,7 +1237,11 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                     let mut p = start;
                     while p < stop {
                         if out.len() >= limit {
-                            return Err(format!("more than {limit} references"));
+                            return Err(ClrError::corrupt(
+                                "object",
+                                addr,
+                                format!("more than {limit} references"),
+                            ));
                         }
                         out.push(p);
                         p += 8;
@@ -1253,7 +1257,11 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                         let end = p.saturating_add(8 * nptrs.max(1) as u64);
                         while p < end {
                             if out.len() >= limit {
-                                return Err(format!("more than {limit} references"));
+                                return Err(ClrError::corrupt(
+                                "object",
+                                addr,
+                                format!("more than {limit} references"),
+                            ));
                             }
                             out.push(p);
                             p += 8;
@@ -1305,7 +1313,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         }
         let slots = self
             .reference_slots(addr, mt, size, 1 << 26)
-            .map_err(|e| ClrError::corrupt("GCDesc", mt, e))?;
+            .map_err(|e| e.context(format!("the GCDesc of MethodTable {mt:#x}")))?;
         let mut out = Vec::with_capacity(slots.len());
         for s in slots {
             let v = self

@@ -3,6 +3,7 @@
 
 use crate::data::types::ReadTypes;
 use crate::discovery::runtime::Runtime;
+use crate::error::ClrError;
 use crate::model::stack::StackWalker;
 use dumpreader::Memory;
 
@@ -24,12 +25,11 @@ pub fn precode_method_desc<M: Memory>(
     rt: &Runtime<M>,
     w: &StackWalker<'_, M>,
     code: u64,
-) -> Result<(u64, &'static str), String> {
+) -> crate::Result<(u64, &'static str)> {
     let m = rt.memory();
     let mut b = [0u8; 16];
-    m.read_exact(code, &mut b).map_err(|_| {
-        "not managed code, and its 16 bytes (a precode?) are not in the dump".to_string()
-    })?;
+    m.read_exact(code, &mut b)
+        .map_err(|_| ClrError::read("16 bytes of what is not managed code (a precode?)", code))?;
     let disp = |at: usize| i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as i64;
     let mov_r10 = |at: usize| b[at..at + 3] == [0x4C, 0x8B, 0x15];
     let jmp_ind = |at: usize| b[at..at + 2] == [0xFF, 0x25];
@@ -39,40 +39,45 @@ pub fn precode_method_desc<M: Memory>(
     } else if mov_r10(0) && jmp_ind(7) {
         (0usize, "StubPrecode")
     } else {
-        return Err(format!(
-            "neither managed code nor a FixupPrecode/StubPrecode (bytes {})",
-            b[..8]
-                .iter()
-                .map(|x| format!("{x:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+        return Err(ClrError::not_found_at(
+            "code",
+            code,
+            format!(
+                "neither managed code nor a FixupPrecode/StubPrecode (bytes {})",
+                b[..8]
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
         ));
     };
     let slot = (code + mov_at as u64 + 7).wrapping_add_signed(disp(mov_at + 3));
     let md = m
         .read_u64(slot)
-        .map_err(|_| format!("{kind} at {code:#x}: its data slot {slot:#x} is not in the dump"))?;
+        .map_err(|_| ClrError::read(format!("the data slot of the {kind} at {code:#x}"), slot))?;
     if kind == "StubPrecode" {
         // StubPrecodeData {SecretParam, Target, Type}: only a method's precode (its type is
         // StubPrecode::Type, 0x4C on x64, or what the runtime publishes) holds a MethodDesc.
         let ty = m.read_u8(slot + 16).unwrap_or(0);
         if ty != stub_precode_type(rt) {
-            return Err(format!(
-                "StubPrecode at {code:#x} of type {ty:#x} (not a method's precode: no MethodDesc)"
+            return Err(ClrError::not_found_at(
+                "StubPrecode",
+                code,
+                format!("of type {ty:#x}: not a method's precode (no MethodDesc)"),
             ));
         }
     }
     if md == 0 {
-        return Err(format!("{kind} at {code:#x} holds a null MethodDesc"));
+        return Err(ClrError::corrupt(kind, code, "holds a null MethodDesc"));
     }
     let info = w
         .method_desc_info(md)
-        .map_err(|e| format!("{kind} at {code:#x}: {md:#x} is not a MethodDesc ({e})"))?;
+        .map_err(|e| e.context(format!("the MethodDesc {md:#x} of the {kind} at {code:#x}")))?;
     rt.method_table(info.method_table).map_err(|e| {
-        format!(
-            "{kind} at {code:#x}: {md:#x} is not a MethodDesc (its MethodTable {:#x}: {e})",
-            info.method_table
-        )
+        e.context(format!(
+            "the MethodDesc {md:#x} of the {kind} at {code:#x}, whose MethodTable"
+        ))
     })?;
     Ok((md, kind))
 }

@@ -166,13 +166,11 @@ pub fn normalize_text(cmd: &str, text: &str, os: &str) -> String {
 pub fn compare(line: &str, ours: &str, theirs: &str, os: &str) -> Option<String> {
     let cmd = line.split_whitespace().next().unwrap_or("");
     if line.split_whitespace().any(|w| w == "--json") {
-        let parse = |s: &str| -> Result<Value, String> {
-            serde_json::from_str(s.trim()).map_err(|e| format!("not JSON ({e}): {s:?}"))
-        };
+        let parse = |s: &str| -> Result<Value, serde_json::Error> { serde_json::from_str(s.trim()) };
         let (mut a, mut b) = match (parse(ours), parse(theirs)) {
             (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) => return Some(format!("dbgext: {e}")),
-            (_, Err(e)) => return Some(format!("dumpshell: {e}")),
+            (Err(e), _) => return Some(format!("dbgext: not JSON ({e}): {ours:?}")),
+            (_, Err(e)) => return Some(format!("dumpshell: not JSON ({e}): {theirs:?}")),
         };
         normalize_json(cmd, &mut a, os);
         normalize_json(cmd, &mut b, os);

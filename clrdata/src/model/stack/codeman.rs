@@ -59,13 +59,13 @@ pub struct CodeInfo {
     /// of the one covering the address when that lies further (a funclet).
     pub code_end: u64,
     /// Why the method is not known, when neither a MethodDesc nor a token was found.
-    pub method_note: Option<String>,
+    pub method_note: Option<crate::ClrError>,
 }
 
 /// Code lookups with per-image caches; one per session or command.
 #[derive(Default)]
 pub struct CodeIndex {
-    r2r: Mutex<HashMap<u64, Result<Arc<R2rImage>, String>>>,
+    r2r: Mutex<HashMap<u64, crate::Result<Arc<R2rImage>>>>,
     files: Mutex<Vec<Arc<ImageFile>>>,
 }
 
@@ -127,7 +127,7 @@ impl CodeIndex {
     }
 
     /// The method and unwind info of the managed code at `ip`. `Ok(None)`: not managed code.
-    pub fn lookup<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> Result<Option<CodeInfo>, String> {
+    pub fn lookup<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> crate::Result<Option<CodeInfo>> {
         let Some(rs) = self.range_section(rt, ip) else {
             return Ok(None);
         };
@@ -135,16 +135,16 @@ impl CodeIndex {
         let m = rt.memory();
         let flags = m
             .read_u32(rs + l.rs_flags)
-            .map_err(|_| format!("RangeSection {rs:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("RangeSection", rs))?;
         if flags & RS_CODEHEAP != 0 {
             let hl = m
                 .read_u64(rs + l.rs_heap_list)
-                .map_err(|_| format!("RangeSection {rs:#x}: HeapList not in the dump"))?;
+                .map_err(|_| crate::ClrError::corrupt("RangeSection", rs, "HeapList not in the dump"))?;
             return self.jit_lookup(rt, hl, ip).map(Some);
         }
         let module = m
             .read_u64(rs + l.rs_r2r_module)
-            .map_err(|_| format!("RangeSection {rs:#x}: R2R module not in the dump"))?;
+            .map_err(|_| crate::ClrError::corrupt("RangeSection", rs, "R2R module not in the dump"))?;
         if module == 0 {
             // A range list (stubs): managed-looking but no method.
             return Ok(None);
@@ -187,7 +187,7 @@ impl CodeIndex {
         }))
     }
 
-    fn r2r_image<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> Result<Arc<R2rImage>, String> {
+    fn r2r_image<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> crate::Result<Arc<R2rImage>> {
         if let Some(r) = self
             .r2r
             .lock()
@@ -212,12 +212,12 @@ impl CodeIndex {
         r
     }
 
-    fn jit_lookup<M: Memory>(&self, rt: &Runtime<M>, hl: u64, ip: u64) -> Result<CodeInfo, String> {
+    fn jit_lookup<M: Memory>(&self, rt: &Runtime<M>, hl: u64, ip: u64) -> crate::Result<CodeInfo> {
         let l = rt.layout.stack();
         let m = rt.memory();
         let rd = |a: u64, what: &str| {
             m.read_u64(a)
-                .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read(what, a))
         };
         let map_base = rd(hl + l.heap_list_map_base, "HeapList::mapBase")?;
         let hdr_map = rd(hl + l.heap_list_hdr_map, "HeapList::pHdrMap")?;
@@ -226,28 +226,40 @@ impl CodeIndex {
             "HeapList::CLRPersonalityRoutine",
         )?;
         if ip < map_base {
-            return Err(format!(
-                "ip {ip:#x} below its code heap's map base {map_base:#x}"
+            return Err(crate::ClrError::corrupt(
+                "HeapList",
+                hl,
+                format!("ip {ip:#x} below its code heap's map base {map_base:#x}"),
             ));
         }
         let read_unit = |di: u64| {
             let a = hdr_map + di * 4;
             m.read_u32(a)
-                .map_err(|_| format!("nibble map at {a:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read("nibble map", a))
         };
         let start = match l.nibble_map {
             NibbleMapEncoding::Linear => nibble_map_linear(read_unit, map_base, ip)?,
             NibbleMapEncoding::ConstantLookup => nibble_map_constant(read_unit, map_base, ip)?,
         };
         let start =
-            start.ok_or_else(|| format!("no method start for {ip:#x} in the nibble map"))?;
+            start.ok_or_else(|| {
+                crate::ClrError::not_found_at(
+                    "method start",
+                    ip,
+                    "no entry in the code heap's nibble map",
+                )
+            })?;
         let hdr = rd(start - 8, "the code header pointer")?;
         let md = rd(hdr + l.code_header_method_desc, "RealCodeHeader::phdrMDesc")?;
         let n = m
             .read_u32(hdr + l.code_header_unwind_count)
-            .map_err(|_| format!("RealCodeHeader {hdr:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("RealCodeHeader", hdr))?;
         if n == 0 || n > MAX_UNWIND_INFOS {
-            return Err(format!("RealCodeHeader {hdr:#x} has {n} unwind infos"));
+            return Err(crate::ClrError::corrupt(
+                "RealCodeHeader",
+                hdr,
+                format!("{n} unwind infos"),
+            ));
         }
         let mut found = None;
         let mut code_end = start;
@@ -255,7 +267,7 @@ impl CodeIndex {
             let a = hdr + l.code_header_unwind_infos + 12 * i;
             let mut b = [0u8; 12];
             m.read_exact(a, &mut b)
-                .map_err(|_| format!("RUNTIME_FUNCTION at {a:#x} is not in the dump"))?;
+                .map_err(|_| crate::ClrError::read("RUNTIME_FUNCTION", a))?;
             let rf = RuntimeFunction {
                 base: module_base,
                 begin: u32::from_le_bytes(b[0..4].try_into().unwrap()),
@@ -269,7 +281,11 @@ impl CodeIndex {
             }
         }
         let unwind = found.ok_or_else(|| {
-            format!("none of the {n} unwind infos of the method at {start:#x} covers {ip:#x}")
+            crate::ClrError::not_found_at(
+                "unwind info",
+                ip,
+                format!("none of the {n} unwind infos of the method at {start:#x} covers it"),
+            )
         })?;
         Ok(CodeInfo {
             kind: CodeKind::Jit,
@@ -288,10 +304,10 @@ impl CodeIndex {
 /// DWORD, most significant first; value n (1-8): a method starts at bucket + (n-1)*4. Scans
 /// back from `ip`'s bucket to the nearest start at or before it.
 fn nibble_map_linear(
-    read_unit: impl Fn(u64) -> Result<u32, String>,
+    read_unit: impl Fn(u64) -> crate::Result<u32>,
     map_base: u64,
     ip: u64,
-) -> Result<Option<u64>, String> {
+) -> crate::Result<Option<u64>> {
     let mut bucket = (ip - map_base) >> 5;
     let mut cached: Option<(u64, u32)> = None;
     for _ in 0..MAX_BUCKETS {
@@ -325,10 +341,10 @@ fn nibble_map_linear(
 /// is at most 8). So the start is in `ip`'s DWORD or, failing that, in the one before it
 /// (a pointer, or its last non-zero nibble); an empty DWORD before it means no method.
 fn nibble_map_constant(
-    read_unit: impl Fn(u64) -> Result<u32, String>,
+    read_unit: impl Fn(u64) -> crate::Result<u32>,
     map_base: u64,
     ip: u64,
-) -> Result<Option<u64>, String> {
+) -> crate::Result<Option<u64>> {
     let is_pointer = |u: u32| (u & 0xF) > 8;
     let decode = |u: u32| map_base + ((u & !0xF) as u64) + ((((u & 0xF) - 9) as u64) << 2);
     let rel = ip - map_base;

@@ -51,16 +51,20 @@ impl ImageFile {
         base: u64,
         layout: PeLayout,
         path: &str,
-    ) -> Result<ImageFile, String> {
+    ) -> crate::Result<ImageFile> {
         let want = pe_identity(mem, base)
-            .ok_or_else(|| format!("the image headers at {base:#x} are not in the dump"))?;
+            .ok_or_else(|| crate::ClrError::read("the image headers", base))?;
         let len = std::fs::metadata(path)
-            .map_err(|e| format!("{path}: {e}"))?
+            .map_err(|e| crate::ClrError::image_file(path, e.to_string()))?
             .len();
         if len > MAX_IMAGE_FILE {
-            return Err(format!("{path}: {len} bytes is too large for an image"));
+            return Err(crate::ClrError::image_file(
+                path,
+                format!("{len} bytes is too large for an image"),
+            ));
         }
-        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| crate::ClrError::image_file(path, e.to_string()))?;
         let have = pe_identity(
             &dumpreader::SliceMemory {
                 base: 0,
@@ -68,13 +72,18 @@ impl ImageFile {
             },
             0,
         )
-        .ok_or_else(|| format!("{path}: not a PE file"))?;
+        .ok_or_else(|| crate::ClrError::image_file(path, "not a PE file"))?;
         if have != want {
-            return Err(format!(
-                "{path}: timestamp/size {have:x?} differ from the dump's {want:x?}"
+            return Err(crate::ClrError::image_file(
+                path,
+                format!(
+                    "timestamp/size {:#x}/{:#x} differ from the dump's {:#x}/{:#x}",
+                    have.0, have.1, want.0, want.1
+                ),
             ));
         }
-        let headers = PeHeaders::parse(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        let headers = PeHeaders::parse(&bytes)
+            .map_err(|e| crate::ClrError::metadata(format!("the PE headers of {path}"), e))?;
         let size = match layout {
             PeLayout::Mapped => want.1 as u64,
             PeLayout::Flat => bytes.len() as u64,

@@ -119,7 +119,7 @@ pub struct StackWalker<'a, M> {
     pub(crate) rt: &'a Runtime<M>,
     pub(crate) names: &'a TypeNames,
     pub(crate) code: CodeIndex,
-    method_names: Mutex<HashMap<(u64, u32), Result<String, String>>>,
+    method_names: Mutex<HashMap<(u64, u32), crate::Result<String>>>,
     vtables: HashMap<u64, &'static str>,
     contexts: HashMap<u64, Regs>,
     pub(crate) native: Option<NativeModules<'a>>,
@@ -205,24 +205,24 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// A MethodDesc's MethodTable and token (through its MethodDescChunk).
-    pub fn method_desc_info(&self, md: u64) -> Result<MethodDescInfo, String> {
+    pub fn method_desc_info(&self, md: u64) -> crate::Result<MethodDescInfo> {
         let l = self.rt.layout.stack();
         let m = self.rt.memory();
         let idx = m
             .read_u8(md + l.md_chunk_index)
-            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDesc", md))?;
         let chunk = md
             .wrapping_sub(idx as u64 * l.md_alignment)
             .wrapping_sub(l.method_desc_chunk_size);
         let mt = m
             .read_u64(chunk + l.chunk_method_table)
-            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?;
         let range = m
             .read_u16(chunk + l.chunk_token_range)
-            .map_err(|_| format!("MethodDescChunk {chunk:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?;
         let rem = m
             .read_u16(md)
-            .map_err(|_| format!("MethodDesc {md:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("MethodDesc", md))?;
         let bits = l.md_token_remainder_bits;
         let mask = (1u32 << bits) - 1;
         let range_mask = (1u32 << (24 - bits)) - 1;
@@ -235,7 +235,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// The name of MethodDef `token` of the Module at `module`, in the DAC's style.
-    pub fn method_name(&self, module: u64, token: u32) -> Result<String, String> {
+    pub fn method_name(&self, module: u64, token: u32) -> crate::Result<String> {
         let key = (module, token);
         if let Some(r) = self
             .method_names
@@ -247,9 +247,9 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         }
         let r = (|| {
             let mm = self.names.module_metadata(self.rt, module)?;
-            let md = mm.metadata().map_err(|e| e.to_string())?;
+            let md = mm.metadata()?;
             md.method_display_name(token & 0x00FF_FFFF)
-                .map_err(|e| format!("MethodDef {token:#x}: {e}"))
+                .map_err(|e| crate::ClrError::metadata(format!("MethodDef {token:#x}"), e))
         })();
         self.method_names
             .lock()
@@ -262,17 +262,15 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     pub(crate) fn name_method_desc(&self, md: u64, f: &mut StackFrame) {
         f.method_desc = Some(md);
         if let Some(e) = self.names_refused() {
-            f.method_error = Some(e);
+            f.method_error = Some(e.to_string());
             return;
         }
         let r = self.method_desc_info(md).and_then(|info| {
             let mt = self
                 .rt
                 .method_table(info.method_table)
-                .map_err(|e| e.to_string())?;
-            let module = mt
-                .module
-                .ok_or_else(|| format!("MethodTable {:#x} has no module", info.method_table))?;
+                ?;
+            let module = mt.require_module()?;
             f.module = Some(module);
             f.token = Some(info.token);
             if mt.type_args.is_empty() {
@@ -287,15 +285,15 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 .map(|&a| param_type_name(&self.names.name_or_note(self.rt, a)))
                 .collect();
             let mm = self.names.module_metadata(self.rt, module)?;
-            let md = mm.metadata().map_err(|e| e.to_string())?;
+            let md = mm.metadata()?;
             let member = md
                 .method_member_display(info.token & 0x00FF_FFFF, args, Vec::new())
-                .map_err(|e| format!("MethodDef {:#x}: {e}", info.token))?;
+                .map_err(|e| crate::ClrError::metadata(format!("MethodDef {:#x}", info.token), e))?;
             Ok(format!("{ty}.{member}"))
         });
         match r {
             Ok(n) => f.method = Some(n),
-            Err(e) => f.method_error = Some(e),
+            Err(e) => f.method_error = Some(e.to_string()),
         }
     }
 
@@ -335,7 +333,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             }
             match self.method_name(module, token) {
                 Ok(n) => f.method = Some(n),
-                Err(e) => f.method_error = Some(e),
+                Err(e) => f.method_error = Some(e.to_string()),
             }
         } else {
             f.method_error = Some(match &ci.method_note {
@@ -347,7 +345,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// The method and code of a managed code address (`ip2md`): `Ok(None)` if not managed.
-    pub fn ip_to_method(&self, ip: u64) -> Result<Option<(CodeInfo, StackFrame)>, String> {
+    pub fn ip_to_method(&self, ip: u64) -> crate::Result<Option<(CodeInfo, StackFrame)>> {
         let Some(ci) = self.code.lookup(self.rt, ip)? else {
             return Ok(None);
         };
@@ -478,18 +476,21 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     /// A HelperMethodFrame whose MachState was never computed: from the state captured in the
     /// FCALL, unwind native frames (the runtime's CFI) until the IP is managed code, as the
     /// runtime's LazyMachState::unwindLazyState does.
-    fn unwind_lazy_state(&self, ms: u64, regs: &Regs) -> Result<Regs, String> {
+    fn unwind_lazy_state(&self, ms: u64, regs: &Regs) -> crate::Result<Regs> {
         let l = self.rt.layout.stack();
         let m = self.rt.memory();
         let native = self.native.as_ref().ok_or_else(|| {
-            "its machine state was never computed and the runtime's unwind tables are not \
-             available"
-                .to_string()
+            crate::ClrError::not_found_at(
+                "LazyMachState",
+                ms,
+                "its machine state was never computed and the runtime's unwind tables are \
+                 not available",
+            )
         })?;
         let (start, end) = (self.rt.info.base, self.rt.info.base + self.rt.info.size);
         let rd = |a: u64| {
             m.read_u64(a)
-                .map_err(|_| format!("LazyMachState at {a:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read("LazyMachState", a))
         };
         let mut r = *regs;
         r.rip = rd(ms + l.ms_capture_rip)?;
@@ -499,14 +500,22 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         }
         for _ in 0..8 {
             if r.rip < start || r.rip >= end {
-                return Err(format!("unwound to {:#x}, outside the runtime", r.rip));
+                return Err(crate::ClrError::corrupt(
+                    "LazyMachState",
+                    ms,
+                    format!("unwound to {:#x}, outside the runtime", r.rip),
+                ));
             }
             native.unwind(&mut r, true)?;
             if self.code.is_managed(self.rt, r.rip) {
                 return Ok(r);
             }
         }
-        Err("no managed caller within 8 native frames".to_string())
+        Err(crate::ClrError::not_found_at(
+            "LazyMachState",
+            ms,
+            "no managed caller within 8 native frames",
+        ))
     }
 
     /// Walks one thread's managed stack.
@@ -789,7 +798,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     None => Some("no native unwind tables (not a dump target)".to_string()),
                     Some(Ok(Unwound::Bottom)) => break,
                     Some(Ok(Unwound::Caller)) => None,
-                    Some(Err(e)) => Some(e),
+                    Some(Err(e)) => Some(e.to_string()),
                 }
             };
             innermost = false;
@@ -896,7 +905,7 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
                 break;
             }
             Err(e) => {
-                st.incomplete = Some(e);
+                st.incomplete = Some(e.to_string());
                 break;
             }
         }
@@ -910,10 +919,10 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
 
 /// The registers of an AMD64 `CONTEXT` at `at` (Windows' layout, which the PAL's mirrors):
 /// Rax..R15 from 0x78 in unwind-number order, Rip at 0xF8.
-fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> Result<Regs, String> {
+fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> crate::Result<Regs> {
     let mut b = [0u8; 0x88];
     m.read_exact(at + 0x78, &mut b)
-        .map_err(|_| format!("the CONTEXT at {at:#x} is not in the dump"))?;
+        .map_err(|_| crate::ClrError::read("the CONTEXT", at))?;
     let q = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
     let mut r = Regs::default();
     for (i, g) in r.gpr.iter_mut().enumerate() {

@@ -43,15 +43,15 @@ impl EhFrameInfo {
         end: u64,
         hdr: (u64, u64),
         eh: u64,
-    ) -> Result<EhFrameInfo, String> {
+    ) -> crate::Result<EhFrameInfo> {
         let hdr_bytes = mem.read_bytes(hdr.0, hdr.1.min(MAX_EH_FRAME as u64) as usize);
         if (hdr_bytes.len() as u64) < hdr.1 {
-            return Err(format!(".eh_frame_hdr at {:#x} is not in the dump", hdr.0));
+            return Err(crate::ClrError::read(".eh_frame_hdr", hdr.0));
         }
         let len = (end.saturating_sub(eh) as usize).min(MAX_EH_FRAME);
         let eh_bytes = mem.read_bytes(eh, len);
         if eh_bytes.is_empty() {
-            return Err(format!(".eh_frame at {eh:#x} is not in the dump"));
+            return Err(crate::ClrError::read(".eh_frame", eh));
         }
         Ok(EhFrameInfo {
             start,
@@ -70,16 +70,22 @@ impl EhFrameInfo {
         mem: &M,
         regs: &mut Regs,
         is_return: bool,
-    ) -> Result<(), String> {
+    ) -> crate::Result<()> {
         let bases = BaseAddresses::default()
             .set_eh_frame_hdr(self.hdr_addr)
             .set_eh_frame(self.eh_addr);
         let hdr = EhFrameHdr::new(&self.hdr, LittleEndian)
             .parse(&bases, 8)
-            .map_err(|e| format!(".eh_frame_hdr: {e}"))?;
+            .map_err(|e| crate::ClrError::corrupt(".eh_frame_hdr", self.hdr_addr, e.to_string()))?;
         let table = hdr
             .table()
-            .ok_or_else(|| ".eh_frame_hdr has no search table".to_string())?;
+            .ok_or_else(|| {
+                crate::ClrError::unsupported(
+                    ".eh_frame_hdr",
+                    Some(self.hdr_addr),
+                    "it has no search table",
+                )
+            })?;
         let eh = EhFrame::new(&self.eh, LittleEndian);
         let mut ctx = UnwindContext::new();
         let pc = if is_return {
@@ -89,17 +95,17 @@ impl EhFrameInfo {
         };
         let row = table
             .unwind_info_for_address(&eh, &bases, &mut ctx, pc, |s, b, o| s.cie_from_offset(b, o))
-            .map_err(|e| format!("no CFI for {:#x}: {e}", regs.rip))?;
+            .map_err(|e| crate::ClrError::unwind(regs.rip, format!("no CFI: {e}")))?;
         let get = |dw: u16| -> u64 { regs.gpr[DWARF_TO_WIN[dw as usize]] };
         let cfa = match row.cfa() {
             CfaRule::RegisterAndOffset { register, offset } if register.0 < 16 => {
                 get(register.0).wrapping_add(*offset as u64)
             }
-            _ => return Err(format!("unsupported CFA rule at {:#x}", regs.rip)),
+            _ => return Err(crate::ClrError::unwind(regs.rip, "unsupported CFA rule")),
         };
         let rd = |a: u64| {
             mem.read_u64(a)
-                .map_err(|_| format!("stack slot {a:#x} is not in the dump"))
+                .map_err(|_| crate::ClrError::read("stack slot", a))
         };
         let mut out = *regs;
         for dw in 0u16..16 {
@@ -146,13 +152,13 @@ impl PdataTable {
         mem: &M,
         base: u64,
         pdata: (u64, u32),
-    ) -> Result<PdataTable, String> {
+    ) -> crate::Result<PdataTable> {
         let n = (pdata.1 / 12).min(MAX_PDATA) as usize;
         let b = mem.read_bytes(pdata.0, n * 12);
         if b.len() < n * 12 {
-            return Err(format!(
-                ".pdata at {:#x} ({} bytes) is not (all) in the dump",
-                pdata.0, pdata.1
+            return Err(crate::ClrError::read(
+                format!(".pdata ({} bytes)", pdata.1),
+                pdata.0,
             ));
         }
         let w = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
@@ -278,14 +284,14 @@ impl<'t> NativeModules<'t> {
                     ImageFormat::Elf(e) => match (e.eh_frame_hdr, e.eh_frame) {
                         (Some(h), Some(eh)) => match EhFrameInfo::read(t, m.base, m.end, h, eh) {
                             Ok(c) => UnwindTable::Cfi(c),
-                            Err(e) => UnwindTable::Missing(e),
+                            Err(e) => UnwindTable::Missing(e.to_string()),
                         },
                         _ => UnwindTable::Missing("it has no .eh_frame_hdr".to_string()),
                     },
                     ImageFormat::Pe(p) => match p.pdata {
                         Some(pd) => match PdataTable::read(t, m.base, pd) {
                             Ok(p) => UnwindTable::Pdata(p),
-                            Err(e) => UnwindTable::Missing(e),
+                            Err(e) => UnwindTable::Missing(e.to_string()),
                         },
                         None => UnwindTable::Missing("it has no .pdata".to_string()),
                     },
@@ -357,17 +363,14 @@ impl<'t> NativeModules<'t> {
     /// Unwinds one native frame: `regs` (rip in a module; `is_return` when rip is a return
     /// address) becomes the caller's. The error says why not (no module, no table, no entry,
     /// a stack slot missing).
-    pub fn unwind(&self, regs: &mut Regs, is_return: bool) -> Result<Unwound, String> {
+    pub fn unwind(&self, regs: &mut Regs, is_return: bool) -> crate::Result<Unwound> {
         let look = if is_return {
             regs.rip.wrapping_sub(1)
         } else {
             regs.rip
         };
         let m = self.module(look).ok_or_else(|| {
-            format!(
-                "no unwind info for {:#x}: no module of the dump holds it",
-                regs.rip
-            )
+            crate::ClrError::unwind(regs.rip, "no unwind info: no module of the dump holds it")
         })?;
         match &m.table {
             UnwindTable::Cfi(c) => {
@@ -387,7 +390,7 @@ impl<'t> NativeModules<'t> {
                         regs.rip = self
                             .target
                             .read_u64(sp)
-                            .map_err(|_| format!("stack slot {sp:#x} is not in the dump"))?;
+                            .map_err(|_| crate::ClrError::read("stack slot", sp))?;
                         regs.gpr[RSP] = sp + 8;
                     }
                 }
@@ -397,9 +400,9 @@ impl<'t> NativeModules<'t> {
                     Unwound::Caller
                 })
             }
-            UnwindTable::Missing(why) => Err(format!(
-                "no unwind info for {:#x} in {}: {why}",
-                regs.rip, m.name
+            UnwindTable::Missing(why) => Err(crate::ClrError::unwind(
+                regs.rip,
+                format!("no unwind info in {}: {why}", m.name),
             )),
         }
     }

@@ -52,15 +52,15 @@ pub struct R2rImage {
     entry_to_rid: HashMap<u32, u32>,
     /// Entry point → MethodDesc from the runtime's map (when MethodDefEntryPoints is not
     /// available), or why it could not be read.
-    entry_to_md: Result<HashMap<u64, u64>, String>,
+    entry_to_md: crate::Result<HashMap<u64, u64>>,
     /// The image file, when the dump lacks the image's pages (see [`ImageFile`]).
     pub file: Option<Arc<ImageFile>>,
 }
 
 impl R2rImage {
     /// Reads the R2R header of the Module at `module`.
-    pub fn read<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<R2rImage, String> {
-        let md = rt.module(module).map_err(|e| e.to_string())?;
+    pub fn read<M: Memory>(rt: &Runtime<M>, module: u64) -> crate::Result<R2rImage> {
+        let md = rt.module(module)?;
         let m = rt.memory();
         let base = md.image_base;
         let layout = if md.mapped {
@@ -85,58 +85,84 @@ impl R2rImage {
         };
         let m = &ov;
         let headers = m.read_bytes(base, 4096);
-        let pe = PeHeaders::parse(&headers).map_err(|e| format!("image at {base:#x}: {e}"))?;
-        let at = |rva: u32| -> Result<u64, String> {
+        let pe = PeHeaders::parse(&headers)
+            .map_err(|e| crate::ClrError::metadata(format!("the PE headers at {base:#x}"), e))?;
+        let at = |rva: u32| -> crate::Result<u64> {
             pe.rva_to_offset(rva, layout)
                 .map(|o| base + o as u64)
-                .ok_or_else(|| format!("RVA {rva:#x} outside the image at {base:#x}"))
+                .ok_or_else(|| {
+                    crate::ClrError::corrupt("image", base, format!("RVA {rva:#x} outside it"))
+                })
         };
         let cor = md.cor_header;
         let rva = m
             .read_u32(cor + 0x40)
-            .map_err(|_| format!("CLI header at {cor:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("CLI header", cor))?;
         if rva == 0 {
-            return Err(format!("image at {base:#x} has no ReadyToRun header"));
+            return Err(crate::ClrError::not_found_at(
+                "ReadyToRun header",
+                base,
+                "the image has none",
+            ));
         }
         let h = at(rva)?;
         let sig = m
             .read_u32(h)
-            .map_err(|_| format!("ReadyToRun header at {h:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("ReadyToRun header", h))?;
         if sig != RTR_SIGNATURE {
-            return Err(format!(
-                "ReadyToRun header at {h:#x} has signature {sig:#x}"
+            return Err(crate::ClrError::corrupt(
+                "ReadyToRun header",
+                h,
+                format!("signature {sig:#x}"),
             ));
         }
-        let n = m.read_u32(h + 12).map_err(|_| "R2R header".to_string())?;
+        let n = m
+            .read_u32(h + 12)
+            .map_err(|_| crate::ClrError::read("ReadyToRun header", h + 12))?;
         if n > MAX_SECTIONS {
-            return Err(format!("ReadyToRun header at {h:#x} claims {n} sections"));
+            return Err(crate::ClrError::corrupt(
+                "ReadyToRun header",
+                h,
+                format!("claims {n} sections"),
+            ));
         }
         let mut sections = HashMap::new();
         for i in 0..n as u64 {
             let s = h + 16 + 12 * i;
             let ty = m
                 .read_u32(s)
-                .map_err(|_| format!("R2R section at {s:#x}"))?;
+                .map_err(|_| crate::ClrError::read("ReadyToRun section", s))?;
             let r = m
                 .read_u32(s + 4)
-                .map_err(|_| format!("R2R section at {s:#x}"))?;
+                .map_err(|_| crate::ClrError::read("ReadyToRun section", s))?;
             let sz = m
                 .read_u32(s + 8)
-                .map_err(|_| format!("R2R section at {s:#x}"))?;
+                .map_err(|_| crate::ClrError::read("ReadyToRun section", s))?;
             sections.insert(ty, (r, sz));
         }
-        let read_section = |ty: u32| -> Result<Vec<u8>, String> {
+        let read_section = |ty: u32| -> crate::Result<Vec<u8>> {
             let (r, sz) = *sections
                 .get(&ty)
-                .ok_or_else(|| format!("R2R image at {base:#x} has no section {ty}"))?;
+                .ok_or_else(|| {
+                    crate::ClrError::not_found_at(
+                        format!("ReadyToRun section {ty}"),
+                        base,
+                        "the image has none",
+                    )
+                })?;
             if sz > MAX_SECTION_BYTES {
-                return Err(format!("R2R section {ty} claims {sz} bytes"));
+                return Err(crate::ClrError::corrupt(
+                    format!("ReadyToRun section {ty}"),
+                    base,
+                    format!("claims {sz} bytes"),
+                ));
             }
             let a = at(r)?;
             let b = m.read_bytes(a, sz as usize);
             if b.len() < sz as usize {
-                return Err(format!(
-                    "R2R section {ty} at {a:#x} is not (all) in the dump"
+                return Err(crate::ClrError::read(
+                    format!("ReadyToRun section {ty} ({sz} bytes)"),
+                    a + b.len() as u64,
                 ));
             }
             Ok(b)
@@ -159,7 +185,11 @@ impl R2rImage {
             }
             Err(_) => {
                 let (r, sz) = *sections.get(&SECTION_RUNTIME_FUNCTIONS).ok_or_else(|| {
-                    format!("R2R image at {base:#x} has no RuntimeFunctions section")
+                    crate::ClrError::not_found_at(
+                        "ReadyToRun RuntimeFunctions section",
+                        base,
+                        "the image has none",
+                    )
                 })?;
                 Functions::Sparse {
                     table: at(r)?,
@@ -172,7 +202,7 @@ impl R2rImage {
         // Read in all cases: MethodDefEntryPoints has no generic instantiation.
         let entry_to_md = match &entry_points {
             Ok(_) => entry_point_map(rt, module, h),
-            Err(e) => entry_point_map(rt, module, h).map_err(|m| format!("{e}; {m}")),
+            Err(e) => entry_point_map(rt, module, h).map_err(|m| m.context(e.to_string())),
         };
         if let Ok(ep) = entry_points {
             let arr = NativeArray::new(&ep);
@@ -197,19 +227,25 @@ impl R2rImage {
     }
 
     /// RUNTIME_FUNCTION `i` (read from `mem` when the table is sparse).
-    fn function<M: Memory + ?Sized>(&self, mem: &M, i: u32) -> Result<(u32, u32, u32), String> {
+    fn function<M: Memory + ?Sized>(&self, mem: &M, i: u32) -> crate::Result<(u32, u32, u32)> {
         match &self.functions {
             Functions::Full(v) => v
                 .get(i as usize)
                 .copied()
-                .ok_or_else(|| format!("RUNTIME_FUNCTION {i} is past the table")),
+                .ok_or_else(|| {
+                    crate::ClrError::not_found_at(
+                        format!("RUNTIME_FUNCTION {i}"),
+                        self.base,
+                        "past the image's table",
+                    )
+                }),
             Functions::Sparse { table, .. } => {
                 let a = table + 12 * i as u64;
                 let mut b = [0u8; 12];
                 mem.read_exact(a, &mut b).map_err(|_| {
-                    format!(
-                        "RUNTIME_FUNCTION {i} at {a:#x} is not in the dump (the image file \
-                         would have it: --image-path)"
+                    crate::ClrError::read(
+                        format!("RUNTIME_FUNCTION {i} (the image file would have it: --image-path)"),
+                        a,
                     )
                 })?;
                 let w = |k: usize| u32::from_le_bytes(b[k..k + 4].try_into().unwrap());
@@ -219,7 +255,7 @@ impl R2rImage {
     }
 
     /// The index of the RUNTIME_FUNCTION that may cover `rva`.
-    fn search<M: Memory + ?Sized>(&self, mem: &M, rva: u32) -> Result<Option<u32>, String> {
+    fn search<M: Memory + ?Sized>(&self, mem: &M, rva: u32) -> crate::Result<Option<u32>> {
         match &self.functions {
             Functions::Full(v) => Ok(v
                 .partition_point(|f| f.0 <= rva)
@@ -258,7 +294,7 @@ impl R2rImage {
         &self,
         mem: &M,
         i: u32,
-    ) -> Result<(u64, u64, u64), String> {
+    ) -> crate::Result<(u64, u64, u64)> {
         let map = self.entry_to_md.as_ref().map_err(Clone::clone)?;
         let mut j = i;
         for _ in 0..64 {
@@ -271,9 +307,10 @@ impl R2rImage {
             }
             j -= 1;
         }
-        Err(format!(
-            "the runtime's entry point map has no method for RUNTIME_FUNCTION {i} (or the \
-             64 before it)"
+        Err(crate::ClrError::not_found_at(
+            format!("the method of RUNTIME_FUNCTION {i}"),
+            self.base,
+            "the runtime's entry point map has none for it (or the 64 before it)",
         ))
     }
 
@@ -282,7 +319,7 @@ impl R2rImage {
         &self,
         mem: &M,
         ip: u64,
-    ) -> Result<Option<u32>, String> {
+    ) -> crate::Result<Option<u32>> {
         let Some(rva) = ip
             .checked_sub(self.base)
             .and_then(|r| u32::try_from(r).ok())
@@ -299,7 +336,7 @@ impl R2rImage {
         &self,
         mem: &M,
         ip: u64,
-    ) -> Result<Option<R2rMethod>, String> {
+    ) -> crate::Result<Option<R2rMethod>> {
         let Some(rva) = ip
             .checked_sub(self.base)
             .and_then(|r| u32::try_from(r).ok())
@@ -350,7 +387,7 @@ fn entry_point_map<M: Memory>(
     rt: &Runtime<M>,
     module: u64,
     header: u64,
-) -> Result<HashMap<u64, u64>, String> {
+) -> crate::Result<HashMap<u64, u64>> {
     let m = rt.memory();
     // Module::m_pReadyToRunInfo and the entry point map's buckets (.NET 8: verified on the
     // corpus, the ReadyToRunInfo's `m_pModule` is the Module and its `m_pHeader` the image's
@@ -359,7 +396,7 @@ fn entry_point_map<M: Memory>(
     let (info_off, buckets_off) = (l.module_r2r_info, l.r2r_info_entry_map_buckets);
     let rd = |a: u64, what: &str| {
         m.read_u64(a)
-            .map_err(|_| format!("{what} at {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read(what, a))
     };
     let info = rd(module + info_off, "Module::m_pReadyToRunInfo")?;
     let module_ok = match l.r2r_info_module {
@@ -367,15 +404,15 @@ fn entry_point_map<M: Memory>(
         None => true,
     };
     if !module_ok || rd(info + l.r2r_info_header, "ReadyToRunInfo::m_pHeader")? != header {
-        return Err(format!(
-            "Module {module:#x}: {info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)"
-        ));
+        return Err(crate::ClrError::corrupt("Module", module, format!("{info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)")));
     }
     let buckets = rd(info + buckets_off, "the entry point map's buckets")?;
     let count = rd(buckets, "the entry point map's bucket count")?;
     if count == 0 || count > MAX_BUCKETS {
-        return Err(format!(
-            "the entry point map at {buckets:#x} claims {count} buckets"
+        return Err(crate::ClrError::corrupt(
+            "the entry point map",
+            buckets,
+            format!("claims {count} buckets"),
         ));
     }
     let mut map = HashMap::new();

@@ -80,10 +80,10 @@ pub fn unwind_frame<M: Memory + ?Sized>(
     mem: &M,
     regs: &mut Regs,
     rf: RuntimeFunction,
-) -> Result<(), String> {
+) -> crate::Result<()> {
     let rd64 = |a: u64| {
         mem.read_u64(a)
-            .map_err(|_| format!("stack slot {a:#x} is not in the dump"))
+            .map_err(|_| crate::ClrError::read("stack slot", a))
     };
     let mut ip_off = regs.rip.wrapping_sub(rf.start());
     let mut cur = rf;
@@ -92,18 +92,22 @@ pub fn unwind_frame<M: Memory + ?Sized>(
         let ui = cur.base + cur.unwind as u64;
         let mut hdr = [0u8; 4];
         mem.read_exact(ui, &mut hdr)
-            .map_err(|_| format!("UNWIND_INFO at {ui:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("UNWIND_INFO", ui))?;
         let version = hdr[0] & 7;
         let flags = hdr[0] >> 3;
         if version != 1 && version != 2 {
-            return Err(format!("UNWIND_INFO at {ui:#x} has version {version}"));
+            return Err(crate::ClrError::unsupported(
+                "UNWIND_INFO",
+                Some(ui),
+                format!("version {version}"),
+            ));
         }
         let count = hdr[2] as usize;
         let frame_reg = (hdr[3] & 0xF) as usize;
         let frame_off = (hdr[3] >> 4) as u64;
         let mut codes = vec![0u8; count * 2];
         mem.read_exact(ui + 4, &mut codes)
-            .map_err(|_| format!("unwind codes at {:#x} are not in the dump", ui + 4))?;
+            .map_err(|_| crate::ClrError::read("unwind codes", ui + 4))?;
         let code = |i: usize| u16::from_le_bytes([codes[2 * i], codes[2 * i + 1]]);
         let mut i = 0;
         while i < count {
@@ -124,7 +128,7 @@ pub fn unwind_frame<M: Memory + ?Sized>(
                 _ => 1,
             };
             if i + slots > count {
-                return Err(format!("UNWIND_INFO at {ui:#x}: truncated unwind code {i}"));
+                return Err(crate::ClrError::corrupt("UNWIND_INFO", ui, format!("truncated unwind code {i}")));
             }
             // A prolog operation not yet executed is skipped (offset = end of the instruction).
             if op != UWOP_EPILOG && ip_off < off {
@@ -163,7 +167,7 @@ pub fn unwind_frame<M: Memory + ?Sized>(
                     regs.gpr[RSP] = rd64(base + 24)?;
                     machframe = true;
                 }
-                _ => return Err(format!("UNWIND_INFO at {ui:#x}: unknown unwind op {op}")),
+                _ => return Err(crate::ClrError::corrupt("UNWIND_INFO", ui, format!("unknown unwind op {op}"))),
             }
             i += slots;
         }
@@ -173,7 +177,7 @@ pub fn unwind_frame<M: Memory + ?Sized>(
         let chained = ui + 4 + (count.div_ceil(2) * 4) as u64;
         let mut b = [0u8; 12];
         mem.read_exact(chained, &mut b)
-            .map_err(|_| format!("chained RUNTIME_FUNCTION at {chained:#x} is not in the dump"))?;
+            .map_err(|_| crate::ClrError::read("chained RUNTIME_FUNCTION", chained))?;
         cur = RuntimeFunction {
             base: cur.base,
             begin: u32::from_le_bytes(b[0..4].try_into().unwrap()),
