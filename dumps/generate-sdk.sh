@@ -46,6 +46,11 @@ MAX_ZST=$((30 * 1024 * 1024))
 ZSTD_LEVEL=${ZSTD_LEVEL:-19}
 OUT=${OUT_DIR:-$HERE}
 
+# The committed dumps for issues 24 and 27 (dumps/README.md): made with the per-command DAC
+# truths and SOS's view (as the .NET 11 dumps), whatever EXTRA_TRUTHS says.
+ISSUES_24_27=(hang-net8-single hang-net8-single-nodac hang-net9-single hang-net9-single-nodac
+     hang-net10-single hang-net10-single-nodac servergc-net9 ilonly-net8-gcore
+     faultnull-net10 faultav-net10 failfast-net10 names-net10 names-net11)
 # Priority order (see dumps/README.md, "The SDK corpus").
 ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net10
      hang-net8 heap-net8 async-net8 hang-net9 heap-net9 async-net9
@@ -56,14 +61,13 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage
      hang-net11 heap-net11 async-net11 asyncreal-net11 crash-net11 deadlock-net11 threadpool-net11
      async-net11-classic asyncreal-net11-classic
-     faultnull-net11 faultav-net11 failfast-net11 names-net11)
+     "${ISSUES_24_27[@]}")
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
-# Made on demand, not committed because a test fails on them until dumpshell reads them
-# (dumps/README.md, "Dumps for issues 24 and 27"; OUT_DIR=dumps/build/ondemand, EXTRA_TRUTHS=1):
-#   servergc-net9 faultnull-net8 faultav-net8 failfast-net8 faultnull-net10 faultav-net10 failfast-net10
-#   names-net8 names-net10 ilonly-net8-gcore ilonly-net9-gcore
-#   hang-net{8,9,10,11}-single hang-net{8,9,10,11}-single-nodac
+# Made on demand, for size (dumps/README.md, "Dumps for issues 24 and 27";
+# OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1):
+#   faultnull-net8 faultav-net8 failfast-net8 names-net8 faultnull-net11 faultav-net11 failfast-net11
+#   hang-net11-single hang-net11-single-nodac ilonly-net9-gcore
 
 die() { echo "generate-sdk.sh: error: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
@@ -540,7 +544,7 @@ EOF
         || die "[$name] the manifest and the DAC disagree (outputs left in $st)"
     # ---- the per-command DAC truths and SOS's view (.NET 11 dumps, or EXTRA_TRUTHS=1): made
     # right away, while the runtime whose DAC SOS loads is at the path the dump records
-    if [ $rt = net11 ] || [ "${EXTRA_TRUTHS:-0}" = 1 ]; then
+    if [ $rt = net11 ] || [ "${EXTRA_TRUTHS:-0}" = 1 ] || [[ " ${ISSUES_24_27[*]} " == *" $name "* ]]; then
         if [ $kind != triage ] && [ $kind != normal ]; then
             log "[$name] per-command DAC truths (locks, roots, statics, methods)"
             bash "$HERE/tools/dac_extras.sh" "$name" "$dmp" "$dac" "$st/$name.dac.json" "$st"
@@ -593,10 +597,13 @@ for i in dict.fromkeys(c for c in crashers if c in ids):
     fi
     # the app's portable PDB (source lines, local names): the dumps of one build share it
     # (dumps/pdbs/README.md; the tests match it to each dump's dll by PDB id)
-    # (.NET 11: in pdbs-ahead/, while no test claims family 11: clrdata/tests/pdb_corpus.rs wants
-    # every PDB in pdbs/ to belong to a dump of tests::all(), which leaves the .NET 11 dumps out)
+    # (.NET 11, and a dump listed in tests::pending() (tests/src/lib.rs): in pdbs-ahead/, while
+    # the tests leave it out: clrdata/tests/pdb_corpus.rs wants every PDB in pdbs/ to belong to a
+    # dump of tests::all(), which leaves the .NET 11 and the pending dumps out)
     local pdbs=$OUT/pdbs
-    [ $rt != net11 ] || pdbs=$OUT/pdbs-ahead
+    if [ $rt = net11 ] || grep -q "name: \"$name\"," "$HERE/../tests/src/lib.rs"; then
+        pdbs=$OUT/pdbs-ahead
+    fi
     keep_pdb "$pdbs" "$key" "$app/$prog.pdb"
     [ "${KEEP_DUMPS:-0}" = 1 ] || rm -f "$dmp"
     log "[$name] $(numfmt --to=iec "$zsz") compressed"
