@@ -121,7 +121,11 @@ fn manifest_type_counts_equal_the_dac_census() {
                 Some(mt) => {
                     let (dac_name, count) = by_mt.get(mt).copied().unwrap_or(("", 0));
                     if !dac_name.starts_with('<') {
-                        assert_eq!(dac_name, name, "{}: the DAC's name of MethodTable {mt}", e.name);
+                        assert_eq!(
+                            dac_name, name,
+                            "{}: the DAC's name of MethodTable {mt}",
+                            e.name
+                        );
                     }
                     count
                 }
