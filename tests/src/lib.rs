@@ -59,7 +59,7 @@ impl Entry {
     }
 
     /// The scenario program that made the dump (`hang` for `hang`, `servergc`, `netcore31`,
-    /// `windows-hang` and `hang-net10-single`): the manifest's `program` when it names one,
+    /// `windows-hang` and `hang-net10-single`; `asyncreal` for `windows-asyncreal-net8`): the manifest's `program` when it names one,
     /// else the dump's name up to its first `-net` (the corpus's naming rule
     /// `<program>-<runtime>[-<shape>][-<kind>]`), else the manifest's scenario.
     pub fn program(&self) -> &str {
@@ -68,7 +68,8 @@ impl Entry {
         }
         match self.name.split("-net").next().unwrap_or(&self.name) {
             "servergc" | "netcore31" | "windows-hang" | "windows" => "hang",
-            n => n,
+            // windows/generate.sh names a dump `windows-<program>-<runtime>`
+            n => n.strip_prefix("windows-").unwrap_or(n),
         }
     }
 
@@ -133,13 +134,19 @@ impl Entry {
         v
     }
 
-    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`: small app files
-    /// checked against the dump's truths), when there are any.
+    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`, or `images/<name>/`
+    /// beside an on-demand dump: small app files checked against the dump's truths), when there
+    /// are any.
     pub fn image_dir(&self) -> Option<PathBuf> {
-        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        // beside the dump (an on-demand dump's `images/`), else dumps/images/
+        let beside = self
+            .compressed
+            .parent()
+            .map(|p| p.join("images").join(&self.name));
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../dumps/images")
             .join(&self.name);
-        d.is_dir().then_some(d)
+        beside.into_iter().chain([corpus]).find(|d| d.is_dir())
     }
 
     /// Whether the dump holds the GC heap: every kind but createdump's `--triage` and
@@ -237,9 +244,12 @@ pub enum Shortfall {
     /// The runtime is found, but image files the dump lacks (a gcore core) are not read from
     /// the files on the image path ([`Entry::unread_images`] is not empty).
     ImagesUnread,
-    /// The stack walk differs from the DAC's ([`stack_truth`] finds differences: frames, or
-    /// the methods' names).
+    /// The stack walk fails, or differs from the DAC's ([`stack_truth`] finds differences:
+    /// frames, or the methods' names).
     StackWalk,
+    /// `dumpasync` reports errors: async boxes it cannot read (a pooled ValueTask box on
+    /// Windows .NET 8: `Module.m_pAvailableParamTypes` is not known there).
+    AsyncBoxes,
 }
 
 /// The dumps committed ahead of the code that reads them ([`Pending`]), with the issue and
@@ -324,7 +334,7 @@ pub fn pending() -> &'static [Pending] {
             issue: 27,
             reason: "a crash through a FaultingExceptionFrame (null dereference): the \
                 crashing thread's walk does not resume from the context the Frame saved, so \
-                the frames beyond it are missing (repl's stacks.rs fails)",
+                the frames beyond it are missing (commands/tests/stacks.rs fails)",
             shortfall: StackWalk,
         },
         Pending {
@@ -347,6 +357,92 @@ pub fn pending() -> &'static [Pending] {
 /// Whether `name` is a [`pending`] dump.
 pub fn is_pending(name: &str) -> bool {
     pending().iter().any(|p| p.name == name)
+}
+
+/// A dump made on demand, not committed (the corpus's size budget: dumps/README.md, "Dumps for
+/// issues 24 and 27"): `make` writes it with every truth into [`on_demand_dir`].
+/// tests/tests/pending.rs checks each one that is there as it checks the [`pending`] dumps
+/// (`shortfall`; `None`: of a runtime family no test claims, refused naming its version) and
+/// names each absent one loudly with its command; with `DUMPSHELL_REQUIRE_ON_DEMAND=1` an
+/// absent one fails.
+#[derive(Debug, Clone, Copy)]
+pub struct OnDemand {
+    /// The dump's name (`<on_demand_dir>/<name>.dmp.zst`).
+    pub name: &'static str,
+    /// The project issue it was made for.
+    pub issue: u32,
+    /// The command that makes it (from the workspace root).
+    pub make: &'static str,
+    /// How it falls short today; `None`: refused as a runtime no test claims.
+    pub shortfall: Option<Shortfall>,
+}
+
+impl OnDemand {
+    /// The dump with its truths, when it has been made.
+    pub fn entry(&self) -> Option<Entry> {
+        let dir = on_demand_dir();
+        let compressed = dir.join(format!("{}.dmp.zst", self.name));
+        if !compressed.is_file() {
+            return None;
+        }
+        Some(Entry {
+            name: self.name.to_owned(),
+            compressed,
+            manifest: load_json(&dir.join(format!("{}.manifest.json", self.name))),
+            dac: load_json(&dir.join(format!("{}.dac.json", self.name))),
+        })
+    }
+}
+
+/// Where the generators write the on-demand dumps ([`on_demand`]): `dumps/build/ondemand/`
+/// (gitignored).
+pub fn on_demand_dir() -> PathBuf {
+    workspace_root().join("dumps/build/ondemand")
+}
+
+/// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
+pub fn on_demand() -> &'static [OnDemand] {
+    use Shortfall::*;
+    macro_rules! sdk {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "sudo OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1 dumps/generate-sdk.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    macro_rules! windows {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "OUT_DIR=dumps/build/ondemand bash dumps/windows/generate.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    &[
+        sdk!("faultnull-net8", 27, Some(StackWalk)),
+        sdk!("faultav-net8", 27, Some(StackWalk)),
+        sdk!("failfast-net8", 27, Some(StackWalk)),
+        sdk!("names-net8", 27, Some(StackWalk)),
+        sdk!("faultnull-net11", 27, None),
+        sdk!("faultav-net11", 27, None),
+        sdk!("failfast-net11", 27, None),
+        sdk!("hang-net11-single", 24, Some(NoRuntime)),
+        sdk!("hang-net11-single-nodac", 24, Some(NoRuntime)),
+        sdk!("ilonly-net9-gcore", 24, Some(ImagesUnread)),
+        windows!("windows-asyncreal-net8", 24, Some(AsyncBoxes)),
+        windows!("windows-asyncreal-net9", 24, Some(StackWalk)),
+    ]
 }
 
 /// The names of the NativeAOT dumps (`app.shape` "nativeaot" in the manifest, made by
