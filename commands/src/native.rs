@@ -161,6 +161,12 @@ pub struct InfoResult {
     pub dump_kind: Option<DumpKindOut>,
     /// How the app was published: single-file, framework-dependent, self-contained.
     pub app_shape: Option<AppShapeOut>,
+    /// Where the runtime's layout (its contract descriptor, or .NET 8's g_dacTable) was read:
+    /// the dump, the build index, an image file, a symbol server. `null` when no runtime is
+    /// read (`runtime_error` says why).
+    pub runtime_layout: Option<clrdata::LayoutSource>,
+    /// Why the runtime found is not read (with each source tried and what would serve).
+    pub runtime_error: Option<clrdata::ClrError>,
     pub warnings: Vec<String>,
 }
 
@@ -518,12 +524,21 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         }),
         dump_kind: None,
         app_shape: None,
+        runtime_layout: None,
+        runtime_error: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
     };
     let rt = clrdata::find_runtime(&*s.target).ok();
+    // The runtime read (its layout's source), or why not: only where a runtime is found.
+    let clr = rt.as_ref().map(|_| s.clr());
     let res = InfoResult {
         dump_kind: dump_kind_out(s, rt.as_ref()),
         app_shape: Some(app_shape_out(s, rt.as_ref())),
+        runtime_layout: clr
+            .as_ref()
+            .and_then(|c| c.as_ref().ok())
+            .map(|c| c.rt.layout_source.clone()),
+        runtime_error: clr.and_then(Result::err),
         ..res
     };
     let mut t = String::new();
@@ -571,6 +586,12 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     }
     if let Some(a) = &res.app_shape {
         line(&mut t, "App shape:", a.description.clone());
+    }
+    if let Some(l) = &res.runtime_layout {
+        line(&mut t, "Layout:", l.to_string());
+    }
+    if let Some(e) = &res.runtime_error {
+        line(&mut t, "Runtime:", format!("not read: {e}"));
     }
     for w in &res.warnings {
         line(&mut t, "Warning:", w.clone());

@@ -5,6 +5,7 @@
 
 pub mod descriptor;
 pub mod imagecheck;
+pub mod index;
 pub mod layout;
 pub mod runtime;
 pub mod supplement;
