@@ -162,6 +162,12 @@ pub struct InfoResult {
     pub dump_kind: Option<appshape::DumpKindInfo>,
     /// How the app was published: single-file, framework-dependent, self-contained.
     pub app_shape: Option<appshape::AppShape>,
+    /// Where the runtime's layout (its contract descriptor, or .NET 8's g_dacTable) was read:
+    /// the dump, the build index, an image file, a symbol server. `null` when no runtime is
+    /// read (`runtime_error` says why).
+    pub runtime_layout: Option<clrdata::LayoutSource>,
+    /// Why the runtime found is not read (with each source tried and what would serve).
+    pub runtime_error: Option<clrdata::ClrError>,
     pub warnings: Vec<String>,
 }
 
@@ -233,6 +239,12 @@ impl Render for InfoResult {
         if let Some(a) = &self.app_shape {
             line(&mut t, "App shape:", a.description.clone());
         }
+        if let Some(l) = &self.runtime_layout {
+            line(&mut t, "Layout:", l.to_string());
+        }
+        if let Some(e) = &self.runtime_error {
+            line(&mut t, "Runtime:", format!("not read: {e}"));
+        }
         for w in &self.warnings {
             line(&mut t, "Warning:", w.clone());
         }
@@ -274,6 +286,8 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         }),
         dump_kind: None,
         app_shape: None,
+        runtime_layout: None,
+        runtime_error: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
     };
     let rt = clrdata::find_runtime(d).ok();
@@ -281,6 +295,13 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     // The version may need the CLR's discovery: asked for last, as it always was.
     let version = rt.as_ref().and_then(|r| runtime_version(s, r));
     res.app_shape = Some(appshape::app_shape(d, rt.as_ref(), version));
+    // The runtime read (its layout's source), or why not: only where a runtime is found.
+    let clr = rt.as_ref().map(|_| s.clr());
+    res.runtime_layout = clr
+        .as_ref()
+        .and_then(|c| c.as_ref().ok())
+        .map(|c| c.rt.layout_source.clone());
+    res.runtime_error = clr.and_then(Result::err);
     Ok(Output::rendered("info", res))
 }
 

@@ -6,6 +6,7 @@
 pub mod appshape;
 pub mod descriptor;
 pub mod imagecheck;
+pub mod index;
 pub mod layout;
 pub mod runtime;
 pub mod supplement;
