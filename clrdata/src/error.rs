@@ -102,7 +102,10 @@ pub enum ClrError {
         /// Where it was looked for, and why it is not there.
         detail: String,
         /// The address looked at, when there is one.
-        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            serialize_with = "dumpreader::json::hex_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
         addr: Option<u64>,
     },
 
@@ -126,7 +129,10 @@ pub enum ClrError {
         /// Why it is not read.
         detail: String,
         /// Where it was met, when known.
-        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            serialize_with = "dumpreader::json::hex_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
         addr: Option<u64>,
     },
 
@@ -304,7 +310,11 @@ impl ClrError {
     }
 
     /// A [`ClrError::Unsupported`].
-    pub fn unsupported(what: impl Into<String>, addr: Option<u64>, detail: impl Into<String>) -> ClrError {
+    pub fn unsupported(
+        what: impl Into<String>,
+        addr: Option<u64>,
+        detail: impl Into<String>,
+    ) -> ClrError {
         ClrError::Unsupported {
             what: what.into(),
             detail: detail.into(),

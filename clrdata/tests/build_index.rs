@@ -113,7 +113,10 @@ fn the_index_descriptor_equals_the_dumps_and_the_files() {
         subs += ours.sub_descriptors;
         // The dump's own, where it holds it.
         if let Ok(own) = descriptor::read_at(&d, m.base + main.rva) {
-            assert_eq!(ours, own, "{name}: the index's descriptor differs from the dump's");
+            assert_eq!(
+                ours, own,
+                "{name}: the index's descriptor differs from the dump's"
+            );
             vs_dump.push(name.clone());
         }
         // The runtime's own file, from its NuGet pack.
@@ -330,9 +333,13 @@ fn a_single_file_host_is_found_by_its_indexed_identity() {
         Err(ClrError::NoRuntime { .. }) => {}
         other => panic!("found without exports nor index: {other:?}"),
     }
-    let info = clrdata::discovery::runtime::find_runtime_with(&view, &DiscoverOptions::clean_room())
-        .expect("found by the index");
+    let info =
+        clrdata::discovery::runtime::find_runtime_with(&view, &DiscoverOptions::clean_room())
+            .expect("found by the index");
     assert_eq!(info.base, with_exports.base);
-    assert_eq!(info.host, clrdata::discovery::runtime::RuntimeHost::SingleFile);
+    assert_eq!(
+        info.host,
+        clrdata::discovery::runtime::RuntimeHost::SingleFile
+    );
     assert_eq!(info.version, e.runtime_version());
 }

@@ -82,7 +82,6 @@ impl Threads {
             os_id: k.map(|k| k.1),
         }
     }
-
 }
 
 impl ThreadRef {
@@ -167,10 +166,9 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let all = m.get_flag("all");
     let only: Option<u32> = match m.get_one::<String>("index") {
-        Some(i) => Some(
-            i.parse()
-                .map_err(|_| CommandError::bad_argument(format!("\'{i}\'"), "not a sync block index"))?,
-        ),
+        Some(i) => Some(i.parse().map_err(|_| {
+            CommandError::bad_argument(format!("\'{i}\'"), "not a sync block index")
+        })?),
         None => None,
     };
     let mut notes = table_data.notes.clone();
@@ -468,7 +466,10 @@ impl Render for DeadlockOut {
         }
         for b in &self.waiting_on_cycles {
             let chain: Vec<String> = b.through.iter().map(|r| r.label()).collect();
-            let wl = self.waits.iter().find(|w| w.thread.thread == b.thread.thread);
+            let wl = self
+                .waits
+                .iter()
+                .find(|w| w.thread.thread == b.thread.thread);
             text.push_str(&format!(
                 "Thread {} waits on deadlock {}: for {} {} held by thread {}\n      in {}\n",
                 b.thread.label(),

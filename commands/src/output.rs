@@ -119,11 +119,9 @@ impl Output {
         };
         let mut json = Vec::new();
         f(&mut json, true)?;
-        let data = serde_json::from_slice(&json).map_err(|e| {
-            CommandError::Output {
-                detail: format!("a streamed result is not valid JSON: {e}"),
-                broken_pipe: false,
-            }
+        let data = serde_json::from_slice(&json).map_err(|e| CommandError::Output {
+            detail: format!("a streamed result is not valid JSON: {e}"),
+            broken_pipe: false,
         })?;
         let mut text = Vec::new();
         f(&mut text, false)?;

@@ -86,15 +86,14 @@ impl Session {
     pub fn clr(&self) -> Result<Arc<Clr>, ClrError> {
         self.clr
             .get_or_init(|| {
-                Runtime::discover(self.target.clone())
-                    .map(|rt| {
-                        Arc::new(Clr {
-                            rt,
-                            names: TypeNames::new(),
-                            heap: OnceLock::new(),
-                            control: self.control.clone(),
-                        })
+                Runtime::discover(self.target.clone()).map(|rt| {
+                    Arc::new(Clr {
+                        rt,
+                        names: TypeNames::new(),
+                        heap: OnceLock::new(),
+                        control: self.control.clone(),
                     })
+                })
             })
             .clone()
     }

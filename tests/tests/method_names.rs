@@ -95,8 +95,7 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
             // The MethodDesc is one its class's chunk walk finds, at that address, with the
             // same token and slot (sizes and flags read right up to it).
             let ee = rt.method_table(decoded.method_table).map(|m| m.ee_class);
-            match ee.and_then(|ee| introduced_methods(&r, ee))
-            {
+            match ee.and_then(|ee| introduced_methods(&r, ee)) {
                 Ok(all) => match all.iter().find(|x| x.address == md) {
                     Some(x) if *x == decoded => {}
                     Some(x) => diffs.push(format!("{what}: the chunk walk reads {x:?}")),

@@ -117,7 +117,9 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
                     match r.thread_static_addresses(mt, f.offset, f.element_type) {
                         Ok(v) => v.into_iter().map(|(_, thread, a)| (thread, a)).collect(),
                         // A generic type definition has none (the DAC lists no thread either).
-                        Err(why) if why.to_string().contains("generic type definition") => BTreeSet::new(),
+                        Err(why) if why.to_string().contains("generic type definition") => {
+                            BTreeSet::new()
+                        }
                         Err(why) => panic!("{fw}: {why}"),
                     };
                 assert_eq!(got, want, "{fw}: threads and addresses");

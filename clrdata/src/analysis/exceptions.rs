@@ -304,9 +304,7 @@ fn describe_element<M: Memory>(
         error: None,
     };
     let named = walker.method_desc_info(md).and_then(|mdi| {
-        let mt =
-            r.rt.method_table(mdi.method_table)
-                ?;
+        let mt = r.rt.method_table(mdi.method_table)?;
         let module = mt.require_module()?;
         el.module = r.rt.module(module).ok().map(|d| d.simple_name);
         walker.method_name(module, mdi.token)

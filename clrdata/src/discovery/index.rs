@@ -63,10 +63,7 @@ impl std::fmt::Display for IndexMiss {
 }
 
 /// The indexed build of `module`, by exact identity, when it is one of `kinds`.
-pub fn build_of(
-    module: &ModuleInfo,
-    kinds: &[ModuleKind],
-) -> Result<&'static Build, IndexMiss> {
+pub fn build_of(module: &ModuleInfo, kinds: &[ModuleKind]) -> Result<&'static Build, IndexMiss> {
     let id = identity_of(module).ok_or(IndexMiss::NoIdentity)?;
     let b = buildindex::lookup(id)
         .map_err(|e| IndexMiss::Unreadable(e.to_string()))?

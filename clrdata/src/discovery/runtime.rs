@@ -1,7 +1,7 @@
 //! Runtime discovery: which CLR is in the dump, its exact version, its layout and its globals.
 
-use crate::discovery::layout::{self, Layout};
 use crate::discovery::index;
+use crate::discovery::layout::{self, Layout};
 use crate::error::{ClrError, LayoutFrom, Result, SourceTried};
 use dumpreader::{ImageFormat, Memory, ModuleInfo, Os, Target};
 use serde::Serialize;
@@ -399,8 +399,8 @@ pub fn find_runtime_with<T: Target + ?Sized>(
                             .find(|m| index::build_of(m, kinds).is_ok())
                     })?
                 })
-                .ok_or_else(|| {
-                    ClrError::NoRuntime { detail: format!(
+                .ok_or_else(|| ClrError::NoRuntime {
+                    detail: format!(
                         "no libcoreclr.so / coreclr.dll among {} modules, no module exports \
                          g_dacTable or DotNetRuntimeInfo{}",
                         modules.len(),
@@ -411,7 +411,6 @@ pub fn find_runtime_with<T: Target + ?Sized>(
                             ""
                         }
                     ),
-                    }
                 })?;
             (m.clone(), RuntimeHost::SingleFile)
         }
@@ -768,7 +767,9 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
+            .ok_or_else(|| ClrError::NoRuntime {
+                detail: "the runtime module vanished from the module list".into(),
+            })?;
         // The export, when the dump holds the symbol table; else the index's RVA for the
         // module's exact build; else the export of an identity-checked image file; else a
         // search of the runtime image for the one table whose entries lead to String's and
@@ -860,7 +861,9 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
+            .ok_or_else(|| ClrError::NoRuntime {
+                detail: "the runtime module vanished from the module list".into(),
+            })?;
         let (d, layout_source) = find_descriptor(&target, &module, &info, opts, &runtime)?;
         supplement::check_contracts(&d, &runtime)?;
         let layout = supplement::build_layout(&d, family, windows, &runtime)?;
@@ -1419,7 +1422,12 @@ fn find_dac_table<T: Target + ?Sized>(
             .into(),
     });
     Err(ClrError::NoLayout {
-        runtime: format!("{} ({} at {:#x})", info.display_name(), info.module_name, info.base),
+        runtime: format!(
+            "{} ({} at {:#x})",
+            info.display_name(),
+            info.module_name,
+            info.base
+        ),
         what: WHAT,
         tried,
         needed: layout_needed(info, module, opts),
@@ -1436,7 +1444,10 @@ fn find_descriptor<T: Target + ?Sized>(
     info: &RuntimeInfo,
     opts: &DiscoverOptions,
     runtime: &str,
-) -> Result<(crate::discovery::descriptor::ContractDescriptor, LayoutSource)> {
+) -> Result<(
+    crate::discovery::descriptor::ContractDescriptor,
+    LayoutSource,
+)> {
     use crate::discovery::descriptor::{self as desc, DescriptorError};
     const WHAT: &str = "contract descriptor";
     let desc_err = |detail: String| ClrError::Descriptor {
@@ -1507,10 +1518,14 @@ fn find_descriptor<T: Target + ?Sized>(
             Ok(b) => match b.main_descriptor() {
                 Some(main) => {
                     let overlay = index::IndexOverlay::new(target, b, module.base);
-                    let d = desc::read_at(&overlay, module.base.wrapping_add(main.rva))
-                        .map_err(|e| {
-                            desc_err(format!("{e} (from the build index: {})", index::describe(b)))
-                        })?;
+                    let d = desc::read_at(&overlay, module.base.wrapping_add(main.rva)).map_err(
+                        |e| {
+                            desc_err(format!(
+                                "{e} (from the build index: {})",
+                                index::describe(b)
+                            ))
+                        },
+                    )?;
                     return Ok((d, source(LayoutFrom::BuildIndex, index::describe(b))));
                 }
                 None => tried.push(SourceTried {
@@ -1534,9 +1549,8 @@ fn find_descriptor<T: Target + ?Sized>(
                         desc::ElfFileOverlay::new(target, path, e.load_bias),
                     ) {
                         (Some(at), Some(overlay)) => {
-                            let d = desc::read_at(&overlay, at).map_err(|e| {
-                                desc_err(format!("{e} (from {})", path.display()))
-                            })?;
+                            let d = desc::read_at(&overlay, at)
+                                .map_err(|e| desc_err(format!("{e} (from {})", path.display())))?;
                             return Ok((
                                 d,
                                 source(

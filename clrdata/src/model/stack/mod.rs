@@ -274,10 +274,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             return;
         }
         let r = self.method_desc_info(md).and_then(|info| {
-            let mt = self
-                .rt
-                .method_table(info.method_table)
-                ?;
+            let mt = self.rt.method_table(info.method_table)?;
             let module = mt.require_module()?;
             f.module = Some(module);
             f.token = Some(info.token);
@@ -296,7 +293,9 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             let md = mm.metadata()?;
             let member = md
                 .method_member_display(info.token & 0x00FF_FFFF, args, Vec::new())
-                .map_err(|e| crate::ClrError::metadata(format!("MethodDef {:#x}", info.token), e))?;
+                .map_err(|e| {
+                    crate::ClrError::metadata(format!("MethodDef {:#x}", info.token), e)
+                })?;
             Ok(format!("{ty}.{member}"))
         });
         match r {
