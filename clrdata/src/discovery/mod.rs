@@ -9,3 +9,4 @@ pub mod index;
 pub mod layout;
 pub mod runtime;
 pub mod supplement;
+pub mod symbols;
