@@ -59,7 +59,7 @@ impl Entry {
     }
 
     /// The scenario program that made the dump (`hang` for `hang`, `servergc`, `netcore31`,
-    /// `windows-hang` and `hang-net10-single`): the manifest's `program` when it names one,
+    /// `windows-hang` and `hang-net10-single`; `asyncreal` for `windows-asyncreal-net8`): the manifest's `program` when it names one,
     /// else the dump's name up to its first `-net` (the corpus's naming rule
     /// `<program>-<runtime>[-<shape>][-<kind>]`), else the manifest's scenario.
     pub fn program(&self) -> &str {
@@ -68,7 +68,8 @@ impl Entry {
         }
         match self.name.split("-net").next().unwrap_or(&self.name) {
             "servergc" | "netcore31" | "windows-hang" | "windows" => "hang",
-            n => n,
+            // windows/generate.sh names a dump `windows-<program>-<runtime>`
+            n => n.strip_prefix("windows-").unwrap_or(n),
         }
     }
 
@@ -137,16 +138,22 @@ impl Entry {
         v
     }
 
-    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`: small app files
-    /// checked against the dump's truths), when there are any.
+    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`, or `images/<name>/`
+    /// beside an on-demand dump: small app files checked against the dump's truths), when there
+    /// are any.
     pub fn image_dir(&self) -> Option<PathBuf> {
         if clean_room() {
             return None;
         }
-        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        // beside the dump (an on-demand dump's `images/`), else dumps/images/
+        let beside = self
+            .compressed
+            .parent()
+            .map(|p| p.join("images").join(&self.name));
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../dumps/images")
             .join(&self.name);
-        d.is_dir().then_some(d)
+        beside.into_iter().chain([corpus]).find(|d| d.is_dir())
     }
 
     /// Whether the dump holds the GC heap: every kind but createdump's `--triage` and
@@ -246,12 +253,250 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The names of every corpus dump of the CLR (`dumps/<name>.dmp.zst`), sorted: NativeAOT dumps
-/// ([`nativeaot_names`]) are not among them.
+/// ([`nativeaot_names`]) and the dumps committed before dumpshell reads them ([`pending`]) are
+/// not among them.
 pub fn names() -> Vec<String> {
     all_names()
         .into_iter()
-        .filter(|n| !is_nativeaot(n))
+        .filter(|n| !is_nativeaot(n) && !is_pending(n))
         .collect()
+}
+
+/// A corpus dump committed before dumpshell reads it: a test of the corpus would fail on it
+/// today. It is left out of [`names`] (so of [`all`], [`ahead`] and every test that takes the
+/// corpus); tests/tests/pending.rs holds it instead to still falling short as `shortfall` says,
+/// and fails once it does not, so that whoever closes `issue` removes the dump from
+/// [`pending`] and every truth test then holds it (its truths are committed beside it).
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    /// The corpus name (`dumps/<name>.dmp.zst`).
+    pub name: &'static str,
+    /// The project issue whose work makes dumpshell read it.
+    pub issue: u32,
+    /// What dumpshell does with the dump today, and which tests would fail.
+    pub reason: &'static str,
+    /// How tests/tests/pending.rs sees that it still falls short.
+    pub shortfall: Shortfall,
+}
+
+/// How a [`Pending`] dump falls short today, as tests/tests/pending.rs checks it (opened as
+/// every test opens corpus dumps: [`Entry::open_options`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortfall {
+    /// `clrdata::Runtime::discover` fails: no runtime is found in the dump.
+    NoRuntime,
+    /// The runtime is found, with the manifest's version, but its GC heap is refused
+    /// (`gc_heap()` fails) although the tests claim the heap on the family.
+    HeapRefused,
+    /// The runtime is found, but image files the dump lacks (a gcore core) are not read from
+    /// the files on the image path ([`Entry::unread_images`] is not empty).
+    ImagesUnread,
+    /// The stack walk fails, or differs from the DAC's ([`stack_truth`] finds differences:
+    /// frames, or the methods' names).
+    StackWalk,
+    /// `dumpasync` reports errors: async boxes it cannot read (a pooled ValueTask box on
+    /// Windows .NET 8: `Module.m_pAvailableParamTypes` is not known there).
+    AsyncBoxes,
+}
+
+/// The dumps committed ahead of the code that reads them ([`Pending`]), with the issue and
+/// the reason. dumps/README.md ("Dumps for issues 24 and 27") says how each was made.
+pub fn pending() -> &'static [Pending] {
+    use Shortfall::*;
+    const SINGLE: &str = "a single-file app dumped by its own runtime (dotnet-dump collect \
+        --type Heap, the DAC beside the app): the host's export table is only partly in the dump \
+        and the host file is on no machine but the one that made it, so no runtime is found \
+        (\"no .NET runtime found in the dump\"); the DAC, ClrMD and SOS read it; every corpus \
+        test would fail on it";
+    const SINGLE_NODAC: &str = "a single-file app dumped by the pack's createdump --withheap \
+        run by hand (no --singlefile, no DAC beside the app): the host's data pages are not in \
+        it, so no runtime is found; the DAC lists the threads but reads neither the heap nor \
+        (8, 9) the stacks, so the manifest-against-DAC checks of tests/tests/truths.rs cannot \
+        hold on it either (dumps/README.md)";
+    const SINGLE_INDEXED: &str = "a single-file app dumped by its own runtime (dotnet-dump collect \
+        --type Heap): its runtime is now found through the build index (the host's identity), but \
+        the stack walk still differs from the DAC's and info calls the app self-extracting";
+    const NODAC_NO_GC: &str = "a single-file app dumped by the pack's createdump --withheap by \
+        hand: its runtime is now found through the build index, but the GC's own tables are not \
+        in the dump, so the heap is refused (rightly: the DAC cannot read it either) and the \
+        manifest-against-DAC checks cannot hold on it";
+    &[
+        Pending {
+            name: "hang-net8-single",
+            issue: 24,
+            reason: SINGLE_INDEXED,
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "hang-net8-single-nodac",
+            issue: 24,
+            reason: SINGLE_NODAC,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net9-single",
+            issue: 24,
+            reason: SINGLE,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net9-single-nodac",
+            issue: 24,
+            reason: SINGLE_NODAC,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net10-single",
+            issue: 24,
+            reason: SINGLE_INDEXED,
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "hang-net10-single-nodac",
+            issue: 24,
+            reason: NODAC_NO_GC,
+            shortfall: HeapRefused,
+        },
+        Pending {
+            name: "servergc-net9",
+            issue: 24,
+            reason: "server GC with 2 heaps on .NET 9.0.22: the heap is refused (\"server-GC \
+                heaps is not verified for .NET 9.0.22\"), but the tests claim the heap on every \
+                .NET 9 dump that holds one (exceptions.rs, fields_net9_10.rs, threadpool.rs and \
+                clrdata's census_descriptor.rs would fail)",
+            shortfall: HeapRefused,
+        },
+        Pending {
+            name: "ilonly-net8-gcore",
+            issue: 24,
+            reason: "a gcore core of a .NET 8 app with IL-only assemblies of its own: neither \
+                the framework's files nor the app's (dumps/images/ilonly-net8-gcore/) are \
+                accepted (\"not verified: the dump lacks the PE headers\"), so no type or \
+                frame is named and stacks stop after 1 frame (gcore_images.rs fails)",
+            shortfall: ImagesUnread,
+        },
+        Pending {
+            name: "names-net10",
+            issue: 27,
+            reason: "generic method instantiations named open (`BlockingWait(!!0)`), the \
+                Reflection.Emit method and the DynamicMethod/compiled Expression frames not \
+                named, where the DAC names them (method_names.rs fails)",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "faultnull-net10",
+            issue: 27,
+            reason: "a crash through a FaultingExceptionFrame (null dereference): the \
+                crashing thread's walk does not resume from the context the Frame saved, so \
+                the frames beyond it are missing (commands/tests/stacks.rs fails)",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "faultav-net10",
+            issue: 27,
+            reason: "a crash through a FaultingExceptionFrame (access violation): as \
+                faultnull-net10",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "failfast-net10",
+            issue: 27,
+            reason: "FailFast in a catch block, the exception's frames below the \
+                FaultingExceptionFrame: as faultnull-net10",
+            shortfall: StackWalk,
+        },
+    ]
+}
+
+/// Whether `name` is a [`pending`] dump.
+pub fn is_pending(name: &str) -> bool {
+    pending().iter().any(|p| p.name == name)
+}
+
+/// A dump made on demand, not committed (the corpus's size budget: dumps/README.md, "Dumps for
+/// issues 24 and 27"): `make` writes it with every truth into [`on_demand_dir`].
+/// tests/tests/pending.rs checks each one that is there as it checks the [`pending`] dumps
+/// (`shortfall`; `None`: of a runtime family no test claims, refused naming its version) and
+/// names each absent one loudly with its command; with `DUMPSHELL_REQUIRE_ON_DEMAND=1` an
+/// absent one fails.
+#[derive(Debug, Clone, Copy)]
+pub struct OnDemand {
+    /// The dump's name (`<on_demand_dir>/<name>.dmp.zst`).
+    pub name: &'static str,
+    /// The project issue it was made for.
+    pub issue: u32,
+    /// The command that makes it (from the workspace root).
+    pub make: &'static str,
+    /// How it falls short today; `None`: refused as a runtime no test claims.
+    pub shortfall: Option<Shortfall>,
+}
+
+impl OnDemand {
+    /// The dump with its truths, when it has been made.
+    pub fn entry(&self) -> Option<Entry> {
+        let dir = on_demand_dir();
+        let compressed = dir.join(format!("{}.dmp.zst", self.name));
+        if !compressed.is_file() {
+            return None;
+        }
+        Some(Entry {
+            name: self.name.to_owned(),
+            compressed,
+            manifest: load_json(&dir.join(format!("{}.manifest.json", self.name))),
+            dac: load_json(&dir.join(format!("{}.dac.json", self.name))),
+        })
+    }
+}
+
+/// Where the generators write the on-demand dumps ([`on_demand`]): `dumps/build/ondemand/`
+/// (gitignored).
+pub fn on_demand_dir() -> PathBuf {
+    workspace_root().join("dumps/build/ondemand")
+}
+
+/// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
+pub fn on_demand() -> &'static [OnDemand] {
+    use Shortfall::*;
+    macro_rules! sdk {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "sudo OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1 dumps/generate-sdk.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    macro_rules! windows {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "OUT_DIR=dumps/build/ondemand bash dumps/windows/generate.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    &[
+        sdk!("faultnull-net8", 27, Some(StackWalk)),
+        sdk!("faultav-net8", 27, Some(StackWalk)),
+        sdk!("failfast-net8", 27, Some(StackWalk)),
+        sdk!("names-net8", 27, Some(StackWalk)),
+        sdk!("faultnull-net11", 27, None),
+        sdk!("faultav-net11", 27, None),
+        sdk!("failfast-net11", 27, None),
+        sdk!("hang-net11-single", 24, Some(NoRuntime)),
+        sdk!("hang-net11-single-nodac", 24, Some(NoRuntime)),
+        sdk!("ilonly-net9-gcore", 24, Some(ImagesUnread)),
+        windows!("windows-asyncreal-net8", 24, Some(AsyncBoxes)),
+        windows!("windows-asyncreal-net9", 24, Some(StackWalk)),
+    ]
 }
 
 /// The names of the NativeAOT dumps (`app.shape` "nativeaot" in the manifest, made by

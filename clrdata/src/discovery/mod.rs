@@ -3,6 +3,7 @@
 //! into a [`runtime::Runtime`] holding plain offsets. Imports nothing above [`crate::error`] and
 //! [`crate::metadata`].
 
+pub mod appshape;
 pub mod descriptor;
 pub mod imagecheck;
 pub mod index;

@@ -7,6 +7,7 @@ pub mod disasm;
 pub mod dso;
 pub mod fields;
 pub mod heap;
+pub mod inspect;
 pub mod methods;
 pub mod names;
 pub mod objects;
