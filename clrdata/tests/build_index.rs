@@ -181,6 +181,7 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
         let none = DiscoverOptions {
             build_index: false,
             files: false,
+            symbol_server: None,
         };
         match Runtime::discover_with_options(&d, &none) {
             Ok(r) => {
@@ -210,6 +211,7 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
             let no_index = DiscoverOptions {
                 build_index: false,
                 files: true,
+                symbol_server: None,
             };
             let by_file = Runtime::discover_with_options(&f, &no_index)
                 .unwrap_or_else(|err| panic!("{name}: with files: {err}"));
@@ -328,6 +330,7 @@ fn a_single_file_host_is_found_by_its_indexed_identity() {
     let no_index = DiscoverOptions {
         build_index: false,
         files: false,
+        symbol_server: None,
     };
     match clrdata::discovery::runtime::find_runtime_with(&view, &no_index) {
         Err(ClrError::NoRuntime { .. }) => {}
@@ -342,4 +345,47 @@ fn a_single_file_host_is_found_by_its_indexed_identity() {
         clrdata::discovery::runtime::RuntimeHost::SingleFile
     );
     assert_eq!(info.version, e.runtime_version());
+}
+
+/// g_dacTable's start where its export is not known (the ThreadStore entry's index,
+/// `supplement::anchors_of`) is where the index's export RVA puts it, on every .NET 9 and 10
+/// dump of an indexed build.
+#[test]
+fn the_dac_table_anchor_index_is_the_exports() {
+    use clrdata::discovery::supplement::anchors_of;
+    use dumpreader::Memory as _;
+    let mut checked = std::collections::BTreeMap::new();
+    for e in tests::all() {
+        if !matches!(e.family(), 9 | 10) {
+            continue;
+        }
+        let d = Dump::open_with(&e.dump_path(), &bare()).expect("open");
+        let rt = Runtime::discover_with_options(&d, &DiscoverOptions::clean_room())
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let m = d.modules().iter().find(|m| m.base == rt.info.base).expect("module");
+        let Ok(b) = index::build_of(m, ALL_KINDS) else {
+            continue;
+        };
+        let export = m.base + b.export("g_dacTable").expect("g_dacTable export");
+        assert_eq!(rt.globals.dac_table, export, "{}", e.name);
+        let ts = rt
+            .descriptor()
+            .and_then(|x| x.global_number("ThreadStore"))
+            .expect("ThreadStore");
+        let at: Vec<u64> = (0..64u64)
+            .filter(|i| {
+                d.read_u64(export + 8 * i)
+                    .is_ok_and(|v| v == ts || m.base.wrapping_add(v) == ts)
+            })
+            .collect();
+        assert_eq!(
+            at,
+            vec![anchors_of(rt.layout.family).thread_store_index],
+            "{}: ThreadStore's entry in g_dacTable",
+            e.name
+        );
+        *checked.entry(e.family()).or_insert(0) += 1;
+    }
+    eprintln!("{checked:?}");
+    assert!(checked.get(&9).is_some_and(|&n| n > 0) && checked.get(&10).is_some_and(|&n| n > 0));
 }

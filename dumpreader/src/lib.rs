@@ -47,7 +47,7 @@ pub use check::{Evidence, FileCheck, ImageGap, Refusal, Refusals};
 pub use elfmods::{BundlePlacement, HostBundle};
 pub use error::{Error, ReadError};
 pub use image::{
-    pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout,
+    file_identity, pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout,
     PeSection, ProgramHeader, Symbol,
 };
 pub use memory::{Memory, MemoryRange, Perms, SliceMemory, MAX_READ_BYTES};
@@ -773,8 +773,9 @@ pub fn image_candidates(recorded: &str, dirs: &[PathBuf], recorded_paths: bool) 
 }
 
 /// Parses the image file `bytes` (or a bundle entry's) loaded at `base`: ELF (with its
-/// `.symtab`), or PE in the given layout.
-fn parse_image_file(
+/// `.symtab`), or PE in the given layout. For a file the caller has checked itself (by
+/// [`file_identity`]), e.g. one downloaded from a symbol server.
+pub fn parse_image_file(
     bytes: &[u8],
     base: u64,
     is_pe: bool,

@@ -85,8 +85,12 @@ impl Entry {
     /// or, where a gcore core lacks them, from files on this machine that dumpreader and the
     /// runtime's records accepted ([`Entry::unread_images`] is empty).
     pub fn images_readable(&self) -> bool {
+        // In the clean room no file stands in: a gcore core whose images are all in its
+        // memory (a compressed bundle's, inflated) still reads them.
         self.images_in_dump()
-            || (self.kind() == "gcore" && self.has_framework() && self.unread_images().is_empty())
+            || (self.kind() == "gcore"
+                && (clean_room() || self.has_framework())
+                && self.unread_images().is_empty())
     }
 
     /// The image files (assemblies, the runtime, a single-file host) whose bytes this dump
@@ -107,7 +111,7 @@ impl Entry {
         }
         let d = self.open();
         // The runtime's records settle the PE files whose headers the dump lacks.
-        let _ = clrdata::Runtime::discover(&d);
+        let _ = discover(&d);
         // A single-file host counts when its bundle maps assemblies out of it; a compressed
         // bundle inflates them into anonymous memory, which the core holds.
         let hosts: Vec<String> = d
@@ -138,6 +142,9 @@ impl Entry {
     /// beside an on-demand dump: small app files checked against the dump's truths), when there
     /// are any.
     pub fn image_dir(&self) -> Option<PathBuf> {
+        if clean_room() {
+            return None;
+        }
         // beside the dump (an on-demand dump's `images/`), else dumps/images/
         let beside = self
             .compressed
@@ -177,6 +184,46 @@ impl Entry {
     pub fn compiler(&self) -> &str {
         self.manifest["app"]["compiler"].as_str().unwrap_or("mcs")
     }
+}
+
+/// Whether this process runs in the clean room: every corpus dump opened with no image path,
+/// no recorded paths and no NuGet pack ([`Entry::open_options`], [`Entry::framework_dirs`]
+/// empty), and discovered with files forbidden ([`discover_options`]): nothing but the dump's
+/// memory and the build index bundled with dumpshell. On in the test binary
+/// `tests/tests/clean_room.rs` (it runs the truth tests there, by its file name: a binary
+/// named `clean_room-*`) and in any test binary run with `DUMPSHELL_CLEAN_ROOM=1`.
+pub fn clean_room() -> bool {
+    static CLEAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CLEAN.get_or_init(|| {
+        std::env::var_os("DUMPSHELL_CLEAN_ROOM").is_some_and(|v| v == "1")
+            || std::env::current_exe().is_ok_and(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("clean_room-"))
+            })
+    })
+}
+
+/// What the tests let discovery read: everything by default; in the [`clean_room`], the dump
+/// and the build index only. `DUMPSHELL_NO_BUILD_INDEX=1` turns the index off (to see what
+/// the dumps give without it).
+pub fn discover_options() -> clrdata::DiscoverOptions {
+    let mut o = if clean_room() {
+        clrdata::DiscoverOptions::clean_room()
+    } else {
+        clrdata::DiscoverOptions::default()
+    };
+    if std::env::var_os("DUMPSHELL_NO_BUILD_INDEX").is_some_and(|v| v == "1") {
+        o.build_index = false;
+    }
+    o
+}
+
+/// The runtime in `target`, discovered with [`discover_options`]: how every truth test opens
+/// it, so that the [`clean_room`] holds them all.
+pub fn discover<M: dumpreader::Memory + dumpreader::Target>(
+    target: M,
+) -> clrdata::Result<clrdata::Runtime<M>> {
+    clrdata::Runtime::discover_with_options(target, &discover_options())
 }
 
 /// The workspace root (the parent of this crate's folder).
@@ -634,7 +681,8 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
 /// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them;
 /// the stack walk and method names are claimed on a triage dump, which holds the stacks),
 /// unless every image the gcore core lacks is read from an accepted file on this machine
-/// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give).
+/// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give), or,
+/// in the [`clean_room`], the core holds them all (a compressed bundle's, inflated).
 pub fn claims(e: &Entry, cap: Capability) -> bool {
     use Capability::*;
     if !family_claims(e.family(), cap) {
@@ -734,6 +782,9 @@ static FRAMEWORK: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
 /// tests pass either way. The reader accepts a file only when its PE timestamp and size equal
 /// the dump's, so a wrong file cannot pass silently.
 pub fn framework_dir() -> Option<PathBuf> {
+    if clean_room() {
+        return None;
+    }
     let mut cached = FRAMEWORK.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(p) = cached.as_ref() {
         return p.clone();
@@ -778,6 +829,9 @@ impl Entry {
     /// `dumps/fetch-frameworks.sh` restores those the corpus names). Self-contained and
     /// single-file apps carry the same files (dumps/README.md). Empty when they are not here.
     pub fn framework_dirs(&self) -> Vec<PathBuf> {
+        if clean_room() {
+            return Vec::new();
+        }
         let v = self.runtime_version();
         if v == "8.0.4" {
             return framework_dir().into_iter().collect();
@@ -811,7 +865,9 @@ impl Entry {
     /// that needs it fails instead of skipping.
     pub fn has_framework(&self) -> bool {
         let here = !self.framework_dirs().is_empty();
-        let obtainable = !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
+        // In the clean room no file is obtainable by design.
+        let obtainable =
+            !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
         if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
             panic!(
                 "{}: the .NET {} runtime pack is not in the NuGet cache (run \
@@ -824,7 +880,7 @@ impl Entry {
     }
 
     /// How tests open this dump with its runtime's files ([`Entry::framework_dirs`]), never
-    /// from the paths the dump records.
+    /// from the paths the dump records; in the [`clean_room`], with no file source at all.
     pub fn open_options(&self) -> dumpreader::OpenOptions {
         dumpreader::OpenOptions {
             image_search_path: self
@@ -873,7 +929,7 @@ pub fn stack_truth(e: &Entry, opts: &dumpreader::OpenOptions) -> StackComparison
     };
     let d = dumpreader::Dump::open_with(&e.dump_path(), opts)
         .unwrap_or_else(|err| panic!("{name}: {err}"));
-    let rt = clrdata::Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let rt = discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
     let names = clrdata::TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let stacks = w.walk_all().unwrap_or_else(|err| panic!("{name}: {err}"));

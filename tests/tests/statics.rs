@@ -17,7 +17,7 @@
 use clrdata::discovery::layout::Capability;
 use clrdata::model::objects::{is_gc_static, ObjectReader};
 use clrdata::prelude::*;
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -73,7 +73,7 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
     let name = e.name.as_str();
     let d = Dump::open_with(&e.dump_path(), &e.open_options())
         .unwrap_or_else(|err| panic!("{name}: {err}"));
-    let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
     rt.require(Capability::Statics).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);

@@ -10,3 +10,4 @@ pub mod index;
 pub mod layout;
 pub mod runtime;
 pub mod supplement;
+pub mod symbols;

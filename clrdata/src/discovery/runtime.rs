@@ -174,6 +174,9 @@ pub struct DiscoverOptions {
     /// the index is read (dumpreader's own file backing is the target's: open it without an
     /// image search path and recorded paths).
     pub files: bool,
+    /// A symbol server to download the runtime module from when neither the dump nor the
+    /// index describes its layout (off by default; never used when `files` is off).
+    pub symbol_server: Option<crate::discovery::symbols::SymbolServer>,
 }
 
 impl Default for DiscoverOptions {
@@ -181,6 +184,7 @@ impl Default for DiscoverOptions {
         DiscoverOptions {
             build_index: true,
             files: true,
+            symbol_server: None,
         }
     }
 }
@@ -191,8 +195,49 @@ impl DiscoverOptions {
         DiscoverOptions {
             build_index: true,
             files: false,
+            symbol_server: None,
         }
     }
+}
+
+/// The runtime module's file from the symbol server, when one is given and files are read;
+/// why not in `tried` otherwise.
+fn from_symbol_server(
+    module: &ModuleInfo,
+    opts: &DiscoverOptions,
+    tried: &mut Vec<SourceTried>,
+) -> Option<crate::discovery::symbols::Fetched> {
+    if !opts.files {
+        return None;
+    }
+    let Some(server) = &opts.symbol_server else {
+        tried.push(SourceTried {
+            from: LayoutFrom::SymbolServer,
+            why: "none given (--symbol-server URL, or DUMPSHELL_SYMBOL_SERVER)".into(),
+        });
+        return None;
+    };
+    match server.fetch(module) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+/// How a file from the symbol server is named in a [`LayoutSource`].
+fn fetched_detail(f: &crate::discovery::symbols::Fetched) -> String {
+    format!(
+        "{} ({}, {}{})",
+        f.url,
+        f.image.note.trim_start_matches(&format!("from {}: ", f.url)),
+        if f.cached { "cached at " } else { "kept at " },
+        f.path.display()
+    )
 }
 
 /// The runtime globals this layer uses (addresses in the target; 0 when null).
@@ -744,6 +789,31 @@ impl<M: Memory> Runtime<M> {
                 }
             }
         }
+        // Nothing else told the version: the sccsid of the symbol server's file of the
+        // module's identity.
+        if info.version.is_empty() && opts.files && opts.symbol_server.is_some() {
+            if let Some(m) = target.modules().iter().find(|m| m.base == info.base) {
+                let mut ignored = Vec::new();
+                if let Some(f) = from_symbol_server(m, opts, &mut ignored) {
+                    if let ImageFormat::Elf(e) = &f.image.format {
+                        let (start, end) = image_range(&target, m);
+                        let version = crate::discovery::descriptor::ElfFileOverlay::new(
+                            &target,
+                            &f.path,
+                            e.load_bias,
+                        )
+                        .and_then(|o| sccsid_version(&o, start, end))
+                        .and_then(|(fv, c)| Some((product_from_file_version(&fv)?, fv, c)));
+                        if let Some((v, fv, commit)) = version {
+                            info.version = v;
+                            info.version_source = VersionSource::ImageFileSccsid;
+                            info.file_version = Some(fv);
+                            info.commit = commit;
+                        }
+                    }
+                }
+            }
+        }
         // .NET 9 and 10: read through the runtime's own contract descriptor.
         if let Some(family) = info
             .major()
@@ -892,7 +962,7 @@ impl<M: Memory> Runtime<M> {
             ));
         }
         // g_dacTable entries next to descriptor globals (see DacTableAnchors).
-        let anchors = supplement::ANCHORS_NET9_10;
+        let anchors = supplement::anchors_of(family);
         let (start, end) = image_range(&target, &module);
         // The export: from the dump's symbol table or an identity-checked image file (as
         // dumpreader found them, files allowed), else the index's RVA for the exact build.
@@ -907,6 +977,15 @@ impl<M: Memory> Runtime<M> {
                     .flatten()
                     .and_then(|b| b.export("g_dacTable"))
                     .map(|rva| module.base.wrapping_add(rva))
+            })
+            // The symbol server's file that gave the descriptor (from the cache now).
+            .or_else(|| {
+                let server = opts.symbol_server.as_ref()?;
+                (layout_source.from == LayoutFrom::SymbolServer)
+                    .then(|| server.fetch(&module).ok())
+                    .flatten()?
+                    .image
+                    .find_export("g_dacTable")
             });
         let table = DacTableView::find(
             &target,
@@ -1291,6 +1370,19 @@ fn unknown_version<T: Target + ?Sized>(
                 Err(e) => format!("none found ({e})"),
             },
         });
+        if opts.symbol_server.is_none() {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: "none given (--symbol-server URL, or DUMPSHELL_SYMBOL_SERVER)".into(),
+            });
+        } else {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: "no version text read from its file of the module's identity (or none \
+                      served)"
+                    .into(),
+            });
+        }
     }
     ClrError::NoLayout {
         runtime: format!("{} at {:#x}", info.module_name, info.base),
@@ -1310,8 +1402,10 @@ fn layout_needed(info: &RuntimeInfo, module: &ModuleInfo, opts: &DiscoverOptions
         "the runtime's own {} ({id}) in a folder given with --image-path",
         info.module_name
     );
-    if opts.files {
+    if opts.files && opts.symbol_server.is_none() {
         format!("{file}, or a symbol server serving it (--symbol-server URL)")
+    } else if opts.files {
+        file
     } else {
         format!("{file} (image files are not read in this session)")
     }
@@ -1401,6 +1495,15 @@ fn find_dac_table<T: Target + ?Sized>(
             Err(e) => tried.push(SourceTried {
                 from: LayoutFrom::ImageFile,
                 why: format!("none found ({e})"),
+            }),
+        }
+    }
+    if let Some(f) = from_symbol_server(module, opts, &mut tried) {
+        match f.image.find_export(WHAT) {
+            Some(a) => return Ok((a, source(LayoutFrom::SymbolServer, fetched_detail(&f)))),
+            None => tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: format!("{} exports no {WHAT}", f.url),
             }),
         }
     }
@@ -1573,6 +1676,33 @@ fn find_descriptor<T: Target + ?Sized>(
             Err(e) => tried.push(SourceTried {
                 from: LayoutFrom::ImageFile,
                 why: format!("none found ({e})"),
+            }),
+        }
+    }
+    // A symbol server's file of the module's identity.
+    if let Some(f) = from_symbol_server(module, opts, &mut tried) {
+        match &f.image.format {
+            ImageFormat::Elf(e) => match (
+                f.image.find_export(desc::EXPORT_NAME),
+                desc::ElfFileOverlay::new(target, &f.path, e.load_bias),
+            ) {
+                (Some(at), Some(overlay)) => {
+                    let d = desc::read_at(&overlay, at)
+                        .map_err(|e| desc_err(format!("{e} (from {})", f.url)))?;
+                    return Ok((d, source(LayoutFrom::SymbolServer, fetched_detail(&f))));
+                }
+                _ => tried.push(SourceTried {
+                    from: LayoutFrom::SymbolServer,
+                    why: format!("{} has no {} export", f.url, desc::EXPORT_NAME),
+                }),
+            },
+            ImageFormat::Pe(_) => tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: format!(
+                    "{}: a PE file's descriptor is not read from a file yet (only from the \
+                     dump's memory or the build index)",
+                    f.url
+                ),
             }),
         }
     }
