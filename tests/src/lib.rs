@@ -377,6 +377,18 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Locks
                 | Exceptions
         ),
+        11 => matches!(
+            cap,
+            HeapWalk
+                | Threads
+                | TypeNames
+                | Fields
+                | Statics
+                | Stacks
+                | Methods
+                | Roots
+                | Exceptions
+        ),
         _ => false,
     }
 }
