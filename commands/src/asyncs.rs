@@ -11,10 +11,10 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::asyncsm::{self, AsyncBox};
 use clrdata::analysis::causality::{self, Cause};
 use clrdata::analysis::channels::ChannelState;
+use clrdata::analysis::listing::{self, AsyncListing, AsyncQuery, ASYNC_NEEDS, CAUSALITY_NEEDS};
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::StackWalker;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// The async commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -213,37 +213,6 @@ fn field_line(f: &FieldOut) -> String {
     x
 }
 
-/// The state machine's fields (SOS's `--fields`), read where the box holds them.
-fn state_machine_fields(c: &Clr, b: &AsyncBox) -> Vec<FieldOut> {
-    let (Some(mt), Some(at)) = (b.state_machine_mt, b.state_machine_address) else {
-        return Vec::new();
-    };
-    let r = ObjectReader::new(&c.rt, &c.names);
-    r.fields(mt, at, false)
-        .map(|fs| {
-            fs.iter()
-                .map(|f| {
-                    let (display_name, kind) = asyncsm::hoisted_field(&f.name);
-                    let string = match &f.value {
-                        clrdata::model::objects::FieldValue::Object { string, .. } => {
-                            string.clone()
-                        }
-                        _ => None,
-                    };
-                    FieldOut {
-                        name: f.name.clone(),
-                        display_name,
-                        kind,
-                        type_name: f.type_name.clone(),
-                        value: f.value.display(),
-                        string,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[derive(Serialize)]
 pub struct ChainOut {
     /// Innermost first.
@@ -301,381 +270,285 @@ pub struct Result {
     pub errors: Vec<String>,
 }
 
-/// Threads blocked on tasks, by chain index of `a` (needs the stacks).
-fn blocked_by_chain(
-    c: &Clr,
-    a: &asyncsm::AsyncAnalysis,
-) -> clrdata::Result<BTreeMap<usize, Vec<BlockedThread>>> {
-    for cap in CAUSALITY_NEEDS {
-        c.rt.require(*cap)?;
+fn field_out(f: &listing::HoistedField) -> FieldOut {
+    FieldOut {
+        name: f.name.clone(),
+        display_name: f.display_name.clone(),
+        kind: f.kind,
+        type_name: f.type_name.clone(),
+        value: f.value.clone(),
+        string: f.string.clone(),
     }
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let walker = StackWalker::for_target(&c.rt, &c.names);
-    let scans = causality::thread_scans(&walker)?;
-    let k = causality::analyze(&r, a, &scans);
-    let mut out: BTreeMap<usize, Vec<BlockedThread>> = BTreeMap::new();
-    for w in &k.thread_waits {
-        for &ci in &w.chains {
-            out.entry(ci).or_default().push(BlockedThread {
-                os_id: w.os_id,
-                managed_id: w.managed_id,
-                via: w.via.clone(),
-                task: hex(w.task),
-            });
-        }
-    }
-    Ok(out)
 }
 
-/// What the async analyses read: managed fields by name (Task, boxes, continuations).
-const ASYNC_NEEDS: &[clrdata::discovery::layout::Capability] = &[
-    clrdata::discovery::layout::Capability::HeapWalk,
-    clrdata::discovery::layout::Capability::TypeNames,
-    clrdata::discovery::layout::Capability::Fields,
-];
+/// `dumpasync`'s result: the listing the query asked for.
+pub struct DumpAsync(pub AsyncListing);
 
-/// What causality reads besides: the threads' stacks (who blocks where) and their locks.
-const CAUSALITY_NEEDS: &[clrdata::discovery::layout::Capability] = &[
-    clrdata::discovery::layout::Capability::HeapWalk,
-    clrdata::discovery::layout::Capability::TypeNames,
-    clrdata::discovery::layout::Capability::Fields,
-    clrdata::discovery::layout::Capability::Stacks,
-    clrdata::discovery::layout::Capability::Locks,
-];
+impl DumpAsync {
+    /// The JSON form (docs/json.md, `dumpasync`).
+    pub fn to_json(&self) -> Result {
+        let l = &self.0;
+        let a = &l.analysis;
+        Result {
+            chains: l
+                .chains
+                .iter()
+                .map(|ch| ChainOut {
+                    boxes: ch
+                        .boxes
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &i)| {
+                            let mut o = box_out(&a.boxes[i], &a.facts);
+                            o.fields = ch
+                                .fields
+                                .as_ref()
+                                .map(|fs| fs[k].iter().map(field_out).collect());
+                            o
+                        })
+                        .collect(),
+                    count: ch.count,
+                    cycle_back_to: ch.cycle_back_to.map(|i| hex(a.boxes[i].address)),
+                    blocked_threads: ch.blocked_threads.as_ref().map(|ts| {
+                        ts.iter()
+                            .map(|t| BlockedThread {
+                                os_id: t.os_id,
+                                managed_id: t.managed_id,
+                                via: t.via.clone(),
+                                task: hex(t.task),
+                            })
+                            .collect()
+                    }),
+                })
+                .collect(),
+            stats: l.stats.as_ref().map(|v| {
+                v.iter()
+                    .map(|(t, count)| StatOut {
+                        state_machine_type: t.clone(),
+                        count: *count,
+                    })
+                    .collect()
+            }),
+            tasks: l.tasks.as_ref().map(|v| {
+                v.iter()
+                    .map(|x| TaskOut {
+                        address: hex(x.address),
+                        type_name: x.type_name.clone(),
+                        task_status: x.status(),
+                        task_flags: hex(x.flags as u64),
+                    })
+                    .collect()
+            }),
+            total_boxes: a.boxes.len(),
+            shown_boxes: l.shown_boxes,
+            completed_skipped: l.completed_skipped,
+            cycles: a
+                .cycles
+                .iter()
+                .map(|r| r.iter().map(|&i| hex(a.boxes[i].address)).collect())
+                .collect(),
+            idle_pooled_boxes: a.idle_pooled_boxes,
+            blocked_threads_unavailable: l.blocked_unavailable.as_ref().map(|e| e.to_string()),
+            errors: a.errors.clone(),
+        }
+    }
+}
+
+impl Serialize for DumpAsync {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl crate::output::Render for DumpAsync {
+    fn render(&self) -> String {
+        let l = &self.0;
+        let a = &l.analysis;
+        let mut t = String::new();
+        if let Some(st) = &l.stats {
+            t.push_str(&format!("{:>8} {}\n", "Count", "State machine type"));
+            for (ty, n) in st {
+                t.push_str(&format!("{n:>8} {ty}\n"));
+            }
+            t.push_str(&format!("Total {} boxes\n", l.shown_boxes));
+        } else {
+            for ch in &l.chains {
+                if ch.count > 1 {
+                    t.push_str(&format!("{} chains:\n", ch.count));
+                }
+                for (depth, &i) in ch.boxes.iter().enumerate() {
+                    render_box(&mut t, &a.boxes[i], depth);
+                    if let Some(fs) = &ch.fields {
+                        for f in &fs[depth] {
+                            t.push_str(&format!(
+                                "{:indent$}    {}\n",
+                                "",
+                                field_line(&field_out(f)),
+                                indent = depth * 2
+                            ));
+                        }
+                    }
+                    render_awaited(&mut t, l, &a.boxes[i], depth);
+                }
+                if let Some(back) = ch.cycle_back_to {
+                    t.push_str(&format!(
+                        "{:indent$}^^ CYCLE: continues back into {:016x} {}: these tasks await each other, none can complete\n",
+                        "",
+                        a.boxes[back].address,
+                        asyncsm::async_method_name(&a.boxes[back].state_machine_type),
+                        indent = ch.boxes.len() * 2
+                    ));
+                }
+                match &ch.blocked_threads {
+                    Some(ts) => {
+                        for th in ts {
+                            t.push_str(&format!(
+                                "  Blocked thread {:x} (managed {}) in {} on task {}\n",
+                                th.os_id,
+                                th.managed_id,
+                                th.via.as_deref().unwrap_or("?"),
+                                hex(th.task)
+                            ));
+                        }
+                    }
+                    None => {
+                        let n: usize = ch
+                            .boxes
+                            .iter()
+                            .map(|&i| a.boxes[i].wait_events.len())
+                            .sum();
+                        if n > 0 {
+                            t.push_str(&format!(
+                                "  {n} thread(s) blocked synchronously on it (Task.Wait/.Result); which: causality (needs the stacks)\n"
+                            ));
+                        }
+                    }
+                }
+                t.push('\n');
+            }
+            for ring in &a.cycles {
+                let names: Vec<String> = ring
+                    .iter()
+                    .map(|&i| {
+                        format!(
+                            "{} ({:x})",
+                            asyncsm::async_method_name(&a.boxes[i].state_machine_type),
+                            a.boxes[i].address
+                        )
+                    })
+                    .collect();
+                t.push_str(&format!(
+                    "Cycle of {} tasks awaiting each other: {} -> back to the first\n",
+                    ring.len(),
+                    names.join(" -> ")
+                ));
+            }
+            if a.idle_pooled_boxes > 0 {
+                t.push_str(&format!(
+                    "{} pooled ValueTask boxes idle in their pool (not listed)\n",
+                    a.idle_pooled_boxes
+                ));
+            }
+            t.push_str(&format!(
+                "{} chains, {} boxes shown of {} ({} completed skipped)\n",
+                l.chains.len(),
+                l.shown_boxes,
+                a.boxes.len(),
+                l.completed_skipped
+            ));
+        }
+        if let Some(tasks) = &l.tasks {
+            t.push_str(&format!("\n{} other tasks:\n", tasks.len()));
+            for x in tasks {
+                t.push_str(&format!(
+                    "{:>18} {:<22} {}\n",
+                    hex(x.address),
+                    x.status(),
+                    x.type_name
+                ));
+            }
+        }
+        for e in &a.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
+/// A box's line: address, MethodTable, state, status and method, indented by its depth.
+fn render_box(t: &mut String, b: &AsyncBox, depth: usize) {
+    let state = match b.state {
+        Some(v) if !b.completed() => v.to_string(),
+        Some(_) => "-".into(),
+        None => "?".into(),
+    };
+    t.push_str(&format!(
+        "{:indent$}{:016x} {:016x} {:>4} {:<9} {}{}\n",
+        "",
+        b.address,
+        b.mt,
+        state,
+        if b.completed() {
+            b.task_status()
+        } else {
+            b.state_name()
+        },
+        asyncsm::async_method_name(&b.state_machine_type),
+        if b.kind == asyncsm::BoxKind::Pooling {
+            " [pooled ValueTask box]"
+        } else {
+            ""
+        },
+        indent = depth * 2
+    ));
+}
+
+/// What a box awaits that is not itself a box (a TaskCompletionSource's task, a channel's
+/// operation, ...), with the channel it belongs to.
+fn render_awaited(t: &mut String, l: &AsyncListing, b: &AsyncBox, depth: usize) {
+    for aw in &b.awaiters {
+        if let (Some(o), Some(ot)) = (aw.object, &aw.object_type) {
+            if !l.is_box(o) {
+                t.push_str(&format!(
+                    "{:indent$}  << Awaiting: {o:016x} {ot} >>\n",
+                    "",
+                    indent = depth * 2
+                ));
+                if let Some(ch) = l.analysis.facts.channel_of(o) {
+                    let role = ch.role_of(o).map_or("?", |(r, _)| r.api());
+                    t.push_str(&format!(
+                        "{:indent$}     ({role} on {})\n",
+                        "",
+                        channel_summary(ch),
+                        indent = depth * 2
+                    ));
+                }
+            }
+        }
+    }
+}
 
 fn dumpasync(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, ASYNC_NEEDS)?;
     let heap = c.heap()?;
-    let a = asyncsm::analyze(&c.rt, &c.names, heap);
-    let completed = m.get_flag("completed");
-    let address = match m.get_one::<String>("address") {
-        Some(t) => Some(parse_address(t)?),
-        None => None,
+    let q = AsyncQuery {
+        completed: m.get_flag("completed"),
+        address: m
+            .get_one::<String>("address")
+            .map(|t| parse_address(t))
+            .transpose()?,
+        mt: m
+            .get_one::<String>("methodtable")
+            .map(|t| parse_address(t))
+            .transpose()?,
+        type_contains: m.get_one::<String>("type").cloned(),
+        coalesce: m.get_flag("coalesce"),
+        stats: m.get_flag("stats"),
+        fields: m.get_flag("fields"),
+        tasks: m.get_flag("tasks"),
     };
-    let mt_filter = match m.get_one::<String>("methodtable") {
-        Some(t) => Some(parse_address(t)?),
-        None => None,
-    };
-    let ty = m.get_one::<String>("type").cloned();
-    let keep = |b: &AsyncBox| completed || !b.completed();
-    let completed_skipped = a.boxes.iter().filter(|b| !keep(b)).count();
-    let mut chains: Vec<Vec<usize>> = Vec::new();
-    // the analysis' chain each shown chain comes from (for the blocked threads)
-    let mut origin: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
-    for (ci, ch) in a.chains.iter().enumerate() {
-        let ch: Vec<usize> = ch.iter().copied().filter(|&i| keep(&a.boxes[i])).collect();
-        if !ch.is_empty() {
-            origin.entry(ch.clone()).or_default().push(ci);
-        }
-        if ch.is_empty() || chains.contains(&ch) {
-            continue;
-        }
-        if let Some(addr) = address {
-            if !ch.iter().any(|&i| a.boxes[i].address == addr) {
-                continue;
-            }
-        }
-        if let Some(mt) = mt_filter {
-            if !ch.iter().any(|&i| a.boxes[i].mt == mt) {
-                continue;
-            }
-        }
-        if let Some(t) = &ty {
-            if !ch.iter().any(|&i| {
-                a.boxes[i].state_machine_type.contains(t.as_str())
-                    || asyncsm::async_method_name(&a.boxes[i].state_machine_type)
-                        .contains(t.as_str())
-            }) {
-                continue;
-            }
-        }
-        chains.push(ch);
-    }
-    // A box awaited by several methods is on several chains: count it once.
-    let shown: BTreeSet<usize> = chains.iter().flatten().copied().collect();
-    let shown_boxes = shown.len();
-    let mut groups: Vec<(Vec<usize>, usize)> = Vec::new();
-    if m.get_flag("coalesce") {
-        let mut ix: BTreeMap<Vec<String>, usize> = BTreeMap::new();
-        for ch in chains {
-            let key: Vec<String> = ch
-                .iter()
-                .map(|&i| a.boxes[i].state_machine_type.clone())
-                .collect();
-            match ix.get(&key) {
-                Some(&g) => groups[g].1 += 1,
-                None => {
-                    ix.insert(key, groups.len());
-                    groups.push((ch, 1));
-                }
-            }
-        }
-    } else {
-        groups = chains.into_iter().map(|c| (c, 1)).collect();
-    }
-    let stats = m.get_flag("stats").then(|| {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for &i in &shown {
-            *counts
-                .entry(a.boxes[i].state_machine_type.as_str())
-                .or_default() += 1;
-        }
-        let mut v: Vec<StatOut> = counts
-            .into_iter()
-            .map(|(t, count)| StatOut {
-                state_machine_type: t.to_owned(),
-                count,
-            })
-            .collect();
-        v.sort_by(|x, y| {
-            x.count
-                .cmp(&y.count)
-                .then(x.state_machine_type.cmp(&y.state_machine_type))
-        });
-        v
-    });
-    let with_fields = m.get_flag("fields");
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let index: BTreeMap<u64, usize> = a
-        .boxes
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.address, i))
-        .collect();
-    // The box of the chain its outermost box continues back into (a ring).
-    let cycle_back = |ch: &[usize]| -> Option<usize> {
-        let last = *ch.last()?;
-        a.boxes[last]
-            .continuations
-            .iter()
-            .filter_map(|x| index.get(x).copied())
-            .find(|i| ch.contains(i))
-    };
-    let (blocked, blocked_unavailable) = match blocked_by_chain(&c, &a) {
-        Ok(b) => (Some(b), None),
-        Err(e) => (None, Some(e.to_string())),
-    };
-    let blocked_of = |ch: &Vec<usize>| -> Option<Vec<BlockedThread>> {
-        let b = blocked.as_ref()?;
-        let mut v: Vec<BlockedThread> = Vec::new();
-        for ci in origin.get(ch).into_iter().flatten() {
-            for t in b.get(ci).into_iter().flatten() {
-                if !v.iter().any(|x| x.os_id == t.os_id) {
-                    v.push(t.clone());
-                }
-            }
-        }
-        Some(v)
-    };
-    let tasks = m.get_flag("tasks").then(|| {
-        let mut v: Vec<u64> = a.facts.tasks.iter().copied().collect();
-        v.sort_unstable();
-        v.into_iter()
-            .filter_map(|t| {
-                let (mt, _) = r.object_mt(t).ok()?;
-                let fs = r.fields(mt, t + 8, false).ok()?;
-                let flags = fs
-                    .iter()
-                    .rev()
-                    .find(|f| f.name == "m_stateFlags")
-                    .and_then(|f| match f.value {
-                        clrdata::model::objects::FieldValue::Int { value } => Some(value as u32),
-                        clrdata::model::objects::FieldValue::UInt { value } => Some(value as u32),
-                        _ => None,
-                    })
-                    .unwrap_or(0);
-                if !completed
-                    && clrdata::analysis::tasks::TaskStatus::from_flags(flags).is_completed()
-                {
-                    return None;
-                }
-                Some(TaskOut {
-                    address: hex(t),
-                    type_name: c.type_name(mt),
-                    task_status: asyncsm::task_status_of(flags),
-                    task_flags: hex(flags as u64),
-                })
-            })
-            .collect::<Vec<_>>()
-    });
-
-    let mut t = String::new();
-    if let Some(st) = &stats {
-        t.push_str(&format!("{:>8} {}\n", "Count", "State machine type"));
-        for s in st {
-            t.push_str(&format!("{:>8} {}\n", s.count, s.state_machine_type));
-        }
-        t.push_str(&format!("Total {shown_boxes} boxes\n"));
-    } else {
-        for (ch, n) in &groups {
-            if *n > 1 {
-                t.push_str(&format!("{n} chains:\n"));
-            }
-            for (depth, &i) in ch.iter().enumerate() {
-                let b = &a.boxes[i];
-                let state = match b.state {
-                    Some(v) if !b.completed() => v.to_string(),
-                    Some(_) => "-".into(),
-                    None => "?".into(),
-                };
-                t.push_str(&format!(
-                    "{:indent$}{:016x} {:016x} {:>4} {:<9} {}{}\n",
-                    "",
-                    b.address,
-                    b.mt,
-                    state,
-                    if b.completed() {
-                        b.task_status()
-                    } else {
-                        b.state_name()
-                    },
-                    asyncsm::async_method_name(&b.state_machine_type),
-                    if b.kind == asyncsm::BoxKind::Pooling {
-                        " [pooled ValueTask box]"
-                    } else {
-                        ""
-                    },
-                    indent = depth * 2
-                ));
-                if with_fields {
-                    for f in state_machine_fields(&c, b) {
-                        t.push_str(&format!(
-                            "{:indent$}    {}\n",
-                            "",
-                            field_line(&f),
-                            indent = depth * 2
-                        ));
-                    }
-                }
-                for aw in &b.awaiters {
-                    if let (Some(o), Some(ot)) = (aw.object, &aw.object_type) {
-                        if !a.boxes.iter().any(|x| x.address == o) {
-                            t.push_str(&format!(
-                                "{:indent$}  << Awaiting: {o:016x} {ot} >>\n",
-                                "",
-                                indent = depth * 2
-                            ));
-                            if let Some(ch) = a.facts.channel_of(o) {
-                                let role = ch.role_of(o).map_or("?", |(r, _)| r.api());
-                                t.push_str(&format!(
-                                    "{:indent$}     ({role} on {})\n",
-                                    "",
-                                    channel_summary(ch),
-                                    indent = depth * 2
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-            if let Some(back) = cycle_back(ch) {
-                t.push_str(&format!(
-                    "{:indent$}^^ CYCLE: continues back into {:016x} {}: these tasks await each other, none can complete\n",
-                    "",
-                    a.boxes[back].address,
-                    asyncsm::async_method_name(&a.boxes[back].state_machine_type),
-                    indent = ch.len() * 2
-                ));
-            }
-            match blocked_of(ch) {
-                Some(ts) => {
-                    for th in ts {
-                        t.push_str(&format!(
-                            "  Blocked thread {:x} (managed {}) in {} on task {}\n",
-                            th.os_id,
-                            th.managed_id,
-                            th.via.as_deref().unwrap_or("?"),
-                            th.task
-                        ));
-                    }
-                }
-                None => {
-                    let n: usize = ch.iter().map(|&i| a.boxes[i].wait_events.len()).sum();
-                    if n > 0 {
-                        t.push_str(&format!(
-                            "  {n} thread(s) blocked synchronously on it (Task.Wait/.Result); which: causality (needs the stacks)\n"
-                        ));
-                    }
-                }
-            }
-            t.push('\n');
-        }
-        for ring in &a.cycles {
-            let names: Vec<String> = ring
-                .iter()
-                .map(|&i| {
-                    format!(
-                        "{} ({:x})",
-                        asyncsm::async_method_name(&a.boxes[i].state_machine_type),
-                        a.boxes[i].address
-                    )
-                })
-                .collect();
-            t.push_str(&format!(
-                "Cycle of {} tasks awaiting each other: {} -> back to the first\n",
-                ring.len(),
-                names.join(" -> ")
-            ));
-        }
-        if a.idle_pooled_boxes > 0 {
-            t.push_str(&format!(
-                "{} pooled ValueTask boxes idle in their pool (not listed)\n",
-                a.idle_pooled_boxes
-            ));
-        }
-        t.push_str(&format!(
-            "{} chains, {shown_boxes} boxes shown of {} ({} completed skipped)\n",
-            groups.len(),
-            a.boxes.len(),
-            completed_skipped
-        ));
-    }
-    if let Some(tasks) = &tasks {
-        t.push_str(&format!("\n{} other tasks:\n", tasks.len()));
-        for x in tasks {
-            t.push_str(&format!(
-                "{:>18} {:<22} {}\n",
-                x.address, x.task_status, x.type_name
-            ));
-        }
-    }
-    for e in &a.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
-    let res = Result {
-        chains: groups
-            .iter()
-            .map(|(ch, n)| ChainOut {
-                boxes: ch
-                    .iter()
-                    .map(|&i| {
-                        let mut o = box_out(&a.boxes[i], &a.facts);
-                        if with_fields {
-                            o.fields = Some(state_machine_fields(&c, &a.boxes[i]));
-                        }
-                        o
-                    })
-                    .collect(),
-                count: *n,
-                cycle_back_to: cycle_back(ch).map(|i| hex(a.boxes[i].address)),
-                blocked_threads: blocked_of(ch),
-            })
-            .collect(),
-        stats,
-        tasks,
-        total_boxes: a.boxes.len(),
-        shown_boxes,
-        completed_skipped,
-        cycles: a
-            .cycles
-            .iter()
-            .map(|r| r.iter().map(|&i| hex(a.boxes[i].address)).collect())
-            .collect(),
-        idle_pooled_boxes: a.idle_pooled_boxes,
-        blocked_threads_unavailable: blocked_unavailable,
-        errors: a.errors.clone(),
-    };
-    Ok(Output::new("dumpasync", &res, t))
+    let l = listing::list(&c.rt, &c.names, heap, &q);
+    Ok(Output::rendered("dumpasync", DumpAsync(l)))
 }
 
 // ------------------------------------------------------------------------------ pstacks --async
@@ -686,6 +559,24 @@ pub struct AsyncStacks {
     pub chains: usize,
     pub roots: Vec<Node>,
     pub errors: Vec<String>,
+    /// Render every stack, not only the shared ones (`pstacks --all`).
+    #[serde(skip)]
+    pub all: bool,
+}
+
+impl crate::output::Render for AsyncStacks {
+    fn render(&self) -> String {
+        let mut text = tree::render(&self.roots, self.all);
+        text.push_str(&format!(
+            "\n\n==> {} async logical stacks with {} roots\n",
+            self.chains,
+            self.roots.len()
+        ));
+        for e in &self.errors {
+            text.push_str(&format!("error: {e}\n"));
+        }
+        text
+    }
 }
 
 /// The innermost "frame" of a logical stack: what its innermost method awaits.
@@ -730,20 +621,13 @@ pub(crate) fn pstacks_async(s: &Session, all: bool) -> std::result::Result<Outpu
         root.insert(&frames, a.boxes[first].address);
         n += 1;
     }
-    let mut text = tree::render(&root.children, all);
-    text.push_str(&format!(
-        "\n\n==> {n} async logical stacks with {} roots\n",
-        root.children.len()
-    ));
-    for e in &a.errors {
-        text.push_str(&format!("error: {e}\n"));
-    }
     let res = AsyncStacks {
         chains: n,
         roots: root.children,
         errors: a.errors.clone(),
+        all,
     };
-    Ok(Output::of("pstacks", res, text))
+    Ok(Output::rendered("pstacks", res))
 }
 
 // ---------------------------------------------------------------------------------- causality
@@ -1073,6 +957,56 @@ fn duration(ms: u64) -> String {
     }
 }
 
+impl crate::output::Render for CausalityOut {
+    fn render(&self) -> String {
+        let mut t = String::new();
+        t.push_str(&format!("Threads blocked on tasks: {}\n", self.threads.len()));
+        for th in &self.threads {
+            t.push_str(&format!(
+                "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",
+                th.os_id,
+                th.managed_id,
+                th.via.as_deref().unwrap_or("?"),
+                th.task,
+                th.task_type
+            ));
+            if th.chains.is_empty() {
+                t.push_str("  (no async chain holds or awaits this task)\n");
+            }
+            for &i in &th.chains {
+                let ch = &self.chains[i];
+                t.push_str("  which is the async logical stack (innermost first):\n");
+                for (m, b) in ch.methods.iter().zip(&ch.boxes) {
+                    t.push_str(&format!("      {b} {m}\n"));
+                }
+                t.push_str(&format!("    {}\n", ch.explanation));
+            }
+        }
+        t.push_str(&format!("\nAsync logical stacks: {}\n", self.chains.len()));
+        for ch in &self.chains {
+            t.push_str(&format!("\n  {}\n", ch.methods.join(" <- ")));
+            t.push_str(&format!("    {}\n", ch.explanation));
+            if !ch.waited_by_threads.is_empty() {
+                let ids: Vec<String> = ch
+                    .waited_by_threads
+                    .iter()
+                    .map(|i| format!("{i:x}"))
+                    .collect();
+                t.push_str(&format!("    threads blocked on it: {}\n", ids.join(",")));
+            }
+        }
+        for (id, why) in &self.unresolved_waits {
+            t.push_str(&format!(
+                "thread {id:x}: blocked on a task not identified: {why}\n"
+            ));
+        }
+        for e in &self.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
 fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, CommandError> {
     let c = crate::session::clr_with(s, CAUSALITY_NEEDS)?;
     let heap = c.heap()?;
@@ -1149,55 +1083,11 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         });
     }
 
-    let mut t = String::new();
-    t.push_str(&format!("Threads blocked on tasks: {}\n", threads.len()));
-    for th in &threads {
-        t.push_str(&format!(
-            "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",
-            th.os_id,
-            th.managed_id,
-            th.via.as_deref().unwrap_or("?"),
-            th.task,
-            th.task_type
-        ));
-        if th.chains.is_empty() {
-            t.push_str("  (no async chain holds or awaits this task)\n");
-        }
-        for &i in &th.chains {
-            let ch = &chains[i];
-            t.push_str("  which is the async logical stack (innermost first):\n");
-            for (m, b) in ch.methods.iter().zip(&ch.boxes) {
-                t.push_str(&format!("      {b} {m}\n"));
-            }
-            t.push_str(&format!("    {}\n", ch.explanation));
-        }
-    }
-    t.push_str(&format!("\nAsync logical stacks: {}\n", chains.len()));
-    for ch in &chains {
-        t.push_str(&format!("\n  {}\n", ch.methods.join(" <- ")));
-        t.push_str(&format!("    {}\n", ch.explanation));
-        if !ch.waited_by_threads.is_empty() {
-            let ids: Vec<String> = ch
-                .waited_by_threads
-                .iter()
-                .map(|i| format!("{i:x}"))
-                .collect();
-            t.push_str(&format!("    threads blocked on it: {}\n", ids.join(",")));
-        }
-    }
-    for (id, why) in &k.unresolved_waits {
-        t.push_str(&format!(
-            "thread {id:x}: blocked on a task not identified: {why}\n"
-        ));
-    }
-    for e in &a.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
     let res = CausalityOut {
         threads,
         chains,
         unresolved_waits: k.unresolved_waits.clone(),
         errors: a.errors.clone(),
     };
-    Ok(Output::of("causality", res, t))
+    Ok(Output::rendered("causality", res))
 }

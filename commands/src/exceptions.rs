@@ -202,10 +202,10 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 CommandError::clr(format!("thread {:#x} ({})", t.os_id, t.managed_id), e)
             })?;
             if obj == 0 {
-                return Err(CommandError::not_found(
-                    format!("the current thread {:#x} ({})", t.os_id, t.managed_id),
-                    "it has no last thrown exception; give an exception object's address",
-                ));
+                return Err(CommandError::NoLastException {
+                    os_id: t.os_id,
+                    managed_id: t.managed_id,
+                });
             }
             thread = Some(*t);
             obj

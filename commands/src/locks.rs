@@ -1,7 +1,7 @@
 //! Monitors: `syncblk` (owned and waited-for locks) and `deadlock` (the wait-for graph).
 
 use crate::addr::{fmt_addr, hex};
-use crate::output::{CommandError, Output};
+use crate::output::{CommandError, Output, Render};
 use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
@@ -83,10 +83,14 @@ impl Threads {
         }
     }
 
-    fn label(&self, t: u64) -> String {
-        match self.by_addr.get(&t) {
-            Some((id, os)) => format!("{id} (os {os:#x})"),
-            None => format!("Thread {t:#x} (not in the thread list)"),
+}
+
+impl ThreadRef {
+    /// `7 (os 0x1a2b)`, or the Thread's address when the thread list lacks it.
+    fn label(&self) -> String {
+        match (self.managed_id, self.os_id) {
+            (Some(id), Some(os)) => format!("{id} (os {os:#x})"),
+            _ => format!("Thread {} (not in the thread list)", self.thread),
         }
     }
 }
@@ -197,97 +201,6 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 .collect::<Vec<_>>(),
         )
     };
-    let mut t = table(&[
-        "Index",
-        "SyncBlock",
-        "MonitorHeld",
-        "Recursion",
-        "Owning Thread Info",
-        "Waiters",
-        "SyncBlock Owner",
-    ]);
-    for b in &blocks {
-        let owner = match &b.owner {
-            Some(o) => format!(
-                "{} {:x} {}",
-                fmt_addr(parse_hex(&o.thread)),
-                o.os_id.unwrap_or(b.owner_os_thread_id.unwrap_or(0)),
-                o.managed_id.map(|i| i.to_string()).unwrap_or("?".into())
-            ),
-            None => "none".into(),
-        };
-        let mut waiters = Vec::new();
-        if b.enter_waiters > 0 {
-            waiters.push(format!("{} entering", b.enter_waiters));
-        }
-        if !b.wait_threads.is_empty() {
-            let ids: Vec<String> = b
-                .wait_threads
-                .iter()
-                .map(|w| w.managed_id.map(|i| i.to_string()).unwrap_or("?".into()))
-                .collect();
-            let shown = ids.len().min(8);
-            let more = if ids.len() > shown {
-                format!(",... (+{})", ids.len() - shown)
-            } else {
-                String::new()
-            };
-            waiters.push(format!(
-                "{} in Monitor.Wait: {}{more}",
-                ids.len(),
-                ids[..shown].join(",")
-            ));
-        }
-        t.add_row(vec![
-            b.index.to_string(),
-            fmt_addr(parse_hex(&b.sync_block)),
-            b.monitor_held.to_string(),
-            b.recursion.to_string(),
-            owner,
-            waiters.join("; "),
-            format!("{} {}", fmt_addr(parse_hex(&b.object)), b.type_name),
-        ]);
-    }
-    let mut text = render(&t);
-    text.push_str("-----------------------------\n");
-    text.push_str(&format!(
-        "Total           {}\nActive          {}\nFree            {}\n",
-        table_data.used_entries.saturating_sub(1),
-        table_data.active_count,
-        table_data.free_entries
-    ));
-    if let Some(thin) = &thin {
-        if thin.is_empty() {
-            text.push_str("\nNo thin locks are held.\n");
-        } else {
-            text.push_str("\nThin locks (held in object headers):\n");
-            let mut tt = table(&["Object", "Type", "Owner (ID, OS id)", "Recursion"]);
-            for l in thin {
-                tt.add_row(vec![
-                    fmt_addr(parse_hex(&l.object)),
-                    l.type_name.clone(),
-                    match &l.owner {
-                        Some(o) => format!(
-                            "{} ({:#x})",
-                            o.managed_id.unwrap_or(l.thread_id),
-                            o.os_id.unwrap_or(0)
-                        ),
-                        None => format!("thread id {} (no such thread)", l.thread_id),
-                    },
-                    l.recursion.to_string(),
-                ]);
-            }
-            text.push_str(&render(&tt));
-        }
-    }
-    for b in &blocks {
-        for n in &b.notes {
-            text.push_str(&format!("note: sync block {}: {n}\n", b.index));
-        }
-    }
-    for n in &notes {
-        text.push_str(&format!("note: {n}\n"));
-    }
     let out = SyncBlkOut {
         sync_table: hex(table_data.table),
         used_entries: table_data.used_entries,
@@ -298,7 +211,104 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         thin_locks: thin,
         notes,
     };
-    Ok(Output::new("syncblk", &out, text))
+    Ok(Output::rendered("syncblk", out))
+}
+
+impl Render for SyncBlkOut {
+    fn render(&self) -> String {
+        let mut t = table(&[
+            "Index",
+            "SyncBlock",
+            "MonitorHeld",
+            "Recursion",
+            "Owning Thread Info",
+            "Waiters",
+            "SyncBlock Owner",
+        ]);
+        for b in &self.sync_blocks {
+            let owner = match &b.owner {
+                Some(o) => format!(
+                    "{} {:x} {}",
+                    fmt_addr(parse_hex(&o.thread)),
+                    o.os_id.unwrap_or(b.owner_os_thread_id.unwrap_or(0)),
+                    o.managed_id.map(|i| i.to_string()).unwrap_or("?".into())
+                ),
+                None => "none".into(),
+            };
+            let mut waiters = Vec::new();
+            if b.enter_waiters > 0 {
+                waiters.push(format!("{} entering", b.enter_waiters));
+            }
+            if !b.wait_threads.is_empty() {
+                let ids: Vec<String> = b
+                    .wait_threads
+                    .iter()
+                    .map(|w| w.managed_id.map(|i| i.to_string()).unwrap_or("?".into()))
+                    .collect();
+                let shown = ids.len().min(8);
+                let more = if ids.len() > shown {
+                    format!(",... (+{})", ids.len() - shown)
+                } else {
+                    String::new()
+                };
+                waiters.push(format!(
+                    "{} in Monitor.Wait: {}{more}",
+                    ids.len(),
+                    ids[..shown].join(",")
+                ));
+            }
+            t.add_row(vec![
+                b.index.to_string(),
+                fmt_addr(parse_hex(&b.sync_block)),
+                b.monitor_held.to_string(),
+                b.recursion.to_string(),
+                owner,
+                waiters.join("; "),
+                format!("{} {}", fmt_addr(parse_hex(&b.object)), b.type_name),
+            ]);
+        }
+        let mut text = render(&t);
+        text.push_str("-----------------------------\n");
+        text.push_str(&format!(
+            "Total           {}\nActive          {}\nFree            {}\n",
+            self.used_entries.saturating_sub(1),
+            self.active_sync_blocks,
+            self.free_entries
+        ));
+        if let Some(thin) = &self.thin_locks {
+            if thin.is_empty() {
+                text.push_str("\nNo thin locks are held.\n");
+            } else {
+                text.push_str("\nThin locks (held in object headers):\n");
+                let mut tt = table(&["Object", "Type", "Owner (ID, OS id)", "Recursion"]);
+                for l in thin {
+                    tt.add_row(vec![
+                        fmt_addr(parse_hex(&l.object)),
+                        l.type_name.clone(),
+                        match &l.owner {
+                            Some(o) => format!(
+                                "{} ({:#x})",
+                                o.managed_id.unwrap_or(l.thread_id),
+                                o.os_id.unwrap_or(0)
+                            ),
+                            None => format!("thread id {} (no such thread)", l.thread_id),
+                        },
+                        l.recursion.to_string(),
+                    ]);
+                }
+                text.push_str(&render(&tt));
+            }
+        }
+        for b in &self.sync_blocks {
+            for n in &b.notes {
+                text.push_str(&format!("note: sync block {}: {n}\n", b.index));
+            }
+        }
+        for n in &self.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        text
+    }
 }
 
 fn parse_hex(h: &str) -> u64 {
@@ -423,87 +433,6 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
             through: b.through.iter().map(|&t| th.reference(t)).collect(),
         })
         .collect();
-    let mut text = String::new();
-    if cycles.is_empty() {
-        text.push_str("No deadlock: the wait-for graph of monitors has no cycle.\n");
-    }
-    for (i, cy) in cycles.iter().enumerate() {
-        text.push_str(&format!(
-            "Deadlock {} ({} threads):\n",
-            i + 1,
-            cy.threads.len()
-        ));
-        for l in &cy.locks {
-            let w = parse_hex(&l.waiter.thread);
-            let o = parse_hex(&l.owner.thread);
-            text.push_str(&format!(
-                "  thread {} waits for {} {} held by thread {}\n      in {}\n",
-                th.label(w),
-                l.object,
-                l.type_name,
-                th.label(o),
-                l.wait_frame.as_deref().unwrap_or("<no managed frame>")
-            ));
-        }
-    }
-    for b in &behind {
-        let t = parse_hex(&b.thread.thread);
-        let chain: Vec<String> = b
-            .through
-            .iter()
-            .map(|r| th.label(parse_hex(&r.thread)))
-            .collect();
-        let wl = wait_of.get(&t);
-        text.push_str(&format!(
-            "Thread {} waits on deadlock {}: for {} {} held by thread {}\n      in {}\n",
-            th.label(t),
-            b.cycle + 1,
-            wl.map(|w| hex(w.object)).unwrap_or_default(),
-            wl.map(|w| type_of(w.object)).unwrap_or_default(),
-            chain.join(" -> "),
-            wl.and_then(|w| w.wait_frame.as_deref())
-                .unwrap_or("<no managed frame>")
-        ));
-    }
-    if !waits.is_empty() {
-        text.push_str("\nThreads blocked on monitors:\n");
-        let mut t = table(&["ID", "OSID", "Waits", "Object", "Type", "Owner", "In"]);
-        for w in &waits {
-            t.add_row(vec![
-                w.thread
-                    .managed_id
-                    .map(|i| i.to_string())
-                    .unwrap_or_default(),
-                format!("{:x}", w.thread.os_id.unwrap_or(0)),
-                match w.kind {
-                    WaitKind::MonitorEnter => "enter".to_string(),
-                    WaitKind::MonitorWait => "Monitor.Wait (for a pulse)".to_string(),
-                },
-                w.object
-                    .as_deref()
-                    .map(|o| fmt_addr(parse_hex(o)))
-                    .unwrap_or_else(|| "?".into()),
-                w.type_name.clone().unwrap_or_default(),
-                match &w.owner {
-                    Some(o) => o.managed_id.map(|i| i.to_string()).unwrap_or("?".into()),
-                    None => "-".into(),
-                },
-                w.wait_frame.clone().unwrap_or_default(),
-            ]);
-        }
-        text.push_str(&render(&t));
-    }
-    for w in &waits {
-        for n in &w.notes {
-            text.push_str(&format!(
-                "note: thread {}: {n}\n",
-                w.thread.managed_id.unwrap_or(0)
-            ));
-        }
-    }
-    for n in &d.notes {
-        text.push_str(&format!("note: {n}\n"));
-    }
     let out = DeadlockOut {
         deadlocked: !cycles.is_empty(),
         waits,
@@ -511,5 +440,90 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         waiting_on_cycles: behind,
         notes: d.notes.clone(),
     };
-    Ok(Output::of("deadlock", out, text))
+    Ok(Output::rendered("deadlock", out))
+}
+
+impl Render for DeadlockOut {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        if self.cycles.is_empty() {
+            text.push_str("No deadlock: the wait-for graph of monitors has no cycle.\n");
+        }
+        for (i, cy) in self.cycles.iter().enumerate() {
+            text.push_str(&format!(
+                "Deadlock {} ({} threads):\n",
+                i + 1,
+                cy.threads.len()
+            ));
+            for l in &cy.locks {
+                text.push_str(&format!(
+                    "  thread {} waits for {} {} held by thread {}\n      in {}\n",
+                    l.waiter.label(),
+                    l.object,
+                    l.type_name,
+                    l.owner.label(),
+                    l.wait_frame.as_deref().unwrap_or("<no managed frame>")
+                ));
+            }
+        }
+        for b in &self.waiting_on_cycles {
+            let chain: Vec<String> = b.through.iter().map(|r| r.label()).collect();
+            let wl = self.waits.iter().find(|w| w.thread.thread == b.thread.thread);
+            text.push_str(&format!(
+                "Thread {} waits on deadlock {}: for {} {} held by thread {}\n      in {}\n",
+                b.thread.label(),
+                b.cycle + 1,
+                wl.map(|w| w.object.clone().unwrap_or_else(|| hex(0)))
+                    .unwrap_or_default(),
+                wl.map(|w| w
+                    .type_name
+                    .clone()
+                    .unwrap_or_else(|| "<object not in the dump>".into()))
+                    .unwrap_or_default(),
+                chain.join(" -> "),
+                wl.and_then(|w| w.wait_frame.as_deref())
+                    .unwrap_or("<no managed frame>")
+            ));
+        }
+        if !self.waits.is_empty() {
+            text.push_str("\nThreads blocked on monitors:\n");
+            let mut t = table(&["ID", "OSID", "Waits", "Object", "Type", "Owner", "In"]);
+            for w in &self.waits {
+                t.add_row(vec![
+                    w.thread
+                        .managed_id
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
+                    format!("{:x}", w.thread.os_id.unwrap_or(0)),
+                    match w.kind {
+                        WaitKind::MonitorEnter => "enter".to_string(),
+                        WaitKind::MonitorWait => "Monitor.Wait (for a pulse)".to_string(),
+                    },
+                    w.object
+                        .as_deref()
+                        .map(|o| fmt_addr(parse_hex(o)))
+                        .unwrap_or_else(|| "?".into()),
+                    w.type_name.clone().unwrap_or_default(),
+                    match &w.owner {
+                        Some(o) => o.managed_id.map(|i| i.to_string()).unwrap_or("?".into()),
+                        None => "-".into(),
+                    },
+                    w.wait_frame.clone().unwrap_or_default(),
+                ]);
+            }
+            text.push_str(&render(&t));
+        }
+        for w in &self.waits {
+            for n in &w.notes {
+                text.push_str(&format!(
+                    "note: thread {}: {n}\n",
+                    w.thread.managed_id.unwrap_or(0)
+                ));
+            }
+        }
+        for n in &self.notes {
+            text.push_str(&format!("note: {n}\n"));
+        }
+        text
+    }
 }

@@ -651,8 +651,8 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     if let Some(id) = only {
         if out.is_empty() {
             return Err(CommandError::not_found(
-                format!("the thread with OS id {id} (0x{id:x})"),
-                "not in the dump",
+                format!("the dump has no thread with OS id {id} (0x{id:x})"),
+                "",
             ));
         }
     }

@@ -35,6 +35,14 @@ impl std::fmt::Debug for Typed {
     }
 }
 
+/// A command's typed result: what `--json` prints (its `Serialize`) and the text a person
+/// reads ([`Render::render`]), both from the one value. Every command returns one through
+/// [`Output::rendered`].
+pub trait Render: Serialize + Any + Send + Sync {
+    /// The result as text for a person.
+    fn render(&self) -> String;
+}
+
 /// A command's result: the structured data and its rendering as text.
 #[derive(Debug, Clone)]
 pub struct Output {
@@ -76,6 +84,12 @@ impl Output {
         let mut out = Output::new(command, &result, text);
         out.typed = Some(Typed(Arc::new(result)));
         out
+    }
+
+    /// The output of a typed result: its JSON and its text, the result kept as its own type.
+    pub fn rendered<T: Render>(command: &'static str, result: T) -> Output {
+        let text = result.render();
+        Output::of(command, result, text)
     }
 
     /// The result as `T`, when the command keeps it as that type.
@@ -186,7 +200,8 @@ pub enum CommandError {
     /// The arguments did not parse: clap's message, with usage.
     #[error("{message}")]
     Usage {
-        /// What clap says.
+        /// What clap says (in JSON `text`: `message` is the whole error's sentence).
+        #[serde(rename = "text")]
         message: String,
     },
     /// An argument's value is not valid (an address, a count, a thread id).
@@ -206,7 +221,8 @@ pub enum CommandError {
     /// The dump holds no GC heap (a mini dump), or its heap cannot be read.
     #[error("{message}")]
     NoHeap {
-        /// The statement: the kind of dump and the evidence.
+        /// The statement: the kind of dump and the evidence (in JSON `statement`).
+        #[serde(rename = "statement")]
         message: String,
         /// The runtime's error, when reading the heap's structures failed.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -234,6 +250,14 @@ pub enum CommandError {
         what: String,
         /// Why it is not there.
         detail: String,
+    },
+    /// `printexception` without an address, on a thread that has thrown nothing.
+    #[error("the current thread {os_id:#x} ({managed_id}): it has no last thrown exception; give an exception object's address")]
+    NoLastException {
+        /// The thread's OS id.
+        os_id: u64,
+        /// Its managed id.
+        managed_id: u32,
     },
     /// Writing the result failed.
     #[error("writing the output: {detail}")]

@@ -1,7 +1,7 @@
 //! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
 
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{CommandError, Output, Render};
 use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
@@ -179,40 +179,46 @@ fn gchandles(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         segments: h.segments,
         errors: h.errors.clone(),
     };
-    let mut t = String::new();
-    if let Some(rows) = &res.handles {
-        let mut tb = table(&["Handle", "Type", "Object", "Size", "Data", "Type"]);
-        for x in rows {
-            tb.add_row(vec![
-                x.handle.trim_start_matches("0x").to_string(),
-                x.kind.short_name(),
-                x.object.trim_start_matches("0x").to_string(),
-                x.size.to_string(),
-                x.secondary
-                    .as_deref()
-                    .map(|v| v.trim_start_matches("0x").to_string())
-                    .unwrap_or_default(),
-                x.type_name.clone(),
-            ]);
+    Ok(Output::rendered("gchandles", res))
+}
+
+impl Render for HandlesResult {
+    fn render(&self) -> String {
+        let mut t = String::new();
+        if let Some(rows) = &self.handles {
+            let mut tb = table(&["Handle", "Type", "Object", "Size", "Data", "Type"]);
+            for x in rows {
+                tb.add_row(vec![
+                    x.handle.trim_start_matches("0x").to_string(),
+                    x.kind.short_name(),
+                    x.object.trim_start_matches("0x").to_string(),
+                    x.size.to_string(),
+                    x.secondary
+                        .as_deref()
+                        .map(|v| v.trim_start_matches("0x").to_string())
+                        .unwrap_or_default(),
+                    x.type_name.clone(),
+                ]);
+            }
+            t.push_str(&render(&tb));
+            t.push('\n');
         }
-        t.push_str(&render(&tb));
-        t.push('\n');
+        t.push_str("Statistics:\n");
+        t.push_str(&statistics_text(&self.statistics));
+        t.push_str(&format!("Total {} objects\n\nHandles:\n", self.total));
+        for (k, n) in &self.counts {
+            t.push_str(&format!("    {:<22}{n}\n", format!("{k} Handles:")));
+        }
+        t.push_str(&format!(
+            "({} allocated handles hold no object: freed into the handle caches, or weak handles \
+             whose target was collected)\n",
+            self.null_handles
+        ));
+        for e in &self.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
     }
-    t.push_str("Statistics:\n");
-    t.push_str(&statistics_text(&res.statistics));
-    t.push_str(&format!("Total {} objects\n\nHandles:\n", res.total));
-    for (k, n) in &res.counts {
-        t.push_str(&format!("    {:<22}{n}\n", format!("{k} Handles:")));
-    }
-    t.push_str(&format!(
-        "({} allocated handles hold no object: freed into the handle caches, or weak handles \
-         whose target was collected)\n",
-        res.null_handles
-    ));
-    for e in &res.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
-    Ok(Output::new("gchandles", &res, t))
 }
 
 // ------------------------------------------------------------------------------ finalizequeue
@@ -224,6 +230,9 @@ pub struct QueueSegmentRow {
     pub start: String,
     pub end: String,
     pub count: u64,
+    /// The range as numbers, for the text.
+    #[serde(skip)]
+    pub range: (u64, u64),
 }
 
 #[derive(Serialize)]
@@ -235,6 +244,10 @@ pub struct QueueEntryRow {
     pub size: u64,
     #[serde(rename = "type")]
     pub type_name: String,
+    #[serde(skip)]
+    pub address: u64,
+    #[serde(skip)]
+    pub mt: u64,
 }
 
 #[derive(Serialize)]
@@ -245,6 +258,9 @@ pub struct QueueResult {
     pub total: u64,
     pub ready_for_finalization: u64,
     pub errors: Vec<String>,
+    /// The heaps' numbers, in order.
+    #[serde(skip)]
+    pub heaps: Vec<usize>,
 }
 
 fn seg_label(s: FinalizerSegment) -> &'static str {
@@ -278,6 +294,7 @@ fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 start: hex(start),
                 end: hex(end),
                 count: (end - start) / 8,
+                range: (start, end),
             });
         }
     }
@@ -292,6 +309,8 @@ fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     segment: x.segment,
                     size,
                     type_name: c.type_name(obj_mt(&c, x.object)),
+                    address: x.object,
+                    mt: obj_mt(&c, x.object),
                 })
                 .collect()
         }),
@@ -300,60 +319,68 @@ fn finalizequeue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         ready_for_finalization: live.iter().filter(|x| x.segment.is_ready()).count() as u64,
         segments,
         errors: q.errors.clone(),
+        heaps: q.heaps.iter().map(|h| h.heap).collect(),
     };
-    let mut t = String::new();
-    for h in &q.heaps {
-        if q.heaps.len() > 1 {
-            t.push_str(&format!("Heap {}\n", h.heap));
-        }
-        let mut ready = (0u64, u64::MAX, 0u64);
-        // SOS's order: generation 0 first (the array holds them the other way round).
-        for &(seg, start, end) in h.ranges.iter().rev() {
-            if seg.is_ready() {
-                ready.0 += (end - start) / 8;
-                ready.1 = ready.1.min(start);
-                ready.2 = ready.2.max(end);
-            } else {
-                t.push_str(&format!(
-                    "{} has {} finalizable objects ({}->{})\n",
-                    seg_label(seg),
-                    (end - start) / 8,
-                    fmt_addr(start),
-                    fmt_addr(end)
-                ));
+    Ok(Output::rendered("finalizequeue", res))
+}
+
+impl Render for QueueResult {
+    fn render(&self) -> String {
+        let mut t = String::new();
+        for &heap in &self.heaps {
+            if self.heaps.len() > 1 {
+                t.push_str(&format!("Heap {heap}\n"));
             }
+            let mut ready = (0u64, u64::MAX, 0u64);
+            // SOS's order: generation 0 first (the array holds them the other way round).
+            for sg in self.segments.iter().filter(|sg| sg.heap == heap).rev() {
+                let (start, end) = sg.range;
+                if sg.segment.is_ready() {
+                    ready.0 += sg.count;
+                    ready.1 = ready.1.min(start);
+                    ready.2 = ready.2.max(end);
+                } else {
+                    t.push_str(&format!(
+                        "{} has {} finalizable objects ({}->{})\n",
+                        seg_label(sg.segment),
+                        sg.count,
+                        fmt_addr(start),
+                        fmt_addr(end)
+                    ));
+                }
+            }
+            t.push_str(&format!(
+                "Ready for finalization {} objects ({}->{})\n",
+                ready.0,
+                fmt_addr(if ready.1 == u64::MAX { 0 } else { ready.1 }),
+                fmt_addr(ready.2)
+            ));
+            t.push_str("------------------------------\n");
         }
-        t.push_str(&format!(
-            "Ready for finalization {} objects ({}->{})\n",
-            ready.0,
-            fmt_addr(if ready.1 == u64::MAX { 0 } else { ready.1 }),
-            fmt_addr(ready.2)
-        ));
-        t.push_str("------------------------------\n");
-    }
-    if let Some(objs) = &res.objects {
-        let mut tb = table(&["Address", "MT", "Size", "Queue", "Class Name"]);
-        for (x, o) in live.iter().zip(objs) {
-            tb.add_row(vec![
-                fmt_addr(x.object),
-                format!("{:x}", obj_mt(&c, x.object)),
-                o.size.to_string(),
-                seg_label(x.segment).to_string(),
-                o.type_name.clone(),
-            ]);
+        if let Some(objs) = &self.objects {
+            let mut tb = table(&["Address", "MT", "Size", "Queue", "Class Name"]);
+            for o in objs {
+                tb.add_row(vec![
+                    fmt_addr(o.address),
+                    format!("{:x}", o.mt),
+                    o.size.to_string(),
+                    seg_label(o.segment).to_string(),
+                    o.type_name.clone(),
+                ]);
+            }
+            t.push_str(&render(&tb));
+            t.push('\n');
         }
-        t.push_str(&render(&tb));
-        t.push('\n');
+        t.push_str(
+            "Statistics for all finalizable objects (including all objects ready for finalization):\n",
+        );
+        t.push_str(&statistics_text(&self.statistics));
+        t.push_str(&format!("Total {} objects\n", self.total));
+        for e in &self.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
     }
-    t.push_str(
-        "Statistics for all finalizable objects (including all objects ready for finalization):\n",
-    );
-    t.push_str(&statistics_text(&res.statistics));
-    t.push_str(&format!("Total {} objects\n", res.total));
-    for e in &res.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
-    Ok(Output::new("finalizequeue", &res, t))
 }
 
 // ------------------------------------------------------------------------------------- gcroot
@@ -486,7 +513,7 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         stack_scan: "conservative: every stack word and register pointing at or into an object",
         notes: res.notes.clone(),
     };
-    Ok(Output::new("gcroot", &out, gcroot_text(&out)))
+    Ok(Output::rendered("gcroot", out))
 }
 
 /// A root for JSON: addresses as hex strings.
@@ -545,6 +572,12 @@ fn frame_of(st: &ThreadStack, slot: u64) -> Option<String> {
         .clone()
         .or_else(|| f.frame_name.clone().map(|n| format!("[{n}]")))?;
     Some(format!("{:x} {:x} {what}", f.sp, f.ip))
+}
+
+impl Render for GcRootJson {
+    fn render(&self) -> String {
+        gcroot_text(self)
+    }
 }
 
 fn gcroot_text(o: &GcRootJson) -> String {

@@ -3,7 +3,7 @@
 //! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
 
 use crate::addr::{hex, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{CommandError, Output, Render};
 use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
@@ -212,37 +212,43 @@ fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             scheduler_type: t.scheduler_type.clone(),
         }
     };
-    let mut t = format!("{}\n", res.status);
-    t.push_str(&format!(
-        "m_stateFlags {} ({}): {}\n",
-        res.state_flags_hex,
-        res.state_flags,
-        if res.flags.is_empty() {
-            "none".to_string()
-        } else {
-            res.flags.join(" | ")
-        }
-    ));
-    if let Some(a) = &res.address {
+    Ok(Output::rendered("taskstate", res))
+}
+
+impl Render for TaskStateOut {
+    fn render(&self) -> String {
+        let mut t = format!("{}\n", self.status);
         t.push_str(&format!(
-            "Task {a} {}\n",
-            res.type_name.as_deref().unwrap_or("")
+            "m_stateFlags {} ({}): {}\n",
+            self.state_flags_hex,
+            self.state_flags,
+            if self.flags.is_empty() {
+                "none".to_string()
+            } else {
+                self.flags.join(" | ")
+            }
         ));
-    }
-    if let Some(cb) = &res.callback {
-        match (&cb.method, &cb.error) {
-            (Some(mname), _) => t.push_str(&format!("m_action {} -> {mname}\n", cb.delegate)),
-            (None, Some(e)) => t.push_str(&format!("m_action {}: {e}\n", cb.delegate)),
-            _ => {}
+        if let Some(a) = &self.address {
+            t.push_str(&format!(
+                "Task {a} {}\n",
+                self.type_name.as_deref().unwrap_or("")
+            ));
         }
+        if let Some(cb) = &self.callback {
+            match (&cb.method, &cb.error) {
+                (Some(mname), _) => t.push_str(&format!("m_action {} -> {mname}\n", cb.delegate)),
+                (None, Some(e)) => t.push_str(&format!("m_action {}: {e}\n", cb.delegate)),
+                _ => {}
+            }
+        }
+        if let Some(so) = &self.state_object {
+            t.push_str(&format!(
+                "m_stateObject {so} ({})\n",
+                self.state_type.as_deref().unwrap_or("?")
+            ));
+        }
+        t
     }
-    if let Some(so) = &res.state_object {
-        t.push_str(&format!(
-            "m_stateObject {so} ({})\n",
-            res.state_type.as_deref().unwrap_or("?")
-        ));
-    }
-    Ok(Output::new("taskstate", &res, t))
 }
 
 // ------------------------------------------------------------------------------- timerinfo
@@ -296,6 +302,120 @@ fn period_text(p: Option<u32>) -> String {
     }
 }
 
+/// `timerinfo`'s result: the timers, in SOS's order (by period, one-shot timers last).
+pub struct TimerInfoResult(pub timers::Timers);
+
+impl TimerInfoResult {
+    /// The timers grouped as SOS groups them, fewest first.
+    fn summary(&self) -> Vec<TimerGroupOut> {
+        let mut groups: BTreeMap<TimerKey, usize> = BTreeMap::new();
+        for tm in &self.0.timers {
+            *groups
+                .entry((
+                    method_text(&tm.method),
+                    tm.period_ms,
+                    tm.due_ms,
+                    tm.list,
+                    tm.state_type.clone(),
+                ))
+                .or_default() += 1;
+        }
+        let mut summary: Vec<TimerGroupOut> = groups
+            .into_iter()
+            .map(
+                |((method, period_ms, due_ms, list, state_type), count)| TimerGroupOut {
+                    count,
+                    list,
+                    due_ms,
+                    period_ms,
+                    state_type,
+                    method,
+                },
+            )
+            .collect();
+        summary.sort_by(|a, b| a.count.cmp(&b.count).then(a.method.cmp(&b.method)));
+        summary
+    }
+
+    fn to_json(&self) -> TimerInfoOut {
+        let all = &self.0;
+        TimerInfoOut {
+            timers: all
+                .timers
+                .iter()
+                .map(|t| TimerOut {
+                    address: hex(t.address),
+                    queue: hex(t.queue),
+                    queue_index: t.queue_index,
+                    list: t.list,
+                    due_ms: t.due_ms,
+                    period_ms: t.period_ms,
+                    start_ticks: t.start_ticks,
+                    due_at_ticks: t.due_at_ticks,
+                    canceled: t.canceled,
+                    callback: method_out(t.callback, &t.method),
+                    state: opt_hex(t.state),
+                    state_type: t.state_type.clone(),
+                })
+                .collect(),
+            summary: self.summary(),
+            total: all.timers.len(),
+            queues: all.queues.len(),
+            errors: all.errors.clone(),
+        }
+    }
+}
+
+impl Serialize for TimerInfoResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl Render for TimerInfoResult {
+    fn render(&self) -> String {
+        let all = &self.0;
+        let mut text = String::new();
+        for tm in &all.timers {
+            text.push_str(&format!(
+                "({}) {} @{:>8} ms every {} ms |  {} ({}) -> {}{}\n",
+                if tm.list == "short" { "S" } else { "L" },
+                hex(tm.address),
+                tm.due_ms,
+                period_text(tm.period_ms),
+                hex(tm.state),
+                tm.state_type.as_deref().unwrap_or(""),
+                method_text(&tm.method),
+                if tm.canceled { " [canceled]" } else { "" }
+            ));
+        }
+        text.push_str(&format!(
+            "\n   {} timers in {} queues\n-----------------------------------------------\n",
+            all.timers.len(),
+            all.queues.len()
+        ));
+        for g in &self.summary() {
+            text.push_str(&format!(
+                "{:>4} | ({}) @{:>8} ms every {} ms | ({}) -> {}\n",
+                g.count,
+                if g.list == "short" { "S" } else { "L" },
+                g.due_ms,
+                period_text(g.period_ms),
+                g.state_type.as_deref().unwrap_or(""),
+                g.method
+            ));
+        }
+        if all.instances == 0 && all.errors.is_empty() {
+            text.push_str("No timer was ever created (TimerQueue.Instances is null).\n");
+        }
+        for e in &all.errors {
+            text.push_str(&format!("error: {e}\n"));
+        }
+        text.push_str("(due: ms after the timer was last scheduled, as SOS shows it)\n");
+        text
+    }
+}
+
 fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
     let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
@@ -303,93 +423,7 @@ fn timerinfo(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
     // SOS orders by period (one-shot timers, whose period is UnsignedInfinite, last).
     all.timers
         .sort_by_key(|t| (t.period_ms.unwrap_or(u32::MAX), t.address));
-    let mut text = String::new();
-    let mut groups: BTreeMap<TimerKey, usize> = BTreeMap::new();
-    for tm in &all.timers {
-        let method = method_text(&tm.method);
-        text.push_str(&format!(
-            "({}) {} @{:>8} ms every {} ms |  {} ({}) -> {}{}\n",
-            if tm.list == "short" { "S" } else { "L" },
-            hex(tm.address),
-            tm.due_ms,
-            period_text(tm.period_ms),
-            hex(tm.state),
-            tm.state_type.as_deref().unwrap_or(""),
-            method,
-            if tm.canceled { " [canceled]" } else { "" }
-        ));
-        *groups
-            .entry((
-                method,
-                tm.period_ms,
-                tm.due_ms,
-                tm.list,
-                tm.state_type.clone(),
-            ))
-            .or_default() += 1;
-    }
-    let mut summary: Vec<TimerGroupOut> = groups
-        .into_iter()
-        .map(
-            |((method, period_ms, due_ms, list, state_type), count)| TimerGroupOut {
-                count,
-                list,
-                due_ms,
-                period_ms,
-                state_type,
-                method,
-            },
-        )
-        .collect();
-    summary.sort_by(|a, b| a.count.cmp(&b.count).then(a.method.cmp(&b.method)));
-    text.push_str(&format!(
-        "\n   {} timers in {} queues\n-----------------------------------------------\n",
-        all.timers.len(),
-        all.queues.len()
-    ));
-    for g in &summary {
-        text.push_str(&format!(
-            "{:>4} | ({}) @{:>8} ms every {} ms | ({}) -> {}\n",
-            g.count,
-            if g.list == "short" { "S" } else { "L" },
-            g.due_ms,
-            period_text(g.period_ms),
-            g.state_type.as_deref().unwrap_or(""),
-            g.method
-        ));
-    }
-    if all.instances == 0 && all.errors.is_empty() {
-        text.push_str("No timer was ever created (TimerQueue.Instances is null).\n");
-    }
-    for e in &all.errors {
-        text.push_str(&format!("error: {e}\n"));
-    }
-    text.push_str("(due: ms after the timer was last scheduled, as SOS shows it)\n");
-    let res = TimerInfoOut {
-        timers: all
-            .timers
-            .iter()
-            .map(|t| TimerOut {
-                address: hex(t.address),
-                queue: hex(t.queue),
-                queue_index: t.queue_index,
-                list: t.list,
-                due_ms: t.due_ms,
-                period_ms: t.period_ms,
-                start_ticks: t.start_ticks,
-                due_at_ticks: t.due_at_ticks,
-                canceled: t.canceled,
-                callback: method_out(t.callback, &t.method),
-                state: opt_hex(t.state),
-                state_type: t.state_type.clone(),
-            })
-            .collect(),
-        summary,
-        total: all.timers.len(),
-        queues: all.queues.len(),
-        errors: all.errors.clone(),
-    };
-    Ok(Output::new("timerinfo", &res, text))
+    Ok(Output::rendered("timerinfo", TimerInfoResult(all)))
 }
 
 // ------------------------------------------------------------------------------ threadpool
@@ -446,6 +480,9 @@ pub struct ThreadPoolOut {
     /// Whether the pool is starved, and why (null when the pool was never started).
     pub starvation: Option<StarvationOut>,
     pub errors: Vec<String>,
+    /// The queues, when asked for (`--wi`), for the text.
+    #[serde(skip)]
+    pub queue: Option<threadpool::WorkQueue>,
 }
 
 /// The starvation assessment ([`starvation::assess_starvation`]).
@@ -530,71 +567,10 @@ pub(crate) fn starvation_of(c: &Clr) -> Option<StarvationOut> {
     Some(starvation(c, &p, &q))
 }
 
-/// The starvation assessment of the pool `p` with its queue `q`: the workers' stacks, the
-/// monitors they wait on, and (only when a worker is in a task-wait frame) the tasks they
-/// wait for, given to [`starvation::assess_starvation`].
+/// The starvation assessment of the pool `p` with its queue `q`
+/// ([`starvation::assess`]), as the command shows it.
 fn starvation(c: &Clr, p: &threadpool::ThreadPoolInfo, q: &threadpool::WorkQueue) -> StarvationOut {
-    let mut notes = Vec::new();
-    let walker = StackWalker::for_target(&c.rt, &c.names);
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let workers: std::collections::HashSet<u64> = p.workers.iter().map(|w| w.thread).collect();
-    let threads: Vec<clrdata::data::threads::ThreadData> = match c.rt.threads() {
-        Ok(ts) => ts
-            .into_iter()
-            .filter(|t| workers.contains(&t.address))
-            .collect(),
-        Err(e) => {
-            notes.push(format!("the thread list: {e}"));
-            Vec::new()
-        }
-    };
-    let stacks: HashMap<u64, clrdata::model::stack::ThreadStack> = threads
-        .iter()
-        .map(|t| (t.address, walker.walk(t)))
-        .collect();
-    let lock_waits = match c
-        .rt
-        .require(clrdata::discovery::layout::Capability::Locks)
-        .map_err(|e| e.to_string())
-        .and_then(|_| c.rt.sync_table().map_err(|e| e.to_string()))
-    {
-        Ok(table) => {
-            clrdata::analysis::locks::find_deadlocks(&c.rt, &threads, &table, &stacks).waits
-        }
-        Err(e) => {
-            notes.push(format!("monitors not read: {e}"));
-            Vec::new()
-        }
-    };
-    let in_task_wait = stacks.values().any(|st| {
-        st.methods()
-            .any(clrdata::analysis::causality::is_task_wait_frame)
-    });
-    let mut task_waits = Vec::new();
-    if in_task_wait {
-        match (
-            c.heap(),
-            clrdata::analysis::causality::thread_scans(&walker)
-                .map_err(|e| format!("reading the thread list: {e}")),
-        ) {
-            (Ok(heap), Ok(scans)) => {
-                let a = clrdata::analysis::asyncsm::analyze(&c.rt, &c.names, heap);
-                let scans: Vec<_> = scans
-                    .into_iter()
-                    .filter(|t| threads.iter().any(|w| w.os_id == t.os_id))
-                    .collect();
-                task_waits = clrdata::analysis::causality::analyze(&r, &a, &scans).thread_waits;
-            }
-            (Err(e), _) => notes.push(format!("tasks waited on not read: {e}")),
-            (_, Err(e)) => notes.push(format!("tasks waited on not read: {e}")),
-        }
-    }
-    let type_of = |o: u64| {
-        clrdata::model::heap::read_method_table(c.rt.memory(), o)
-            .map(|mt| c.type_name(mt))
-            .unwrap_or_else(|_| "<object not in the dump>".into())
-    };
-    let st = starvation::assess_starvation(type_of, p, q, &stacks, &lock_waits, &task_waits);
+    let (st, notes) = starvation::assess(&c.rt, &c.names, || c.heap(), p, q);
     let blocked_on: Vec<BlockGroupOut> = st
         .groups()
         .into_iter()
@@ -658,71 +634,8 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         (Some(e), Some(r)) => Some(e - r),
         _ => None,
     };
-    let mut t = String::from("Using the Portable thread pool.\n\n");
-    if p.instance == 0 && p.errors.is_empty() {
-        t.push_str(
-            "The thread pool was never started (PortableThreadPool.ThreadPoolInstance is null).\n",
-        );
-    }
-    if p.instance != 0 {
-        t.push_str(&format!("CPU utilization:  {}%\n", opt(p.cpu_utilization)));
-        t.push_str(&format!("Workers Total:    {}\n", opt(p.existing_threads)));
-        t.push_str(&format!("Workers Running:  {}\n", opt(p.processing_work)));
-        t.push_str(&format!("Workers Idle:     {}\n", opt(idle)));
-        t.push_str(&format!("Worker Min Limit: {}\n", opt(p.min_threads)));
-        t.push_str(&format!("Worker Max Limit: {}\n", opt(p.max_threads)));
-        t.push_str(&format!("Threads Goal:     {}\n", opt(p.threads_goal)));
-        t.push_str(&format!("Requested:        {}\n", opt(p.requested_workers)));
-    }
-    t.push_str(&format!(
-        "Queued work items: {} (threadpoolqueue lists them)\n",
-        q.items.len()
-    ));
-    if let Some(h) = &p.hill_climbing {
-        t.push_str(&format!(
-            "Hill climbing:    last thread count {}, {} samples\n",
-            opt(h.last_thread_count),
-            opt(h.total_samples)
-        ));
-    }
-    if !p.workers.is_empty() {
-        t.push_str("\nPool threads:\n   ID      OSID  Thread          Role    Activity\n");
-        for wk in &p.workers {
-            let a = wk.activity.as_ref();
-            let mut line = format!(
-                "  {:>3} {:>9}  {:<14}  {:<6}  {}",
-                wk.managed_id,
-                format!("{:#x}", wk.os_id),
-                hex(wk.thread),
-                a.map_or("?", |a| a.role),
-                a.map_or("?", |a| a.activity)
-            );
-            if let Some(m) = a.and_then(|a| a.work_item_method.as_deref()) {
-                line.push_str(&format!(": {m}"));
-            }
-            if let Some(m) = a.and_then(|a| a.innermost.as_deref()) {
-                line.push_str(&format!("; in {m}"));
-            }
-            t.push_str(&line);
-            t.push('\n');
-        }
-    }
     let starved = (p.instance != 0).then(|| starvation(&c, &p, &q));
-    if let Some(st) = &starved {
-        if let Some(line) = &st.summary {
-            t.push('\n');
-            t.push_str(line);
-            t.push('\n');
-        }
-    }
     let wi = m.get_flag("wi");
-    if wi {
-        t.push('\n');
-        t.push_str(&queue_text(&q));
-    }
-    for e in p.errors.iter().chain(if wi { &q.errors[..] } else { &[] }) {
-        t.push_str(&format!("error: {e}\n"));
-    }
     let res = ThreadPoolOut {
         kind: "portable",
         instance: opt_hex(p.instance),
@@ -765,8 +678,78 @@ fn threadpool_cmd(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         work_items: wi.then(|| q.items.iter().map(item_out).collect()),
         starvation: starved,
         errors: p.errors.clone(),
+        queue: wi.then_some(q),
     };
-    Ok(Output::of("threadpool", res, t))
+    Ok(Output::rendered("threadpool", res))
+}
+
+impl Render for ThreadPoolOut {
+    fn render(&self) -> String {
+        let mut t = String::from("Using the Portable thread pool.\n\n");
+        if self.instance.is_none() && self.errors.is_empty() {
+            t.push_str(
+                "The thread pool was never started (PortableThreadPool.ThreadPoolInstance is null).\n",
+            );
+        }
+        if self.instance.is_some() {
+            t.push_str(&format!("CPU utilization:  {}%\n", opt(self.cpu_utilization)));
+            t.push_str(&format!("Workers Total:    {}\n", opt(self.workers_total)));
+            t.push_str(&format!("Workers Running:  {}\n", opt(self.workers_running)));
+            t.push_str(&format!("Workers Idle:     {}\n", opt(self.workers_idle)));
+            t.push_str(&format!("Worker Min Limit: {}\n", opt(self.min_threads)));
+            t.push_str(&format!("Worker Max Limit: {}\n", opt(self.max_threads)));
+            t.push_str(&format!("Threads Goal:     {}\n", opt(self.threads_goal)));
+            t.push_str(&format!("Requested:        {}\n", opt(self.requested_workers)));
+        }
+        t.push_str(&format!(
+            "Queued work items: {} (threadpoolqueue lists them)\n",
+            self.queued.unwrap_or(0)
+        ));
+        if let Some(h) = &self.hill_climbing {
+            t.push_str(&format!(
+                "Hill climbing:    last thread count {}, {} samples\n",
+                opt(h.last_thread_count),
+                opt(h.total_samples)
+            ));
+        }
+        if !self.worker_threads.is_empty() {
+            t.push_str("\nPool threads:\n   ID      OSID  Thread          Role    Activity\n");
+            for wk in &self.worker_threads {
+                let mut line = format!(
+                    "  {:>3} {:>9}  {:<14}  {:<6}  {}",
+                    wk.managed_id,
+                    format!("{:#x}", wk.os_id),
+                    wk.thread,
+                    wk.role.unwrap_or("?"),
+                    wk.activity.unwrap_or("?")
+                );
+                if let Some(m) = wk.work_item_method.as_deref() {
+                    line.push_str(&format!(": {m}"));
+                }
+                if let Some(m) = wk.innermost.as_deref() {
+                    line.push_str(&format!("; in {m}"));
+                }
+                t.push_str(&line);
+                t.push('\n');
+            }
+        }
+        if let Some(st) = &self.starvation {
+            if let Some(line) = &st.summary {
+                t.push('\n');
+                t.push_str(line);
+                t.push('\n');
+            }
+        }
+        if let Some(q) = &self.queue {
+            t.push('\n');
+            t.push_str(&queue_text(q));
+        }
+        let queue_errors = self.queue.as_ref().map_or(&[][..], |q| &q.errors[..]);
+        for e in self.errors.iter().chain(queue_errors) {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
 }
 
 // ------------------------------------------------------------------------- threadpoolqueue
@@ -895,28 +878,45 @@ fn queue_text(q: &threadpool::WorkQueue) -> String {
     t
 }
 
+/// `threadpoolqueue`'s result: the pool's queues.
+pub struct QueueResult(pub threadpool::WorkQueue);
+
+impl Serialize for QueueResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let q = &self.0;
+        let local = q.items.iter().filter(|i| i.queue == "local").count();
+        TpqOut {
+            work_queue: opt_hex(q.work_queue),
+            items: q.items.iter().map(item_out).collect(),
+            summary: summary(q),
+            global: q.items.len() - local,
+            local,
+            local_queues: q.local_queues.len(),
+            errors: q.errors.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl Render for QueueResult {
+    fn render(&self) -> String {
+        let q = &self.0;
+        let mut t = queue_text(q);
+        if q.work_queue == 0 && q.errors.is_empty() {
+            t.push_str("The thread pool was never used (ThreadPool.s_workQueue is null).\n");
+        }
+        for e in &q.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
 fn threadpoolqueue(s: &Session, _m: &ArgMatches) -> Result<Output, CommandError> {
     let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, w) = tools(&c);
     let q = threadpool::work_queue(&r, &w);
-    let mut t = queue_text(&q);
-    if q.work_queue == 0 && q.errors.is_empty() {
-        t.push_str("The thread pool was never used (ThreadPool.s_workQueue is null).\n");
-    }
-    for e in &q.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
-    let local = q.items.iter().filter(|i| i.queue == "local").count();
-    let res = TpqOut {
-        work_queue: opt_hex(q.work_queue),
-        items: q.items.iter().map(item_out).collect(),
-        summary: summary(&q),
-        global: q.items.len() - local,
-        local,
-        local_queues: q.local_queues.len(),
-        errors: q.errors.clone(),
-    };
-    Ok(Output::new("threadpoolqueue", &res, t))
+    Ok(Output::rendered("threadpoolqueue", QueueResult(q)))
 }
 
 // --------------------------------------------------------------------- dumpconcurrentqueue
@@ -937,7 +937,6 @@ fn dcq_grammar() -> Command {
 }
 
 use crate::objects::value_json;
-use clrdata::prelude::*;
 
 #[derive(Serialize)]
 pub struct ItemOut {
@@ -976,6 +975,9 @@ pub struct DcqOut {
     pub segments: Vec<SegmentOut>,
     pub items: Vec<ItemOut>,
     pub errors: Vec<String>,
+    /// The queue as read, for the text.
+    #[serde(skip)]
+    pub data: threadpool::ConcurrentQueueData,
 }
 
 fn value_text(
@@ -1009,6 +1011,40 @@ fn value_text(
     }
 }
 
+impl Render for DcqOut {
+    fn render(&self) -> String {
+        let mut t = format!(
+            "{} {} ({} items of {} in {} segments)\n",
+            hex(self.data.address),
+            self.data.type_name,
+            self.count,
+            self.data.element_type.as_deref().unwrap_or("?"),
+            self.data.segments.len()
+        );
+        for (i, it) in self.data.items.iter().enumerate() {
+            t.push_str(&format!(
+                "[{i}] {}{}\n",
+                value_text(&it.value, &it.type_name, &it.fields),
+                if it.published {
+                    ""
+                } else {
+                    " (enqueue not yet published)"
+                }
+            ));
+        }
+        if (self.data.items.len() as u64) < self.count {
+            t.push_str(&format!(
+                "... {} more not listed\n",
+                self.count - self.data.items.len() as u64
+            ));
+        }
+        for e in &self.data.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
 fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let a = m
         .get_one::<String>("address")
@@ -1025,34 +1061,6 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
     let d =
         threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS))?;
     let count: u64 = d.segments.iter().map(|s| s.count).sum();
-    let mut t = format!(
-        "{} {} ({} items of {} in {} segments)\n",
-        hex(d.address),
-        d.type_name,
-        count,
-        d.element_type.as_deref().unwrap_or("?"),
-        d.segments.len()
-    );
-    for (i, it) in d.items.iter().enumerate() {
-        t.push_str(&format!(
-            "[{i}] {}{}\n",
-            value_text(&it.value, &it.type_name, &it.fields),
-            if it.published {
-                ""
-            } else {
-                " (enqueue not yet published)"
-            }
-        ));
-    }
-    if (d.items.len() as u64) < count {
-        t.push_str(&format!(
-            "... {} more not listed\n",
-            count - d.items.len() as u64
-        ));
-    }
-    for e in &d.errors {
-        t.push_str(&format!("error: {e}\n"));
-    }
     let res = DcqOut {
         address: hex(d.address),
         type_name: d.type_name.clone(),
@@ -1092,6 +1100,7 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
             })
             .collect(),
         errors: d.errors.clone(),
+        data: d,
     };
-    Ok(Output::new("dumpconcurrentqueue", &res, t))
+    Ok(Output::rendered("dumpconcurrentqueue", res))
 }

@@ -73,11 +73,23 @@ pub struct Report {
     pub threadpool: Option<Value>,
 }
 
+/// A failed command's error as its JSON document gives it (docs/json.md, "Errors").
+#[derive(Clone, Copy, Debug)]
+pub struct Failure<'a> {
+    /// The error's kind (`clr`, `no_heap`, ...).
+    #[allow(dead_code)]
+    pub kind: &'a str,
+    /// Its sentence.
+    pub message: &'a str,
+}
+
 /// A document as the sections see it.
 #[derive(Clone, Copy)]
 pub(crate) enum Doc<'a> {
     Missing,
-    Failed(&'a str),
+    /// The command failed: its error's kind and sentence.
+    Failed { kind: &'a str, message: &'a str },
+
     Ok(&'a Value),
 }
 
@@ -87,8 +99,12 @@ impl<'a> Doc<'a> {
             None | Some(Value::Null) => Doc::Missing,
             Some(v) => {
                 if v.get("schema").is_some() || v.get("command").is_some() {
-                    if let Some(e) = v.get("error").and_then(Value::as_str) {
-                        return Doc::Failed(e);
+                    if let Some(e) = v.get("error") {
+                        // {kind, ...fields, message} (docs/json.md, "Errors")
+                        return Doc::Failed {
+                            kind: e["kind"].as_str().unwrap_or(""),
+                            message: e["message"].as_str().or(e.as_str()).unwrap_or(""),
+                        };
                     }
                     if let Some(r) = v.get("result") {
                         return Doc::Ok(r);
@@ -104,11 +120,11 @@ impl<'a> Doc<'a> {
             _ => None,
         }
     }
-    fn result(self) -> Result<Option<&'a Value>, &'a str> {
+    fn result(self) -> Result<Option<&'a Value>, Failure<'a>> {
         match self {
             Doc::Ok(v) => Ok(Some(v)),
             Doc::Missing => Ok(None),
-            Doc::Failed(e) => Err(e),
+            Doc::Failed { kind, message } => Err(Failure { kind, message }),
         }
     }
     fn present(self) -> bool {
@@ -328,7 +344,7 @@ impl Report {
         if triage.present() || info.present() {
             open(h, p, "summary", "Summary", "triage, info");
             for (n, d) in [("triage", triage), ("info", info)] {
-                if let Doc::Failed(e) = d {
+                if let Doc::Failed { message: e, .. } = d {
                     failed(h, n, e);
                 }
             }
@@ -365,7 +381,7 @@ impl Report {
                 .unwrap_or_default();
             let names = |t: u64| managed.get(&t).map(|m| format!("({m})"));
             match pst {
-                Doc::Failed(e) => failed(h, "pstacks", e),
+                Doc::Failed { message: e, .. } => failed(h, "pstacks", e),
                 Doc::Ok(r) => {
                     let b = thread_boxes.as_ref().unwrap();
                     let threads = r["threads"].as_u64().unwrap_or(0);
@@ -408,7 +424,7 @@ impl Report {
                 Doc::Missing => {}
             }
             match psa {
-                Doc::Failed(e) => failed(h, "pstacks --async", e),
+                Doc::Failed { message: e, .. } => failed(h, "pstacks --async", e),
                 Doc::Ok(r) => {
                     let b = pstacks::boxes(arr(&r["roots"]));
                     if b.boxes.is_empty() {
@@ -442,7 +458,7 @@ impl Report {
         if da.present() || ca.present() {
             open(h, p, "chains", "Async chains", "dumpasync, causality");
             for (n, d) in [("dumpasync", da), ("causality", ca)] {
-                if let Doc::Failed(e) = d {
+                if let Doc::Failed { message: e, .. } = d {
                     failed(h, n, e);
                 }
             }
@@ -491,7 +507,7 @@ impl Report {
                 "causality, deadlock, syncblk",
             );
             for (n, d) in [("causality", ca), ("deadlock", dl), ("syncblk", sb)] {
-                if let Doc::Failed(e) = d {
+                if let Doc::Failed { message: e, .. } = d {
                     failed(h, n, e);
                 }
             }
@@ -526,7 +542,7 @@ impl Report {
             d => {
                 open(h, p, "heap", "Heap", "dumpheap -stat");
                 match d {
-                    Doc::Failed(e) => failed(h, "dumpheap -stat", e),
+                    Doc::Failed { message: e, .. } => failed(h, "dumpheap -stat", e),
                     Doc::Ok(r) => sections::heap(h, r, &format!("{p}hp")),
                     Doc::Missing => {}
                 }
@@ -540,8 +556,11 @@ impl Report {
             open(h, p, "exceptions", "Exceptions", "pe, dumpexceptions");
             // "no last thrown exception" is an answer, not a failure
             let pe_r = match pe {
-                Doc::Failed(e) if e.contains("no last thrown exception") => {
-                    let _ = write!(h, "<p class=\"lead\">{}.</p>", esc(&cap_first(e)));
+                Doc::Failed {
+                    kind: "no_last_exception",
+                    message,
+                } => {
+                    let _ = write!(h, "<p class=\"lead\">{}.</p>", esc(&cap_first(message)));
                     Ok(None)
                 }
                 d => d.result(),
@@ -561,7 +580,7 @@ impl Report {
             d => {
                 open(h, p, "threadpool", "Thread pool", "threadpool");
                 match d {
-                    Doc::Failed(e) => failed(h, "threadpool", e),
+                    Doc::Failed { message: e, .. } => failed(h, "threadpool", e),
                     Doc::Ok(r) => sections::threadpool(h, r),
                     Doc::Missing => {}
                 }
@@ -572,7 +591,7 @@ impl Report {
         if ct.present() {
             open(h, p, "threads", "Threads", "clrthreads");
             match ct {
-                Doc::Failed(e) => failed(h, "clrthreads", e),
+                Doc::Failed { message: e, .. } => failed(h, "clrthreads", e),
                 Doc::Ok(r) => {
                     let leaf = thread_boxes
                         .as_ref()

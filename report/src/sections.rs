@@ -474,9 +474,9 @@ fn notes(h: &mut Html, what: &str, lists: &[&Value]) {
 /// is all there is, and the heap's exceptions grouped (dumpexceptions).
 pub fn exceptions(
     h: &mut Html,
-    pe: Result<Option<&Value>, &str>,
+    pe: Result<Option<&Value>, crate::Failure<'_>>,
     triage: Option<&Value>,
-    de: Result<Option<&Value>, &str>,
+    de: Result<Option<&Value>, crate::Failure<'_>>,
 ) {
     match pe {
         Ok(Some(p)) => {
@@ -535,7 +535,7 @@ pub fn exceptions(
             let _ = write!(
                 h,
                 "<p class=\"failed\"><b>printexception</b> failed: {}</p>",
-                esc(e)
+                esc(e.message)
             );
         }
     }
@@ -587,7 +587,7 @@ pub fn exceptions(
             let _ = write!(
                 h,
                 "<p class=\"failed\"><b>dumpexceptions</b> failed: {}</p>",
-                esc(e)
+                esc(e.message)
             );
         }
     }
@@ -692,8 +692,8 @@ fn thread_of(v: &Value) -> String {
 /// Locks: the deadlock cycles drawn as rings, the waits, the sync blocks.
 pub fn locks(
     h: &mut Html,
-    dl: Result<Option<&Value>, &str>,
-    sb: Result<Option<&Value>, &str>,
+    dl: Result<Option<&Value>, crate::Failure<'_>>,
+    sb: Result<Option<&Value>, crate::Failure<'_>>,
     id: &str,
 ) {
     match dl {
@@ -769,7 +769,7 @@ pub fn locks(
             let _ = write!(
                 h,
                 "<p class=\"failed\"><b>deadlock</b> failed: {}</p>",
-                esc(e)
+                esc(e.message)
             );
         }
     }
@@ -828,7 +828,7 @@ pub fn locks(
             let _ = write!(
                 h,
                 "<p class=\"failed\"><b>syncblk</b> failed: {}</p>",
-                esc(e)
+                esc(e.message)
             );
         }
     }

@@ -6,6 +6,7 @@ pub mod asyncsm;
 pub mod causality;
 pub mod channels;
 pub mod exceptions;
+pub mod listing;
 pub mod locks;
 pub mod roots;
 pub mod starvation;

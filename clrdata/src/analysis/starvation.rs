@@ -482,3 +482,77 @@ mod tests {
         );
     }
 }
+
+/// Gathers what [`assess_starvation`] joins, for the pool `pool` with its queue `queue`: the
+/// workers' stacks, the monitors they wait on, and (only when a worker is in a task-wait
+/// frame) the tasks they wait for, which needs the heap (`heap`, asked for only then). The
+/// second value says what could not be read (the assessment is then made without it).
+pub fn assess<'h, M: dumpreader::Memory + dumpreader::Target, E: std::fmt::Display>(
+    rt: &crate::discovery::runtime::Runtime<M>,
+    names: &crate::model::names::TypeNames,
+    heap: impl FnOnce() -> Result<&'h crate::model::heap::GcHeap, E>,
+    pool: &ThreadPoolInfo,
+    queue: &WorkQueue,
+) -> (Starvation, Vec<String>) {
+    use crate::analysis::{asyncsm, causality, locks};
+    use crate::data::{syncblocks::ReadSyncBlocks, threads::ReadThreads};
+    use crate::model::objects::ObjectReader;
+    use crate::model::stack::{StackWalker, ThreadStack};
+    let mut notes = Vec::new();
+    let walker = StackWalker::for_target(rt, names);
+    let r = ObjectReader::new(rt, names);
+    let workers: std::collections::HashSet<u64> = pool.workers.iter().map(|w| w.thread).collect();
+    let threads: Vec<crate::data::threads::ThreadData> = match rt.threads() {
+        Ok(ts) => ts
+            .into_iter()
+            .filter(|t| workers.contains(&t.address))
+            .collect(),
+        Err(e) => {
+            notes.push(format!("the thread list: {e}"));
+            Vec::new()
+        }
+    };
+    let stacks: std::collections::HashMap<u64, ThreadStack> = threads
+        .iter()
+        .map(|t| (t.address, walker.walk(t)))
+        .collect();
+    let lock_waits = match rt
+        .require(crate::discovery::layout::Capability::Locks)
+        .and_then(|_| rt.sync_table())
+    {
+        Ok(table) => locks::find_deadlocks(rt, &threads, &table, &stacks).waits,
+        Err(e) => {
+            notes.push(format!("monitors not read: {e}"));
+            Vec::new()
+        }
+    };
+    let in_task_wait = stacks
+        .values()
+        .any(|st| st.methods().any(causality::is_task_wait_frame));
+    let mut task_waits = Vec::new();
+    if in_task_wait {
+        match heap() {
+            Err(e) => notes.push(format!("tasks waited on not read: {e}")),
+            Ok(heap) => match causality::thread_scans(&walker) {
+                Err(e) => notes.push(format!(
+                    "tasks waited on not read: reading the thread list: {e}"
+                )),
+                Ok(scans) => {
+                    let a = asyncsm::analyze(rt, names, heap);
+                    let scans: Vec<_> = scans
+                        .into_iter()
+                        .filter(|t| threads.iter().any(|w| w.os_id == t.os_id))
+                        .collect();
+                    task_waits = causality::analyze(&r, &a, &scans).thread_waits;
+                }
+            },
+        }
+    }
+    let type_of = |o: u64| {
+        crate::model::heap::read_method_table(rt.memory(), o)
+            .map(|mt| names.name_or_note(rt, mt))
+            .unwrap_or_else(|_| "<object not in the dump>".into())
+    };
+    let st = assess_starvation(type_of, pool, queue, &stacks, &lock_waits, &task_waits);
+    (st, notes)
+}

@@ -1,5 +1,6 @@
-//! dumpreader's errors are typed (design.md, "Errors"): no `Result` in its sources has a
-//! string for its error, and no error is built with `Err(format!(..))`. A text scan of
+//! Errors are typed in every crate of the workspace (design.md, "Errors"): no `Result` in
+//! their sources has a string (or an untyped `Box<dyn Error>`) for its error, and no error is
+//! built with `Err(format!(..))` or `map_err(|e| e.to_string())`. A text scan of each crate's
 //! `src/**/*.rs`, so that a stringly error cannot come back unnoticed.
 
 use std::path::{Path, PathBuf};
@@ -97,12 +98,32 @@ fn is_stringly(ty: &str) -> bool {
     ) || t.starts_with("Box<dyn") // an untyped error is no better
 }
 
+/// The workspace's crates: every folder beside this one with a Cargo.toml and a src/.
+fn crates() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("Cargo.toml").is_file() && p.join("src").is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn no_result_has_a_string_error() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let crates = crates();
+    let names: Vec<String> = crates
+        .iter()
+        .map(|c| c.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for must in ["dumpreader", "clrdata", "commands", "repl", "dbgext", "report"] {
+        assert!(names.iter().any(|n| n == must), "crate {must} not found: {names:?}");
+    }
     let mut files = Vec::new();
-    sources(&src, &mut files);
-    assert!(files.len() > 5, "sources not found under {}", src.display());
+    for c in &crates {
+        sources(&c.join("src"), &mut files);
+    }
     let mut bad = Vec::new();
     for f in &files {
         let code = code_only(&std::fs::read_to_string(f).unwrap());
@@ -124,7 +145,7 @@ fn no_result_has_a_string_error() {
     }
     assert!(
         bad.is_empty(),
-        "dumpreader's errors are typed enums (design.md, \"Errors\"); found:\n{}",
+        "errors are typed enums (design.md, \"Errors\"); found:\n{}",
         bad.join("\n")
     );
 }

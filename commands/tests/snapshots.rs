@@ -5,7 +5,7 @@
 //! threads), `dumpheap -stat` on `hang` (heap.rs: the DAC's heap statistics), `dumpasync` and
 //! `causality` on `async` (dumpasync.rs, causality.rs: the DAC's boxes, the manifest), and
 //! `triage` on `hang` (triage.rs). Update a snapshot only for a deliberate rendering change:
-//! `INSTA_UPDATE=always cargo test -p repl --test snapshots`, then review the diff.
+//! `INSTA_UPDATE=always cargo test -p commands --test snapshots`, then review the diff.
 
 use commands::Session;
 
