@@ -163,7 +163,7 @@ fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
     let table_data =
-        c.rt.sync_table()
+        clrdata::analysis::locks::monitors(&c.rt, &c.names)
             .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let all = m.get_flag("all");
     let only: Option<u32> = match m.get_one::<String>("index") {
@@ -370,7 +370,7 @@ fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
     let table_data =
-        c.rt.sync_table()
+        clrdata::analysis::locks::monitors(&c.rt, &c.names)
             .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let w = StackWalker::for_target(&c.rt, &c.names);
     let stacks: HashMap<u64, ThreadStack> = th

@@ -1,5 +1,5 @@
 //! MethodDescs named as the DAC names them, on every corpus dump the tests claim Methods on
-//! (.NET 8, 9 and 10, Linux and the Windows minidump): the DAC's stack walk
+//! (.NET 8, 9, 10 and 11, Linux and the Windows minidump): the DAC's stack walk
 //! (`dumps/<name>.dac.json`, `stacks[].frames[]`) gives each managed frame's `methodDesc`
 //! (GetMethodDescPtrFromIP / GetMethodDescPtrFromFrame) and its `method` (GetMethodDescName).
 //! Each MethodDesc is decoded through its MethodDescChunk (`clrdata::model::methods::method_desc`: the

@@ -1451,6 +1451,28 @@ pub struct LockLayout {
     /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
     /// and 10: the debugger's blocking items name every waiter on the corpus).
     pub hmf_1obj_gc_ptr: Option<u64>,
+    /// Where a monitor's state lives: the SyncBlock's AwareLock (.NET 8-10, the offsets
+    /// above) or a managed `System.Threading.Lock` (.NET 11).
+    pub scheme: LockScheme,
+}
+
+/// Where a monitor's owner, recursion and waiters are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScheme {
+    /// The SyncBlock starts with the runtime's AwareLock (.NET 8-10); waiters are the
+    /// WaitEventLinks and the debugger's blocking items of [`LockLayout`].
+    AwareLock,
+    /// .NET 11: Monitor is managed. `SyncBlock.Lock` is an OBJECTHANDLE of the
+    /// `System.Threading.Lock` that holds the state (null until one is made);
+    /// `SyncBlock.ThinLock` the thin-lock word the sync block took over from the object
+    /// header (owner's thread id, recursion) until then. Who waits is in each thread's
+    /// managed `ThreadBlockingInfo` list (docs/clr-layout-net11.md 2.6).
+    Managed {
+        /// `SyncBlock.Lock`.
+        lock_handle: u64,
+        /// `SyncBlock.ThinLock` (a DWORD).
+        thin_lock: u64,
+    },
 }
 
 /// How an AwareLock names the thread holding it.
@@ -1485,6 +1507,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_timeout: 0x14,
     blocking_next: 0x18,
     hmf_1obj_gc_ptr: Some(0xE8),
+    scheme: LockScheme::AwareLock,
 };
 
 /// .NET 8 linux-x64.

@@ -504,7 +504,7 @@ impl<M: Memory> Runtime<M> {
     /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
     ///
     /// Errors: [`ClrError::NoRuntime`], [`ClrError::UnsupportedRuntime`] (e.g. "found .NET Core
-    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9 and 10"), [`ClrError::SanityCheck`].
+    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9, 10 and 11"), [`ClrError::SanityCheck`].
     pub(crate) fn discover_with(target: M, corelib_version: CoreLibVersion<M>) -> Result<Runtime<M>>
     where
         M: Target,

@@ -94,6 +94,7 @@ pub const VERIFIED_NET11: &[Capability] = &[
     Capability::Stacks,
     Capability::Methods,
     Capability::Roots,
+    Capability::Locks,
     Capability::Exceptions,
 ];
 
@@ -666,7 +667,8 @@ pub fn build_layout(
         locks: match (family, windows) {
             (Family::Net9, false) => Some(&layout::NET9_LINUX_X64_LOCKS),
             (Family::Net9, true) => None,
-            (Family::Net11, _) => None,
+            (Family::Net11, false) => Some(locks_net11(&l)?),
+            (Family::Net11, true) => None,
             (_, false) => Some(&layout::NET10_LINUX_X64_LOCKS),
             (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
         },
@@ -753,6 +755,33 @@ fn roots_net11(l: &Lookup<'_>) -> Result<&'static layout::RootsLayout> {
         return Ok(found);
     }
     let leaked: &'static layout::RootsLayout = Box::leak(Box::new(r));
+    v.push(leaked);
+    Ok(leaked)
+}
+
+/// .NET 11 (Linux x64) monitors: the sync table from the descriptor (`SyncTableEntry`,
+/// `SyncBlockCache.FreeSyncTableIndex`, `SyncBlock.Lock`/`ThinLock`: Monitor is managed), the
+/// SyncBlockCache's m_ActiveCount and m_SyncTableSize where 10 has them (unpublished; checked on
+/// async-net11: 1 active, index 2, size 250, as the 11.0.0 DAC's sync block count says).
+fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
+    let r = layout::LockLayout {
+        cache_free_sync_table_index: l.field("SyncBlockCache", "FreeSyncTableIndex")?,
+        sync_table_entry_size: l.size("SyncTableEntry")?,
+        entry_object: l.field("SyncTableEntry", "Object")?,
+        scheme: layout::LockScheme::Managed {
+            lock_handle: l.field("SyncBlock", "Lock")?,
+            thin_lock: l.field("SyncBlock", "ThinLock")?,
+        },
+        hmf_1obj_gc_ptr: None,
+        thread_first_blocking_item: NOT_PUBLISHED,
+        ..layout::NET10_LINUX_X64_LOCKS
+    };
+    static LOCKS: Mutex<Vec<&'static layout::LockLayout>> = Mutex::new(Vec::new());
+    let mut v = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = v.iter().find(|x| ***x == r) {
+        return Ok(found);
+    }
+    let leaked: &'static layout::LockLayout = Box::leak(Box::new(r));
     v.push(leaked);
     Ok(leaked)
 }
