@@ -22,7 +22,7 @@ pub enum ClrError {
     },
 
     /// A runtime was found but this build has no layout for it. The native commands still work.
-    #[error("found {found} ({module} at {base:#x}); this build reads .NET 8, 9 and 10")]
+    #[error("found {found} ({module} at {base:#x}); this build reads .NET 8, 9, 10 and 11")]
     UnsupportedRuntime {
         /// The runtime as named for people, e.g. ".NET Core 3.1.23".
         found: String,

@@ -9,8 +9,8 @@ impl<M: Memory + Target> Runtime<M> {
     /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
     ///
     /// Errors: [`crate::ClrError::NoRuntime`], [`crate::ClrError::UnsupportedRuntime`] (e.g.
-    /// "found .NET Core 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9 and
-    /// 10"), [`crate::ClrError::NoLayout`], [`crate::ClrError::SanityCheck`].
+    /// "found .NET Core 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9, 10
+    /// and 11"), [`crate::ClrError::NoLayout`], [`crate::ClrError::SanityCheck`].
     pub fn discover(target: M) -> Result<Runtime<M>> {
         Runtime::discover_with_options(target, &DiscoverOptions::default())
     }

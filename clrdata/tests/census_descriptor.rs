@@ -70,7 +70,7 @@ fn dumps() -> Vec<(
         } else {
             String::new()
         };
-        if v.starts_with("9.") || v.starts_with("10.") {
+        if v.starts_with("9.") || v.starts_with("10.") || v.starts_with("11.") {
             let opts = e.open_options();
             out.push((name, e.dump_path(), v, e.dac, shape, opts));
         }
@@ -95,7 +95,7 @@ fn dumps() -> Vec<(
     }
     if out.is_empty() {
         eprintln!(
-            "\n*** census_descriptor: NO .NET 9 or 10 corpus dump found in {}: nothing was \
+            "\n*** census_descriptor: NO .NET 9, 10 or 11 corpus dump found in {}: nothing was \
              checked ***\n",
             dir.display()
         );
@@ -434,12 +434,12 @@ fn runtime_threads_and_census_equal_the_dac_exactly() {
         }
     }
     eprintln!(
-        "census_descriptor: {checked} of {total} .NET 9/10 dumps checked, {unchecked} without \
+        "census_descriptor: {checked} of {total} .NET 9/10/11 dumps checked, {unchecked} without \
          their runtime files"
     );
     // Dumps without their runtime's files are said loudly; none checked at all is a failure.
     assert!(
         total == 0 || checked > 0,
-        "no .NET 9/10 dump could be checked"
+        "no .NET 9/10/11 dump could be checked"
     );
 }

@@ -343,7 +343,7 @@ fn netcore31_is_refused_by_name() {
     assert_eq!(
         msg,
         format!(
-            "found .NET Core 3.1.23 (libcoreclr.so at {:#x}); this build reads .NET 8, 9 and 10",
+            "found .NET Core 3.1.23 (libcoreclr.so at {:#x}); this build reads .NET 8, 9, 10 and 11",
             info.base
         )
     );

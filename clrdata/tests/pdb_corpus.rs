@@ -689,6 +689,22 @@ fn method_named(md: &Metadata<'_>, ty: u32, method: &str) -> Option<u32> {
         .find(|&m| md.method_def(m).is_ok_and(|r| r.name == method))
 }
 
+/// A manifest chain's state-machine methods with their state machine types, innermost first:
+/// every method before .NET 11; on 11 (`async_kinds`) only the methods compiled to a state
+/// machine, in the order `state_machine_types` lists them.
+fn state_machine_methods(c: &serde_json::Value) -> Vec<(&str, &str)> {
+    let methods = c["methods"].as_array().unwrap();
+    let sms = c["state_machine_types"].as_array().unwrap();
+    let kinds = c["async_kinds"].as_array();
+    methods
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| kinds.is_none_or(|k| k[*i] == "state-machine"))
+        .map(|(_, m)| m.as_str().unwrap())
+        .zip(sms.iter().map(|t| t.as_str().unwrap()))
+        .collect()
+}
+
 #[test]
 fn state_machines_kick_off_the_manifest_chains_methods() {
     let mut checked = 0;
@@ -705,10 +721,7 @@ fn state_machines_kick_off_the_manifest_chains_methods() {
         let md_bytes = img.metadata().unwrap();
         let md = Metadata::parse(&md_bytes).unwrap();
         for c in &chains {
-            let methods = c["methods"].as_array().unwrap();
-            let sms = c["state_machine_types"].as_array().unwrap();
-            for (m, sm) in methods.iter().zip(sms) {
-                let (m, sm) = (m.as_str().unwrap(), sm.as_str().unwrap());
+            for (m, sm) in state_machine_methods(c) {
                 let ty = type_def(&md, sm).unwrap_or_else(|| panic!("{}: no TypeDef {sm}", e.name));
                 let mn = method_named(&md, ty, "MoveNext")
                     .unwrap_or_else(|| panic!("{}: {sm} has no MoveNext", e.name));
@@ -761,12 +774,24 @@ fn hoisted_locals_are_the_state_machines_fields_with_debug_scopes() {
         let chains = e.manifest["async_chains"].as_array().unwrap();
         for h in hoisted.iter().filter(|h| h["kind"] == "local") {
             let (method, name) = (h["method"].as_str().unwrap(), h["name"].as_str().unwrap());
+            // A runtime-async method (.NET 11) has no state machine: its hoisted locals are
+            // the runtime's continuation's (the async debug info), not fields.
+            let runtime_async = chains.iter().any(|c| {
+                let ms = c["methods"].as_array().unwrap();
+                ms.iter()
+                    .position(|m| m == method)
+                    .is_some_and(|i| c["async_kinds"][i] == "runtime-async")
+            });
+            if runtime_async {
+                continue;
+            }
             let sm = chains
                 .iter()
                 .find_map(|c| {
-                    let ms = c["methods"].as_array().unwrap();
-                    let i = ms.iter().position(|m| m == method)?;
-                    c["state_machine_types"][i].as_str()
+                    state_machine_methods(c)
+                        .into_iter()
+                        .find(|(m, _)| *m == method)
+                        .map(|(_, sm)| sm)
                 })
                 .unwrap_or_else(|| panic!("{}: no state machine for {method}", e.name));
             let ty = type_def(&md, sm).unwrap();

@@ -200,8 +200,17 @@ fn downloads_verifies_and_uses_a_libcoreclr_and_refuses_another_build() {
     let server = SymbolServer::new(&srv.url, &cache);
     let rt = Runtime::discover_with_options(&d, &with_server(server.clone()))
         .unwrap_or_else(|err| panic!("through the symbol server: {err}"));
-    assert_eq!(rt.layout_source.from, LayoutFrom::SymbolServer, "{}", rt.layout_source);
-    assert!(rt.layout_source.detail.contains(&key), "{}", rt.layout_source);
+    assert_eq!(
+        rt.layout_source.from,
+        LayoutFrom::SymbolServer,
+        "{}",
+        rt.layout_source
+    );
+    assert!(
+        rt.layout_source.detail.contains(&key),
+        "{}",
+        rt.layout_source
+    );
     assert_eq!(rt.descriptor(), by_index.descriptor());
     assert_eq!(rt.globals, by_index.globals);
     assert_eq!(rt.info.version, e.runtime_version());
@@ -213,11 +222,18 @@ fn downloads_verifies_and_uses_a_libcoreclr_and_refuses_another_build() {
     );
     let asked = srv.requests();
     assert_eq!(asked, vec![format!("/{key}")], "one download of the key");
-    assert!(cache.join(&key).is_file(), "kept in the cache under its key");
+    assert!(
+        cache.join(&key).is_file(),
+        "kept in the cache under its key"
+    );
 
     // The second time, from the cache (checked again), nothing downloaded.
     let again = Runtime::discover_with_options(&d, &with_server(server.clone())).expect("again");
-    assert!(again.layout_source.detail.contains("cached at"), "{}", again.layout_source);
+    assert!(
+        again.layout_source.detail.contains("cached at"),
+        "{}",
+        again.layout_source
+    );
     assert_eq!(srv.requests().len(), 1, "{:?}", srv.requests());
 
     // Another build's libcoreclr.so under the dump's key: refused, not kept.

@@ -3,10 +3,10 @@
 //! (clrdata's lists, so the text follows them).
 
 use clrdata::discovery::layout::{Capability, Family, ALL_CAPABILITIES};
-use clrdata::discovery::supplement::{VERIFIED_NET10, VERIFIED_NET9};
+use clrdata::discovery::supplement::{VERIFIED_NET10, VERIFIED_NET11, VERIFIED_NET9};
 
 /// Every family clrdata reads, in release order.
-pub const FAMILIES: [Family; 3] = [Family::Net8, Family::Net9, Family::Net10];
+pub const FAMILIES: [Family; 4] = [Family::Net8, Family::Net9, Family::Net10, Family::Net11];
 
 /// A family's name and what is verified on it.
 fn family(f: Family) -> (&'static str, &'static [Capability]) {
@@ -14,6 +14,7 @@ fn family(f: Family) -> (&'static str, &'static [Capability]) {
         Family::Net8 => (".NET 8", ALL_CAPABILITIES),
         Family::Net9 => (".NET 9", VERIFIED_NET9),
         Family::Net10 => (".NET 10", VERIFIED_NET10),
+        Family::Net11 => (".NET 11", VERIFIED_NET11),
     }
 }
 

@@ -161,9 +161,8 @@ fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
 fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
-    let table_data =
-        c.rt.sync_table()
-            .map_err(|e| CommandError::clr("reading the sync table", e))?;
+    let table_data = clrdata::analysis::locks::monitors(&c.rt, &c.names)
+        .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let all = m.get_flag("all");
     let only: Option<u32> = match m.get_one::<String>("index") {
         Some(i) => Some(i.parse().map_err(|_| {
@@ -367,9 +366,8 @@ pub struct DeadlockOut {
 fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
-    let table_data =
-        c.rt.sync_table()
-            .map_err(|e| CommandError::clr("reading the sync table", e))?;
+    let table_data = clrdata::analysis::locks::monitors(&c.rt, &c.names)
+        .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let w = StackWalker::for_target(&c.rt, &c.names);
     let stacks: HashMap<u64, ThreadStack> = th
         .list

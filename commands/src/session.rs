@@ -97,15 +97,14 @@ impl Session {
     pub fn clr(&self) -> Result<Arc<Clr>, ClrError> {
         self.clr
             .get_or_init(|| {
-                Runtime::discover_with_options(self.target.clone(), &self.discover)
-                    .map(|rt| {
-                        Arc::new(Clr {
-                            rt,
-                            names: TypeNames::new(),
-                            heap: OnceLock::new(),
-                            control: self.control.clone(),
-                        })
+                Runtime::discover_with_options(self.target.clone(), &self.discover).map(|rt| {
+                    Arc::new(Clr {
+                        rt,
+                        names: TypeNames::new(),
+                        heap: OnceLock::new(),
+                        control: self.control.clone(),
                     })
+                })
             })
             .clone()
     }

@@ -555,13 +555,15 @@ pub fn triage_all_with(
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(p) = paths.get(i) else { break };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| triage_with(p, opts, discover)))
-                    .unwrap_or_else(|_| {
-                        let mut t = triage_failed(p);
-                        t.error =
-                            Some("internal error while triaging (a bug: please report it)".into());
-                        t
-                    });
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    triage_with(p, opts, discover)
+                }))
+                .unwrap_or_else(|_| {
+                    let mut t = triage_failed(p);
+                    t.error =
+                        Some("internal error while triaging (a bug: please report it)".into());
+                    t
+                });
                 *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

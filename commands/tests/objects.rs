@@ -216,7 +216,7 @@ fn split_name(s: &str) -> (&str, &str) {
 
 #[test]
 fn every_manifest_value_is_reached_from_the_static_roots() {
-    // Every heap dump the tests claim Statics on (.NET 8, 9 and 10): the roots are statics.
+    // Every heap dump the tests claim Statics on (.NET 8, 9, 10 and 11): the roots are statics.
     let heaps: Vec<_> = tests::readable_for(clrdata::discovery::layout::Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "heap")
@@ -257,7 +257,7 @@ fn every_manifest_value_is_reached_from_the_static_roots_on(e: &tests::Entry) {
 
 #[test]
 fn statics_equal_the_manifest() {
-    // Every heap dump the tests claim Statics on (.NET 8, 9 and 10).
+    // Every heap dump the tests claim Statics on (.NET 8, 9, 10 and 11).
     let heaps: Vec<_> = tests::readable_for(clrdata::discovery::layout::Capability::Statics)
         .into_iter()
         .filter(|e| e.program() == "heap")

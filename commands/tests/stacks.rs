@@ -103,7 +103,7 @@ fn addr(v: &Value) -> Option<u64> {
     }
 }
 
-/// `clrstack -all` on every Linux dump where the tests claim the stack walk (.NET 8, 9, 10):
+/// `clrstack -all` on every Linux dump where the tests claim the stack walk (.NET 8, 9, 10, 11):
 /// every frame's SP, IP and explicit Frame address equal the DAC's, in order; the method names
 /// too where the tests claim Methods.
 #[test]

@@ -21,7 +21,7 @@ fn session(e: &tests::Entry) -> Session {
         .unwrap_or_else(|err| panic!("{}: {err}", e.name))
 }
 
-/// The dumps of scenario `program` the tests claim Statics on (any compiler; .NET 8, 9, 10).
+/// The dumps of scenario `program` the tests claim Statics on (any compiler; .NET 8, 9, 10, 11).
 fn of_program(program: &str) -> Vec<tests::Entry> {
     let v: Vec<_> = tests::readable_for(Capability::Statics)
         .into_iter()
@@ -217,7 +217,14 @@ fn field_type_mts_agree_with_the_dac() {
         // is looked up there (not reached through an object) is not resolved
         // (docs/clr-layout-net9-10.md, "Methods on .NET 9 and 10"); every one found still
         // equals the DAC's (field_type_mts).
-        let (floor, allowed) = if e.family() == 9 { (14, 2) } else { (15, 0) };
+        // The 11.0.0 truth holds one class (heap-net11.methods.dac.json: `Heap.Person`, the
+        // only one with an instance to find its EEClass by; dumps/README.md), whose one
+        // constructed field is `Tags` (string[]).
+        let (floor, allowed) = match e.family() {
+            9 => (14, 2),
+            11 => (1, 0),
+            _ => (15, 0),
+        };
         assert!(
             constructed >= floor,
             "{}: {constructed} array/generic fields with their MT",

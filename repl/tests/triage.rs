@@ -86,7 +86,7 @@ fn triage_summarises_every_dump_and_reports_the_ones_it_cannot_open() {
         );
     }
 
-    // Every dump whose heap and type names the tests claim: .NET 8, 9 and 10 alike.
+    // Every dump whose heap and type names the tests claim: .NET 8, 9, 10 and 11 alike.
     assert!(
         entries
             .iter()

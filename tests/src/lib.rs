@@ -556,7 +556,7 @@ pub fn entry(name: &str) -> Entry {
 
 /// Every corpus entry of the CLR ([`names`]) the tests take: all but those made ahead of the code ([`ahead`]: of a
 /// runtime family newer than every family the tests claim anything on, such as the .NET 11
-/// dumps before dumpshell reads .NET 11). The first call in a process checks that dumpshell
+/// dumps were before dumpshell read .NET 11). The first call in a process checks that dumpshell
 /// refuses each of those naming its runtime's version (as tests/tests/refusals.rs checks for
 /// the refused dumps `all` returns) and panics otherwise, so every test taking `all` still
 /// holds them to that. Tests that take dumps by their manifests (a program, a manifest field)
@@ -635,7 +635,8 @@ pub const CAPABILITIES: &[Capability] = clrdata::discovery::layout::ALL_CAPABILI
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
 /// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
-/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps. Written
+/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps; on .NET 11 what
+/// 9 has (no 11 server-GC dump). Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
@@ -662,6 +663,19 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Threads
                 | TypeNames
                 | ServerGc
+                | Fields
+                | Statics
+                | Stacks
+                | Methods
+                | Roots
+                | Locks
+                | Exceptions
+        ),
+        11 => matches!(
+            cap,
+            HeapWalk
+                | Threads
+                | TypeNames
                 | Fields
                 | Statics
                 | Stacks
@@ -827,7 +841,8 @@ impl Entry {
     /// [`framework_dir`], every other build from its NuGet runtime pack
     /// (`Microsoft.NETCore.App.Runtime.<rid>` in `$NUGET_PACKAGES` or `~/.nuget/packages`;
     /// `dumps/fetch-frameworks.sh` restores those the corpus names). Self-contained and
-    /// single-file apps carry the same files (dumps/README.md). Empty when they are not here.
+    /// single-file apps carry the same files (dumps/README.md); an ASP.NET Core app's
+    /// (`app.aspnetcore_pack`) also its pack's assemblies. Empty when they are not here.
     pub fn framework_dirs(&self) -> Vec<PathBuf> {
         if clean_room() {
             return Vec::new();
@@ -853,11 +868,28 @@ impl Entry {
             .join("runtimes")
             .join(rid);
         let lib = root.join("lib").join(format!("net{}.0", self.family()));
-        if lib.join("System.Private.CoreLib.dll").is_file() {
-            vec![lib, root.join("native")]
-        } else {
-            Vec::new()
+        if !lib.join("System.Private.CoreLib.dll").is_file() {
+            return Vec::new();
         }
+        let mut dirs = vec![lib, root.join("native")];
+        // An ASP.NET Core app's shared framework (`app.aspnetcore_pack`, e.g.
+        // "Microsoft.AspNetCore.App.Runtime.linux-x64 11.0.0"), when its pack is here.
+        if let Some((pack, version)) = self.manifest["app"]["aspnetcore_pack"]
+            .as_str()
+            .and_then(|p| p.split_once(' '))
+        {
+            let asp = packages
+                .join(pack.to_ascii_lowercase())
+                .join(version)
+                .join("runtimes")
+                .join(rid)
+                .join("lib")
+                .join(format!("net{}.0", self.family()));
+            if asp.is_dir() {
+                dirs.push(asp);
+            }
+        }
+        dirs
     }
 
     /// Whether this machine has the runtime's own files for the dump ([`Entry::framework_dirs`]).
@@ -866,8 +898,7 @@ impl Entry {
     pub fn has_framework(&self) -> bool {
         let here = !self.framework_dirs().is_empty();
         // In the clean room no file is obtainable by design.
-        let obtainable =
-            !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
+        let obtainable = !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
         if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
             panic!(
                 "{}: the .NET {} runtime pack is not in the NuGet cache (run \

@@ -43,7 +43,7 @@ fn dac_locks(e: &tests::Entry) -> Option<Value> {
     Some(v)
 }
 
-/// The dumps whose exceptions the tests claim (.NET 8, 9 and 10).
+/// The dumps whose exceptions the tests claim (.NET 8, 9, 10 and 11).
 fn exceptions_claimed() -> Vec<tests::Entry> {
     tests::readable_for(tests::Capability::Exceptions)
 }

@@ -1,5 +1,5 @@
 //! MethodDescs named as the DAC names them, on every corpus dump the tests claim Methods on
-//! (.NET 8, 9 and 10, Linux and the Windows minidump): the DAC's stack walk
+//! (.NET 8, 9, 10 and 11, Linux and the Windows minidump): the DAC's stack walk
 //! (`dumps/<name>.dac.json`, `stacks[].frames[]`) gives each managed frame's `methodDesc`
 //! (GetMethodDescPtrFromIP / GetMethodDescPtrFromFrame) and its `method` (GetMethodDescName).
 //! Each MethodDesc is decoded through its MethodDescChunk (`clrdata::model::methods::method_desc`: the
@@ -93,9 +93,13 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
                 Err(err) => diffs.push(format!("{what}: not named: {err}")),
             }
             // The MethodDesc is one its class's chunk walk finds, at that address, with the
-            // same token and slot (sizes and flags read right up to it).
+            // same token and slot (sizes and flags read right up to it). An IL stub's chunk
+            // is not linked into its class's list: the 11.0.0 ILStubClass's EEClass has no
+            // chunk at all (aspnethang-net11: `IL_STUB_AsyncResume`), so a dynamic method
+            // whose class lists none is not looked for there.
             let ee = rt.method_table(decoded.method_table).map(|m| m.ee_class);
             match ee.and_then(|ee| introduced_methods(&r, ee)) {
+                Ok(all) if all.is_empty() && decoded.classification == 7 => {}
                 Ok(all) => match all.iter().find(|x| x.address == md) {
                     Some(x) if *x == decoded => {}
                     Some(x) => diffs.push(format!("{what}: the chunk walk reads {x:?}")),
@@ -116,7 +120,7 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
         diffs.join("\n")
     );
     eprintln!("method_names: {total} MethodDescs, by family {per_family:?}");
-    for fam in [9, 10] {
+    for fam in [9, 10, 11] {
         assert!(
             per_family.get(&fam).copied().unwrap_or(0) > 20,
             ".NET {fam}: too few MethodDescs compared ({per_family:?})"

@@ -132,7 +132,7 @@ fn clrmd_style_names() {
     );
 }
 
-/// The dumps whose GC handles and finalization queue the tests claim (.NET 8, 9 and 10).
+/// The dumps whose GC handles and finalization queue the tests claim (.NET 8, 9, 10 and 11).
 fn roots_claimed() -> Vec<tests::Entry> {
     tests::readable_for(tests::Capability::Roots)
 }

@@ -171,7 +171,7 @@ fn statics_and_thread_statics_equal_the_dacs() {
         families.insert(e.family());
     }
     assert!(
-        families.contains(&9) && families.contains(&10),
+        families.contains(&9) && families.contains(&10) && families.contains(&11),
         "{families:?}"
     );
 }

@@ -36,7 +36,7 @@ impl Open {
 }
 
 /// The dumps of the threadpool scenario the tests claim Statics on (the pool, its queues and
-/// the timers are reached from CoreLib statics): .NET 8, 9 and 10.
+/// the timers are reached from CoreLib statics): .NET 8, 9, 10 and 11.
 fn threadpool_dumps() -> Vec<tests::Entry> {
     let v: Vec<_> = tests::readable_for(Capability::Statics)
         .into_iter()

@@ -303,15 +303,15 @@ fn describe_element<M: Memory>(
         offset: None,
         error: None,
     };
-    let named = walker.method_desc_info(md).and_then(|mdi| {
-        let mt = r.rt.method_table(mdi.method_table)?;
-        let module = mt.require_module()?;
-        el.module = r.rt.module(module).ok().map(|d| d.simple_name);
-        walker.method_name(module, mdi.token)
-    });
-    match named {
-        Ok(n) => el.method = Some(n),
-        Err(e) => el.error = Some(e.to_string()),
+    match walker.method_desc_name(md) {
+        Ok((module, _, n)) => {
+            el.module = r.rt.module(module).ok().map(|d| d.simple_name);
+            el.method = Some(n);
+        }
+        Err((module, _, e)) => {
+            el.module = module.and_then(|m| r.rt.module(m).ok().map(|d| d.simple_name));
+            el.error = Some(e.to_string());
+        }
     }
     match walker.ip_to_method(ip) {
         Ok(Some((ci, _))) => el.offset = ip.checked_sub(ci.method_start),

@@ -7,15 +7,173 @@
 
 use crate::data::syncblocks::ReadSyncBlocks;
 use crate::data::syncblocks::{
-    decode_header, object_header, Header, SyncBlockData, SyncTable, ThinLockData, WaitKind,
+    decode_header, object_header, BlockingItem, Header, ManagedLock, SyncBlockData, SyncTable,
+    ThinLockData, WaitKind,
 };
 use crate::data::threads::ThreadData;
+use crate::discovery::layout::LockScheme;
 use crate::discovery::runtime::Runtime;
+use crate::error::ClrError;
+use crate::model::fields::{field, int, obj, object_fields};
 use crate::model::heap::GcHeap;
+use crate::model::names::TypeNames;
+use crate::model::objects::{FieldValue, ObjectReader};
 use crate::model::stack::ThreadStack;
 use dumpreader::Memory;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+
+/// The monitors: the sync table with each SyncBlock's owner, recursion and waiters. .NET 8-10:
+/// the runtime's own AwareLocks ([`ReadSyncBlocks::sync_table`]). .NET 11 (Monitor is
+/// managed): each SyncBlock's `System.Threading.Lock` read by field name, and every thread's
+/// managed `ThreadBlockingInfo` list (the thread-static `ThreadBlockingInfo.t_first`, CoreLib
+/// 11.0.0: `{_objectPtr, _objectKind, _timeoutMs, _next}`, kinds 2 Lock and 3 Condition)
+/// for what it waits on ([`SyncTable::blocking`]); a thread in Monitor.Wait waits on a
+/// `Condition` of the lock (`Condition._lock`), and is in its SyncBlock's `wait_threads`.
+pub fn monitors<M: Memory>(rt: &Runtime<M>, names: &TypeNames) -> crate::Result<SyncTable> {
+    let managed = rt
+        .layout
+        .locks
+        .is_some_and(|l| matches!(l.scheme, LockScheme::Managed { .. }));
+    if !managed {
+        return rt.sync_table();
+    }
+    let r = ObjectReader::new(rt, names);
+    let read = |a: u64| read_managed_lock(&r, a);
+    let mut table = rt.sync_table_with(&read)?;
+    let blocking = managed_blocking_items(&r)?;
+    for b in blocking.iter().filter(|b| b.kind == WaitKind::MonitorWait) {
+        if let Some(sb) = table
+            .sync_blocks
+            .iter_mut()
+            .find(|s| s.lock_object != 0 && s.lock_object == b.lock_object)
+        {
+            sb.wait_threads.push(b.thread);
+        }
+    }
+    table.blocking = Some(blocking);
+    Ok(table)
+}
+
+/// A `System.Threading.Lock`'s fields, by name.
+pub fn read_managed_lock<M: Memory>(r: &ObjectReader<'_, M>, a: u64) -> crate::Result<ManagedLock> {
+    let (mt, f) = object_fields(r, a, "System.Threading.Lock")?;
+    let ty = r.type_name(mt);
+    if ty != "System.Threading.Lock" {
+        return Err(ClrError::corrupt(
+            "System.Threading.Lock",
+            a,
+            format!("the object is a {ty}"),
+        ));
+    }
+    let get = |name: &str| {
+        int(&f, name).ok_or_else(|| ClrError::NoSuchField {
+            type_name: ty.clone(),
+            field: name.to_owned(),
+            is_static: false,
+        })
+    };
+    Ok(ManagedLock {
+        owning_thread_id: get("_owningThreadId")? as i32,
+        state: get("_state")? as u32,
+        recursion_count: get("_recursionCount")? as u32,
+    })
+}
+
+/// `ThreadBlockingInfo.ObjectKind` (CoreLib 11.0.0 literals; 0 and 1, the native Monitor's,
+/// are obsolete).
+const BLOCKING_KIND_LOCK: i64 = 2;
+const BLOCKING_KIND_CONDITION: i64 = 3;
+/// Bound on a thread's blocking list (nested waits).
+const MAX_BLOCKING: usize = 64;
+
+/// Every thread's managed blocking items (.NET 11), innermost first per thread, in thread
+/// order: a Lock being entered, or a Condition waited on (given as its lock).
+fn managed_blocking_items<M: Memory>(r: &ObjectReader<'_, M>) -> crate::Result<Vec<BlockingItem>> {
+    const TYPE: &str = "System.Threading.ThreadBlockingInfo";
+    let Some(mt) = r.corelib_type(TYPE) else {
+        // Never loaded: no thread ever blocked on a managed lock.
+        return Ok(Vec::new());
+    };
+    let statics = r
+        .fields(mt, 0, true)
+        .map_err(|e| e.context(format!("the fields of {TYPE}")))?;
+    let t_first = statics
+        .iter()
+        .find(|f| f.attr == "TLstatic" && f.name == "t_first")
+        .ok_or_else(|| ClrError::NoSuchField {
+            type_name: TYPE.to_owned(),
+            field: "t_first".to_owned(),
+            is_static: true,
+        })?;
+    let slots =
+        r.thread_static_addresses(t_first.declaring_mt, t_first.offset, t_first.element_type)?;
+    let m = r.rt.memory();
+    let mut out = Vec::new();
+    for (_, thread, slot) in slots {
+        let mut p = m
+            .read_u64(slot)
+            .map_err(|_| ClrError::read("ThreadBlockingInfo.t_first", slot))?;
+        let mut n = 0;
+        while p != 0 {
+            n += 1;
+            if n > MAX_BLOCKING {
+                return Err(ClrError::corrupt(
+                    "ThreadBlockingInfo list",
+                    thread,
+                    format!("more than {MAX_BLOCKING} items (a loop?)"),
+                ));
+            }
+            let f = r
+                .value_type(mt, p)
+                .map_err(|e| e.context(format!("the ThreadBlockingInfo at {p:#x}")))?;
+            let ptr = |name: &str| match field(&f, name).map(|x| &x.value) {
+                Some(FieldValue::Pointer { value }) => Ok(*value),
+                _ => Err(ClrError::NoSuchField {
+                    type_name: TYPE.to_owned(),
+                    field: name.to_owned(),
+                    is_static: false,
+                }),
+            };
+            let kind = int(&f, "_objectKind").ok_or_else(|| ClrError::NoSuchField {
+                type_name: TYPE.to_owned(),
+                field: "_objectKind".to_owned(),
+                is_static: false,
+            })?;
+            let timeout_ms = int(&f, "_timeoutMs").unwrap_or(-1) as i32;
+            let slot_of_object = ptr("_objectPtr")?;
+            let object = m
+                .read_u64(slot_of_object)
+                .map_err(|_| ClrError::read("ThreadBlockingInfo._objectPtr", slot_of_object))?;
+            match kind {
+                BLOCKING_KIND_LOCK => out.push(BlockingItem {
+                    thread,
+                    kind: WaitKind::MonitorEnter,
+                    lock_object: object,
+                    timeout_ms,
+                }),
+                BLOCKING_KIND_CONDITION => {
+                    let (_, cf) = object_fields(r, object, "System.Threading.Condition")?;
+                    out.push(BlockingItem {
+                        thread,
+                        kind: WaitKind::MonitorWait,
+                        lock_object: obj(&cf, "_lock"),
+                        timeout_ms,
+                    });
+                }
+                k => {
+                    return Err(ClrError::corrupt(
+                        "ThreadBlockingInfo",
+                        p,
+                        format!("object kind {k}: not a Lock (2) or Condition (3)"),
+                    ))
+                }
+            }
+            p = ptr("_next")?;
+        }
+    }
+    Ok(out)
+}
 
 /// Thin locks held in object headers: one heap walk. Returns them with the walk's errors.
 pub fn thin_locks<M: Memory>(
@@ -126,7 +284,24 @@ pub struct Deadlocks {
     pub notes: Vec<String>,
 }
 
-const MONITOR_PREFIX: &str = "System.Threading.Monitor.";
+/// The methods a thread blocked on a monitor waits in, above the program's own frame: the
+/// Monitor class, and on .NET 11 (whose Monitor is managed) the `System.Threading.Lock` and
+/// `Condition` it calls and the managed wait subsystem they wait in (the 11.0.0 DAC's stacks of
+/// deadlock-net11 and hang-net11: `WaitSubsystem+ThreadWaitInfo.Wait`, `WaitSubsystem.Wait`,
+/// `WaitHandle.WaitOneNoCheck`, `Lock.TryEnterSlow`, `Lock.Enter`, `Monitor.Enter`, or
+/// `Condition.Wait`).
+const MONITOR_MACHINERY: &[&str] = &[
+    "System.Threading.Monitor.",
+    "System.Threading.Lock.",
+    "System.Threading.Condition.",
+    "System.Threading.WaitSubsystem.",
+    "System.Threading.WaitSubsystem+",
+    "System.Threading.WaitHandle.",
+];
+
+fn is_monitor_machinery(method: &str) -> bool {
+    MONITOR_MACHINERY.iter().any(|p| method.starts_with(p))
+}
 
 fn is_enter_method(name: &str) -> bool {
     let n = name.split('(').next().unwrap_or(name);
@@ -166,7 +341,7 @@ pub fn find_deadlocks<M: Memory>(
         let blocked_in = st.and_then(|s| s.methods().next().map(str::to_string));
         let wait_frame = st.and_then(|s| {
             s.methods()
-                .find(|m| !m.starts_with(MONITOR_PREFIX))
+                .find(|m| !is_monitor_machinery(m))
                 .map(str::to_string)
         });
         let mut w = LockWait {
@@ -182,6 +357,35 @@ pub fn find_deadlocks<M: Memory>(
             wait_frame,
             notes: Vec::new(),
         };
+        // .NET 11: the managed blocking items the table carries (a Lock, not a SyncBlock).
+        if let Some(blocking) = &table.blocking {
+            if let Some(b) = blocking.iter().find(|b| b.thread == t.address) {
+                w.kind = b.kind;
+                match table
+                    .sync_blocks
+                    .iter()
+                    .find(|s| s.lock_object != 0 && s.lock_object == b.lock_object)
+                {
+                    Some(sb) => {
+                        w.sync_block = sb.sync_block;
+                        w.object = sb.object;
+                        w.owner =
+                            (sb.locked && sb.holding_thread != 0).then_some(sb.holding_thread);
+                    }
+                    // A System.Threading.Lock used as such (`lock (Lock)`), not a monitor.
+                    None => {
+                        w.object = b.lock_object;
+                        w.notes.push(format!(
+                            "it waits on the System.Threading.Lock {:#x}, which no sync block \
+                             holds",
+                            b.lock_object
+                        ));
+                    }
+                }
+                waits.push(w);
+            }
+            continue;
+        }
         let items = match rt.blocking_items(t.address) {
             Ok(i) => i,
             Err(e) => {

@@ -495,7 +495,7 @@ pub fn assess<'h, M: dumpreader::Memory + dumpreader::Target, E: std::fmt::Displ
     queue: &WorkQueue,
 ) -> (Starvation, Vec<String>) {
     use crate::analysis::{asyncsm, causality, locks};
-    use crate::data::{syncblocks::ReadSyncBlocks, threads::ReadThreads};
+    use crate::data::threads::ReadThreads;
     use crate::model::objects::ObjectReader;
     use crate::model::stack::{StackWalker, ThreadStack};
     let mut notes = Vec::new();
@@ -518,7 +518,7 @@ pub fn assess<'h, M: dumpreader::Memory + dumpreader::Target, E: std::fmt::Displ
         .collect();
     let lock_waits = match rt
         .require(crate::discovery::layout::Capability::Locks)
-        .and_then(|_| rt.sync_table())
+        .and_then(|_| locks::monitors(rt, names))
     {
         Ok(table) => locks::find_deadlocks(rt, &threads, &table, &stacks).waits,
         Err(e) => {

@@ -16,8 +16,9 @@
 //! objects found dead, 6 the other dead ones: together the f-reachable queue ("ready for
 //! finalization"), which roots its objects until the finalizer thread runs them.
 
+use crate::data::gcvars::{GcHeapVars, ReadGcVars};
 use crate::discovery::layout::RootsLayout;
-use crate::discovery::runtime::{GcMode, Runtime};
+use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
 use dumpreader::Memory;
 use serde::Serialize;
@@ -257,10 +258,7 @@ impl<M: Memory> ReadHandles for Runtime<M> {
         self.require(crate::discovery::layout::Capability::Roots)?;
         let l = self.rl();
         let slots = self.gc_heap_count()?;
-        let mut map = self.ptr(
-            self.globals.gc_dac_vars + l.dac_vars_handle_table_map,
-            "GcDacVars::handle_table_map",
-        )?;
+        let mut map = self.gc_vars()?.handle_table_map;
         let mut out = Vec::new();
         let mut seen = HashSet::new();
         let mut nodes = 0;
@@ -428,11 +426,9 @@ impl<M: Memory> Runtime<M> {
 
     /// The number of heap slots of a handle table bucket (server: the heaps).
     fn gc_heap_count(&self) -> Result<u64> {
-        if self.gc_mode() == GcMode::Workstation {
+        let GcHeapVars::Server { n_heaps: p, .. } = self.gc_vars()?.heaps else {
             return Ok(1);
-        }
-        let gl = &self.layout.gc_dac_vars;
-        let p = self.ptr(self.globals.gc_dac_vars + gl.n_heaps, "GcDacVars::n_heaps")?;
+        };
         let n = self
             .memory()
             .read_i32(p)
@@ -539,38 +535,28 @@ impl<M: Memory> Runtime<M> {
 
     /// The CFinalize of each heap.
     fn finalize_queue_addresses(&self) -> Result<Vec<u64>> {
-        let l = self.rl();
-        let dv = self.globals.gc_dac_vars;
-        match self.gc_mode() {
-            GcMode::Workstation => {
-                let p = self.ptr(dv + l.dac_vars_finalize_queue, "GcDacVars::finalize_queue")?;
-                Ok(vec![self.ptr(p, "gc_heap::finalize_queue")?])
+        match self.gc_vars()?.heaps {
+            GcHeapVars::Workstation { finalize_queue, .. } => {
+                Ok(vec![self.ptr(finalize_queue, "gc_heap::finalize_queue")?])
             }
-            GcMode::Server => {
-                let gl = &self.layout.gc_dac_vars;
+            GcHeapVars::Server {
+                g_heaps,
+                finalize_queue,
+                ..
+            } => {
                 let n = self.gc_heap_count()?;
-                let arr_p = self.ptr(dv + gl.g_heaps, "GcDacVars::g_heaps")?;
-                let arr = self.ptr(arr_p, "gc_heap::g_heaps")?;
-                let fo = self.ptr(
-                    dv + gl.gc_heap_field_offsets,
-                    "GcDacVars::gc_heap_field_offsets",
-                )?;
-                let fa = fo + 4 * l.gc_heap_field_finalize_queue as u64;
-                let off = self
-                    .memory()
-                    .read_i32(fa)
-                    .map_err(|_| ClrError::read("gc_heap_field_offsets[finalize_queue]", fa))?;
-                if off < 0 {
-                    return Err(ClrError::corrupt(
-                        "gc_heap_field_offsets",
-                        fo,
+                let arr = self.ptr(g_heaps, "gc_heap::g_heaps")?;
+                let off = finalize_queue.ok_or_else(|| {
+                    ClrError::corrupt(
+                        "gc_heap field offsets",
+                        g_heaps,
                         "finalize_queue is missing",
-                    ));
-                }
+                    )
+                })?;
                 (0..n)
                     .map(|i| {
                         let h = self.ptr(arr + 8 * i, "g_heaps[i]")?;
-                        self.ptr(h + off as u64, "gc_heap::finalize_queue")
+                        self.ptr(h + off, "gc_heap::finalize_queue")
                     })
                     .collect()
             }

@@ -23,6 +23,17 @@
 //!   object it protects (`gcPtrs[0]`), and its owner comes from the object's header.
 //!   On the corpus both paths name the same object for every blocked thread.
 //!
+//! .NET 11 (`LockScheme::Managed`): Monitor is managed. A SyncBlock holds an OBJECTHANDLE of a
+//! `System.Threading.Lock` (`SyncBlock.Lock`), whose `_state` (bit 0 locked, the number of
+//! waiting threads from bit 7 in units of 128), `_owningThreadId` (the owner's managed id) and
+//! `_recursionCount` (re-entries) say who holds it; until such a Lock exists the SyncBlock keeps
+//! the thin-lock word it took over from the header (`SyncBlock.ThinLock`). CoreLib 11.0.0's
+//! `System.Threading.Lock` and `Lock.State` (docs/clr-layout-net11.md 2.6; checked on
+//! deadlock-net11: LockA `_state` 257 = locked with 2 waiters, the manifest's owner id 4). Its
+//! fields are read by name, which this layer cannot do: [`ReadSyncBlocks::sync_table_with`]
+//! takes a reader of them (`crate::analysis::locks::monitors` gives one), and who waits is
+//! in each thread's managed `ThreadBlockingInfo` list (read there too).
+//!
 //! Limits: only monitors (`lock`, Monitor.Enter/TryEnter/Wait). Waits on other primitives
 //! (SemaphoreSlim, ReaderWriterLockSlim, Mutex, events, tasks) are not edges of the graph, so a
 //! cycle through them is not found. A thread in Monitor.Wait waits for a pulse that any thread
@@ -32,7 +43,7 @@
 //! block first), so they appear only as owned locks.
 
 use crate::data::threads::ReadThreads;
-use crate::discovery::layout::LockHolder;
+use crate::discovery::layout::{LockHolder, LockScheme};
 use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
 use dumpreader::Memory;
@@ -58,6 +69,25 @@ pub const SBLK_MASK_LOCK_RECLEVEL: u32 = 0x003F_0000;
 const LOCK_IS_LOCKED: u32 = 1;
 /// AwareLock::LockState: WaiterCountShift.
 const LOCK_WAITER_SHIFT: u32 = 6;
+
+/// A managed `System.Threading.Lock` (.NET 11's Monitor), its fields as read by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManagedLock {
+    /// `_owningThreadId`: the owner's managed thread id (0 when not held).
+    pub owning_thread_id: i32,
+    /// `_state`: bit 0 locked; bits 7 and up the number of threads waiting to enter.
+    pub state: u32,
+    /// `_recursionCount`: re-entries beyond the first.
+    pub recursion_count: u32,
+}
+
+/// `Lock.State` (CoreLib 11.0.0): the locked bit.
+const MANAGED_LOCKED: u32 = 1;
+/// `Lock.State`: the waiter count's first bit (each waiter adds 128).
+const MANAGED_WAITER_SHIFT: u32 = 7;
+
+/// Reads the `System.Threading.Lock` at an address (.NET 11).
+pub type LockReader<'a> = dyn Fn(u64) -> Result<ManagedLock> + 'a;
 
 /// What an object's header word says about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -140,8 +170,12 @@ pub struct SyncBlockData {
     pub holding_os_thread_id: u64,
     /// Threads waiting to enter (the lock state's waiter count).
     pub enter_waiters: u32,
-    /// Threads in Monitor.Wait on this object (the WaitEventLink list), in list order.
+    /// Threads in Monitor.Wait on this object (the WaitEventLink list, in list order; on
+    /// .NET 11 the threads whose blocking info names the lock's Condition, in thread order).
     pub wait_threads: Vec<u64>,
+    /// .NET 11: the managed `System.Threading.Lock` the SyncBlock holds (0: none yet, or
+    /// before 11).
+    pub lock_object: u64,
     /// Problems met reading it.
     pub notes: Vec<String>,
 }
@@ -170,8 +204,25 @@ pub struct SyncTable {
     pub without_sync_block: u32,
     /// Every SyncBlock of a live entry, in index order.
     pub sync_blocks: Vec<SyncBlockData>,
+    /// .NET 11: what each blocked thread waits for, from its managed `ThreadBlockingInfo`
+    /// (`crate::analysis::locks::monitors` reads them); `None` before 11, where
+    /// [`ReadSyncBlocks::blocking_items`] reads the runtime's own.
+    pub blocking: Option<Vec<BlockingItem>>,
     /// Problems met.
     pub notes: Vec<String>,
+}
+
+/// One thing a thread is blocked on (.NET 11's managed `ThreadBlockingInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockingItem {
+    /// The blocked Thread.
+    pub thread: u64,
+    /// Entering a lock, or in Monitor.Wait (a Condition of the lock).
+    pub kind: WaitKind,
+    /// The `System.Threading.Lock` (a Condition's `_lock` for Monitor.Wait).
+    pub lock_object: u64,
+    /// The timeout in milliseconds (-1: none).
+    pub timeout_ms: i32,
 }
 
 /// A thin lock held in an object header.
@@ -201,10 +252,15 @@ pub trait ReadSyncBlocks {
     fn thread_of_thin_lock_id(&self, id: u32) -> Result<u64>;
 
     /// The sync table: every SyncBlock in use. An unreadable entry or SyncBlock becomes a note.
+    /// .NET 11's managed monitors need a reader of their `Lock` objects: there it is refused
+    /// (use [`ReadSyncBlocks::sync_table_with`], or `crate::analysis::locks::monitors`).
     fn sync_table(&self) -> Result<SyncTable>;
 
+    /// [`ReadSyncBlocks::sync_table`], reading .NET 11's managed `Lock` objects with `read`.
+    fn sync_table_with(&self, read: &LockReader<'_>) -> Result<SyncTable>;
+
     /// The debugger's blocking items of a thread, innermost first: (AwareLock/SyncBlock,
-    /// kind, timeout).
+    /// kind, timeout). .NET 11 keeps them in managed code ([`SyncTable::blocking`]): refused.
     fn blocking_items(&self, thread: u64) -> Result<Vec<(u64, WaitKind, u32)>>;
 
     /// The object a HelperMethodFrame_1OBJ protects (`*gcPtrs[0]`), 0 when none.
@@ -213,7 +269,138 @@ pub trait ReadSyncBlocks {
 
 impl<M: Memory> ReadSyncBlocks for Runtime<M> {
     fn sync_block(&self, index: u32, sb: u64, object: u64) -> Result<SyncBlockData> {
+        self.read_sync_block(index, sb, object, None)
+    }
+
+    fn sync_table(&self) -> Result<SyncTable> {
+        self.read_sync_table(None)
+    }
+
+    fn sync_table_with(&self, read: &LockReader<'_>) -> Result<SyncTable> {
+        self.read_sync_table(Some(read))
+    }
+
+    fn thread_of_thin_lock_id(&self, id: u32) -> Result<u64> {
+        let m = self.memory();
+        let d = self.descriptor();
+        let dispenser = d.and_then(|d| {
+            Some((
+                d.global_number("ThinlockThreadIdDispenser")?,
+                d.field("IdDispenser", "HighestId")?,
+                d.field("IdDispenser", "IdToThread")?,
+            ))
+        });
+        let Some((global, highest_off, table_off)) = dispenser else {
+            return self
+                .threads()?
+                .iter()
+                .find(|t| t.managed_id == id)
+                .map(|t| t.address)
+                .ok_or_else(|| {
+                    ClrError::corrupt("thin-lock thread id", 0, format!("no thread has id {id}"))
+                });
+        };
+        let disp = m
+            .read_u64(global)
+            .map_err(|_| ClrError::read("ThinlockThreadIdDispenser", global))?;
+        let highest = m.read_u32(disp.wrapping_add(highest_off)).map_err(|_| {
+            ClrError::read("IdDispenser::m_highestId", disp.wrapping_add(highest_off))
+        })?;
+        if id == 0 || id > highest {
+            return Err(ClrError::corrupt(
+                "thin-lock thread id",
+                disp,
+                format!("{id} is not a dispensed id (1..={highest})"),
+            ));
+        }
+        let table = m.read_u64(disp.wrapping_add(table_off)).map_err(|_| {
+            ClrError::read("IdDispenser::m_idToThread", disp.wrapping_add(table_off))
+        })?;
+        let at = table.wrapping_add(8 * id as u64);
+        m.read_u64(at)
+            .map_err(|_| ClrError::read("IdDispenser::m_idToThread[id]", at))
+    }
+
+    fn blocking_items(&self, thread: u64) -> Result<Vec<(u64, WaitKind, u32)>> {
         let l = self.lock_layout()?;
+        if let LockScheme::Managed { .. } = l.scheme {
+            // .NET 11: the managed ThreadBlockingInfo (SyncTable::blocking).
+            return Err(managed_refusal());
+        }
+        let m = self.memory();
+        let mut p = m
+            .read_u64(thread.wrapping_add(l.thread_first_blocking_item))
+            .map_err(|_| {
+                ClrError::read(
+                    "Thread::m_DebugBlockingInfo",
+                    thread.wrapping_add(l.thread_first_blocking_item),
+                )
+            })?;
+        let mut out = Vec::new();
+        while p != 0 {
+            if out.len() >= 64 {
+                return Err(ClrError::corrupt(
+                    "DebugBlockingItem list",
+                    thread,
+                    "more than 64 items (a loop?)",
+                ));
+            }
+            let rd = |off: u64| {
+                m.read_u64(p.wrapping_add(off))
+                    .map_err(|_| ClrError::read("DebugBlockingItem", p.wrapping_add(off)))
+            };
+            let monitor = rd(l.blocking_monitor)?;
+            let ty = m.read_u32(p.wrapping_add(l.blocking_type)).map_err(|_| {
+                ClrError::read("DebugBlockingItem::type", p.wrapping_add(l.blocking_type))
+            })?;
+            let timeout = m.read_u32(p.wrapping_add(l.blocking_timeout)).unwrap_or(0);
+            let kind = match ty {
+                0 => WaitKind::MonitorEnter,
+                1 => WaitKind::MonitorWait,
+                _ => {
+                    return Err(ClrError::corrupt(
+                        "DebugBlockingItem",
+                        p,
+                        format!("unknown type {ty}"),
+                    ))
+                }
+            };
+            out.push((monitor, kind, timeout));
+            p = rd(l.blocking_next)?;
+        }
+        Ok(out)
+    }
+
+    fn helper_frame_object(&self, frame: u64) -> Option<u64> {
+        let off = self.lock_layout().ok()?.hmf_1obj_gc_ptr?;
+        let m = self.memory();
+        let slot = m.read_u64(frame.wrapping_add(off)).ok()?;
+        if slot == 0 {
+            return None;
+        }
+        m.read_u64(slot).ok().filter(|&o| o != 0)
+    }
+}
+
+impl<M: Memory> Runtime<M> {
+    /// Reads the SyncBlock at `sb` (its index and object as the table says): its AwareLock
+    /// (.NET 8-10) or, with `read`, its managed Lock (.NET 11).
+    fn read_sync_block(
+        &self,
+        index: u32,
+        sb: u64,
+        object: u64,
+        read: Option<&LockReader<'_>>,
+    ) -> Result<SyncBlockData> {
+        let l = self.lock_layout()?;
+        if let LockScheme::Managed {
+            lock_handle,
+            thin_lock,
+        } = l.scheme
+        {
+            let read = read.ok_or_else(managed_refusal)?;
+            return self.managed_sync_block(index, sb, object, lock_handle, thin_lock, read);
+        }
         let m = self.memory();
         let r32 = |off: u64, what: &str| {
             m.read_u32(sb.wrapping_add(off))
@@ -291,53 +478,89 @@ impl<M: Memory> ReadSyncBlocks for Runtime<M> {
             holding_os_thread_id: if locked { holding_os_thread_id } else { 0 },
             enter_waiters,
             wait_threads,
+            lock_object: 0,
             notes,
         })
     }
 
-    fn thread_of_thin_lock_id(&self, id: u32) -> Result<u64> {
+    /// A .NET 11 SyncBlock: its `System.Threading.Lock` when it has one, else the thin-lock
+    /// word it took over. MonitorHeld is what the 11.0.0 DAC (and SOS) report: the locked bit
+    /// alone (its waiters are [`SyncBlockData::enter_waiters`]).
+    fn managed_sync_block(
+        &self,
+        index: u32,
+        sb: u64,
+        object: u64,
+        lock_handle: u64,
+        thin_lock: u64,
+        read: &LockReader<'_>,
+    ) -> Result<SyncBlockData> {
         let m = self.memory();
-        let d = self.descriptor();
-        let dispenser = d.and_then(|d| {
-            Some((
-                d.global_number("ThinlockThreadIdDispenser")?,
-                d.field("IdDispenser", "HighestId")?,
-                d.field("IdDispenser", "IdToThread")?,
-            ))
-        });
-        let Some((global, highest_off, table_off)) = dispenser else {
-            return self
-                .threads()?
-                .iter()
-                .find(|t| t.managed_id == id)
-                .map(|t| t.address)
-                .ok_or_else(|| {
-                    ClrError::corrupt("thin-lock thread id", 0, format!("no thread has id {id}"))
-                });
+        let handle = m
+            .read_u64(sb.wrapping_add(lock_handle))
+            .map_err(|_| ClrError::read("SyncBlock::m_Lock", sb.wrapping_add(lock_handle)))?;
+        let lock_object = if handle == 0 {
+            0
+        } else {
+            m.read_u64(handle)
+                .map_err(|_| ClrError::read("the SyncBlock's Lock handle", handle))?
         };
-        let disp = m
-            .read_u64(global)
-            .map_err(|_| ClrError::read("ThinlockThreadIdDispenser", global))?;
-        let highest = m.read_u32(disp.wrapping_add(highest_off)).map_err(|_| {
-            ClrError::read("IdDispenser::m_highestId", disp.wrapping_add(highest_off))
-        })?;
-        if id == 0 || id > highest {
-            return Err(ClrError::corrupt(
-                "thin-lock thread id",
-                disp,
-                format!("{id} is not a dispensed id (1..={highest})"),
-            ));
+        let mut notes = Vec::new();
+        let (lock_state, locked, owner_id, recursion, enter_waiters) = if lock_object != 0 {
+            let lk = read(lock_object).map_err(|e| {
+                e.context(format!(
+                    "the System.Threading.Lock {lock_object:#x} of SyncBlock {sb:#x}"
+                ))
+            })?;
+            let locked = lk.state & MANAGED_LOCKED != 0;
+            (
+                lk.state,
+                locked,
+                u32::try_from(lk.owning_thread_id).unwrap_or(0),
+                lk.recursion_count.saturating_add(1),
+                lk.state >> MANAGED_WAITER_SHIFT,
+            )
+        } else {
+            let v = m
+                .read_u32(sb.wrapping_add(thin_lock))
+                .map_err(|_| ClrError::read("SyncBlock::m_thinLock", sb.wrapping_add(thin_lock)))?;
+            let id = v & SBLK_MASK_LOCK_THREADID;
+            (v, id != 0, id, ((v & SBLK_MASK_LOCK_RECLEVEL) >> 16) + 1, 0)
+        };
+        let mut holding_thread = 0;
+        let mut holding_os_thread_id = 0;
+        if locked {
+            match self.thread_of_thin_lock_id(owner_id) {
+                Ok(t) => {
+                    holding_thread = t;
+                    let at = t.wrapping_add(self.layout.thread.os_thread_id);
+                    holding_os_thread_id = m.read_u64(at).unwrap_or(0);
+                }
+                Err(e) => notes.push(format!("the owner's thread id {owner_id}: {e}")),
+            }
         }
-        let table = m.read_u64(disp.wrapping_add(table_off)).map_err(|_| {
-            ClrError::read("IdDispenser::m_idToThread", disp.wrapping_add(table_off))
-        })?;
-        let at = table.wrapping_add(8 * id as u64);
-        m.read_u64(at)
-            .map_err(|_| ClrError::read("IdDispenser::m_idToThread[id]", at))
+        Ok(SyncBlockData {
+            index,
+            sync_block: sb,
+            object,
+            lock_state,
+            locked,
+            monitor_held: u32::from(locked),
+            recursion: if locked { recursion } else { 0 },
+            holding_thread,
+            holding_os_thread_id,
+            enter_waiters,
+            wait_threads: Vec::new(),
+            lock_object,
+            notes,
+        })
     }
 
-    fn sync_table(&self) -> Result<SyncTable> {
+    fn read_sync_table(&self, read: Option<&LockReader<'_>>) -> Result<SyncTable> {
         let l = self.lock_layout()?;
+        if let (LockScheme::Managed { .. }, None) = (l.scheme, read) {
+            return Err(managed_refusal());
+        }
         let m = self.memory();
         let cache = self.globals.sync_block_cache;
         let table = self.globals.sync_table;
@@ -371,6 +594,7 @@ impl<M: Memory> ReadSyncBlocks for Runtime<M> {
             free_entries: 0,
             without_sync_block: 0,
             sync_blocks: Vec::new(),
+            blocking: None,
             notes: Vec::new(),
         };
         for i in 1..used {
@@ -391,7 +615,7 @@ impl<M: Memory> ReadSyncBlocks for Runtime<M> {
                 out.without_sync_block += 1;
                 continue;
             }
-            match self.sync_block(i, sb, obj) {
+            match self.read_sync_block(i, sb, obj, read) {
                 Ok(d) => out.sync_blocks.push(d),
                 Err(e) => out.notes.push(format!("sync table entry {i}: {e}")),
             }
@@ -399,64 +623,6 @@ impl<M: Memory> ReadSyncBlocks for Runtime<M> {
         Ok(out)
     }
 
-    fn blocking_items(&self, thread: u64) -> Result<Vec<(u64, WaitKind, u32)>> {
-        let l = self.lock_layout()?;
-        let m = self.memory();
-        let mut p = m
-            .read_u64(thread.wrapping_add(l.thread_first_blocking_item))
-            .map_err(|_| {
-                ClrError::read(
-                    "Thread::m_DebugBlockingInfo",
-                    thread.wrapping_add(l.thread_first_blocking_item),
-                )
-            })?;
-        let mut out = Vec::new();
-        while p != 0 {
-            if out.len() >= 64 {
-                return Err(ClrError::corrupt(
-                    "DebugBlockingItem list",
-                    thread,
-                    "more than 64 items (a loop?)",
-                ));
-            }
-            let rd = |off: u64| {
-                m.read_u64(p.wrapping_add(off))
-                    .map_err(|_| ClrError::read("DebugBlockingItem", p.wrapping_add(off)))
-            };
-            let monitor = rd(l.blocking_monitor)?;
-            let ty = m.read_u32(p.wrapping_add(l.blocking_type)).map_err(|_| {
-                ClrError::read("DebugBlockingItem::type", p.wrapping_add(l.blocking_type))
-            })?;
-            let timeout = m.read_u32(p.wrapping_add(l.blocking_timeout)).unwrap_or(0);
-            let kind = match ty {
-                0 => WaitKind::MonitorEnter,
-                1 => WaitKind::MonitorWait,
-                _ => {
-                    return Err(ClrError::corrupt(
-                        "DebugBlockingItem",
-                        p,
-                        format!("unknown type {ty}"),
-                    ))
-                }
-            };
-            out.push((monitor, kind, timeout));
-            p = rd(l.blocking_next)?;
-        }
-        Ok(out)
-    }
-
-    fn helper_frame_object(&self, frame: u64) -> Option<u64> {
-        let off = self.lock_layout().ok()?.hmf_1obj_gc_ptr?;
-        let m = self.memory();
-        let slot = m.read_u64(frame.wrapping_add(off)).ok()?;
-        if slot == 0 {
-            return None;
-        }
-        m.read_u64(slot).ok().filter(|&o| o != 0)
-    }
-}
-
-impl<M: Memory> Runtime<M> {
     /// The lock table of this runtime, or the refusal naming it.
     fn lock_layout(&self) -> Result<&'static crate::discovery::layout::LockLayout> {
         self.require(crate::discovery::layout::Capability::Locks)?;
@@ -465,6 +631,16 @@ impl<M: Memory> Runtime<M> {
             capability: crate::discovery::layout::Capability::Locks.describe(),
         })
     }
+}
+
+/// The refusal of a .NET 11 sync table read without a reader of its managed Lock objects.
+fn managed_refusal() -> ClrError {
+    ClrError::unsupported(
+        "the sync table",
+        None,
+        "on .NET 11 a monitor's state is a managed System.Threading.Lock, read by field name: \
+         read the table with clrdata::analysis::locks::monitors",
+    )
 }
 
 /// Why a thread is blocked on a monitor.

@@ -73,7 +73,8 @@ pub trait ReadThreads {
     fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)>;
 
     /// The exception a thread is dispatching now (.NET 9+: `Thread.ExceptionTracker`, the
-    /// innermost `ExInfo`, and its `ThrownObject` handle): (ExInfo, the object; 0 when none).
+    /// innermost `ExInfo`, and its `ThrownObject`: a handle on 9/10, the object on 11):
+    /// (ExInfo, the object; 0 when none).
     /// `Ok(None)` where the runtime does not publish the tracker (.NET 8).
     fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>>;
 }
@@ -94,7 +95,7 @@ impl<M: Memory> ReadThreads for Runtime<M> {
         let first_thread = if head_next == 0 {
             0
         } else {
-            head_next.wrapping_sub(self.layout.thread.link)
+            head_next.wrapping_sub(self.layout.thread.link_target)
         };
         Ok(ThreadStoreData {
             address: ts,
@@ -164,6 +165,7 @@ impl<M: Memory> ReadThreads for Runtime<M> {
             Err(e) => return (out, Some(e)),
         };
         let link_off = self.layout.thread.link;
+        let link_target = self.layout.thread.link_target;
         let mut seen = std::collections::HashSet::new();
         let mut t = ts.first_thread;
         while t != 0 {
@@ -186,7 +188,7 @@ impl<M: Memory> ReadThreads for Runtime<M> {
             t = if next == 0 {
                 0
             } else {
-                next.wrapping_sub(link_off)
+                next.wrapping_sub(link_target)
             };
         }
         (out, None)
@@ -224,15 +226,19 @@ impl<M: Memory> ReadThreads for Runtime<M> {
         if ex_info == 0 {
             return Ok(Some((0, 0)));
         }
-        let h = m
+        let v = m
             .read_u64(ex_info + thrown_off)
             .map_err(|_| ClrError::read("ExInfo::m_hThrowable", ex_info + thrown_off))?;
-        if h == 0 {
+        if v == 0 {
             return Ok(Some((ex_info, 0)));
         }
-        let obj = m
-            .read_u64(h)
-            .map_err(|_| ClrError::read("the thrown object's handle", h))?;
+        // .NET 11: the object itself (ExInfo._exception); before: a handle to it.
+        let obj = if self.layout.thread.thrown_object_is_handle {
+            m.read_u64(v)
+                .map_err(|_| ClrError::read("the thrown object's handle", v))?
+        } else {
+            v
+        };
         Ok(Some((ex_info, obj)))
     }
 }

@@ -136,6 +136,39 @@ pub struct GcDacVarsLayout {
     pub generation_field_offsets: u64,
 }
 
+/// Where the GC's variables and the shape of its structures come from (chosen once at
+/// discovery; read by `crate::data::gcvars`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcSource {
+    /// `GcDacVars` through `g_gcDacGlobals` (.NET 8-10): [`Layout::gc_dac_vars`].
+    DacVars,
+    /// The GC's own contract sub-descriptor (.NET 11): the variables' addresses are its
+    /// globals (`crate::discovery::runtime::GcGlobals`), the offsets its types'.
+    Descriptor(GcDescriptorLayout),
+}
+
+/// The GC sub-descriptor's types (.NET 11 `Generation`, `GCHeap`) and its
+/// `TotalGenerationCount`, resolved into offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcDescriptorLayout {
+    /// `Generation` size.
+    pub generation_size: u64,
+    /// `TotalGenerationCount`.
+    pub generation_count: u64,
+    /// `Generation.AllocationContext`.
+    pub generation_alloc_context: u64,
+    /// `Generation.StartSegment`.
+    pub generation_start_segment: u64,
+    /// Server GC's `GCHeap.AllocAllocated` (the server sub-descriptor alone has the type).
+    pub heap_alloc_allocated: Option<u64>,
+    /// `GCHeap.EphemeralHeapSegment`.
+    pub heap_ephemeral_heap_segment: Option<u64>,
+    /// `GCHeap.GenerationTable`.
+    pub heap_generation_table: Option<u64>,
+    /// `GCHeap.FinalizeQueue`.
+    pub heap_finalize_queue: Option<u64>,
+}
+
 /// Indices into `GcDacVars::gc_heap_field_offsets` (dac_gcheap_fields.h order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GcHeapFieldIndex {
@@ -227,6 +260,10 @@ pub struct ThreadLayout {
     pub runtime_thread_locals: Option<u64>,
     /// SLink m_Link (the ThreadStore list link).
     pub link: u64,
+    /// Where a link value points inside the next Thread: at its link (.NET 8-10: the value
+    /// minus this is the Thread; equal to [`ThreadLayout::link`]) or at the Thread itself
+    /// (.NET 11: 0; `ThreadStore.FirstThreadLink` and `Thread.LinkNext` hold `Thread*`).
+    pub link_target: u64,
     /// SIZE_T m_OSThreadId.
     pub os_thread_id: u64,
     /// `Thread.LastThrownObject` (.NET 9+: the descriptor's; an OBJECTHANDLE); `None`: the
@@ -236,6 +273,9 @@ pub struct ThreadLayout {
     /// exception being dispatched) and `ExceptionInfo.ThrownObject` (its OBJECTHANDLE);
     /// `None` where not published (.NET 8).
     pub exception_tracker: Option<(u64, u64)>,
+    /// Whether `ExceptionInfo.ThrownObject` is an OBJECTHANDLE (.NET 9, 10: `m_hThrowable`)
+    /// or the object reference itself (.NET 11: the managed `ExInfo._exception`).
+    pub thrown_object_is_handle: bool,
 }
 
 /// `MethodTable` (.NET 8, before the .NET 9 reshuffle).
@@ -415,6 +455,9 @@ pub enum Family {
     Net9,
     /// .NET 10: contract descriptor + supplements.
     Net10,
+    /// .NET 11: contract descriptor (format 2, string contract versions, the GC's own
+    /// sub-descriptor), few supplements; Monitor is managed (`System.Threading.Lock`).
+    Net11,
 }
 
 /// How a MethodTable encodes its TypeDef token and module (RuntimeTypeSystem).
@@ -514,7 +557,9 @@ pub struct Layout {
     pub global_alloc_context_offset: u64,
     /// g_dacTable indices.
     pub dac: DacTableIndices,
-    /// GcDacVars.
+    /// Where the GC's tables are read from ([`GcSource`]).
+    pub gc_source: GcSource,
+    /// GcDacVars (with [`GcSource::DacVars`]).
     pub gc_dac_vars: GcDacVarsLayout,
     /// Server gc_heap field-offset indices.
     pub gc_heap_fields: GcHeapFieldIndex,
@@ -700,6 +745,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
         sync_table: 79,
         sync_block_cache: 80,
     },
+    gc_source: GcSource::DacVars,
     gc_dac_vars: GC_DAC_VARS_V2,
     gc_heap_fields: GC_HEAP_FIELDS_NET8,
     generation: GenerationLayout {
@@ -727,9 +773,11 @@ pub static NET8_LINUX_X64: Layout = Layout {
         alloc_context: 0x58,
         runtime_thread_locals: None,
         link: 0xE8,
+        link_target: 0xE8,
         os_thread_id: 0x1A8,
         last_thrown_object: None,
         exception_tracker: None,
+        thrown_object_is_handle: true,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_UNIX,
@@ -778,6 +826,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
         sync_table: 81,
         sync_block_cache: 85,
     },
+    gc_source: GcSource::DacVars,
     gc_dac_vars: GC_DAC_VARS_V2,
     gc_heap_fields: GC_HEAP_FIELDS_NET8,
     generation: GenerationLayout {
@@ -805,9 +854,11 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
         alloc_context: 0x58,
         runtime_thread_locals: None,
         link: 0xF8,
+        link_target: 0xF8,
         os_thread_id: 0x1B8,
         last_thrown_object: None,
         exception_tracker: None,
+        thrown_object_is_handle: true,
     },
     method_table: METHOD_TABLE_NET8,
     ee_class: EE_CLASS_NET8_WINDOWS,
@@ -1321,7 +1372,7 @@ pub static NET8_WINDOWS_X64_ROOTS: RootsLayout = ROOTS_NET8;
 /// `rgFreeCount[n]` (u32) after `rgLocks` (0x708 + 120), then `pNextSegment`, `pHandleTable`,
 /// two flag bytes and `bEmptyLine`; the last type, `n - 1`, marks user-data blocks. With
 /// `n = 12` this gives .NET 8's offsets exactly.
-const fn roots_for_handle_types(n: u64) -> RootsLayout {
+pub const fn roots_for_handle_types(n: u64) -> RootsLayout {
     RootsLayout {
         table_segment_list: (4 * n + 7) & !7,
         seg_next: 0x780 + 6 * n,
@@ -1400,6 +1451,28 @@ pub struct LockLayout {
     /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
     /// and 10: the debugger's blocking items name every waiter on the corpus).
     pub hmf_1obj_gc_ptr: Option<u64>,
+    /// Where a monitor's state lives: the SyncBlock's AwareLock (.NET 8-10, the offsets
+    /// above) or a managed `System.Threading.Lock` (.NET 11).
+    pub scheme: LockScheme,
+}
+
+/// Where a monitor's owner, recursion and waiters are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScheme {
+    /// The SyncBlock starts with the runtime's AwareLock (.NET 8-10); waiters are the
+    /// WaitEventLinks and the debugger's blocking items of [`LockLayout`].
+    AwareLock,
+    /// .NET 11: Monitor is managed. `SyncBlock.Lock` is an OBJECTHANDLE of the
+    /// `System.Threading.Lock` that holds the state (null until one is made);
+    /// `SyncBlock.ThinLock` the thin-lock word the sync block took over from the object
+    /// header (owner's thread id, recursion) until then. Who waits is in each thread's
+    /// managed `ThreadBlockingInfo` list (docs/clr-layout-net11.md 2.6).
+    Managed {
+        /// `SyncBlock.Lock`.
+        lock_handle: u64,
+        /// `SyncBlock.ThinLock` (a DWORD).
+        thin_lock: u64,
+    },
 }
 
 /// How an AwareLock names the thread holding it.
@@ -1434,6 +1507,7 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_timeout: 0x14,
     blocking_next: 0x18,
     hmf_1obj_gc_ptr: Some(0xE8),
+    scheme: LockScheme::AwareLock,
 };
 
 /// .NET 8 linux-x64.
@@ -1496,6 +1570,21 @@ pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
 
 // ----------------------------------------------------------------------------------- methods
 
+/// `StoredSigMethodDesc` and `DynamicMethodDesc` (method.hpp): a dynamic method's stored
+/// signature (runtime-made: types as `ELEMENT_TYPE_INTERNAL` TypeHandles), its extended flags
+/// and its UTF-8 name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynamicMethodLayout {
+    /// `StoredSigMethodDesc.Sig` (a pointer to the signature blob).
+    pub sig: u64,
+    /// `StoredSigMethodDesc.cSig` (its length, a DWORD).
+    pub sig_len: u64,
+    /// `StoredSigMethodDesc.ExtendedFlags` (a DWORD: 0x4000 LCG method, 0x8000 IL stub).
+    pub extended_flags: u64,
+    /// `DynamicMethodDesc.MethodName` (a pointer to a UTF-8 string).
+    pub name: u64,
+}
+
 /// How a type's slots beyond its virtuals (the non-virtual vtable slots) and its method counts
 /// are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1532,6 +1621,13 @@ pub struct MethodsLayout {
     pub method_impl_size: u64,
     /// sizeof the native code slot.
     pub native_code_slot_size: u64,
+    /// sizeof(AsyncMethodData), the fourth optional slot (.NET 11: a MethodDesc with
+    /// `m_wFlags` 0x40 `HasAsyncMethodData`, the runtime-async variant's data, after the native
+    /// code slot); `None` where the runtime has no such slot.
+    pub async_method_data_size: Option<u64>,
+    /// Where a dynamic method (classification 7: a LightWeight Code Generation method or an
+    /// IL stub) keeps its signature and name, where the descriptor publishes them (.NET 10+).
+    pub dynamic: Option<DynamicMethodLayout>,
     /// Where the type's slot counts and non-virtual slots are.
     pub slots: SlotScheme,
     /// `Module::m_pAvailableParamTypes` (the EETypeHashTable of the module's constructed
@@ -1553,6 +1649,8 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     non_vtable_slot_size: 8,
     method_impl_size: 16,
     native_code_slot_size: 8,
+    async_method_data_size: None,
+    dynamic: None,
     slots: SlotScheme::Net8Packed,
     // Found in the corpus: the EETypeHashTable whose m_pModule is the module and whose entries
     // hold the instantiations and arrays it loaded (List<Heap.Person> in CoreLib's).

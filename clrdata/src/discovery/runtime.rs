@@ -234,7 +234,9 @@ fn fetched_detail(f: &crate::discovery::symbols::Fetched) -> String {
     format!(
         "{} ({}, {}{})",
         f.url,
-        f.image.note.trim_start_matches(&format!("from {}: ", f.url)),
+        f.image
+            .note
+            .trim_start_matches(&format!("from {}: ", f.url)),
         if f.cached { "cached at " } else { "kept at " },
         f.path.display()
     )
@@ -289,6 +291,35 @@ pub struct Globals {
     pub ee_jit_manager: u64,
     /// The ReadyToRunJitManager.
     pub ready_to_run_jit_manager: u64,
+    /// The GC's variables named by its own sub-descriptor (.NET 11); zeros elsewhere.
+    pub gc: GcGlobals,
+    /// `System.Runtime.CompilerServices.Continuation`'s MethodTable (.NET 11's
+    /// `ContinuationMethodTable`): the parent of every runtime-made continuation type; 0 where
+    /// the runtime has none.
+    pub continuation_mt: u64,
+}
+
+/// The addresses of the GC's variables its contract sub-descriptor publishes (.NET 11): the
+/// globals of the same names (0 when absent: the server GC has no workstation statics and
+/// the other way round). Read by `crate::data::gcvars`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct GcGlobals {
+    /// `GCHeapGenerationTable` (workstation).
+    pub generation_table: u64,
+    /// `MaxGeneration`.
+    pub max_generation: u64,
+    /// `GCHeapEphemeralHeapSegment` (workstation).
+    pub ephemeral_heap_segment: u64,
+    /// `GCHeapAllocAllocated` (workstation).
+    pub alloc_allocated: u64,
+    /// `GCHeapFinalizeQueue` (workstation).
+    pub finalize_queue: u64,
+    /// `HandleTableMap`.
+    pub handle_table_map: u64,
+    /// `NumHeaps` (server).
+    pub num_heaps: u64,
+    /// `Heaps` (server).
+    pub heaps: u64,
 }
 
 /// A .NET runtime in a dump, with the layout chosen for it and its globals resolved.
@@ -646,7 +677,7 @@ impl<M: Memory> Runtime<M> {
     /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
     ///
     /// Errors: [`ClrError::NoRuntime`], [`ClrError::UnsupportedRuntime`] (e.g. "found .NET Core
-    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9 and 10"), [`ClrError::SanityCheck`].
+    /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9, 10 and 11"), [`ClrError::SanityCheck`].
     pub(crate) fn discover_with(
         target: M,
         corelib_version: CoreLibVersion<M>,
@@ -935,7 +966,7 @@ impl<M: Memory> Runtime<M> {
                 detail: "the runtime module vanished from the module list".into(),
             })?;
         let (d, layout_source) = find_descriptor(&target, &module, &info, opts, &runtime)?;
-        supplement::check_contracts(&d, &runtime)?;
+        supplement::check_contracts(&d, family, &runtime)?;
         let layout = supplement::build_layout(&d, family, windows, &runtime)?;
         let global = |name: &'static str| -> Result<u64> {
             d.global_number(name).ok_or_else(|| ClrError::MissingField {
@@ -961,133 +992,145 @@ impl<M: Memory> Runtime<M> {
                 thread_store,
             ));
         }
-        // g_dacTable entries next to descriptor globals (see DacTableAnchors).
-        let anchors = supplement::anchors_of(family);
-        let (start, end) = image_range(&target, &module);
-        // The export: from the dump's symbol table or an identity-checked image file (as
-        // dumpreader found them, files allowed), else the index's RVA for the exact build.
-        let dac_export = target
-            .module_image(&module)
-            .ok()
-            .filter(|img| opts.files || img.source == dumpreader::ImageSource::DumpMemory)
-            .and_then(|img| img.find_export("g_dacTable"))
-            .or_else(|| {
-                opts.build_index
-                    .then(|| index::build_of(&module, index_kinds(info.host)).ok())
-                    .flatten()
-                    .and_then(|b| b.export("g_dacTable"))
-                    .map(|rva| module.base.wrapping_add(rva))
-            })
-            // The symbol server's file that gave the descriptor (from the cache now).
-            .or_else(|| {
-                let server = opts.symbol_server.as_ref()?;
-                (layout_source.from == LayoutFrom::SymbolServer)
-                    .then(|| server.fetch(&module).ok())
-                    .flatten()?
-                    .image
-                    .find_export("g_dacTable")
-            });
-        let table = DacTableView::find(
-            &target,
-            (start, end),
-            dac_export,
-            &[
-                global("ThreadStore")?,
-                global("FinalizerThread")?,
-                global("GCThread")?,
-            ],
-        )
-        .ok_or_else(|| {
-            desc_err(format!(
-                "no g_dacTable entries ThreadStore, FinalizerThread, GCThread found in {}: \
-                 g_heap_type and g_gcDacGlobals cannot be located",
-                info.module_name
-            ))
-        })?;
-        let entry = |n: u64, what: &str| {
-            table
-                .entry_after(&target, table.slot, n)
-                .ok_or_else(|| desc_err(format!("g_dacTable entry of {what} unreadable")))
-        };
-        let heap_type_addr = entry(anchors.heap_type_after_thread_store, "g_heap_type")?;
-        let gc_dac_globals_addr =
-            entry(anchors.gc_dac_globals_after_thread_store, "g_gcDacGlobals")?;
-        if entry(anchors.app_domain_after_thread_store, "AppDomain")? != global("AppDomain")? {
-            return Err(desc_err(
-                "g_dacTable does not hold AppDomain where this build expects it (after \
-                 ThreadStore, FinalizerThread, GCThread, g_heap_type, g_gcDacGlobals): a \
-                 reordered table, not read"
-                    .into(),
-            ));
-        }
-        let object_slot = table
-            .slot_of(&target, global("ObjectMethodTable")?)
-            .ok_or_else(|| desc_err("g_dacTable entry of g_pObjectClass not found".into()))?;
-        let global_alloc_context = table
-            .entry_after(
+        // .NET 11: every global is the descriptor's (the GC's own in its sub-descriptor);
+        // .NET 9/10: some come from g_dacTable entries next to descriptor globals.
+        let globals = if let layout::GcSource::Descriptor(_) = layout.gc_source {
+            descriptor_globals(&target, &d, &runtime)?
+        } else {
+            // g_dacTable entries next to descriptor globals (see DacTableAnchors).
+            let anchors = supplement::anchors_of(family).ok_or_else(|| {
+                desc_err(format!("no g_dacTable anchors are known for {family:?}"))
+            })?;
+            let (start, end) = image_range(&target, &module);
+            // The export: from the dump's symbol table or an identity-checked image file (as
+            // dumpreader found them, files allowed), else the index's RVA for the exact build.
+            let dac_export = target
+                .module_image(&module)
+                .ok()
+                .filter(|img| opts.files || img.source == dumpreader::ImageSource::DumpMemory)
+                .and_then(|img| img.find_export("g_dacTable"))
+                .or_else(|| {
+                    opts.build_index
+                        .then(|| index::build_of(&module, index_kinds(info.host)).ok())
+                        .flatten()
+                        .and_then(|b| b.export("g_dacTable"))
+                        .map(|rva| module.base.wrapping_add(rva))
+                })
+                // The symbol server's file that gave the descriptor (from the cache now).
+                .or_else(|| {
+                    let server = opts.symbol_server.as_ref()?;
+                    (layout_source.from == LayoutFrom::SymbolServer)
+                        .then(|| server.fetch(&module).ok())
+                        .flatten()?
+                        .image
+                        .find_export("g_dacTable")
+                });
+            let table = DacTableView::find(
                 &target,
-                object_slot,
-                0u64.wrapping_sub(anchors.global_alloc_context_before_object_class),
+                (start, end),
+                dac_export,
+                &[
+                    global("ThreadStore")?,
+                    global("FinalizerThread")?,
+                    global("GCThread")?,
+                ],
             )
             .ok_or_else(|| {
-                desc_err("g_dacTable entry of g_global_alloc_context unreadable".into())
+                desc_err(format!(
+                    "no g_dacTable entries ThreadStore, FinalizerThread, GCThread found in {}: \
+                     g_heap_type and g_gcDacGlobals cannot be located",
+                    info.module_name
+                ))
             })?;
-        // SyncBlockCache::s_pSyncBlockCache, next to g_pSyncTable (SyncTableEntries); 0 when
-        // the entry is not found (the locks reader then says so).
-        let sync_block_cache = table
-            .slot_of(&target, global("SyncTableEntries")?)
-            .and_then(|slot| {
-                let after = if windows {
-                    anchors.sync_block_cache_after_sync_table_windows
-                } else {
-                    anchors.sync_block_cache_after_sync_table_unix
-                };
-                table.entry_after(&target, slot, after)
-            })
-            .and_then(|a| target.read_u64(a).ok())
-            .unwrap_or(0);
-        let optional = |name: &'static str| -> u64 {
-            d.global_number(name)
+            let entry = |n: u64, what: &str| {
+                table
+                    .entry_after(&target, table.slot, n)
+                    .ok_or_else(|| desc_err(format!("g_dacTable entry of {what} unreadable")))
+            };
+            let heap_type_addr = entry(anchors.heap_type_after_thread_store, "g_heap_type")?;
+            let gc_dac_globals_addr =
+                entry(anchors.gc_dac_globals_after_thread_store, "g_gcDacGlobals")?;
+            if entry(anchors.app_domain_after_thread_store, "AppDomain")? != global("AppDomain")? {
+                return Err(desc_err(
+                    "g_dacTable does not hold AppDomain where this build expects it (after \
+                     ThreadStore, FinalizerThread, GCThread, g_heap_type, g_gcDacGlobals): a \
+                     reordered table, not read"
+                        .into(),
+                ));
+            }
+            let object_slot = table
+                .slot_of(&target, global("ObjectMethodTable")?)
+                .ok_or_else(|| desc_err("g_dacTable entry of g_pObjectClass not found".into()))?;
+            let global_alloc_context = table
+                .entry_after(
+                    &target,
+                    object_slot,
+                    0u64.wrapping_sub(anchors.global_alloc_context_before_object_class),
+                )
+                .ok_or_else(|| {
+                    desc_err("g_dacTable entry of g_global_alloc_context unreadable".into())
+                })?;
+            // SyncBlockCache::s_pSyncBlockCache, next to g_pSyncTable (SyncTableEntries); 0 when
+            // the entry is not found (the locks reader then says so).
+            let sync_block_cache = table
+                .slot_of(&target, global("SyncTableEntries")?)
+                .and_then(|slot| {
+                    let after = if windows {
+                        anchors.sync_block_cache_after_sync_table_windows
+                    } else {
+                        anchors.sync_block_cache_after_sync_table_unix
+                    };
+                    table.entry_after(&target, slot, after)
+                })
                 .and_then(|a| target.read_u64(a).ok())
-                .unwrap_or(0)
-        };
-        // The table itself: the export, else where the ThreadStore entry's index puts its
-        // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
-        let table_start =
-            dac_export.unwrap_or_else(|| table.slot.wrapping_sub(8 * anchors.thread_store_index));
-        let globals = Globals {
-            dac_table: table_start,
-            thread_store: deref("ThreadStore")?,
-            finalizer_thread: deref("FinalizerThread")?,
-            heap_type: target
-                .read_u32(heap_type_addr)
-                .map_err(|_| ClrError::read("g_heap_type", heap_type_addr))?,
-            gc_dac_vars: target
-                .read_u64(gc_dac_globals_addr)
-                .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
-            app_domain: deref("AppDomain")?,
-            system_domain: optional("SystemDomain"),
-            global_alloc_context,
-            object_mt: deref("ObjectMethodTable")?,
-            string_mt: deref("StringMethodTable")?,
-            object_array_mt: deref("ObjectArrayMethodTable")?,
-            exception_mt: deref("ExceptionMethodTable")?,
-            free_mt: deref("FreeObjectMethodTable")?,
-            sync_table: deref("SyncTableEntries")?,
-            // The descriptor's (10), else g_dacTable's first entry (9).
-            code_range_map: d
-                .global_number("ExecutionManagerCodeRangeMapAddress")
-                .or_else(|| table.entry_after(&target, table_start, anchors.code_range_map_index))
-                .unwrap_or(0),
-            // Not read on this family yet (their capabilities are refused).
-            card_table: 0,
-            lowest_address: 0,
-            highest_address: 0,
-            gc_heap: 0,
-            array_mt: 0,
-            sync_block_cache,
-            ee_jit_manager: 0,
-            ready_to_run_jit_manager: 0,
+                .unwrap_or(0);
+            let optional = |name: &'static str| -> u64 {
+                d.global_number(name)
+                    .and_then(|a| target.read_u64(a).ok())
+                    .unwrap_or(0)
+            };
+            // The table itself: the export, else where the ThreadStore entry's index puts its
+            // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
+            let table_start = dac_export
+                .unwrap_or_else(|| table.slot.wrapping_sub(8 * anchors.thread_store_index));
+            Globals {
+                dac_table: table_start,
+                thread_store: deref("ThreadStore")?,
+                finalizer_thread: deref("FinalizerThread")?,
+                heap_type: target
+                    .read_u32(heap_type_addr)
+                    .map_err(|_| ClrError::read("g_heap_type", heap_type_addr))?,
+                gc_dac_vars: target
+                    .read_u64(gc_dac_globals_addr)
+                    .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
+                app_domain: deref("AppDomain")?,
+                system_domain: optional("SystemDomain"),
+                global_alloc_context,
+                object_mt: deref("ObjectMethodTable")?,
+                string_mt: deref("StringMethodTable")?,
+                object_array_mt: deref("ObjectArrayMethodTable")?,
+                exception_mt: deref("ExceptionMethodTable")?,
+                free_mt: deref("FreeObjectMethodTable")?,
+                sync_table: deref("SyncTableEntries")?,
+                // The descriptor's (10), else g_dacTable's first entry (9).
+                code_range_map: d
+                    .global_number("ExecutionManagerCodeRangeMapAddress")
+                    .or_else(|| {
+                        table.entry_after(&target, table_start, anchors.code_range_map_index)
+                    })
+                    .unwrap_or(0),
+                // Not read on this family yet (their capabilities are refused).
+                card_table: 0,
+                lowest_address: 0,
+                highest_address: 0,
+                gc_heap: 0,
+                array_mt: 0,
+                sync_block_cache,
+                ee_jit_manager: 0,
+                ready_to_run_jit_manager: 0,
+                gc: GcGlobals::default(),
+                continuation_mt: 0,
+            }
         };
         let image_search = ImageSearch::for_options(&target, opts);
         let rt = Runtime {
@@ -1238,6 +1281,8 @@ impl<M: Memory> Runtime<M> {
                 d.ready_to_run_jit_manager,
                 "ExecutionManager::m_pReadyToRunJitManager",
             )?,
+            gc: GcGlobals::default(),
+            continuation_mt: 0,
         };
         self.globals = g;
         Ok(())
@@ -1303,6 +1348,10 @@ impl<M: Memory> Runtime<M> {
                 "g_heap_type is {}; expected 1 (workstation) or 2 (server)",
                 g.heap_type
             )));
+        }
+        // .NET 11: the GC's sub-descriptor (checked when it was merged) stands for GcDacVars.
+        if let layout::GcSource::Descriptor(_) = self.layout.gc_source {
+            return Ok(());
         }
         let gv = &self.layout.gc_dac_vars;
         let major = self
@@ -1711,6 +1760,90 @@ fn find_descriptor<T: Target + ?Sized>(
         what: "the contract descriptor (.NET 9 and later are read only through it)",
         tried,
         needed: layout_needed(info, module, opts),
+    })
+}
+
+/// .NET 11's globals, every one from its contract descriptor: the runtime's own and the GC's
+/// (its sub-descriptor, merged): no g_dacTable. The GC flavour is the sub-descriptor's
+/// `GCIdentifiers` ("workstation, regions, background," or "server, regions, background,
+/// dynamic_heap": the runtime points its `GC` sub-descriptor slot at the one in use).
+fn descriptor_globals<T: Target + ?Sized>(
+    target: &T,
+    d: &crate::discovery::descriptor::ContractDescriptor,
+    runtime: &str,
+) -> Result<Globals> {
+    let missing = |name: &'static str| ClrError::MissingField {
+        ty: "globals",
+        field: name,
+        runtime: runtime.to_owned(),
+    };
+    let global = |name: &'static str| d.global_number(name).ok_or_else(|| missing(name));
+    let deref = |name: &'static str| -> Result<u64> {
+        let a = global(name)?;
+        target.read_u64(a).map_err(|_| ClrError::read(name, a))
+    };
+    let optional = |name: &'static str| -> u64 {
+        d.global_number(name)
+            .and_then(|a| target.read_u64(a).ok())
+            .unwrap_or(0)
+    };
+    let gc_ids = d
+        .global_str("GCIdentifiers")
+        .ok_or_else(|| missing("GCIdentifiers"))?;
+    let flavours: Vec<&str> = gc_ids.split(',').map(str::trim).collect();
+    let heap_type = match (
+        flavours.contains(&"workstation"),
+        flavours.contains(&"server"),
+    ) {
+        (true, false) => 1,
+        (false, true) => 2,
+        _ => {
+            return Err(ClrError::Descriptor {
+                runtime: runtime.to_owned(),
+                detail: format!(
+                    "the GC's sub-descriptor says GCIdentifiers {gc_ids:?}: neither workstation \
+                     nor server"
+                ),
+            })
+        }
+    };
+    let gc_global = |name: &'static str| d.global_number(name).unwrap_or(0);
+    Ok(Globals {
+        dac_table: 0,
+        thread_store: deref("ThreadStore")?,
+        finalizer_thread: deref("FinalizerThread")?,
+        heap_type,
+        gc_dac_vars: 0,
+        app_domain: deref("AppDomain")?,
+        system_domain: optional("SystemDomain"),
+        // The address of g_global_alloc_context (an ee_alloc_context), as on 9/10.
+        global_alloc_context: global("GlobalAllocContext")?,
+        object_mt: deref("ObjectMethodTable")?,
+        string_mt: deref("StringMethodTable")?,
+        object_array_mt: deref("ObjectArrayMethodTable")?,
+        exception_mt: deref("ExceptionMethodTable")?,
+        free_mt: deref("FreeObjectMethodTable")?,
+        sync_table: deref("SyncTableEntries")?,
+        code_range_map: global("ExecutionManagerCodeRangeMapAddress")?,
+        card_table: 0,
+        lowest_address: 0,
+        highest_address: 0,
+        gc_heap: 0,
+        array_mt: 0,
+        sync_block_cache: optional("SyncBlockCache"),
+        ee_jit_manager: 0,
+        ready_to_run_jit_manager: 0,
+        gc: GcGlobals {
+            generation_table: gc_global("GCHeapGenerationTable"),
+            max_generation: gc_global("MaxGeneration"),
+            ephemeral_heap_segment: gc_global("GCHeapEphemeralHeapSegment"),
+            alloc_allocated: gc_global("GCHeapAllocAllocated"),
+            finalize_queue: gc_global("GCHeapFinalizeQueue"),
+            handle_table_map: gc_global("HandleTableMap"),
+            num_heaps: gc_global("NumHeaps"),
+            heaps: gc_global("Heaps"),
+        },
+        continuation_mt: optional("ContinuationMethodTable"),
     })
 }
 

@@ -19,12 +19,26 @@ use std::sync::Mutex;
 pub const NOT_PUBLISHED: u64 = u64::MAX / 2;
 
 /// The data contracts the heap walk and type names depend on, with the versions this build
-/// reads. A descriptor naming another version of one of these is refused.
+/// reads on .NET 9 and 10 (integers). A descriptor naming another version of one of these is
+/// refused.
 pub const KNOWN_CONTRACTS: &[(&str, i64)] = &[
     ("RuntimeTypeSystem", 1),
     ("Loader", 1),
     ("Thread", 1),
     ("Object", 1),
+];
+
+/// The same on .NET 11, whose descriptor (format version 2) names contract versions as
+/// strings that restarted at "c1" (11.0.0: every contract "c1" but StressLog "c2";
+/// docs/clr-layout-net11.md 1.2): a "c1" on 11 is not 10's version 1. ExecutionManager too:
+/// its "c1" is 10's version 2 (the constant-lookup nibble map), and another version may
+/// encode the map otherwise.
+pub const KNOWN_CONTRACTS_NET11: &[(&str, &str)] = &[
+    ("RuntimeTypeSystem", "c1"),
+    ("Loader", "c1"),
+    ("Thread", "c1"),
+    ("Object", "c1"),
+    ("ExecutionManager", "c1"),
 ];
 
 /// What is verified against the DAC on .NET 9 (Linux x64 workstation GC): the heap walk with
@@ -58,6 +72,23 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Threads,
     Capability::TypeNames,
     Capability::ServerGc,
+    Capability::Fields,
+    Capability::Statics,
+    Capability::Stacks,
+    Capability::Methods,
+    Capability::Roots,
+    Capability::Locks,
+    Capability::Exceptions,
+];
+
+/// What is verified against the 11.0.0 DAC (Linux x64, the .NET 11 corpus: createdump
+/// --withheap and crash dumps, runtime-async on and off, an ASP.NET Core service): as .NET 10
+/// but server-GC heaps (no .NET 11 server-GC dump). Every truth test runs on those dumps
+/// (`tests::family_claims`).
+pub const VERIFIED_NET11: &[Capability] = &[
+    Capability::HeapWalk,
+    Capability::Threads,
+    Capability::TypeNames,
     Capability::Fields,
     Capability::Statics,
     Capability::Stacks,
@@ -124,11 +155,13 @@ pub const ANCHORS_NET10: DacTableAnchors = DacTableAnchors {
     ..ANCHORS_NET9
 };
 
-/// The anchors of a family (.NET 9 or 10).
-pub fn anchors_of(family: Family) -> DacTableAnchors {
+/// The anchors of a family (.NET 8's table order is 9's); None on .NET 11, whose globals are
+/// all in its contract descriptor (no g_dacTable is read).
+pub fn anchors_of(family: Family) -> Option<DacTableAnchors> {
     match family {
-        Family::Net8 | Family::Net9 => ANCHORS_NET9,
-        Family::Net10 => ANCHORS_NET10,
+        Family::Net8 | Family::Net9 => Some(ANCHORS_NET9),
+        Family::Net10 => Some(ANCHORS_NET10),
+        Family::Net11 => None,
     }
 }
 
@@ -137,15 +170,27 @@ pub fn family_of_major(major: u32) -> Option<Family> {
     match major {
         9 => Some(Family::Net9),
         10 => Some(Family::Net10),
+        11 => Some(Family::Net11),
         _ => None,
     }
 }
 
-/// Checks the descriptor's contract versions against [`KNOWN_CONTRACTS`].
-pub fn check_contracts(d: &ContractDescriptor, runtime: &str) -> Result<()> {
-    for (name, want) in KNOWN_CONTRACTS {
+/// Checks the descriptor's contract versions against the family's: [`KNOWN_CONTRACTS`]
+/// (.NET 9, 10) or [`KNOWN_CONTRACTS_NET11`].
+pub fn check_contracts(d: &ContractDescriptor, family: Family, runtime: &str) -> Result<()> {
+    let wanted: Vec<(&str, ContractVersion)> = match family {
+        Family::Net11 => KNOWN_CONTRACTS_NET11
+            .iter()
+            .map(|(n, v)| (*n, ContractVersion::Str((*v).to_owned())))
+            .collect(),
+        _ => KNOWN_CONTRACTS
+            .iter()
+            .map(|(n, v)| (*n, ContractVersion::Int(*v)))
+            .collect(),
+    };
+    for (name, want) in &wanted {
         match d.contract(name) {
-            Some(ContractVersion::Int(v)) if v == want => {}
+            Some(v) if v == want => {}
             Some(v) => {
                 return Err(ClrError::Descriptor {
                     runtime: runtime.to_owned(),
@@ -199,6 +244,12 @@ const SUPPLEMENT_NET10: Supplement = &[
     ("EEImplMethodDesc", "!", 32),
     ("CLRToCOMCallMethodDesc", "!", 24),
 ];
+
+/// .NET 11 supplement: none. Its descriptor publishes what 10's supplement gave (FieldDesc,
+/// `InlinedCallFrame.Datum`, `PInvokeMethodDesc`/`EEImplMethodDesc` sizes; the code heap's
+/// module base as `CodeHeapListNode.CLRPersonalityRoutine`, what `HeapList::GetModuleBase`
+/// returns on x64), and the GC publishes its own structures (docs/clr-layout-net11.md 2.1).
+const SUPPLEMENT_NET11: Supplement = &[];
 
 /// MethodDesc sizes on .NET 9 (the descriptor gives none). Already the 16-byte MethodDesc of
 /// 10.0 (`m_codeData` at 8, unpublished in 9.0's descriptor): its own offsets say so
@@ -456,6 +507,7 @@ pub fn build_layout(
         d,
         supplement: match family {
             Family::Net9 => SUPPLEMENT_NET9,
+            Family::Net11 => SUPPLEMENT_NET11,
             _ => SUPPLEMENT_NET10,
         },
         os_supplement: match (family, windows) {
@@ -469,6 +521,13 @@ pub fn build_layout(
         runtime,
     };
     let (gc_dac_vars, gc_heap_fields, generation, heap_segment) = gc_layouts();
+    // .NET 11: the GC's own sub-descriptor (merged into `d`) describes its structures.
+    let net11 = family == Family::Net11;
+    let (gc_source, heap_segment) = if net11 {
+        gc_descriptor_layouts(&l, heap_segment)?
+    } else {
+        (layout::GcSource::DacVars, heap_segment)
+    };
     let n8 = &layout::NET8_LINUX_X64;
     let obj_header = d.global_number("ObjectHeaderSize").unwrap_or(8);
     let string_base_size = obj_header + l.field("String", "m_FirstChar")? + 2;
@@ -478,6 +537,8 @@ pub fn build_layout(
         name: match (family, windows) {
             (Family::Net9, false) => ".NET 9 linux-x64 (contract descriptor)",
             (Family::Net9, true) => ".NET 9 windows-x64 (contract descriptor)",
+            (Family::Net11, false) => ".NET 11 linux-x64 (contract descriptor)",
+            (Family::Net11, true) => ".NET 11 windows-x64 (contract descriptor)",
             (_, false) => ".NET 10 linux-x64 (contract descriptor)",
             (_, true) => ".NET 10 windows-x64 (contract descriptor)",
         },
@@ -490,13 +551,17 @@ pub fn build_layout(
             }
             Err(e) => return Err(e),
         },
-        verified: match family {
-            Family::Net9 => VERIFIED_NET9,
+        verified: match (family, windows) {
+            (Family::Net9, _) => VERIFIED_NET9,
+            (Family::Net11, false) => VERIFIED_NET11,
+            // No .NET 11 Windows dump has been checked.
+            (Family::Net11, true) => &[],
             _ => VERIFIED_NET10,
         },
         global_alloc_context_offset: l.field("EEAllocContext", "GCAllocationContext")?,
         // Not used: globals come from the descriptor and the g_dacTable anchors.
         dac: n8.dac,
+        gc_source,
         gc_dac_vars,
         gc_heap_fields,
         generation,
@@ -521,6 +586,13 @@ pub fn build_layout(
             alloc_context: thread_ac,
             runtime_thread_locals: Some(l.field("Thread", "RuntimeThreadLocals")?),
             link: l.field("Thread", "LinkNext")?,
+            // .NET 11: the links hold the next Thread itself (docs/clr-layout-net11.md 2.3:
+            // on async-net11 ThreadStore.FirstThreadLink is the DAC's first Thread).
+            link_target: if net11 {
+                0
+            } else {
+                l.field("Thread", "LinkNext")?
+            },
             os_thread_id: l.field("Thread", "OSId")?,
             last_thrown_object: Some(l.field("Thread", "LastThrownObject")?),
             exception_tracker: match (
@@ -530,6 +602,7 @@ pub fn build_layout(
                 (Ok(t), Ok(o)) => Some((t, o)),
                 _ => None,
             },
+            thrown_object_is_handle: !net11,
         },
         method_table: layout::MethodTableLayout {
             flags: l.field("MethodTable", "MTFlags")?,
@@ -606,11 +679,14 @@ pub fn build_layout(
         },
         roots: match family {
             Family::Net9 => &layout::NET9_ROOTS,
+            Family::Net11 => roots_net11(&l)?,
             _ => &layout::NET10_ROOTS,
         },
         locks: match (family, windows) {
             (Family::Net9, false) => Some(&layout::NET9_LINUX_X64_LOCKS),
             (Family::Net9, true) => None,
+            (Family::Net11, false) => Some(locks_net11(&l)?),
+            (Family::Net11, true) => None,
             (_, false) => Some(&layout::NET10_LINUX_X64_LOCKS),
             (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
         },
@@ -620,6 +696,112 @@ pub fn build_layout(
         l.global(g)?;
     }
     Ok(intern(built))
+}
+
+/// The GC's structures from its own sub-descriptor (.NET 11): `Generation`,
+/// `TotalGenerationCount`, the server GC's `GCHeap` fields, `HeapSegment`. The read-only
+/// (frozen) segment flag is not published: .NET 8's value (frozen segments still lead gen2's
+/// region list, and the census equals the DAC's).
+fn gc_descriptor_layouts(
+    l: &Lookup<'_>,
+    n8: layout::HeapSegmentLayout,
+) -> Result<(layout::GcSource, layout::HeapSegmentLayout)> {
+    let gc = layout::GcDescriptorLayout {
+        generation_size: l.size("Generation")?,
+        generation_count: l.global("TotalGenerationCount")?,
+        generation_alloc_context: l.field("Generation", "AllocationContext")?,
+        generation_start_segment: l.field("Generation", "StartSegment")?,
+        heap_alloc_allocated: l.d.field("GCHeap", "AllocAllocated"),
+        heap_ephemeral_heap_segment: l.d.field("GCHeap", "EphemeralHeapSegment"),
+        heap_generation_table: l.d.field("GCHeap", "GenerationTable"),
+        heap_finalize_queue: l.d.field("GCHeap", "FinalizeQueue"),
+    };
+    let seg = layout::HeapSegmentLayout {
+        allocated: l.field("HeapSegment", "Allocated")?,
+        committed: l.field("HeapSegment", "Committed")?,
+        reserved: l.field("HeapSegment", "Reserved")?,
+        used: l.field("HeapSegment", "Used")?,
+        mem: l.field("HeapSegment", "Mem")?,
+        flags: l.field("HeapSegment", "Flags")?,
+        next: l.field("HeapSegment", "Next")?,
+        background_allocated: l.field("HeapSegment", "BackgroundAllocated")?,
+        flag_readonly: n8.flag_readonly,
+    };
+    Ok((layout::GcSource::Descriptor(gc), seg))
+}
+
+/// The handle table and finalization queue of .NET 11 from the GC's sub-descriptor: its
+/// `HandleMaxInternalTypes` gives the layout of [`layout::NET10_ROOTS`]'s rule, and every
+/// offset and constant it publishes (`HandleTableMap`, `HandleTableBucket`,
+/// `HandleTable.SegmentList`, `TableSegment` {RgUserData, NextSegment, RgValue},
+/// `HandleSegmentSize`, `HandleBlocksPerSegment`, `HandlesPerBlock`,
+/// `InitialHandleTableArraySize`, `CFinalize.FillPointers`, `CFinalizeFillPointersLength`)
+/// overrides it. What it does not publish (the free mask, block types, `pHandleTable`,
+/// `bEmptyLine`, `CFinalize::m_Array`) follows the rule, as on 10.
+fn roots_net11(l: &Lookup<'_>) -> Result<&'static layout::RootsLayout> {
+    let n = l.global("HandleMaxInternalTypes")?;
+    if !(1..=64).contains(&n) {
+        return Err(ClrError::Descriptor {
+            runtime: l.runtime.to_owned(),
+            detail: format!("HandleMaxInternalTypes is {n}"),
+        });
+    }
+    let base = layout::roots_for_handle_types(n);
+    let fill_count = l.global("CFinalizeFillPointersLength")?;
+    let r = layout::RootsLayout {
+        map_buckets: l.field("HandleTableMap", "BucketsPtr")?,
+        map_next: l.field("HandleTableMap", "Next")?,
+        buckets_per_map: l.global("InitialHandleTableArraySize")?,
+        bucket_table: l.field("HandleTableBucket", "Table")?,
+        table_segment_list: l.field("HandleTable", "SegmentList")?,
+        segment_size: l.global("HandleSegmentSize")?,
+        segment_header_size: l.field("TableSegment", "RgValue")?,
+        blocks_per_segment: l.global("HandleBlocksPerSegment")?,
+        handles_per_block: l.global("HandlesPerBlock")?,
+        seg_user_data: l.field("TableSegment", "RgUserData")?,
+        seg_next: l.field("TableSegment", "NextSegment")?,
+        finalize_fill_pointers: l.field("CFinalize", "FillPointers")?,
+        finalize_fill_count: usize::try_from(fill_count).unwrap_or(usize::MAX).min(64),
+        ..base
+    };
+    if r == layout::NET10_ROOTS {
+        return Ok(&layout::NET10_ROOTS);
+    }
+    static ROOTS: Mutex<Vec<&'static layout::RootsLayout>> = Mutex::new(Vec::new());
+    let mut v = ROOTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = v.iter().find(|x| ***x == r) {
+        return Ok(found);
+    }
+    let leaked: &'static layout::RootsLayout = Box::leak(Box::new(r));
+    v.push(leaked);
+    Ok(leaked)
+}
+
+/// .NET 11 (Linux x64) monitors: the sync table from the descriptor (`SyncTableEntry`,
+/// `SyncBlockCache.FreeSyncTableIndex`, `SyncBlock.Lock`/`ThinLock`: Monitor is managed), the
+/// SyncBlockCache's m_ActiveCount and m_SyncTableSize where 10 has them (unpublished; checked on
+/// async-net11: 1 active, index 2, size 250, as the 11.0.0 DAC's sync block count says).
+fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
+    let r = layout::LockLayout {
+        cache_free_sync_table_index: l.field("SyncBlockCache", "FreeSyncTableIndex")?,
+        sync_table_entry_size: l.size("SyncTableEntry")?,
+        entry_object: l.field("SyncTableEntry", "Object")?,
+        scheme: layout::LockScheme::Managed {
+            lock_handle: l.field("SyncBlock", "Lock")?,
+            thin_lock: l.field("SyncBlock", "ThinLock")?,
+        },
+        hmf_1obj_gc_ptr: None,
+        thread_first_blocking_item: NOT_PUBLISHED,
+        ..layout::NET10_LINUX_X64_LOCKS
+    };
+    static LOCKS: Mutex<Vec<&'static layout::LockLayout>> = Mutex::new(Vec::new());
+    let mut v = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = v.iter().find(|x| ***x == r) {
+        return Ok(found);
+    }
+    let leaked: &'static layout::LockLayout = Box::leak(Box::new(r));
+    v.push(leaked);
+    Ok(leaked)
 }
 
 /// The per-type statics layout (.NET 9+). A missing field does not fail discovery: statics
@@ -679,8 +861,13 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
     } else {
         layout::FrameTypeSource::Vtable
     };
-    let nibble_map = match l.d.contract("ExecutionManager") {
-        Some(ContractVersion::Int(2)) => layout::NibbleMapEncoding::ConstantLookup,
+    // 10's ExecutionManager 2 and 11's "c1" (the versions restarted as strings; checked on
+    // async-net11: pointer-encoded map DWORDs lead to the DAC's method starts) are the
+    // constant-lookup map; 11's contract version is checked at discovery.
+    let nibble_map = match (family, l.d.contract("ExecutionManager")) {
+        (Family::Net11, _) | (_, Some(ContractVersion::Int(2))) => {
+            layout::NibbleMapEncoding::ConstantLookup
+        }
         _ => layout::NibbleMapEncoding::Linear,
     };
     let u = |v: u64| v as u32;
@@ -720,7 +907,12 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         rs_heap_list: f("RangeSection", "HeapList"),
         heap_list_map_base: f("CodeHeapListNode", "MapBase"),
         heap_list_hdr_map: f("CodeHeapListNode", "HeaderMap"),
-        heap_list_module_base: f("CodeHeapListNode", "ModuleBase"),
+        // HeapList::CLRPersonalityRoutine, what `HeapList::GetModuleBase` returns on x64:
+        // published under that name from .NET 11, the supplement's `ModuleBase` before.
+        heap_list_module_base: l
+            .d
+            .field("CodeHeapListNode", "CLRPersonalityRoutine")
+            .unwrap_or_else(|| f("CodeHeapListNode", "ModuleBase")),
         code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
         code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
         code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
@@ -816,6 +1008,24 @@ fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
         non_vtable_slot_size: l.size("NonVtableSlot")?,
         method_impl_size: l.size("MethodImpl")?,
         native_code_slot_size: l.size("NativeCodeSlot")?,
+        // Published from .NET 11 (`AsyncMethodData` ! 24), whose MethodDescs may carry it.
+        async_method_data_size: l.d.type_size("AsyncMethodData"),
+        dynamic: match (
+            l.d.field("StoredSigMethodDesc", "Sig"),
+            l.d.field("StoredSigMethodDesc", "cSig"),
+            l.d.field("StoredSigMethodDesc", "ExtendedFlags"),
+            l.d.field("DynamicMethodDesc", "MethodName"),
+        ) {
+            (Some(sig), Some(sig_len), Some(extended_flags), Some(name)) => {
+                Some(layout::DynamicMethodLayout {
+                    sig,
+                    sig_len,
+                    extended_flags,
+                    name,
+                })
+            }
+            _ => None,
+        },
         slots: layout::SlotScheme::Net9Aux {
             ee_class_num_methods: l.field("EEClass", "NumMethods")?,
             ee_class_num_non_virtual_slots: l.field("EEClass", "NumNonVirtualSlots")?,
@@ -894,7 +1104,7 @@ mod tests {
     #[test]
     fn a_net10_descriptor_resolves_into_plain_offsets() {
         let d = parse(NET10.as_bytes(), &[0x1000]).unwrap();
-        check_contracts(&d, ".NET 10").unwrap();
+        check_contracts(&d, Family::Net10, ".NET 10").unwrap();
         let l = build_layout(&d, Family::Net10, false, ".NET 10").unwrap();
         assert_eq!(l.method_table.flags2, 8);
         assert_eq!(l.method_table.size, 64);
@@ -1013,11 +1223,38 @@ mod tests {
     fn unknown_contract_versions_are_refused_by_name() {
         let text = NET10.replace(r#""RuntimeTypeSystem":1"#, r#""RuntimeTypeSystem":"c2""#);
         let d = parse(text.as_bytes(), &[0x1000]).unwrap();
-        let e = check_contracts(&d, ".NET 11.0.0").unwrap_err().to_string();
+        let e = check_contracts(&d, Family::Net10, ".NET 10.0.99")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("RuntimeTypeSystem version \"c2\""), "{e}");
+        // .NET 11 names its versions as strings that restarted at "c1": its "c1" is read, an
+        // integer 1 (10's numbering) or a "c2" is refused.
+        let net11 = NET10
+            .replace(
+                r#""contracts":{"RuntimeTypeSystem":1,"Loader":1,"Thread":1,"Object":1}"#,
+                r#""contracts":{"RuntimeTypeSystem":"c1","Loader":"c1","Thread":"c1",
+                    "Object":"c1","ExecutionManager":"c1"}"#,
+            )
+            .replace(r#""version":0"#, r#""version":2"#);
+        let d = parse(net11.as_bytes(), &[0x1000]).unwrap();
+        check_contracts(&d, Family::Net11, ".NET 11.0.0").unwrap();
+        assert!(check_contracts(&d, Family::Net10, ".NET 10").is_err());
+        let d = parse(
+            net11
+                .replace(r#""Loader":"c1""#, r#""Loader":"c2""#)
+                .as_bytes(),
+            &[0x1000],
+        )
+        .unwrap();
+        let e = check_contracts(&d, Family::Net11, ".NET 11.0.0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Loader version \"c2\""), "{e}");
+        let d = parse(NET10.as_bytes(), &[0x1000]).unwrap();
+        assert!(check_contracts(&d, Family::Net11, ".NET 11.0.0").is_err());
         let text = NET10.replace(r#""Thread":1,"#, "");
         let d = parse(text.as_bytes(), &[0x1000]).unwrap();
-        assert!(check_contracts(&d, "x")
+        assert!(check_contracts(&d, Family::Net10, "x")
             .unwrap_err()
             .to_string()
             .contains("no Thread contract"));

@@ -65,7 +65,7 @@ pub use reader::{
     METADATA_SIGNATURE,
 };
 pub use rows::*;
-pub use sig::{MethodSig, Primitive, PropertySig, SigType};
+pub use sig::{decode_method_sig, MethodSig, Primitive, PropertySig, SigType};
 pub use tables::{
     decode_coded, schema, CodedIndex, Column, TableId, TableInfo, TableLayout, HEAP_BLOB_WIDE,
     HEAP_EXTRA_DATA, HEAP_GUID_WIDE, HEAP_STRINGS_WIDE, MAX_COLUMNS,

@@ -78,6 +78,12 @@ pub trait SigResolver {
     fn core_assembly(&self) -> Option<String> {
         None
     }
+
+    /// The name of the type a runtime TypeHandle names (`ELEMENT_TYPE_INTERNAL` in the
+    /// signatures the runtime makes for dynamic methods); `None` prints the handle.
+    fn type_handle_name(&self, _handle: u64, _style: SigStyle) -> Option<String> {
+        None
+    }
 }
 
 /// Appends `ty` formatted in `style` to `out`, asking `names` for type and generic names.
@@ -221,9 +227,12 @@ fn fmt_type(ty: &SigType, style: SigStyle, names: &dyn SigResolver, out: &mut St
         SigType::Modified { inner, .. } | SigType::Pinned(inner) => {
             fmt_type(inner, style, names, out, d)
         }
-        SigType::Internal(h) => {
-            let _ = write!(out, "<TypeHandle {h:#x}>");
-        }
+        SigType::Internal(h) => match names.type_handle_name(*h, style) {
+            Some(n) => out.push_str(&n),
+            None => {
+                let _ = write!(out, "<TypeHandle {h:#x}>");
+            }
+        },
     }
 }
 

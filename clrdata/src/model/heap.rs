@@ -130,8 +130,9 @@ pub struct AllocContext {
 pub struct GcHeap {
     /// Workstation or server.
     pub mode: GcMode,
-    /// GcDacVars version (major, minor).
-    pub dac_vars_version: (u8, u8),
+    /// GcDacVars version (major, minor); `None` where the GC's own sub-descriptor gave the
+    /// tables (.NET 11).
+    pub dac_vars_version: Option<(u8, u8)>,
     /// max_gen (2).
     pub max_generation: u32,
     /// The heaps.
@@ -408,77 +409,32 @@ impl<M: Memory> Runtime<M> {
             .map_err(|_| ClrError::read(what, addr))
     }
 
-    /// The GC's tables (GcDacVars, each heap's generation table): what names the segments.
+    /// The GC's tables (GcDacVars or the GC's sub-descriptor, each heap's generation table):
+    /// what names the segments.
     fn read_heap_tables(&self) -> Result<HeapTables> {
+        use crate::data::gcvars::{GcHeapVars, ReadGcVars};
         let m = self.memory();
-        let gl = &self.layout.gc_dac_vars;
-        let dv = self.globals.gc_dac_vars;
-        let major = m
-            .read_u8(dv + gl.major_version)
-            .map_err(|_| ClrError::read("GcDacVars", dv))?;
-        let minor = m
-            .read_u8(dv + gl.minor_version)
-            .map_err(|_| ClrError::read("GcDacVars", dv))?;
-        let gen_size = self.gc_read_u64(dv + gl.generation_size, "GcDacVars::generation_size")?;
-        let gen_count = self.gc_read_u64(
-            dv + gl.total_generation_count,
-            "GcDacVars::total_generation_count",
-        )?;
-        if !(4..=8).contains(&gen_count) || gen_size == 0 || gen_size > 0x10000 {
-            return Err(ClrError::corrupt(
-                "GcDacVars",
-                dv,
-                format!(
-                    "total_generation_count {gen_count} / generation_size {gen_size:#x}: \
-                     expected 4..8 generations of a plausible size"
-                ),
-            ));
-        }
-        let max_gen_p = self.gc_read_u64(dv + gl.max_gen, "GcDacVars::max_gen")?;
+        let v = self.gc_vars()?;
         let max_generation = m
-            .read_u32(max_gen_p)
-            .map_err(|_| ClrError::read("max_gen", max_gen_p))?;
-        // Generation field offsets (allocation_context, start_segment), published by the GC.
-        let gfo = self.gc_read_u64(
-            dv + gl.generation_field_offsets,
-            "GcDacVars::generation_field_offsets",
-        )?;
-        let (gen_ac_off, gen_ss_off) = if gfo != 0 {
-            let a = m
-                .read_i32(gfo)
-                .map_err(|_| ClrError::read("generation_field_offsets", gfo))?;
-            let s = m
-                .read_i32(gfo + 4)
-                .map_err(|_| ClrError::read("generation_field_offsets", gfo + 4))?;
-            if a < 0 || s < 0 || s as u64 >= gen_size || a as u64 >= gen_size {
-                return Err(ClrError::corrupt(
-                    "generation_field_offsets",
-                    gfo,
-                    format!("allocation_context {a}, start_segment {s}: outside a generation"),
-                ));
-            }
-            (a as u64, s as u64)
-        } else {
-            (
-                self.layout.generation.allocation_context,
-                self.layout.generation.start_segment,
-            )
-        };
+            .read_u32(v.max_generation)
+            .map_err(|_| ClrError::read("max_gen", v.max_generation))?;
         let acl = self.layout.alloc_context;
         let read_gens = |table: u64| -> Result<Vec<Generation>> {
-            (0..gen_count)
+            (0..v.generation_count)
                 .map(|i| {
-                    let g = table + i * gen_size;
+                    let g = table + i * v.generation_size;
                     Ok(Generation {
                         address: g,
-                        start_segment: self
-                            .gc_read_u64(g + gen_ss_off, "generation::start_segment")?,
+                        start_segment: self.gc_read_u64(
+                            g + v.generation_start_segment,
+                            "generation::start_segment",
+                        )?,
                         alloc_ptr: self.gc_read_u64(
-                            g + gen_ac_off + acl.alloc_ptr,
+                            g + v.generation_alloc_context + acl.alloc_ptr,
                             "generation::allocation_context",
                         )?,
                         alloc_limit: self.gc_read_u64(
-                            g + gen_ac_off + acl.alloc_limit,
+                            g + v.generation_alloc_context + acl.alloc_limit,
                             "generation::allocation_context",
                         )?,
                     })
@@ -487,61 +443,55 @@ impl<M: Memory> Runtime<M> {
         };
         let mode = self.gc_mode();
         let mut heaps = Vec::new();
-        match mode {
-            GcMode::Workstation => {
-                let table =
-                    self.gc_read_u64(dv + gl.generation_table, "GcDacVars::generation_table")?;
-                let eph_p = self.gc_read_u64(
-                    dv + gl.ephemeral_heap_segment,
-                    "GcDacVars::ephemeral_heap_segment",
-                )?;
-                let aa_p =
-                    self.gc_read_u64(dv + gl.alloc_allocated, "GcDacVars::alloc_allocated")?;
-                let generations = read_gens(table)?;
+        match v.heaps {
+            GcHeapVars::Workstation {
+                generation_table,
+                ephemeral_heap_segment,
+                alloc_allocated,
+                ..
+            } => {
+                let generations = read_gens(generation_table)?;
                 heaps.push(HeapData {
                     address: 0,
-                    alloc_allocated: self.gc_read_u64(aa_p, "alloc_allocated")?,
-                    ephemeral_heap_segment: self.gc_read_u64(eph_p, "ephemeral_heap_segment")?,
+                    alloc_allocated: self.gc_read_u64(alloc_allocated, "alloc_allocated")?,
+                    ephemeral_heap_segment: self
+                        .gc_read_u64(ephemeral_heap_segment, "ephemeral_heap_segment")?,
                     uses_regions: generations[0].start_segment != generations[1].start_segment,
                     generations,
                 });
             }
-            GcMode::Server => {
-                let n_p = self.gc_read_u64(dv + gl.n_heaps, "GcDacVars::n_heaps")?;
+            GcHeapVars::Server {
+                n_heaps,
+                g_heaps,
+                alloc_allocated,
+                ephemeral_heap_segment,
+                generation_table,
+                ..
+            } => {
                 let n = m
-                    .read_i32(n_p)
-                    .map_err(|_| ClrError::read("gc_heap::n_heaps", n_p))?;
+                    .read_i32(n_heaps)
+                    .map_err(|_| ClrError::read("gc_heap::n_heaps", n_heaps))?;
                 if n <= 0 || n as usize > MAX_HEAPS {
                     return Err(ClrError::corrupt(
                         "gc_heap::n_heaps",
-                        n_p,
+                        n_heaps,
                         format!("{n} heaps; expected 1..{MAX_HEAPS}"),
                     ));
                 }
-                let arr_p = self.gc_read_u64(dv + gl.g_heaps, "GcDacVars::g_heaps")?;
-                let arr = self.gc_read_u64(arr_p, "gc_heap::g_heaps")?;
-                let fo = self.gc_read_u64(
-                    dv + gl.gc_heap_field_offsets,
-                    "GcDacVars::gc_heap_field_offsets",
-                )?;
-                let fi = self.layout.gc_heap_fields;
-                let field = |i: usize| -> Result<u64> {
-                    let v = m
-                        .read_i32(fo + 4 * i as u64)
-                        .map_err(|_| ClrError::read("gc_heap_field_offsets", fo + 4 * i as u64))?;
-                    if v < 0 {
-                        return Err(ClrError::corrupt(
-                            "gc_heap_field_offsets",
-                            fo,
-                            format!("field {i} is missing ({v})"),
-                        ));
-                    }
-                    Ok(v as u64)
+                let arr = self.gc_read_u64(g_heaps, "gc_heap::g_heaps")?;
+                let field = |off: Option<u64>, name: &str| -> Result<u64> {
+                    off.ok_or_else(|| {
+                        ClrError::corrupt(
+                            "gc_heap field offsets",
+                            g_heaps,
+                            format!("{name} is missing"),
+                        )
+                    })
                 };
                 let (aa_off, eph_off, gt_off) = (
-                    field(fi.alloc_allocated)?,
-                    field(fi.ephemeral_heap_segment)?,
-                    field(fi.generation_table)?,
+                    field(alloc_allocated, "alloc_allocated")?,
+                    field(ephemeral_heap_segment, "ephemeral_heap_segment")?,
+                    field(generation_table, "generation_table")?,
                 );
                 for i in 0..n as u64 {
                     let h = self.gc_read_u64(arr + 8 * i, "g_heaps[i]")?;
@@ -558,12 +508,12 @@ impl<M: Memory> Runtime<M> {
                 }
             }
         }
-        Ok(((major, minor), max_generation, mode, heaps))
+        Ok((v.dac_vars_version, max_generation, mode, heaps))
     }
 
     fn read_gc_heap(&self) -> Result<GcHeap> {
         let m = self.memory();
-        let ((major, minor), max_generation, mode, heaps) = self.read_heap_tables()?;
+        let (dac_vars_version, max_generation, mode, heaps) = self.read_heap_tables()?;
         let acl = self.layout.alloc_context;
 
         // Allocation contexts: threads, generations, global.
@@ -691,7 +641,7 @@ impl<M: Memory> Runtime<M> {
         }
         Ok(GcHeap {
             mode,
-            dac_vars_version: (major, minor),
+            dac_vars_version,
             max_generation,
             heaps,
             segments,
@@ -704,7 +654,7 @@ impl<M: Memory> Runtime<M> {
 }
 
 /// GcDacVars version, max_gen, mode, heaps.
-type HeapTables = ((u8, u8), u32, GcMode, Vec<HeapData>);
+type HeapTables = (Option<(u8, u8)>, u32, GcMode, Vec<HeapData>);
 
 /// How a dump shows that it holds no GC heap: the GC's own tables are in it (the runtime's
 /// DAC saved them) but the memory they point to is not. The evidence, not a guess from who

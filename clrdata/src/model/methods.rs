@@ -51,6 +51,10 @@ const MAX_DEPTH: usize = 64;
 const MDC_HAS_NON_VTABLE_SLOT: u16 = 0x0008;
 const MDC_METHOD_IMPL: u16 = 0x0010;
 const MDC_HAS_NATIVE_CODE_SLOT: u16 = 0x0020;
+/// .NET 11: an `AsyncMethodData` follows the other optional slots (the cDAC's
+/// `MethodDescFlags.HasAsyncMethodData`; its size is the descriptor's). Verified by the chunk
+/// walk: every MethodDesc's m_chunkIndex equals its offset on the .NET 11 corpus.
+const MDC_HAS_ASYNC_METHOD_DATA: u16 = 0x0040;
 /// m_wFlags3AndTokenRemainder (above the 12-bit token remainder).
 const MD3_HAS_STABLE_ENTRY_POINT: u16 = 0x1000;
 const MD3_HAS_PRECODE: u16 = 0x2000;
@@ -61,6 +65,7 @@ use crate::discovery::layout::mt_flags::{
     F2_HAS_DISPATCH_MAP_SLOT as F2_HAS_DISPATCH_MAP, F2_HAS_INTERFACE_MAP, F2_HAS_MODULE_OVERRIDE,
     F2_HAS_NON_VIRTUAL_SLOTS, F2_HAS_PER_INST_INFO, F2_HAS_SINGLE_NON_VIRTUAL_SLOT,
 };
+use crate::model::dynamic::{dynamic_method_name, CLASSIFICATION_DYNAMIC};
 /// EEClassPackedFields indices.
 const PACKED_NUM_METHODS: u64 = 1;
 const PACKED_NUM_NON_VIRTUAL_SLOTS: u64 = 10;
@@ -147,6 +152,11 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate::Result
     if flags & MDC_HAS_NATIVE_CODE_SLOT != 0 {
         native_code_slot = Some(md.wrapping_add(size));
         size += ml.native_code_slot_size;
+    }
+    if let Some(n) = ml.async_method_data_size {
+        if flags & MDC_HAS_ASYNC_METHOD_DATA != 0 {
+            size += n;
+        }
     }
     Ok(MethodDescData {
         address: md,
@@ -678,6 +688,9 @@ pub fn method_desc_name<M: Memory>(
             .map_err(|e| e.context(format!("its MethodTable {:#x}", d.method_table)))?;
     if d.classification == 4 {
         return array_method_name(r, d, &mt);
+    }
+    if d.classification == CLASSIFICATION_DYNAMIC {
+        return dynamic_method_name(r, d.address);
     }
     let module = mt.require_module()?;
     let mm = r.names.module_metadata(r.rt, module)?;

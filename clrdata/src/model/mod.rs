@@ -5,6 +5,7 @@
 pub mod delegates;
 pub mod disasm;
 pub mod dso;
+pub mod dynamic;
 pub mod fields;
 pub mod heap;
 pub mod inspect;

@@ -118,6 +118,11 @@ impl TypeNames {
             };
             return Ok(format!("{elem}{dims}"));
         }
+        // A runtime-made continuation type: Continuation's subclass with no TypeDef (CoreLib's
+        // own subclasses, RuntimeAsyncTaskContinuation..., have theirs).
+        if info.parent != 0 && info.parent == rt.globals.continuation_mt && info.token.is_none() {
+            return continuation_name(rt, &info);
+        }
         let (md, rid) = self.typedef_of(rt, &info)?;
         let m = md.metadata()?;
         let mut name = m
@@ -206,6 +211,65 @@ impl TypeNames {
             format!("element types nested deeper than {MAX_DEPTH}"),
         ))
     }
+}
+
+/// Where a continuation's own data starts (`ContinuationObject` size on 11.0.0: the object
+/// header's MethodTable pointer, `Next`, `ResumeInfo`, `Flags`, `State`).
+const CONTINUATION_DATA_START: u64 = 32;
+
+/// The name the runtime gives a continuation type it made for a runtime-async method's saved
+/// state (.NET 11): such types have no metadata (no TypeDef, one EEClass shared by all), so
+/// the name tells the layout: `Continuation_<data size>` and, for each series of object
+/// references in the data, `_<its offset in the data>_<its length in references>`, in
+/// ascending offset (vm/asynccontinuations.cpp `PrintContinuationName`, v11.0.0; the 11.0.0
+/// DAC's heap census names them so, e.g. `Continuation_64_8_3_40_2`: docs/clr-layout-net11.md
+/// 4.2). The data size is BaseSize less the object header and the Continuation fields.
+fn continuation_name<M: Memory>(rt: &Runtime<M>, info: &MethodTableInfo) -> crate::Result<String> {
+    let m = rt.memory();
+    let mt = info.address;
+    let data_size = (info.base_size as u64)
+        .checked_sub(8 + CONTINUATION_DATA_START)
+        .ok_or_else(|| {
+            ClrError::corrupt(
+                "continuation MethodTable",
+                mt,
+                format!("BaseSize {} is below a Continuation's", info.base_size),
+            )
+        })?;
+    let mut name = format!("Continuation_{data_size}");
+    if info.contains_pointers() {
+        let n = m
+            .read_u64(mt.wrapping_sub(8))
+            .map_err(|_| ClrError::read("GCDesc series count", mt.wrapping_sub(8)))?
+            as i64;
+        if !(1..=64).contains(&n) {
+            return Err(ClrError::corrupt(
+                "continuation MethodTable",
+                mt,
+                format!("{n} GCDesc series; a continuation type has ordinary series"),
+            ));
+        }
+        let mut series = Vec::new();
+        for i in 0..n as u64 {
+            let s = mt.wrapping_sub(8 + 16 * (i + 1));
+            let size = m
+                .read_u64(s)
+                .map_err(|_| ClrError::read("GCDesc series", s))?;
+            let off = m
+                .read_u64(s + 8)
+                .map_err(|_| ClrError::read("GCDesc series", s + 8))?;
+            // The series size is stored less the object's BaseSize.
+            let bytes = size.wrapping_add(info.base_size as u64);
+            series.push((off, bytes / 8));
+        }
+        series.sort_unstable();
+        for (off, refs) in series {
+            if off >= CONTINUATION_DATA_START {
+                name.push_str(&format!("_{}_{refs}", off - CONTINUATION_DATA_START));
+            }
+        }
+    }
+    Ok(name)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 /// The corpus dumps the tests draw: every scenario with something to picture (stacks, async
-/// chains and their causes, a deadlock, a crash, a starved pool, a heap), .NET 8, 9 and 10,
+/// chains and their causes, a deadlock, a crash, a starved pool, a heap), .NET 8, 9, 10 and 11,
 /// Linux and a Windows minidump.
 pub const DUMPS: [&str; 10] = [
     "hang-net10",

@@ -273,16 +273,56 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             f.method_error = Some(e.to_string());
             return;
         }
-        let r = self.method_desc_info(md).and_then(|info| {
-            let mt = self.rt.method_table(info.method_table)?;
-            let module = mt.require_module()?;
-            f.module = Some(module);
-            f.token = Some(info.token);
+        match self.method_desc_name(md) {
+            Ok((module, token, n)) => {
+                f.module = Some(module);
+                f.token = Some(token);
+                f.method = Some(n);
+            }
+            Err((module, token, e)) => {
+                f.module = module;
+                f.token = token;
+                f.method_error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// The method of a MethodDesc as the DAC names it (a method of a generic instantiation
+    /// with the type's arguments: `Task`1[[System.Int32, ...]].GetResultCore()`), with its
+    /// module and token; on error, what was learnt of those.
+    #[allow(clippy::type_complexity)]
+    pub fn method_desc_name(
+        &self,
+        md: u64,
+    ) -> std::result::Result<(u64, u32, String), (Option<u64>, Option<u32>, crate::ClrError)> {
+        let info = self.method_desc_info(md).map_err(|e| (None, None, e))?;
+        let mt = self
+            .rt
+            .method_table(info.method_table)
+            .map_err(|e| (None, Some(info.token), e))?;
+        let module = mt
+            .require_module()
+            .map_err(|e| (None, Some(info.token), e))?;
+        // A dynamic method (an LCG method or an IL stub): no metadata, its own stored name.
+        let flags = self.rt.memory().read_u16(md.wrapping_add(6)).map_err(|_| {
+            (
+                None,
+                None,
+                crate::ClrError::read("MethodDesc::m_wFlags", md + 6),
+            )
+        })?;
+        if (flags & 7) as u8 == crate::model::dynamic::CLASSIFICATION_DYNAMIC {
+            let r = crate::model::objects::ObjectReader::new(self.rt, self.names);
+            return crate::model::dynamic::dynamic_method_name(&r, md)
+                .map(|n| (module, info.token, n))
+                .map_err(|e| (Some(module), Some(info.token), e));
+        }
+        let named = (|| {
             if mt.type_args.is_empty() {
                 return self.method_name(module, info.token);
             }
-            // A method of a generic instantiation (`Task`1[[System.Int32, ...]].GetResultCore`):
-            // the type's name with its arguments, as the DAC prints it.
+            // A method of a generic instantiation: the type's name with its arguments, as the
+            // DAC prints it.
             let ty = self.names.name(self.rt, info.method_table)?;
             let args: Vec<String> = mt
                 .type_args
@@ -297,11 +337,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     crate::ClrError::metadata(format!("MethodDef {:#x}", info.token), e)
                 })?;
             Ok(format!("{ty}.{member}"))
-        });
-        match r {
-            Ok(n) => f.method = Some(n),
-            Err(e) => f.method_error = Some(e.to_string()),
-        }
+        })();
+        named
+            .map(|n| (module, info.token, n))
+            .map_err(|e| (Some(module), Some(info.token), e))
     }
 
     /// Why frames get no method names: MethodDescs (their chunk, MethodTable and token) are
