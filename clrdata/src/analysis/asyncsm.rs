@@ -204,6 +204,9 @@ pub struct AsyncAnalysis {
     pub idle_pooled_boxes: usize,
     /// Problems met (objects that could not be read, cycles, walk errors).
     pub errors: Vec<String>,
+    /// How many damaged places the heap walk met (each also in `errors`): the boxes listed
+    /// may then be incomplete.
+    pub heap_walk_errors: usize,
     /// What else the walk learnt about tasks and what completes them (for `causality`).
     #[serde(skip)]
     pub facts: TaskFacts,
@@ -835,6 +838,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
             Err(e) => out.errors.push(e.to_string()),
         }
     }
+    out.heap_walk_errors = iter.errors().len();
     for e in iter.errors() {
         out.errors.push(format!("heap walk: {e}"));
     }
