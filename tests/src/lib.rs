@@ -359,15 +359,6 @@ pub fn pending() -> &'static [Pending] {
             shortfall: HeapRefused,
         },
         Pending {
-            name: "servergc-net9",
-            issue: 24,
-            reason: "server GC with 2 heaps on .NET 9.0.22: the heap is refused (\"server-GC \
-                heaps is not verified for .NET 9.0.22\"), but the tests claim the heap on every \
-                .NET 9 dump that holds one (exceptions.rs, fields_net9_10.rs, threadpool.rs and \
-                clrdata's census_descriptor.rs would fail)",
-            shortfall: HeapRefused,
-        },
-        Pending {
             name: "ilonly-net8-gcore",
             issue: 24,
             reason: "a gcore core of a .NET 8 app with IL-only assemblies of its own: neither \
@@ -659,6 +650,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
             HeapWalk
                 | Threads
                 | TypeNames
+                | ServerGc
                 | Fields
                 | Statics
                 | Stacks

@@ -55,6 +55,7 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
     Capability::TypeNames,
+    Capability::ServerGc,
     Capability::Fields,
     Capability::Statics,
     Capability::Stacks,
