@@ -127,10 +127,12 @@ impl AsyncListing {
         &self.analysis.boxes[i]
     }
 
-    /// Whether `object` is one of the async boxes (an awaited object that is not is shown as
-    /// what the chain waits on).
+    /// Whether `object` is one of the async boxes, or the task owning a runtime-async method's
+    /// frame (an awaited object that is neither is shown as what the chain waits on).
     pub fn is_box(&self, object: u64) -> bool {
-        self.analysis.boxes.iter().any(|b| b.address == object)
+        self.analysis.boxes.iter().any(|b| {
+            b.address == object || b.runtime_async.as_ref().is_some_and(|f| f.task == object)
+        })
     }
 }
 

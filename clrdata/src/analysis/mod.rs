@@ -9,6 +9,7 @@ pub mod exceptions;
 pub mod listing;
 pub mod locks;
 pub mod roots;
+pub mod runtime_async;
 pub mod starvation;
 pub mod tasks;
 pub mod threadpool;
