@@ -102,7 +102,10 @@ pub enum ClrError {
         /// Where it was looked for, and why it is not there.
         detail: String,
         /// The address looked at, when there is one.
-        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            serialize_with = "dumpreader::json::hex_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
         addr: Option<u64>,
     },
 
@@ -126,7 +129,10 @@ pub enum ClrError {
         /// Why it is not read.
         detail: String,
         /// Where it was met, when known.
-        #[serde(serialize_with = "dumpreader::json::hex_opt", skip_serializing_if = "Option::is_none")]
+        #[serde(
+            serialize_with = "dumpreader::json::hex_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
         addr: Option<u64>,
     },
 
@@ -183,6 +189,22 @@ pub enum ClrError {
         error: Box<ClrError>,
     },
 
+    /// The runtime's own description of its layout (its contract descriptor on .NET 9 and
+    /// later, g_dacTable on .NET 8) or its version was found nowhere discovery may look: the
+    /// dump's memory, the bundled build index, image files, a symbol server. Says what each
+    /// source lacked and what would serve.
+    #[error("{runtime}: {what} was found nowhere ({}); would serve: {needed}", tried_text(.tried))]
+    NoLayout {
+        /// The runtime as named for people (its module and version when known).
+        runtime: String,
+        /// What was looked for ("the contract descriptor", "g_dacTable", "the version").
+        what: &'static str,
+        /// Each source tried, in order, and why it did not serve.
+        tried: Vec<SourceTried>,
+        /// What would serve (an image file of the build, a symbol server).
+        needed: String,
+    },
+
     /// The runtime could not be read, and the dump reported damage of its own when it was
     /// opened (a truncated file, clipped segments): most likely the cause.
     #[error("{error} (the dump itself is damaged: {problem}{})", more_problems(*.more))]
@@ -197,6 +219,51 @@ pub enum ClrError {
 }
 
 dumpreader::serialize_with_message!(ClrError);
+
+/// Where a runtime's layout (its contract descriptor, its g_dacTable) and version may come
+/// from, in the order discovery tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayoutFrom {
+    /// The dump's own memory.
+    Dump,
+    /// The build index bundled with dumpshell (crate `buildindex`), by the module's exact
+    /// identity.
+    BuildIndex,
+    /// An image file of the runtime (`--image-path`, the path the dump records), its identity
+    /// checked.
+    ImageFile,
+    /// A file downloaded from a symbol server (`--symbol-server`), its identity checked.
+    SymbolServer,
+}
+
+impl std::fmt::Display for LayoutFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LayoutFrom::Dump => "the dump's memory",
+            LayoutFrom::BuildIndex => "the build index",
+            LayoutFrom::ImageFile => "image files",
+            LayoutFrom::SymbolServer => "a symbol server",
+        })
+    }
+}
+
+/// One source discovery tried ([`ClrError::NoLayout`]), and why it did not serve.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceTried {
+    /// The source.
+    pub from: LayoutFrom,
+    /// Why it did not serve.
+    pub why: String,
+}
+
+fn tried_text(tried: &[SourceTried]) -> String {
+    tried
+        .iter()
+        .map(|t| format!("{}: {}", t.from, t.why))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 fn more_problems(more: usize) -> String {
     match more {
@@ -243,7 +310,11 @@ impl ClrError {
     }
 
     /// A [`ClrError::Unsupported`].
-    pub fn unsupported(what: impl Into<String>, addr: Option<u64>, detail: impl Into<String>) -> ClrError {
+    pub fn unsupported(
+        what: impl Into<String>,
+        addr: Option<u64>,
+        detail: impl Into<String>,
+    ) -> ClrError {
         ClrError::Unsupported {
             what: what.into(),
             detail: detail.into(),

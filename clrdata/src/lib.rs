@@ -16,8 +16,10 @@ pub mod metadata;
 pub mod model;
 mod open;
 
-pub use discovery::runtime::{find_runtime, GcMode, Globals, ImageSearch, Runtime, RuntimeInfo};
-pub use error::{ClrError, Result};
+pub use discovery::runtime::{
+    find_runtime, DiscoverOptions, GcMode, Globals, ImageSearch, LayoutSource, Runtime, RuntimeInfo,
+};
+pub use error::{ClrError, LayoutFrom, Result, SourceTried};
 pub use model::heap::{Census, GcHeap, HeapAbsence, HeapObject, Segment, SegmentKind, WalkError};
 pub use model::names::TypeNames;
 

@@ -2,7 +2,7 @@
 //! the runtime's own DAC): globals, thread store, GC mode, segments and the census, exactly.
 
 use clrdata::prelude::*;
-use clrdata::{ClrError, GcMode, Runtime};
+use clrdata::{ClrError, GcMode};
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -35,7 +35,7 @@ fn open(name: &str) -> (tests::Entry, Dump) {
 fn globals_threads_and_gc_mode_match_the_dac() {
     for name in NET8 {
         let (e, d) = open(name);
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert_eq!(rt.info.version, "8.0.4", "{name}: version");
         let ug = &e.dac["gc_heap"]["useful_globals"];
         let g = &rt.globals;
@@ -193,7 +193,7 @@ fn globals_threads_and_gc_mode_match_the_dac() {
 fn segments_and_census_equal_the_dac_exactly() {
     for name in NET8 {
         let (e, d) = open(name);
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
         let heap = rt.gc_heap().unwrap();
         let dsegs = e.dac["gc_heap"]["segments"].as_array().unwrap();
         assert_eq!(heap.segments.len(), dsegs.len(), "{name}: segment count");
@@ -325,7 +325,7 @@ fn netcore31_is_refused_by_name() {
     let (_, d) = open("netcore31");
     let info = clrdata::find_runtime(&d).expect("the 3.1 runtime is found");
     assert_eq!(info.version, "3.1.23");
-    let err = Runtime::discover(&d).expect_err("3.1 must be refused");
+    let err = tests::discover(&d).expect_err("3.1 must be refused");
     match &err {
         ClrError::UnsupportedRuntime {
             found,
@@ -391,7 +391,7 @@ fn the_runtime_and_census_need_no_image_files() {
             scanned += 1;
         }
         let rt =
-            Runtime::discover(&d).unwrap_or_else(|err| panic!("{name} without image files: {err}"));
+            tests::discover(&d).unwrap_or_else(|err| panic!("{name} without image files: {err}"));
         let ug = &e.dac["gc_heap"]["useful_globals"];
         assert_eq!(
             rt.globals.string_mt,

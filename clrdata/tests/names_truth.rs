@@ -1,7 +1,7 @@
 //! Type names from MethodTables and metadata equal the names the runtime's own DAC gave every
 //! type of the heap census, on every .NET 8 corpus dump.
 
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use dumpreader::Dump;
 
 #[test]
@@ -10,7 +10,7 @@ fn every_census_type_is_named_as_the_dac_names_it() {
     let mut generic = 0;
     for e in tests::readable() {
         let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();
         let mut wrong = Vec::new();
         for t in e.dac["heap_stat"]["types"].as_array().unwrap() {
@@ -43,7 +43,7 @@ fn every_census_type_is_named_as_the_dac_names_it() {
 fn free_and_string_have_their_sos_names() {
     let e = tests::entry("heap");
     let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     assert_eq!(&*names.name(&rt, rt.globals.free_mt).unwrap(), "Free");
     assert_eq!(

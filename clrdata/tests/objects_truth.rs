@@ -4,7 +4,7 @@
 
 use clrdata::model::objects::{elem, FieldValue, ObjectReader};
 use clrdata::prelude::*;
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use dumpreader::{Dump, Memory};
 use std::collections::{BTreeSet, HashSet};
 
@@ -55,7 +55,7 @@ fn gcdesc_references_equal_the_field_layout_for_every_census_type() {
     for name in NET8 {
         let e = tests::entry(name);
         let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let heap = rt.gc_heap().unwrap();
@@ -116,7 +116,7 @@ fn gcdesc_references_equal_the_field_layout_for_every_census_type() {
 fn heap_statics_hold_the_programs_values() {
     let e = tests::entry("heap");
     let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     // The Person type's module is the program's.

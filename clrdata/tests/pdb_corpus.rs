@@ -49,8 +49,7 @@ impl AppImage {
                 read_debug_info_from_memory(dump.as_ref(), *base, Some(*size))
             }
             AppImage::File(b) => read_debug_info(b, PeLayout::Flat),
-        }
-        ?;
+        }?;
         Ok(info.codeview.ok_or("no CodeView entry")?)
     }
 
@@ -89,9 +88,7 @@ fn app_image(e: &tests::Entry) -> Result<AppImage, Box<dyn std::error::Error>> {
                 .map(|d| d.join(&dll))
                 .filter(|p| p.is_file())
                 .ok_or("gcore dump without its dll in dumps/images/")?;
-            return std::fs::read(&p)
-                .map(AppImage::File)
-                .map_err(|x| x.into());
+            return std::fs::read(&p).map(AppImage::File).map_err(|x| x.into());
         }
     }
     let dump = Box::new(e.open());

@@ -3,7 +3,6 @@
 
 use clrdata::model::heap::WalkErrorKind;
 use clrdata::prelude::*;
-use clrdata::Runtime;
 use dumpreader::{Dump, Memory};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -48,7 +47,7 @@ fn every_census_method_table_decodes() {
     for name in NET8 {
         let e = tests::entry(name);
         let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let mut rows: HashMap<u64, u32> = HashMap::new();
         let mut by_name: HashMap<String, u64> = HashMap::new();
         for t in e.dac["heap_stat"]["types"].as_array().unwrap() {
@@ -207,7 +206,7 @@ impl dumpreader::Target for Patched<'_> {
 fn a_corrupt_method_table_is_reported_and_the_walk_resumes() {
     let e = tests::entry("hang");
     let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let heap = rt.gc_heap().unwrap();
     let clean = heap.census(&rt);
     // The 500th Hang.Payload (32 bytes each, contiguous in gen2).
@@ -227,7 +226,7 @@ fn a_corrupt_method_table_is_reported_and_the_walk_resumes() {
         at: victim.address,
         bytes: 0xdead_beef_0000_1000u64.to_le_bytes(),
     };
-    let rt2 = Runtime::discover(bad).unwrap();
+    let rt2 = tests::discover(bad).unwrap();
     let heap2 = rt2.gc_heap().unwrap();
     let c = heap2.census(&rt2);
     assert_eq!(c.errors.len(), 1, "{:?}", c.errors);

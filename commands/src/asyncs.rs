@@ -459,11 +459,7 @@ impl crate::output::Render for DumpAsync {
                         }
                     }
                     None => {
-                        let n: usize = ch
-                            .boxes
-                            .iter()
-                            .map(|&i| a.boxes[i].wait_events.len())
-                            .sum();
+                        let n: usize = ch.boxes.iter().map(|&i| a.boxes[i].wait_events.len()).sum();
                         if n > 0 {
                             t.push_str(&format!(
                                 "  {n} thread(s) blocked synchronously on it (Task.Wait/.Result); which: causality (needs the stacks)\n"
@@ -1007,7 +1003,10 @@ fn duration(ms: u64) -> String {
 impl crate::output::Render for CausalityOut {
     fn render(&self) -> String {
         let mut t = String::new();
-        t.push_str(&format!("Threads blocked on tasks: {}\n", self.threads.len()));
+        t.push_str(&format!(
+            "Threads blocked on tasks: {}\n",
+            self.threads.len()
+        ));
         for th in &self.threads {
             t.push_str(&format!(
                 "\nThread {:x} (managed {}) blocked in {}\n  on task {} {}\n",

@@ -1,20 +1,17 @@
 //! Exceptions: `printexception` (`pe`) and `dumpexceptions`.
 
 use crate::addr::{fmt_addr, hex, parse_address};
-use crate::output::{CommandError, Output};
+use crate::output::{CommandError, Output, Render};
 use crate::session::clr;
-use crate::session::{Clr, Session};
+use crate::session::Session;
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::exceptions::{
-    current_thread, exception_chain, heap_exceptions, read_exception, ExceptionData,
+    current_thread, exceptions_at, list_heap_exceptions, ExceptionData, HeapExceptions,
 };
-use clrdata::model::objects::ObjectReader;
-use clrdata::model::stack::StackWalker;
 use clrdata::prelude::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The exception commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -174,6 +171,7 @@ fn exception_text(e: &ExceptionData) -> String {
     t
 }
 
+/// `printexception`'s result.
 #[derive(Serialize)]
 pub struct PrintExceptionOut {
     /// Where the exception came from: "address" or "thread".
@@ -184,6 +182,29 @@ pub struct PrintExceptionOut {
     pub nested: bool,
     /// The exception, then (with -nested) its inner exceptions, outermost first.
     pub exceptions: Vec<ExceptionOut>,
+    /// The exceptions as read (what `exceptions` shows), for the text.
+    #[serde(skip)]
+    pub chain: Vec<ExceptionData>,
+}
+
+impl Render for PrintExceptionOut {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        if let (Some(os_id), Some(managed_id)) = (self.thread_os_id, self.thread_managed_id) {
+            text.push_str(&format!(
+                "The last exception thrown on thread {os_id:#x} ({managed_id}):\n"
+            ));
+        }
+        for (i, e) in self.chain.iter().enumerate() {
+            if i > 0 {
+                text.push_str(
+                    "\nNested exception -------------------------------------------------------------\n",
+                );
+            }
+            text.push_str(&exception_text(e));
+        }
+        text
+    }
 }
 
 fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -211,22 +232,7 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             obj
         }
     };
-    let chain = exceptions_at(&c, addr, nested)?;
-    let mut text = String::new();
-    if let Some(t) = &thread {
-        text.push_str(&format!(
-            "The last exception thrown on thread {:#x} ({}):\n",
-            t.os_id, t.managed_id
-        ));
-    }
-    for (i, e) in chain.iter().enumerate() {
-        if i > 0 {
-            text.push_str(
-                "\nNested exception -------------------------------------------------------------\n",
-            );
-        }
-        text.push_str(&exception_text(e));
-    }
+    let chain = exceptions_at(&c.rt, &c.names, addr, nested)?;
     let r = PrintExceptionOut {
         source: if thread.is_some() {
             "thread"
@@ -237,19 +243,9 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         thread_managed_id: thread.map(|t| t.managed_id),
         nested,
         exceptions: chain.iter().map(exception_out).collect(),
+        chain,
     };
-    Ok(Output::of("printexception", r, text))
-}
-
-fn exceptions_at(c: &Clr, addr: u64, nested: bool) -> Result<Vec<ExceptionData>, CommandError> {
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let w = StackWalker::new(&c.rt, &c.names, Default::default());
-    let res = if nested {
-        exception_chain(&r, &w, addr)
-    } else {
-        read_exception(&r, &w, addr).map(|e| vec![e])
-    };
-    Ok(res?)
+    Ok(Output::rendered("printexception", r))
 }
 
 // ------------------------------------------------------------------------------ dumpexceptions
@@ -275,94 +271,90 @@ pub struct Group {
     pub addresses: Vec<String>,
 }
 
+/// `dumpexceptions`'s result.
 #[derive(Serialize)]
 pub struct DumpExceptionsOut {
     pub total: usize,
     pub exceptions: Vec<HeapException>,
     pub groups: Vec<Group>,
     pub errors: Vec<String>,
+    /// The listing as read (what `exceptions` shows), for the text.
+    #[serde(skip)]
+    pub listing: HeapExceptions,
+}
+
+impl DumpExceptionsOut {
+    fn of(l: HeapExceptions) -> DumpExceptionsOut {
+        DumpExceptionsOut {
+            total: l.exceptions.len(),
+            exceptions: l
+                .exceptions
+                .iter()
+                .map(|e| HeapException {
+                    address: hex(e.address),
+                    method_table: hex(e.mt),
+                    type_name: e.type_name.clone(),
+                    message: e.message.clone(),
+                    hresult: format!("{:08x}", e.hresult as u32),
+                    inner_exception: (e.inner != 0).then(|| hex(e.inner)),
+                    stack_frames: e.stack_frames,
+                })
+                .collect(),
+            groups: l
+                .groups
+                .iter()
+                .map(|g| Group {
+                    type_name: g.type_name.clone(),
+                    message: g.message.clone(),
+                    count: g.addresses.len(),
+                    addresses: g.addresses.iter().copied().map(hex).collect(),
+                })
+                .collect(),
+            errors: l.errors.clone(),
+            listing: l,
+        }
+    }
+}
+
+impl Render for DumpExceptionsOut {
+    fn render(&self) -> String {
+        let l = &self.listing;
+        let mut t = table(&["Address", "MethodTable", "Type", "Message"]);
+        for e in &l.exceptions {
+            t.add_row(vec![
+                fmt_addr(e.address),
+                fmt_addr(e.mt),
+                e.type_name.clone(),
+                e.message.clone().unwrap_or_default(),
+            ]);
+        }
+        let mut text = render(&t);
+        text.push_str(&format!(
+            "\nTotal: {} exception objects\n\n",
+            l.exceptions.len()
+        ));
+        let mut g = table(&["Count", "Type", "Message"]);
+        for gr in &l.groups {
+            g.add_row(vec![
+                gr.addresses.len().to_string(),
+                gr.type_name.clone(),
+                gr.message.clone().unwrap_or_else(|| "<none>".into()),
+            ]);
+        }
+        text.push_str(&render(&g));
+        for e in &l.errors {
+            text.push_str(&format!("error: {e}\n"));
+        }
+        text
+    }
 }
 
 fn dumpexceptions(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let heap = c.heap()?;
-    let filter = m.get_one::<String>("type").map(|t| t.to_lowercase());
-    let r = ObjectReader::new(&c.rt, &c.names);
-    let w = StackWalker::new(&c.rt, &c.names, Default::default());
-    let (found, mut errors) = heap_exceptions(&r, heap);
-    let mut list = Vec::new();
-    let mut groups: BTreeMap<(String, Option<String>), Vec<u64>> = BTreeMap::new();
-    for (i, (addr, mt)) in found.iter().enumerate() {
-        if i % 256 == 0 && s.control.requested() {
-            return Err(CommandError::Cancelled);
-        }
-        let name = r.type_name(*mt);
-        if let Some(f) = &filter {
-            if !name.to_lowercase().contains(f) {
-                continue;
-            }
-        }
-        match read_exception(&r, &w, *addr) {
-            Ok(e) => {
-                groups
-                    .entry((e.type_name.clone(), e.message.clone()))
-                    .or_default()
-                    .push(e.address);
-                list.push(HeapException {
-                    address: hex(e.address),
-                    method_table: hex(e.mt),
-                    type_name: e.type_name,
-                    message: e.message,
-                    hresult: format!("{:08x}", e.hresult as u32),
-                    inner_exception: (e.inner != 0).then(|| hex(e.inner)),
-                    stack_frames: e.stack_trace.len(),
-                });
-            }
-            Err(e) => errors.push(format!("{addr:#x}: {e}")),
-        }
-    }
-    let mut gs: Vec<Group> = groups
-        .into_iter()
-        .map(|((t, msg), addrs)| Group {
-            type_name: t,
-            message: msg,
-            count: addrs.len(),
-            addresses: addrs.into_iter().map(hex).collect(),
-        })
-        .collect();
-    gs.sort_by(|a, b| b.count.cmp(&a.count).then(a.type_name.cmp(&b.type_name)));
-    let mut t = table(&["Address", "MethodTable", "Type", "Message"]);
-    for e in &list {
-        t.add_row(vec![
-            fmt_addr(found_addr(&e.address)),
-            fmt_addr(found_addr(&e.method_table)),
-            e.type_name.clone(),
-            e.message.clone().unwrap_or_default(),
-        ]);
-    }
-    let mut text = render(&t);
-    text.push_str(&format!("\nTotal: {} exception objects\n\n", list.len()));
-    let mut g = table(&["Count", "Type", "Message"]);
-    for gr in &gs {
-        g.add_row(vec![
-            gr.count.to_string(),
-            gr.type_name.clone(),
-            gr.message.clone().unwrap_or_else(|| "<none>".into()),
-        ]);
-    }
-    text.push_str(&render(&g));
-    for e in &errors {
-        text.push_str(&format!("error: {e}\n"));
-    }
-    let out = DumpExceptionsOut {
-        total: list.len(),
-        exceptions: list,
-        groups: gs,
-        errors,
-    };
-    Ok(Output::of("dumpexceptions", out, text))
-}
-
-fn found_addr(h: &str) -> u64 {
-    u64::from_str_radix(h.trim_start_matches("0x"), 16).unwrap_or(0)
+    let filter = m.get_one::<String>("type").map(String::as_str);
+    let stop = || s.control.requested();
+    let l = list_heap_exceptions(&c.rt, &c.names, heap, filter, &stop)
+        .ok_or(CommandError::Cancelled)?;
+    Ok(Output::rendered("dumpexceptions", DumpExceptionsOut::of(l)))
 }

@@ -2,14 +2,17 @@
 
 use crate::addr::hex;
 use crate::addr::{parse_address, parse_count};
-use crate::output::{CommandError, Output};
-use crate::session::{clr, Clr, Session};
+use crate::output::{CommandError, Output, Render};
+use crate::session::{clr, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::{GcMode, SegmentKind};
+use clrdata::analysis::heapstat::{
+    self, HeapQuery, HeapSizes, HeapStatistics, ListedObject, WalkStop,
+};
+use clrdata::GcMode;
 use serde::Serialize;
-use std::collections::HashMap;
+use std::io::Write;
 
 /// The heap commands.
 pub static SPECS: &[CommandSpec] = &[
@@ -67,6 +70,44 @@ pub struct EeVersion {
     pub gc: Option<&'static str>,
     pub gc_heaps: Option<usize>,
     pub gc_error: Option<String>,
+    /// The GC mode `gc` names (None when the runtime is not read).
+    #[serde(skip)]
+    pub gc_mode: Option<GcMode>,
+}
+
+impl Render for EeVersion {
+    /// The version lines, what is said of the GC (or why the runtime is not read), then the
+    /// runtime module.
+    fn render(&self) -> String {
+        let error = self.gc_error.as_deref().unwrap_or_default();
+        let gc = match (self.gc_mode, self.gc_heaps) {
+            (Some(GcMode::Workstation), Some(_)) => "Workstation mode\n".to_string(),
+            (Some(GcMode::Server), Some(n)) => format!("Server mode with {n} gc heaps\n"),
+            (Some(GcMode::Workstation), None) => format!("Workstation mode ({error})\n"),
+            (Some(GcMode::Server), None) => format!("Server mode ({error})\n"),
+            (None, _) => format!("The runtime cannot be read: {error}\n"),
+        };
+        let mut t = self
+            .file_version
+            .as_deref()
+            .unwrap_or(&self.version)
+            .to_string();
+        if let Some(commit) = &self.commit {
+            t.push_str(&format!(" @Commit: {commit}"));
+        }
+        t.push('\n');
+        t.push_str(&format!(
+            "{} (version read from the {})\n",
+            self.runtime,
+            self.version_source.replace('_', " ")
+        ));
+        t.push_str(&gc);
+        t.push_str(&format!(
+            "Runtime: {} at {}\n",
+            self.module, self.module_base
+        ));
+        t
+    }
 }
 
 fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -80,23 +121,12 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let heap = c.heap();
     let mut res = ee_version_of(&c.rt.info);
     // g_heap_type, read at discovery: known even when the heap is not in the dump.
-    res.gc = Some(gc_mode_name(
-        heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode()),
-    ));
+    let mode = heap.as_ref().map(|h| h.mode).unwrap_or(c.rt.gc_mode());
+    res.gc_mode = Some(mode);
+    res.gc = Some(gc_mode_name(mode));
     res.gc_heaps = heap.as_ref().ok().map(|h| h.heaps.len());
     res.gc_error = heap.as_ref().err().map(|e| e.to_string());
-    let gc = match heap {
-        Ok(h) => match h.mode {
-            GcMode::Workstation => "Workstation mode\n".to_string(),
-            GcMode::Server => format!("Server mode with {} gc heaps\n", h.heaps.len()),
-        },
-        Err(e) => match c.rt.gc_mode() {
-            GcMode::Workstation => format!("Workstation mode ({e})\n"),
-            GcMode::Server => format!("Server mode ({e})\n"),
-        },
-    };
-    let t = ee_version_text(&res, &gc);
-    Ok(Output::of("eeversion", res, t))
+    Ok(Output::rendered("eeversion", res))
 }
 
 /// `eeversion` where the runtime is found but cannot be read (`why`); `why` itself when not
@@ -110,8 +140,7 @@ fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandErr
     }
     let mut res = ee_version_of(&i);
     res.gc_error = Some(why.to_string());
-    let t = ee_version_text(&res, &format!("The runtime cannot be read: {why}\n"));
-    Ok(Output::of("eeversion", res, t))
+    Ok(Output::rendered("eeversion", res))
 }
 
 /// `eeversion`'s fields that the runtime's identity gives (the GC's are the caller's).
@@ -130,38 +159,20 @@ fn ee_version_of(i: &clrdata::RuntimeInfo) -> EeVersion {
         gc: None,
         gc_heaps: None,
         gc_error: None,
+        gc_mode: None,
     }
-}
-
-/// `eeversion`'s text: the version lines, `middle` (what is said of the GC, or why the
-/// runtime is not read), then the runtime module.
-fn ee_version_text(res: &EeVersion, middle: &str) -> String {
-    let mut t = res
-        .file_version
-        .as_deref()
-        .unwrap_or(&res.version)
-        .to_string();
-    if let Some(commit) = &res.commit {
-        t.push_str(&format!(" @Commit: {commit}"));
-    }
-    t.push('\n');
-    t.push_str(&format!(
-        "{} (version read from the {})\n",
-        res.runtime,
-        res.version_source.replace('_', " ")
-    ));
-    t.push_str(middle);
-    t.push_str(&format!("Runtime: {} at {}\n", res.module, res.module_base));
-    t
 }
 
 // -------------------------------------------------------------------------------------- eeheap
 
+/// `eeheap`'s result.
+pub struct EeHeap(pub HeapSizes);
+
 #[derive(Serialize)]
-pub struct EeHeap {
+pub struct EeHeapJson {
     pub gc: &'static str,
     pub uses_regions: bool,
-    pub heaps: Vec<HeapOut>,
+    pub heaps: Vec<HeapJson>,
     /// Bytes from each segment's start to its allocated end, over all heaps.
     pub total_allocated: u64,
     pub total_committed: u64,
@@ -171,24 +182,24 @@ pub struct EeHeap {
 }
 
 #[derive(Serialize)]
-pub struct HeapOut {
+pub struct HeapJson {
     pub index: usize,
     pub address: String,
-    pub generations: Vec<GenOut>,
-    pub segments: Vec<SegOut>,
+    pub generations: Vec<GenJson>,
+    pub segments: Vec<SegJson>,
     pub allocated: u64,
     pub committed: u64,
 }
 
 #[derive(Serialize)]
-pub struct GenOut {
+pub struct GenJson {
     pub generation: String,
     pub start_segment: String,
     pub allocation_context: Option<(String, String)>,
 }
 
 #[derive(Serialize)]
-pub struct SegOut {
+pub struct SegJson {
     pub address: String,
     pub kind: &'static str,
     pub begin: String,
@@ -199,104 +210,119 @@ pub struct SegOut {
     pub committed_size: u64,
 }
 
-const GEN_NAMES: [&str; 5] = ["gen0", "gen1", "gen2", "loh", "poh"];
+impl EeHeap {
+    /// The JSON form (docs/json.md, `eeheap`).
+    pub fn to_json(&self) -> EeHeapJson {
+        let h = &self.0;
+        EeHeapJson {
+            gc: gc_mode_name(h.mode),
+            uses_regions: h.uses_regions,
+            heaps: h
+                .heaps
+                .iter()
+                .map(|x| HeapJson {
+                    index: x.index,
+                    address: hex(x.address),
+                    generations: x
+                        .generations
+                        .iter()
+                        .map(|g| GenJson {
+                            generation: g.name.clone(),
+                            start_segment: hex(g.start_segment),
+                            allocation_context: g.allocation_context.map(|(p, l)| (hex(p), hex(l))),
+                        })
+                        .collect(),
+                    segments: x
+                        .segments
+                        .iter()
+                        .map(|sg| SegJson {
+                            address: hex(sg.address),
+                            kind: sg.kind.name(),
+                            begin: hex(sg.begin),
+                            allocated: hex(sg.allocated),
+                            committed: hex(sg.committed),
+                            reserved: hex(sg.reserved),
+                            allocated_size: sg.allocated_size,
+                            committed_size: sg.committed_size,
+                        })
+                        .collect(),
+                    allocated: x.allocated,
+                    committed: x.committed,
+                })
+                .collect(),
+            total_allocated: h.total_allocated,
+            total_committed: h.total_committed,
+            notes: h.notes.clone(),
+        }
+    }
+}
+
+impl Serialize for EeHeap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl Render for EeHeap {
+    fn render(&self) -> String {
+        let res = &self.0;
+        let mut t = format!(
+            "GC: {}, {} heap{}, {}\n",
+            gc_mode_name(res.mode),
+            res.heaps.len(),
+            if res.heaps.len() == 1 { "" } else { "s" },
+            if res.uses_regions {
+                "regions"
+            } else {
+                "segments"
+            }
+        );
+        for h in &res.heaps {
+            t.push_str(&format!("\nHeap {} ({})\n", h.index, hex(h.address)));
+            let mut tb = table(&[
+                "segment",
+                "kind",
+                "begin",
+                "allocated",
+                "committed",
+                "allocated size",
+                "committed size",
+            ]);
+            for sg in &h.segments {
+                tb.add_row(vec![
+                    hex(sg.address),
+                    sg.kind.name().to_string(),
+                    hex(sg.begin),
+                    hex(sg.allocated),
+                    hex(sg.committed),
+                    format!("{:#x} ({})", sg.allocated_size, sg.allocated_size),
+                    format!("{:#x} ({})", sg.committed_size, sg.committed_size),
+                ]);
+            }
+            t.push_str(&render(&tb));
+            t.push_str(&format!(
+                "Heap {} allocated {:#x} ({}) bytes, committed {:#x} ({}) bytes\n",
+                h.index, h.allocated, h.allocated, h.committed, h.committed
+            ));
+        }
+        t.push_str(&format!(
+            "------------------------------\nGC Allocated Heap Size:    Size: {:#x} ({}) bytes.\nGC Committed Heap Size:    Size: {:#x} ({}) bytes.\n",
+            res.total_allocated, res.total_allocated, res.total_committed, res.total_committed
+        ));
+        for n in &res.notes {
+            t.push_str(&format!("Note: {n}\n"));
+        }
+        t
+    }
+}
 
 fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let heap = c.heap()?;
-    let mut heaps = Vec::new();
-    for (i, h) in heap.heaps.iter().enumerate() {
-        let segments: Vec<SegOut> = heap
-            .segments
-            .iter()
-            .filter(|sg| sg.heap == i)
-            .map(|sg| SegOut {
-                address: hex(sg.address),
-                kind: sg.kind.name(),
-                begin: hex(sg.mem),
-                allocated: hex(sg.walk_end),
-                committed: hex(sg.committed),
-                reserved: hex(sg.reserved),
-                allocated_size: sg.walk_end.saturating_sub(sg.mem),
-                committed_size: sg.committed.saturating_sub(sg.mem),
-            })
-            .collect();
-        heaps.push(HeapOut {
-            index: i,
-            address: hex(h.address),
-            generations: h
-                .generations
-                .iter()
-                .enumerate()
-                .map(|(g, gen)| GenOut {
-                    generation: GEN_NAMES
-                        .get(g)
-                        .map_or_else(|| format!("gen{g}"), |n| n.to_string()),
-                    start_segment: hex(gen.start_segment),
-                    allocation_context: (gen.alloc_ptr != 0)
-                        .then(|| (hex(gen.alloc_ptr), hex(gen.alloc_limit))),
-                })
-                .collect(),
-            allocated: segments.iter().map(|s| s.allocated_size).sum(),
-            committed: segments.iter().map(|s| s.committed_size).sum(),
-            segments,
-        });
-    }
-    let res = EeHeap {
-        gc: gc_mode_name(heap.mode),
-        uses_regions: heap.heaps.iter().any(|h| h.uses_regions),
-        total_allocated: heaps.iter().map(|h| h.allocated).sum(),
-        total_committed: heaps.iter().map(|h| h.committed).sum(),
-        heaps,
-        notes: heap.notes.clone(),
-    };
-    let mut t = format!(
-        "GC: {}, {} heap{}, {}\n",
-        res.gc,
-        res.heaps.len(),
-        if res.heaps.len() == 1 { "" } else { "s" },
-        if res.uses_regions {
-            "regions"
-        } else {
-            "segments"
-        }
-    );
-    for h in &res.heaps {
-        t.push_str(&format!("\nHeap {} ({})\n", h.index, h.address));
-        let mut tb = table(&[
-            "segment",
-            "kind",
-            "begin",
-            "allocated",
-            "committed",
-            "allocated size",
-            "committed size",
-        ]);
-        for sg in &h.segments {
-            tb.add_row(vec![
-                sg.address.clone(),
-                sg.kind.to_string(),
-                sg.begin.clone(),
-                sg.allocated.clone(),
-                sg.committed.clone(),
-                format!("{:#x} ({})", sg.allocated_size, sg.allocated_size),
-                format!("{:#x} ({})", sg.committed_size, sg.committed_size),
-            ]);
-        }
-        t.push_str(&render(&tb));
-        t.push_str(&format!(
-            "Heap {} allocated {:#x} ({}) bytes, committed {:#x} ({}) bytes\n",
-            h.index, h.allocated, h.allocated, h.committed, h.committed
-        ));
-    }
-    t.push_str(&format!(
-        "------------------------------\nGC Allocated Heap Size:    Size: {:#x} ({}) bytes.\nGC Committed Heap Size:    Size: {:#x} ({}) bytes.\n",
-        res.total_allocated, res.total_allocated, res.total_committed, res.total_committed
-    ));
-    for n in &res.notes {
-        t.push_str(&format!("Note: {n}\n"));
-    }
-    Ok(Output::new("eeheap", &res, t))
+    Ok(Output::rendered(
+        "eeheap",
+        EeHeap(heapstat::heap_sizes(heap)),
+    ))
 }
 
 // ------------------------------------------------------------------------------------ dumpheap
@@ -385,19 +411,6 @@ pub struct DumpHeap {
     pub skipped_bytes: u64,
 }
 
-/// One listed object: kept compact (a listing can hold tens of millions), written as hex
-/// strings in JSON like every address.
-#[derive(Serialize)]
-pub struct ObjOut {
-    #[serde(serialize_with = "ser_hex")]
-    pub address: u64,
-    #[serde(serialize_with = "ser_hex")]
-    pub mt: u64,
-    pub size: u64,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub free: bool,
-}
-
 #[derive(Serialize, Clone, Debug)]
 pub struct TypeOut {
     pub mt: String,
@@ -423,8 +436,41 @@ pub struct WalkErrorOut {
     pub skipped: u64,
 }
 
-fn ser_hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&format_args!("0x{v:x}"))
+impl DumpHeap {
+    /// The result of a walk's statistics.
+    pub fn of(st: HeapStatistics) -> DumpHeap {
+        DumpHeap {
+            not_listed: st.not_listed,
+            statistics: st
+                .types
+                .into_iter()
+                .map(|t| TypeOut {
+                    mt: hex(t.mt),
+                    count: t.count,
+                    total_size: t.total_size,
+                    name: t.name,
+                })
+                .collect(),
+            strings: st.strings.map(|v| {
+                v.into_iter()
+                    .map(|s| StringOut {
+                        count: s.count,
+                        total_size: s.total_size,
+                        value: s.value,
+                    })
+                    .collect()
+            }),
+            total_objects: st.total_objects,
+            total_size: st.total_size,
+            free_objects: st.free_objects,
+            free_size: st.free_size,
+            frozen_objects: st.frozen_objects,
+            frozen_size: st.frozen_size,
+            errors: st.errors.iter().map(walk_error).collect(),
+            notes: st.notes,
+            skipped_bytes: st.skipped_bytes,
+        }
+    }
 }
 
 fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
@@ -441,25 +487,37 @@ fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
     }
 }
 
-/// What `dumpheap` was asked.
-#[derive(Clone)]
-struct HeapQuery {
-    type_filter: Option<String>,
-    mt_filter: Option<u64>,
-    min: Option<u64>,
-    max: Option<u64>,
-    limit: Option<u64>,
-    strings: bool,
-    list_free: bool,
-}
+/// The listing's header line (text, not `-short`).
+const LISTING_HEADER: &str = " Address           MT                      Size";
 
-impl HeapQuery {
-    fn filtered(&self) -> bool {
-        self.type_filter.is_some()
-            || self.mt_filter.is_some()
-            || self.min.is_some()
-            || self.max.is_some()
-            || self.strings
+/// One listed object: in JSON `{"address":"0x..","mt":"0x..","size":N[,"free":true]}` (kept
+/// compact: a listing can hold tens of millions), as text its line (`-short`: the address).
+fn write_listed(
+    w: &mut dyn Write,
+    o: &ListedObject,
+    json: bool,
+    short: bool,
+) -> std::io::Result<()> {
+    if json {
+        write!(
+            w,
+            "{{\"address\":\"0x{:x}\",\"mt\":\"0x{:x}\",\"size\":{}{}}}",
+            o.address,
+            o.mt,
+            o.size,
+            if o.free { ",\"free\":true" } else { "" }
+        )
+    } else if short {
+        writeln!(w, "{:016x}", o.address)
+    } else {
+        writeln!(
+            w,
+            " {:016x}  {:016x}  {:>10}{}",
+            o.address,
+            o.mt,
+            o.size,
+            if o.free { " Free" } else { "" }
+        )
     }
 }
 
@@ -467,18 +525,10 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     c.heap()?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
-    let num = |n: &str| {
-        arg(n)
-            .map(parse_count)
-            .transpose()
-            
-    };
+    let num = |n: &str| arg(n).map(parse_count).transpose();
     let q = HeapQuery {
         type_filter: arg("type").map(str::to_owned),
-        mt_filter: arg("mt")
-            .map(parse_address)
-            .transpose()
-            ?,
+        mt_filter: arg("mt").map(parse_address).transpose()?,
         min: num("min")?,
         max: num("max")?,
         limit: num("limit")?,
@@ -486,303 +536,142 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         list_free: m.get_flag("free"),
     };
     let short = m.get_flag("short");
-    if m.get_flag("stat") || q.strings {
-        let res = heap_walk(&c, &q, None)?;
-        let text = dumpheap_text(&res);
-        return Ok(Output::of("dumpheap", res, text));
+    let walk = move |list: Option<&mut heapstat::ListObject<'_, CommandError>>| {
+        let heap = c.heap()?;
+        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
+        heapstat::heap_statistics(&c.rt, &c.names, heap, &q, &|n| progress.advance(n), list)
+            .map(DumpHeap::of)
+            .map_err(|e| match e {
+                WalkStop::Cancelled => CommandError::Cancelled,
+                WalkStop::Listing(e) => e,
+            })
+    };
+    if m.get_flag("stat") || m.get_flag("strings") {
+        return Ok(Output::rendered("dumpheap", walk(None)?));
     }
     // A listing: written as the walk goes (a heap can hold tens of millions of objects).
     Ok(Output::streamed("dumpheap", move |w, json| {
-        let io = CommandError::from;
-        let mut first = true;
-        if json {
-            w.write_all(b"{\"objects\":[").map_err(io)?;
-        } else if !short {
-            writeln!(w, " {:<16}  {:<16}  {:>10}", "Address", "MT", "Size").map_err(io)?;
-        }
-        let mut on = |o: &ObjOut| -> Result<(), CommandError> {
-            if json {
-                if !first {
-                    w.write_all(b",").map_err(io)?;
-                }
-                write!(
-                    w,
-                    "{{\"address\":\"0x{:x}\",\"mt\":\"0x{:x}\",\"size\":{}{}}}",
-                    o.address,
-                    o.mt,
-                    o.size,
-                    if o.free { ",\"free\":true" } else { "" }
-                )
-                .map_err(io)?;
-            } else if short {
-                writeln!(w, "{:016x}", o.address).map_err(io)?;
-            } else {
-                writeln!(
-                    w,
-                    " {:016x}  {:016x}  {:>10}{}",
-                    o.address,
-                    o.mt,
-                    o.size,
-                    if o.free { " Free" } else { "" }
-                )
-                .map_err(io)?;
-            }
-            first = false;
-            Ok(())
-        };
-        let res = heap_walk(&c, &q, Some(&mut on))?;
-        if json {
-            w.write_all(b"]").map_err(io)?;
-            let v = serde_json::to_value(&res).unwrap_or_default();
-            for (k, v) in v.as_object().into_iter().flatten() {
-                write!(w, ",{}:{}", serde_json::Value::from(k.as_str()), v).map_err(io)?;
-            }
-            w.write_all(b"}").map_err(io)?;
-        } else if !short {
-            if res.not_listed > 0 {
-                writeln!(
-                    w,
-                    "... {} more objects not listed (--limit)",
-                    res.not_listed
-                )
-                .map_err(io)?;
-            }
-            writeln!(w).map_err(io)?;
-            w.write_all(dumpheap_text(&res).as_bytes()).map_err(io)?;
-        }
-        Ok(())
+        write_listing(w, json, short, &walk)
     }))
 }
 
-/// What receives each listed object.
-type ListObject<'a> = dyn FnMut(&ObjOut) -> Result<(), CommandError> + 'a;
+/// A heap walk handing each listed object to its argument, giving the statistics.
+type Walk =
+    dyn Fn(Option<&mut heapstat::ListObject<'_, CommandError>>) -> Result<DumpHeap, CommandError>;
 
-/// Walks the heap for `q`: the statistics, and each listed object given to `list` (none
-/// with `-stat`). The plain `-stat` runs the parallel census.
-fn heap_walk(
-    c: &Clr,
-    q: &HeapQuery,
-    mut list: Option<&mut ListObject<'_>>,
-) -> Result<DumpHeap, CommandError> {
-    let heap = c.heap()?;
-    let filtered = q.filtered();
-    // Which MethodTables pass the type filter (decided once per MethodTable).
-    let mut type_ok: HashMap<u64, bool> = HashMap::new();
-    let mut pass = |mt: u64, size: u64| -> bool {
-        if q.mt_filter.is_some_and(|f| f != mt)
-            || q.min.is_some_and(|v| size < v)
-            || q.max.is_some_and(|v| size > v)
-        {
-            return false;
+/// A listing as the walk meets its objects, then its statistics: as JSON
+/// `{"objects":[..], ...the statistics' fields}`, as text the objects' lines under a header
+/// and the statistics (`-short`: the addresses only).
+fn write_listing(
+    w: &mut dyn Write,
+    json: bool,
+    short: bool,
+    walk: &Walk,
+) -> Result<(), CommandError> {
+    let io = CommandError::from;
+    let mut first = true;
+    if json {
+        w.write_all(b"{\"objects\":[").map_err(io)?;
+    } else if !short {
+        writeln!(w, "{LISTING_HEADER}").map_err(io)?;
+    }
+    let res = walk(Some(&mut |o: &ListedObject| {
+        if json && !first {
+            w.write_all(b",").map_err(io)?;
         }
-        if q.strings && mt != c.rt.globals.string_mt {
-            return false;
+        first = false;
+        write_listed(w, o, json, short).map_err(io)
+    }))?;
+    if json {
+        w.write_all(b"]").map_err(io)?;
+        let v = serde_json::to_value(&res).unwrap_or_default();
+        for (k, v) in v.as_object().into_iter().flatten() {
+            write!(w, ",{}:{}", serde_json::Value::from(k.as_str()), v).map_err(io)?;
         }
-        match &q.type_filter {
-            None => true,
-            Some(t) => *type_ok
-                .entry(mt)
-                .or_insert_with(|| c.type_name(mt).contains(t.as_str())),
+        w.write_all(b"}").map_err(io)?;
+    } else if !short {
+        if res.not_listed > 0 {
+            writeln!(
+                w,
+                "... {} more objects not listed (--limit)",
+                res.not_listed
+            )
+            .map_err(io)?;
         }
-    };
-
-    let mut stats: HashMap<u64, (u64, u64)> = HashMap::new();
-    let mut listed = 0u64;
-    let mut not_listed = 0u64;
-    let (mut free_objects, mut free_size, mut frozen_objects, mut frozen_size) = (0, 0, 0, 0);
-    let mut string_stats: HashMap<String, (u64, u64)> = HashMap::new();
-
-    let errors = if !filtered && list.is_none() {
-        // The plain -stat: the parallel census.
-        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
-        let census = heap.census_observed(&c.rt, &|n| progress.advance(n));
-        drop(progress);
-        if census.stopped {
-            return Err(CommandError::Cancelled);
-        }
-        for t in &census.types {
-            stats.insert(t.mt, (t.count, t.total_size));
-        }
-        free_objects = census.free_objects;
-        free_size = census.free_size;
-        if let Some(k) = census.by_segment_kind.get(SegmentKind::Frozen.name()) {
-            frozen_objects = k.objects;
-            frozen_size = k.bytes;
-        }
-        census.errors.iter().map(walk_error).collect::<Vec<_>>()
-    } else {
-        let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
-        let strings_reader = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
-        let mut it = heap.objects(&c.rt);
-        let (mut n, mut bytes) = (0u64, 0u64);
-        for o in it.by_ref() {
-            n += 1;
-            bytes += o.size;
-            if n.is_multiple_of(4096) {
-                if !progress.advance(bytes) {
-                    return Err(CommandError::Cancelled);
-                }
-                bytes = 0;
-            }
-            if o.is_free {
-                if !filtered {
-                    free_objects += 1;
-                    free_size += o.size;
-                    if q.list_free {
-                        if let Some(f) = list.as_mut() {
-                            f(&ObjOut {
-                                address: o.address,
-                                mt: o.mt,
-                                size: o.size,
-                                free: true,
-                            })?;
-                        }
-                    }
-                }
-                continue;
-            }
-            if !pass(o.mt, o.size) {
-                continue;
-            }
-            let e = stats.entry(o.mt).or_default();
-            e.0 += 1;
-            e.1 += o.size;
-            if o.kind == SegmentKind::Frozen {
-                frozen_objects += 1;
-                frozen_size += o.size;
-            }
-            if q.strings {
-                if let Ok((v, _)) = strings_reader.string_value(o.address, 1024) {
-                    let e = string_stats.entry(v).or_default();
-                    e.0 += 1;
-                    e.1 += o.size;
-                }
-            }
-            if let Some(f) = list.as_mut() {
-                if q.limit.is_some_and(|l| listed >= l) {
-                    not_listed += 1;
-                } else {
-                    listed += 1;
-                    f(&ObjOut {
-                        address: o.address,
-                        mt: o.mt,
-                        size: o.size,
-                        free: false,
-                    })?;
-                }
-            }
-        }
-        it.errors().iter().map(walk_error).collect::<Vec<_>>()
-    };
-
-    let mut statistics: Vec<TypeOut> = stats
-        .iter()
-        .map(|(&mt, &(count, total_size))| TypeOut {
-            mt: hex(mt),
-            count,
-            total_size,
-            name: c.type_name(mt),
-        })
-        .collect();
-    statistics.sort_by(|a, b| {
-        b.total_size
-            .cmp(&a.total_size)
-            .then(b.count.cmp(&a.count))
-            .then(a.name.cmp(&b.name))
-    });
-    let strings_out = q.strings.then(|| {
-        let mut v: Vec<StringOut> = string_stats
-            .into_iter()
-            .map(|(value, (count, total_size))| StringOut {
-                count,
-                total_size,
-                value,
-            })
-            .collect();
-        v.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.value.cmp(&b.value)));
-        v
-    });
-    Ok(DumpHeap {
-        total_objects: statistics.iter().map(|t| t.count).sum(),
-        total_size: statistics.iter().map(|t| t.total_size).sum(),
-        not_listed,
-        statistics,
-        strings: strings_out,
-        free_objects,
-        free_size,
-        frozen_objects,
-        frozen_size,
-        skipped_bytes: errors.iter().map(|e| e.skipped).sum(),
-        errors,
-        notes: heap.notes.clone(),
-    })
+        writeln!(w).map_err(io)?;
+        w.write_all(res.render().as_bytes()).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// The statistics part of `dumpheap`'s text (the listing is written as the walk goes).
-fn dumpheap_text(r: &DumpHeap) -> String {
-    let mut t = String::new();
-    if let Some(strings) = &r.strings {
-        let mut tb = table(&["Count", "TotalSize", "String Value"]);
-        for s in strings.iter().rev() {
-            let mut v: String = s
-                .value
-                .chars()
-                .take(100)
-                .flat_map(char::escape_debug)
-                .collect();
-            if s.value.chars().count() > 100 {
-                v.push('…');
+impl Render for DumpHeap {
+    fn render(&self) -> String {
+        let r = self;
+        let mut t = String::new();
+        if let Some(strings) = &r.strings {
+            let mut tb = table(&["Count", "TotalSize", "String Value"]);
+            for s in strings.iter().rev() {
+                let mut v: String = s
+                    .value
+                    .chars()
+                    .take(100)
+                    .flat_map(char::escape_debug)
+                    .collect();
+                if s.value.chars().count() > 100 {
+                    v.push('…');
+                }
+                tb.add_row(vec![s.count.to_string(), s.total_size.to_string(), v]);
             }
-            tb.add_row(vec![s.count.to_string(), s.total_size.to_string(), v]);
-        }
-        t.push_str(&render(&tb));
-    } else {
-        t.push_str("Statistics:\n");
-        let mut tb = table(&["MT", "Count", "TotalSize", "Class Name"]);
-        // SOS order: smallest total first, so the biggest ends next to the prompt.
-        for s in r.statistics.iter().rev() {
-            tb.add_row(vec![
-                format!("{:0>16}", s.mt.trim_start_matches("0x")),
-                s.count.to_string(),
-                s.total_size.to_string(),
-                s.name.clone(),
-            ]);
-        }
-        for c in [1, 2] {
-            if let Some(col) = tb.column_mut(c) {
-                col.set_cell_alignment(comfy_table::CellAlignment::Right);
+            t.push_str(&render(&tb));
+        } else {
+            t.push_str("Statistics:\n");
+            let mut tb = table(&["MT", "Count", "TotalSize", "Class Name"]);
+            // SOS order: smallest total first, so the biggest ends next to the prompt.
+            for s in r.statistics.iter().rev() {
+                tb.add_row(vec![
+                    format!("{:0>16}", s.mt.trim_start_matches("0x")),
+                    s.count.to_string(),
+                    s.total_size.to_string(),
+                    s.name.clone(),
+                ]);
             }
+            for c in [1, 2] {
+                if let Some(col) = tb.column_mut(c) {
+                    col.set_cell_alignment(comfy_table::CellAlignment::Right);
+                }
+            }
+            t.push_str(&render(&tb));
         }
-        t.push_str(&render(&tb));
-    }
-    t.push_str(&format!(
-        "Total {} objects, {} bytes\n",
-        r.total_objects, r.total_size
-    ));
-    if r.frozen_objects > 0 {
         t.push_str(&format!(
-            "  of which {} objects, {} bytes in frozen (NonGC) segments (string literals, type objects)\n",
-            r.frozen_objects, r.frozen_size
+            "Total {} objects, {} bytes\n",
+            r.total_objects, r.total_size
         ));
+        if r.frozen_objects > 0 {
+            t.push_str(&format!(
+                "  of which {} objects, {} bytes in frozen (NonGC) segments (string literals, type objects)\n",
+                r.frozen_objects, r.frozen_size
+            ));
+        }
+        if r.free_objects > 0 {
+            t.push_str(&format!(
+                "Free space: {} objects, {} bytes (not in the total)\n",
+                r.free_objects, r.free_size
+            ));
+        }
+        for e in &r.errors {
+            t.push_str(&format!(
+                "Walk error at {} (segment {}): {} {}; {} bytes skipped\n",
+                e.address,
+                e.segment,
+                e.kind.replace('_', " "),
+                e.detail,
+                e.skipped
+            ));
+        }
+        for n in &r.notes {
+            t.push_str(&format!("Note: {n}\n"));
+        }
+        t
     }
-    if r.free_objects > 0 {
-        t.push_str(&format!(
-            "Free space: {} objects, {} bytes (not in the total)\n",
-            r.free_objects, r.free_size
-        ));
-    }
-    for e in &r.errors {
-        t.push_str(&format!(
-            "Walk error at {} (segment {}): {} {}; {} bytes skipped\n",
-            e.address,
-            e.segment,
-            e.kind.replace('_', " "),
-            e.detail,
-            e.skipped
-        ));
-    }
-    for n in &r.notes {
-        t.push_str(&format!("Note: {n}\n"));
-    }
-    t
 }

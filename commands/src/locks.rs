@@ -82,7 +82,6 @@ impl Threads {
             os_id: k.map(|k| k.1),
         }
     }
-
 }
 
 impl ThreadRef {
@@ -162,15 +161,13 @@ fn sync_block_out(c: &Clr, th: &Threads, s: &SyncBlockData) -> SyncBlockOut {
 fn syncblk(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
-    let table_data =
-        clrdata::analysis::locks::monitors(&c.rt, &c.names)
-            .map_err(|e| CommandError::clr("reading the sync table", e))?;
+    let table_data = clrdata::analysis::locks::monitors(&c.rt, &c.names)
+        .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let all = m.get_flag("all");
     let only: Option<u32> = match m.get_one::<String>("index") {
-        Some(i) => Some(
-            i.parse()
-                .map_err(|_| CommandError::bad_argument(format!("\'{i}\'"), "not a sync block index"))?,
-        ),
+        Some(i) => Some(i.parse().map_err(|_| {
+            CommandError::bad_argument(format!("\'{i}\'"), "not a sync block index")
+        })?),
         None => None,
     };
     let mut notes = table_data.notes.clone();
@@ -369,9 +366,8 @@ pub struct DeadlockOut {
 fn deadlock(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let th = threads(&c)?;
-    let table_data =
-        clrdata::analysis::locks::monitors(&c.rt, &c.names)
-            .map_err(|e| CommandError::clr("reading the sync table", e))?;
+    let table_data = clrdata::analysis::locks::monitors(&c.rt, &c.names)
+        .map_err(|e| CommandError::clr("reading the sync table", e))?;
     let w = StackWalker::for_target(&c.rt, &c.names);
     let stacks: HashMap<u64, ThreadStack> = th
         .list
@@ -468,7 +464,10 @@ impl Render for DeadlockOut {
         }
         for b in &self.waiting_on_cycles {
             let chain: Vec<String> = b.through.iter().map(|r| r.label()).collect();
-            let wl = self.waits.iter().find(|w| w.thread.thread == b.thread.thread);
+            let wl = self
+                .waits
+                .iter()
+                .find(|w| w.thread.thread == b.thread.thread);
             text.push_str(&format!(
                 "Thread {} waits on deadlock {}: for {} {} held by thread {}\n      in {}\n",
                 b.thread.label(),

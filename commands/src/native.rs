@@ -3,13 +3,14 @@
 
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
-use crate::output::{CommandError, Output};
+use crate::output::{CommandError, Output, Render};
 use crate::session::Session;
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::discovery::appshape;
 use comfy_table::{CellAlignment, Table};
-use dumpreader::{Arch, DumpFormat, Memory, ModuleIdentity, ModuleKind, Os};
+use dumpreader::{Arch, DumpFormat, Memory, ModuleIdentity, ModuleInfo, ModuleKind, Os, Target};
 use serde::Serialize;
 
 /// The native commands.
@@ -158,65 +159,16 @@ pub struct InfoResult {
     pub memory_bytes_in_file: u64,
     pub exception: Option<ExceptionOut>,
     /// Who wrote the dump and what memory it holds.
-    pub dump_kind: Option<DumpKindOut>,
+    pub dump_kind: Option<appshape::DumpKindInfo>,
     /// How the app was published: single-file, framework-dependent, self-contained.
-    pub app_shape: Option<AppShapeOut>,
+    pub app_shape: Option<appshape::AppShape>,
+    /// Where the runtime's layout (its contract descriptor, or .NET 8's g_dacTable) was read:
+    /// the dump, the build index, an image file, a symbol server. `null` when no runtime is
+    /// read (`runtime_error` says why).
+    pub runtime_layout: Option<clrdata::LayoutSource>,
+    /// Why the runtime found is not read (with each source tried and what would serve).
+    pub runtime_error: Option<clrdata::ClrError>,
     pub warnings: Vec<String>,
-}
-
-#[derive(Serialize)]
-pub struct DumpKindOut {
-    /// "createdump", "gcore", "kernel", "minidump".
-    pub producer: &'static str,
-    /// One line for people.
-    pub description: String,
-    pub evidence: Vec<String>,
-    pub full_memory: bool,
-    /// ELF: bytes of mapped files in the process, and how many the dump holds.
-    pub file_bytes_mapped: u64,
-    pub file_bytes_present: u64,
-    /// Minidump: the MINIDUMP_TYPE flags recorded in the header, by name.
-    pub minidump_type: Option<String>,
-    pub minidump_type_flags: Vec<&'static str>,
-    pub streams: Vec<String>,
-    /// Whether the runtime module's writable data is in the dump (None: no runtime found).
-    pub runtime_data_present: Option<bool>,
-}
-
-#[derive(Serialize)]
-pub struct AppShapeOut {
-    /// "single-file", "single-file-compressed", "single-file-self-extract",
-    /// "framework-dependent", "self-contained", or "none" (no .NET runtime found).
-    pub shape: &'static str,
-    pub description: String,
-    /// The single-file host's path.
-    pub host: Option<String>,
-    /// The runtime module's path.
-    pub runtime_module: Option<String>,
-    pub runtime_version: Option<String>,
-    /// The folder the runtime was loaded from (framework-dependent: the shared framework's).
-    pub runtime_dir: Option<String>,
-    pub bundle: Option<BundleOut>,
-}
-
-#[derive(Serialize)]
-pub struct BundleOut {
-    pub header_offset: u64,
-    pub version: Option<String>,
-    pub bundle_id: Option<String>,
-    pub files: Option<usize>,
-    pub compressed_files: Option<usize>,
-    pub mapped_files: usize,
-    pub manifest_source: String,
-    /// Why the manifest could not be read, if so.
-    pub manifest_error: Option<String>,
-}
-
-fn dir_of(path: &str) -> &str {
-    match path.rfind(['/', '\\']) {
-        Some(i) => &path[..i],
-        None => "",
-    }
 }
 
 /// The runtime's version: from the module's own bytes, else from the CLR layer's discovery.
@@ -230,251 +182,6 @@ fn runtime_version(s: &Session, rt: &clrdata::RuntimeInfo) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Whether the runtime module's writable PT_LOAD pages are in the dump (ELF only).
-fn runtime_data_present(s: &Session, rt: &clrdata::RuntimeInfo) -> Option<bool> {
-    let m = s.target.modules().iter().find(|m| m.base == rt.base)?;
-    let img = s.target.module_image(m).ok()?;
-    let dumpreader::ImageFormat::Elf(e) = &img.format else {
-        return None;
-    };
-    let (mut pages, mut present) = (0u64, 0u64);
-    for p in e
-        .program_headers
-        .iter()
-        .filter(|p| p.p_type == 1 && p.p_flags & 2 != 0)
-    {
-        let start = e.load_bias.wrapping_add(p.p_vaddr) & !0xfff;
-        // The initialised data (p_filesz: .data, .got): createdump leaves it out without the
-        // DAC; the zero-initialised rest is anonymous memory, dumped with the heap.
-        let end = e
-            .load_bias
-            .wrapping_add(p.p_vaddr)
-            .saturating_add(p.p_filesz);
-        let mut a = start;
-        while a < end && pages < 1 << 16 {
-            pages += 1;
-            let mut b = [0u8; 1];
-            if s.target
-                .read(a.max(e.load_bias.wrapping_add(p.p_vaddr)), &mut b)
-                == 1
-            {
-                present += 1;
-            }
-            a += 0x1000;
-        }
-    }
-    // With the DAC, createdump writes the globals the DAC names (some pages); without it,
-    // none.
-    (pages > 0).then_some(present > 0)
-}
-
-fn dump_kind_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> Option<DumpKindOut> {
-    let k = s.target.dump_kind()?;
-    let data = rt.and_then(|rt| runtime_data_present(s, rt));
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            a as f64 * 100.0 / b as f64
-        }
-    };
-    let mut description = match k.producer {
-        dumpreader::DumpProducer::Createdump if k.full_memory => {
-            "createdump, every page of the mapped files too (--full; or a .NET Core 3.x \
-             createdump, whose dumps hold them all)"
-                .to_string()
-        }
-        dumpreader::DumpProducer::Createdump => format!(
-            "createdump (--withheap, --normal or --triage: memory it chose; {:.0}% of the mapped \
-             files' pages)",
-            pct(k.file_bytes_present, k.file_bytes_mapped)
-        ),
-        dumpreader::DumpProducer::Gcore => format!(
-            "gdb gcore: every written page, no DAC-curated memory; unmodified file pages left \
-             out ({:.0}% of the mapped files' pages held)",
-            pct(k.file_bytes_present, k.file_bytes_mapped)
-        ),
-        dumpreader::DumpProducer::Kernel => format!(
-            "kernel core (core_pattern / systemd-coredump): pages chosen by coredump_filter \
-             ({:.0}% of the mapped files' pages held)",
-            pct(k.file_bytes_present, k.file_bytes_mapped)
-        ),
-        dumpreader::DumpProducer::Minidump => {
-            let names = k.minidump_type_names();
-            let what = if k.full_memory {
-                "full memory"
-            } else if names.contains(&"WithPrivateReadWriteMemory") {
-                "with heap (private read/write memory)"
-            } else if names.contains(&"FilterTriage") {
-                "triage"
-            } else {
-                "mini (no heap)"
-            };
-            format!(
-                "Windows minidump, {what}: MINIDUMP_TYPE {}",
-                names.join("|")
-            )
-        }
-    };
-    let single_file_host = rt
-        .is_some_and(|r| r.host == clrdata::discovery::runtime::RuntimeHost::SingleFile)
-        || !s.target.bundles().is_empty();
-    if data == Some(false) {
-        description.push_str(
-            "; none of the runtime's initialised data pages is in the dump: CLR commands \
-             cannot read the runtime's state",
-        );
-    } else if k.producer == dumpreader::DumpProducer::Createdump && single_file_host {
-        // Seen with the createdump of .NET 8.0.33 and 10.0.12: "InitializeDAC: coreclr not
-        // found; not using DAC".
-        description.push_str(
-            "; createdump finds no libcoreclr in a single-file app and works without the DAC: \
-             the runtime's globals are missing unless the heap holds them (gcore has them all)",
-        );
-    }
-    Some(DumpKindOut {
-        producer: k.producer.name(),
-        description,
-        evidence: k.evidence.clone(),
-        full_memory: k.full_memory,
-        file_bytes_mapped: k.file_bytes_mapped,
-        file_bytes_present: k.file_bytes_present,
-        minidump_type: k.minidump_type.map(|t| format!("{t:#x}")),
-        minidump_type_flags: k.minidump_type_names(),
-        streams: k.streams.clone(),
-        runtime_data_present: data,
-    })
-}
-
-fn app_shape_out(s: &Session, rt: Option<&clrdata::RuntimeInfo>) -> AppShapeOut {
-    let bundle = s.target.bundles().first();
-    let version = rt.and_then(|r| runtime_version(s, r));
-    let ver_text = version
-        .clone()
-        .unwrap_or_else(|| "of unknown version".into());
-    if let Some(hb) = bundle {
-        let man = hb.manifest.as_ref().ok();
-        let compressed = man.map(|m| m.entries.iter().filter(|e| e.is_compressed()).count());
-        let host_name = hb
-            .host_path
-            .rsplit(['/', '\\'])
-            .next()
-            .unwrap_or(&hb.host_path);
-        let inside = match rt {
-            Some(r) if r.base == hb.host_base => format!(".NET {ver_text} inside"),
-            Some(r) => format!("the runtime from {}", r.module_path),
-            None => "no .NET runtime found in it".to_string(),
-        };
-        // A self-extracting bundle (IncludeAllContentForSelfExtract): the host extracted its
-        // files to a folder and the runtime maps the assemblies from there, CoreLib first.
-        let extracted_to = s
-            .target
-            .modules()
-            .iter()
-            .find(|m| {
-                m.name().eq_ignore_ascii_case("System.Private.CoreLib.dll")
-                    && m.path != hb.host_path
-                    && !m.path.is_empty()
-            })
-            .map(|m| dir_of(&m.path).to_string());
-        // Without the manifest: a compressed bundle maps none of its files from the host.
-        let is_compressed = match compressed {
-            Some(c) => c > 0,
-            None => hb.bundle_mappings == 0,
-        };
-        let shape = if extracted_to.is_some() {
-            "single-file-self-extract"
-        } else if is_compressed {
-            "single-file-compressed"
-        } else {
-            "single-file"
-        };
-        let mut description = format!("single-file host {host_name} with {inside}");
-        if let Some(dir) = &extracted_to {
-            description.push_str(&format!(
-                "; self-extracting: its files were extracted to {dir} and are mapped from there"
-            ));
-        }
-        match man {
-            Some(m) => description.push_str(&format!(
-                "; bundle of {} files ({} compressed), {} mapped",
-                m.entries.len(),
-                compressed.unwrap_or(0),
-                hb.placements.len()
-            )),
-            None if extracted_to.is_some() => {}
-            None if is_compressed => description.push_str(
-                "; compressed bundle (none of its files is mapped from the host; manifest not \
-                 readable: give the host file with --image-path)",
-            ),
-            None => description.push_str(&format!(
-                "; {} mappings of bundled files (manifest not readable: give the host file with \
-                 --image-path)",
-                hb.bundle_mappings
-            )),
-        }
-        return AppShapeOut {
-            shape,
-            description,
-            host: Some(hb.host_path.clone()),
-            runtime_module: rt.map(|r| r.module_path.clone()),
-            runtime_version: version,
-            runtime_dir: rt.map(|r| dir_of(&r.module_path).to_string()),
-            bundle: Some(BundleOut {
-                header_offset: hb.header_offset,
-                version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
-                bundle_id: man.map(|m| m.bundle_id.clone()),
-                files: man.map(|m| m.entries.len()),
-                compressed_files: compressed,
-                mapped_files: hb.placements.len(),
-                manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
-            }),
-        };
-    }
-    let Some(r) = rt else {
-        return AppShapeOut {
-            shape: "none",
-            description: "no .NET runtime found".into(),
-            host: None,
-            runtime_module: None,
-            runtime_version: None,
-            runtime_dir: None,
-            bundle: None,
-        };
-    };
-    let dir = dir_of(&r.module_path).to_string();
-    let norm = dir.replace('\\', "/").to_ascii_lowercase();
-    let (shape, description) = if norm.contains("/shared/microsoft.netcore.app/") {
-        (
-            "framework-dependent",
-            format!("framework-dependent, .NET {ver_text} from the shared framework at {dir}"),
-        )
-    } else if r.host == clrdata::discovery::runtime::RuntimeHost::SingleFile {
-        (
-            "single-file",
-            format!(
-                "single-file host {} with .NET {ver_text} inside (no bundle marker found)",
-                r.module_name
-            ),
-        )
-    } else {
-        (
-            "self-contained",
-            format!("self-contained, .NET {ver_text} next to the app in {dir}"),
-        )
-    };
-    AppShapeOut {
-        shape,
-        description,
-        host: None,
-        runtime_module: Some(r.module_path.clone()),
-        runtime_version: version,
-        runtime_dir: Some(dir),
-        bundle: None,
-    }
-}
-
 #[derive(Serialize, Clone, Debug)]
 pub struct ExceptionOut {
     pub code: String,
@@ -482,6 +189,67 @@ pub struct ExceptionOut {
     pub thread_id: u32,
     pub flags: u32,
     pub parameters: Vec<String>,
+}
+
+impl Render for InfoResult {
+    fn render(&self) -> String {
+        let mut t = String::new();
+        let line = |t: &mut String, k: &str, v: String| t.push_str(&format!("{k:<16}{v}\n"));
+        line(&mut t, "Dump:", self.path.clone());
+        if let Some(src) = &self.source {
+            line(&mut t, "Source:", src.clone());
+        }
+        line(&mut t, "Format:", self.format.to_string());
+        line(&mut t, "OS / arch:", format!("{} / {}", self.os, self.arch));
+        line(
+            &mut t,
+            "Process id:",
+            self.pid.map_or("unknown".into(), |p| p.to_string()),
+        );
+        if let Some(name) = &self.process_name {
+            line(&mut t, "Process name:", name.clone());
+        }
+        if let Some(cl) = &self.command_line {
+            line(&mut t, "Command line:", cl.clone());
+        }
+        line(&mut t, "Threads:", self.threads.to_string());
+        if let Some(m) = self.main_thread {
+            line(&mut t, "Main thread:", m.to_string());
+        }
+        line(&mut t, "Modules:", self.modules.to_string());
+        line(
+            &mut t,
+            "Memory:",
+            format!(
+                "{} ranges, {} bytes ({} held in the file, the rest reads as zeros)",
+                self.memory_ranges, self.memory_bytes, self.memory_bytes_in_file
+            ),
+        );
+        match &self.exception {
+            Some(e) => line(
+                &mut t,
+                "Exception:",
+                format!("code {} at {} on thread {}", e.code, e.address, e.thread_id),
+            ),
+            None => line(&mut t, "Exception:", "none recorded".into()),
+        }
+        if let Some(k) = &self.dump_kind {
+            line(&mut t, "Dump kind:", k.description.clone());
+        }
+        if let Some(a) = &self.app_shape {
+            line(&mut t, "App shape:", a.description.clone());
+        }
+        if let Some(l) = &self.runtime_layout {
+            line(&mut t, "Layout:", l.to_string());
+        }
+        if let Some(e) = &self.runtime_error {
+            line(&mut t, "Runtime:", format!("not read: {e}"));
+        }
+        for w in &self.warnings {
+            line(&mut t, "Warning:", w.clone());
+        }
+        t
+    }
 }
 
 fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
@@ -493,7 +261,7 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         bytes = bytes.saturating_add(r.size);
         filed = filed.saturating_add(r.file_size);
     }
-    let res = InfoResult {
+    let mut res = InfoResult {
         path: s.path.display().to_string(),
         source: d.source_note(),
         format: format_name(i.format),
@@ -518,71 +286,34 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         }),
         dump_kind: None,
         app_shape: None,
+        runtime_layout: None,
+        runtime_error: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
     };
-    let rt = clrdata::find_runtime(&*s.target).ok();
-    let res = InfoResult {
-        dump_kind: dump_kind_out(s, rt.as_ref()),
-        app_shape: Some(app_shape_out(s, rt.as_ref())),
-        ..res
-    };
-    let mut t = String::new();
-    let line = |t: &mut String, k: &str, v: String| t.push_str(&format!("{k:<16}{v}\n"));
-    line(&mut t, "Dump:", res.path.clone());
-    if let Some(src) = &res.source {
-        line(&mut t, "Source:", src.clone());
-    }
-    line(&mut t, "Format:", res.format.to_string());
-    line(&mut t, "OS / arch:", format!("{} / {}", res.os, res.arch));
-    line(
-        &mut t,
-        "Process id:",
-        res.pid.map_or("unknown".into(), |p| p.to_string()),
-    );
-    if let Some(name) = &res.process_name {
-        line(&mut t, "Process name:", name.clone());
-    }
-    if let Some(cl) = &res.command_line {
-        line(&mut t, "Command line:", cl.clone());
-    }
-    line(&mut t, "Threads:", res.threads.to_string());
-    if let Some(m) = res.main_thread {
-        line(&mut t, "Main thread:", m.to_string());
-    }
-    line(&mut t, "Modules:", res.modules.to_string());
-    line(
-        &mut t,
-        "Memory:",
-        format!(
-            "{} ranges, {} bytes ({} held in the file, the rest reads as zeros)",
-            res.memory_ranges, res.memory_bytes, res.memory_bytes_in_file
-        ),
-    );
-    match &res.exception {
-        Some(e) => line(
-            &mut t,
-            "Exception:",
-            format!("code {} at {} on thread {}", e.code, e.address, e.thread_id),
-        ),
-        None => line(&mut t, "Exception:", "none recorded".into()),
-    }
-    if let Some(k) = &res.dump_kind {
-        line(&mut t, "Dump kind:", k.description.clone());
-    }
-    if let Some(a) = &res.app_shape {
-        line(&mut t, "App shape:", a.description.clone());
-    }
-    for w in &res.warnings {
-        line(&mut t, "Warning:", w.clone());
-    }
-    Ok(Output::of("info", res, t))
+    let rt = clrdata::find_runtime(d).ok();
+    res.dump_kind = appshape::dump_kind(d, rt.as_ref());
+    // The version may need the CLR's discovery: asked for last, as it always was.
+    let version = rt.as_ref().and_then(|r| runtime_version(s, r));
+    res.app_shape = Some(appshape::app_shape(d, rt.as_ref(), version));
+    // The runtime read (its layout's source), or why not: only where a runtime is found.
+    let clr = rt.as_ref().map(|_| s.clr());
+    res.runtime_layout = clr
+        .as_ref()
+        .and_then(|c| c.as_ref().ok())
+        .map(|c| c.rt.layout_source.clone());
+    res.runtime_error = clr.and_then(Result::err);
+    Ok(Output::rendered("info", res))
 }
 
 // ------------------------------------------------------------------------------------- threads
 
+/// `threads`'s result.
 #[derive(Serialize)]
 pub struct ThreadsResult {
     pub threads: Vec<ThreadOut>,
+    /// Whether the text shows every register (`-r`, or one thread asked for).
+    #[serde(skip)]
+    pub registers_shown: bool,
 }
 
 #[derive(Serialize)]
@@ -596,6 +327,9 @@ pub struct ThreadOut {
     pub name: Option<String>,
     pub signal: u32,
     pub registers: std::collections::BTreeMap<&'static str, String>,
+    /// The register values, in [`REGS`] order (as `registers`, for the text).
+    #[serde(skip)]
+    pub values: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -609,6 +343,10 @@ const REGS: &[&str] = &[
     "r14", "r15", "rip", "rflags", "cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base",
 ];
 
+/// The index in [`REGS`] of `rip` and `rsp`.
+const RIP: usize = 16;
+const RSP: usize = 7;
+
 fn parse_tid(text: &str) -> Result<u32, CommandError> {
     let v = if let Some(h) = text.strip_prefix("0x") {
         u32::from_str_radix(h, 16).ok()
@@ -618,19 +356,11 @@ fn parse_tid(text: &str) -> Result<u32, CommandError> {
     v.ok_or_else(|| CommandError::bad_argument(format!("\'{text}\'"), "not a thread id"))
 }
 
-fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let only = m
-        .get_one::<String>("id")
-        .map(|t| parse_tid(t))
-        .transpose()?;
-    let all_regs = m.get_flag("registers");
-    let mut out = Vec::new();
-    for (index, th) in s.target.threads().iter().enumerate() {
-        if only.is_some_and(|id| id != th.id) {
-            continue;
-        }
+impl ThreadOut {
+    fn of(index: usize, th: &dumpreader::ThreadInfo) -> ThreadOut {
         let c = &th.context;
-        out.push(ThreadOut {
+        let values: Vec<u64> = REGS.iter().map(|&r| c.get(r).unwrap_or(0)).collect();
+        ThreadOut {
             index,
             os_id: th.id,
             rip: hex(c.rip),
@@ -644,10 +374,68 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             signal: th.signal,
             registers: REGS
                 .iter()
-                .map(|&r| (r, hex(c.get(r).unwrap_or(0))))
+                .zip(&values)
+                .map(|(&r, &v)| (r, hex(v)))
                 .collect(),
-        });
+            values,
+        }
     }
+}
+
+impl Render for ThreadsResult {
+    fn render(&self) -> String {
+        if self.registers_shown {
+            let mut t = String::new();
+            for th in &self.threads {
+                t.push_str(&format!(
+                    "Thread {} (OS id {} = 0x{:x})",
+                    th.index, th.os_id, th.os_id
+                ));
+                if let Some(n) = &th.name {
+                    t.push_str(&format!(" \"{n}\""));
+                }
+                t.push('\n');
+                for (i, (r, v)) in REGS.iter().zip(&th.values).enumerate() {
+                    t.push_str(&format!("  {r:>7}={v:016x}"));
+                    if i % 3 == 2 {
+                        t.push('\n');
+                    }
+                }
+                t.push('\n');
+            }
+            t
+        } else {
+            let mut t = table(&["#", "OS id", "rip", "rsp", "stack"]);
+            for th in &self.threads {
+                t.add_row(vec![
+                    th.index.to_string(),
+                    format!("{} (0x{:x})", th.os_id, th.os_id),
+                    fmt_addr(th.values[RIP]),
+                    fmt_addr(th.values[RSP]),
+                    th.stack
+                        .as_ref()
+                        .map_or(String::new(), |r| format!("{}-{}", r.start, r.end)),
+                ]);
+            }
+            right(&mut t, &[0, 1]);
+            format!("{}{} threads\n", render(&t), self.threads.len())
+        }
+    }
+}
+
+fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let only = m
+        .get_one::<String>("id")
+        .map(|t| parse_tid(t))
+        .transpose()?;
+    let out: Vec<ThreadOut> = s
+        .target
+        .threads()
+        .iter()
+        .enumerate()
+        .filter(|(_, th)| only.is_none_or(|id| id == th.id))
+        .map(|(index, th)| ThreadOut::of(index, th))
+        .collect();
     if let Some(id) = only {
         if out.is_empty() {
             return Err(CommandError::not_found(
@@ -656,46 +444,11 @@ fn threads(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             ));
         }
     }
-    let res = ThreadsResult { threads: out };
-    let text = if all_regs || only.is_some() {
-        let mut t = String::new();
-        for th in &res.threads {
-            t.push_str(&format!(
-                "Thread {} (OS id {} = 0x{:x})",
-                th.index, th.os_id, th.os_id
-            ));
-            if let Some(n) = &th.name {
-                t.push_str(&format!(" \"{n}\""));
-            }
-            t.push('\n');
-            for (i, r) in REGS.iter().enumerate() {
-                let v = s.target.threads()[th.index].context.get(r).unwrap_or(0);
-                t.push_str(&format!("  {r:>7}={v:016x}"));
-                if i % 3 == 2 {
-                    t.push('\n');
-                }
-            }
-            t.push('\n');
-        }
-        t
-    } else {
-        let mut t = table(&["#", "OS id", "rip", "rsp", "stack"]);
-        for th in &res.threads {
-            let c = &s.target.threads()[th.index].context;
-            t.add_row(vec![
-                th.index.to_string(),
-                format!("{} (0x{:x})", th.os_id, th.os_id),
-                fmt_addr(c.rip),
-                fmt_addr(c.rsp),
-                th.stack
-                    .as_ref()
-                    .map_or(String::new(), |r| format!("{}-{}", r.start, r.end)),
-            ]);
-        }
-        right(&mut t, &[0, 1]);
-        format!("{}{} threads\n", render(&t), res.threads.len())
+    let res = ThreadsResult {
+        threads: out,
+        registers_shown: m.get_flag("registers") || only.is_some(),
     };
-    Ok(Output::new("threads", &res, text))
+    Ok(Output::rendered("threads", res))
 }
 
 // ------------------------------------------------------------------------------------- modules
@@ -705,6 +458,9 @@ pub struct ModulesResult {
     pub modules: Vec<ModuleOut>,
     /// Single-file hosts and their bundles.
     pub bundles: Vec<BundleListOut>,
+    /// Whether every file of each bundle is listed (`--bundle`).
+    #[serde(skip)]
+    pub list_files: bool,
 }
 
 #[derive(Serialize)]
@@ -765,6 +521,15 @@ pub struct ModuleOut {
     /// Bytes of the file's mappings that the dump lacks (gcore leaves out pages never
     /// written), and where they are read from.
     pub missing: Option<MissingOut>,
+    /// The module as the dump reader lists it (for the text).
+    #[serde(skip)]
+    pub info: dumpreader::ModuleInfo,
+    /// A mapping of a single-file host's bundled file that no manifest names.
+    #[serde(skip)]
+    pub unnamed_bundled: bool,
+    /// Where the bytes in `missing` come from (for the text).
+    #[serde(skip)]
+    pub missing_source: Option<dumpreader::FileSource>,
 }
 
 /// Where the bytes a dump lacks in a mapped file come from.
@@ -818,11 +583,11 @@ pub struct AlsoMapped {
     pub layout: Option<&'static str>,
 }
 
-fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
+fn pe_layout(t: &dyn Target, md: &ModuleInfo) -> Option<&'static str> {
     if md.kind != ModuleKind::Pe {
         return None;
     }
-    match s.target.module_image(md).ok()?.format {
+    match t.module_image(md).ok()?.format {
         dumpreader::ImageFormat::Pe(ref pe) => Some(match pe.layout {
             dumpreader::PeLayout::Mapped => "mapped",
             dumpreader::PeLayout::Flat => "flat",
@@ -831,200 +596,52 @@ fn pe_layout(s: &Session, md: &dumpreader::ModuleInfo) -> Option<&'static str> {
     }
 }
 
-/// One row per file: where a file is mapped several times, the loaded (mapped-layout) image
-/// is the module and the other mappings are listed under it.
-fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let all = m.get_flag("all");
-    let mut groups: Vec<Vec<&dumpreader::ModuleInfo>> = Vec::new();
-    // Mappings of a single-file host's bundled files that no manifest names are still shown.
-    let unnamed_bundled = |md: &dumpreader::ModuleInfo| {
-        s.target
-            .bundles()
-            .iter()
-            .any(|hb| hb.manifest.is_err() && hb.host_path == md.path && hb.host_base != md.base)
-    };
-    for md in s.target.modules() {
-        if !all && md.kind == ModuleKind::Other && !unnamed_bundled(md) {
-            continue;
-        }
-        if unnamed_bundled(md) {
-            // Each its own file of the bundle (which, no manifest tells).
-            groups.push(vec![md]);
-            continue;
-        }
-        match groups
-            .iter_mut()
-            .find(|g| g[0].path == md.path && g[0].kind == md.kind && !unnamed_bundled(g[0]))
-        {
-            Some(g) => g.push(md),
-            None => groups.push(vec![md]),
-        }
-    }
-    // The runtime's records settle the files of images whose headers the dump lacks.
-    let _ = s.clr();
-    let sources = s.target.file_sources();
-    let mut rows = Vec::new();
-    for g in groups {
-        let layouts: Vec<Option<&'static str>> = g.iter().map(|md| pe_layout(s, md)).collect();
-        let primary = layouts
-            .iter()
-            .position(|l| *l == Some("mapped"))
-            .unwrap_or(0);
-        let md = g[primary];
-        let (build_id, ts, sz) = match &md.identity {
-            Some(ModuleIdentity::BuildId(b)) => (
-                Some(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
-                None,
-                None,
-            ),
-            Some(ModuleIdentity::Pe {
-                timestamp,
-                size_of_image,
-            }) => (None, Some(*timestamp), Some(*size_of_image)),
-            None => (None, None, None),
-        };
-        let also = g
-            .iter()
-            .zip(&layouts)
-            .enumerate()
-            .filter(|(i, _)| *i != primary)
-            .map(|(_, (o, l))| AlsoMapped {
-                base: hex(o.base),
-                end: hex(o.end),
-                layout: *l,
-            })
-            .collect();
-        rows.push((
-            md,
-            ModuleOut {
-                base: hex(md.base),
-                end: hex(md.end),
-                size: md.size(),
-                kind: match md.kind {
-                    ModuleKind::Elf => "elf",
-                    ModuleKind::Pe => "pe",
-                    ModuleKind::Other => "other",
-                },
-                layout: layouts[primary],
-                path: md.path.clone(),
-                build_id,
-                pe_timestamp: ts,
-                pe_image_size: sz,
-                debug_file: md.debug_file.clone(),
-                bundle: s.target.bundles().iter().find_map(|hb| {
-                    let (_, e) = hb.placement_at(md.base)?;
-                    Some(BundledOut {
-                        host: hb.host_path.clone(),
-                        relative_path: e.relative_path.clone(),
-                        offset: e.offset,
-                        size: e.size,
-                        compressed: e.is_compressed(),
-                    })
-                }),
-                also_mapped_at: also,
-                missing: sources
-                    .iter()
-                    .find(|f| f.recorded == md.path && f.missing_bytes > 0)
-                    .map(MissingOut::of),
-            },
-        ));
-    }
-    rows.sort_by_key(|(md, _)| md.base);
-    let mut t = table(&["base", "end", "kind", "identity", "path"]);
-    for (md, mo) in &rows {
-        let mut path = mo.path.clone();
-        if mo.bundle.is_none() && unnamed_bundled(md) {
-            path.push_str(&format!(
-                "\n  a bundled file, from host file offset {:#x} (unnamed: no manifest)",
-                md.mappings.first().map_or(0, |x| x.file_offset)
-            ));
-        }
-        if let Some(b) = &mo.bundle {
-            let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
-            path.push_str(&format!(
-                "\n  in the bundle of {host} at file offset {:#x}, {:#x} bytes",
-                b.offset, b.size
-            ));
-        }
-        for a in &mo.also_mapped_at {
-            path.push_str(&format!(
-                "\n  also mapped at {} ({})",
-                a.base,
-                a.layout.unwrap_or("?")
-            ));
-        }
-        if let Some(f) = sources
-            .iter()
-            .find(|f| f.recorded == md.path && f.missing_bytes > 0)
-        {
-            path.push_str(&format!(
-                "\n  {:#x} bytes not in the dump: {}",
-                f.missing_bytes,
-                f.state.describe()
-            ));
-        }
-        t.add_row(vec![
-            fmt_addr(md.base),
-            fmt_addr(md.end),
-            mo.kind.to_string(),
-            md.identity.as_ref().map_or("-".into(), |i| i.to_string()),
-            path,
-        ]);
-    }
-    let list_files = m.get_flag("bundle");
-    let bundles: Vec<BundleListOut> = s
-        .target
-        .bundles()
-        .iter()
-        .map(|hb| {
-            let man = hb.manifest.as_ref().ok();
-            let files = match man {
-                Some(man) if list_files => man
-                    .entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| BundleFileOut {
-                        relative_path: e.relative_path.clone(),
-                        kind: e.file_type.name(),
-                        offset: e.offset,
-                        size: e.size,
-                        compressed_size: e.compressed_size,
-                        mapped_at: hb
-                            .placements
-                            .iter()
-                            .filter(|p| p.entry == i)
-                            .map(|p| hex(p.base))
-                            .collect(),
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            BundleListOut {
-                host: hb.host_path.clone(),
-                host_base: hex(hb.host_base),
-                header_offset: hb.header_offset,
-                version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
-                bundle_id: man.map(|m| m.bundle_id.clone()),
-                manifest_source: hb.manifest_source.clone(),
-                manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
-                files,
-                file_count: man.map(|m| m.entries.len()),
-                compressed_count: man
-                    .map(|m| m.entries.iter().filter(|e| e.is_compressed()).count()),
-                mapped_count: hb.placements.len(),
+impl Render for ModulesResult {
+    fn render(&self) -> String {
+        let mut t = table(&["base", "end", "kind", "identity", "path"]);
+        for mo in &self.modules {
+            let md = &mo.info;
+            let mut path = mo.path.clone();
+            if mo.bundle.is_none() && mo.unnamed_bundled {
+                path.push_str(&format!(
+                    "\n  a bundled file, from host file offset {:#x} (unnamed: no manifest)",
+                    md.mappings.first().map_or(0, |x| x.file_offset)
+                ));
             }
-        })
-        .collect();
-    let res = ModulesResult {
-        modules: rows.into_iter().map(|(_, mo)| mo).collect(),
-        bundles,
-    };
-    let mut text = format!("{}{} modules\n", render(&t), res.modules.len());
-    for b in &res.bundles {
-        let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
-        match (b.file_count, &b.manifest_error) {
-            (Some(n), _) => {
-                text.push_str(&format!(
+            if let Some(b) = &mo.bundle {
+                let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
+                path.push_str(&format!(
+                    "\n  in the bundle of {host} at file offset {:#x}, {:#x} bytes",
+                    b.offset, b.size
+                ));
+            }
+            for a in &mo.also_mapped_at {
+                path.push_str(&format!(
+                    "\n  also mapped at {} ({})",
+                    a.base,
+                    a.layout.unwrap_or("?")
+                ));
+            }
+            if let Some(f) = &mo.missing_source {
+                path.push_str(&format!(
+                    "\n  {:#x} bytes not in the dump: {}",
+                    f.missing_bytes,
+                    f.state.describe()
+                ));
+            }
+            t.add_row(vec![
+                fmt_addr(md.base),
+                fmt_addr(md.end),
+                mo.kind.to_string(),
+                md.identity.as_ref().map_or("-".into(), |i| i.to_string()),
+                path,
+            ]);
+        }
+        let mut text = format!("{}{} modules\n", render(&t), self.modules.len());
+        for b in &self.bundles {
+            let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
+            match (b.file_count, &b.manifest_error) {
+                (Some(n), _) => text.push_str(&format!(
                 "{host} is a .NET single-file host: bundle v{} of {n} files ({} compressed, {} \
                  mapped), manifest at file offset {:#x}, read from {}{}\n",
                 b.version.as_deref().unwrap_or("?"),
@@ -1032,41 +649,203 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 b.mapped_count,
                 b.header_offset,
                 b.manifest_source,
-                if list_files { "" } else { " (modules -b lists them)" }
-            ))
-            }
-            (None, Some(e)) => text.push_str(&format!(
+                if self.list_files { "" } else { " (modules -b lists them)" }
+            )),
+                (None, Some(e)) => text.push_str(&format!(
                 "{host} is a .NET single-file host (bundle manifest at file offset {:#x}), but \
                  the manifest could not be read: {e}\n",
                 b.header_offset
             )),
-            (None, None) => {}
-        }
-        if list_files && !b.files.is_empty() {
-            let mut ft = table(&["offset", "size", "stored", "kind", "mapped at", "file"]);
-            for f in &b.files {
-                ft.add_row(vec![
-                    format!("{:#x}", f.offset),
-                    format!("{:#x}", f.size),
-                    if f.compressed_size != 0 {
-                        format!("{:#x} compressed", f.compressed_size)
-                    } else {
-                        "as is".to_string()
-                    },
-                    f.kind.to_string(),
-                    if f.mapped_at.is_empty() {
-                        "-".to_string()
-                    } else {
-                        f.mapped_at.join(" ")
-                    },
-                    f.relative_path.clone(),
-                ]);
+                (None, None) => {}
             }
-            right(&mut ft, &[0, 1]);
-            text.push_str(&render(&ft));
+            if self.list_files && !b.files.is_empty() {
+                let mut ft = table(&["offset", "size", "stored", "kind", "mapped at", "file"]);
+                for f in &b.files {
+                    ft.add_row(vec![
+                        format!("{:#x}", f.offset),
+                        format!("{:#x}", f.size),
+                        if f.compressed_size != 0 {
+                            format!("{:#x} compressed", f.compressed_size)
+                        } else {
+                            "as is".to_string()
+                        },
+                        f.kind.to_string(),
+                        if f.mapped_at.is_empty() {
+                            "-".to_string()
+                        } else {
+                            f.mapped_at.join(" ")
+                        },
+                        f.relative_path.clone(),
+                    ]);
+                }
+                right(&mut ft, &[0, 1]);
+                text.push_str(&render(&ft));
+            }
+        }
+        text
+    }
+}
+
+/// Whether `md` is a mapping of a single-file host's bundled file that no manifest names
+/// (still shown, each its own file of the bundle).
+fn unnamed_bundled(t: &dyn Target, md: &ModuleInfo) -> bool {
+    t.bundles()
+        .iter()
+        .any(|hb| hb.manifest.is_err() && hb.host_path == md.path && hb.host_base != md.base)
+}
+
+/// The dump's modules grouped by file (`all`: with mapped files that are not images), in the
+/// dump's order.
+fn module_groups(t: &dyn Target, all: bool) -> Vec<Vec<&ModuleInfo>> {
+    let mut groups: Vec<Vec<&ModuleInfo>> = Vec::new();
+    for md in t.modules() {
+        if !all && md.kind == ModuleKind::Other && !unnamed_bundled(t, md) {
+            continue;
+        }
+        if unnamed_bundled(t, md) {
+            // Each its own file of the bundle (which, no manifest tells).
+            groups.push(vec![md]);
+            continue;
+        }
+        match groups
+            .iter_mut()
+            .find(|g| g[0].path == md.path && g[0].kind == md.kind && !unnamed_bundled(t, g[0]))
+        {
+            Some(g) => g.push(md),
+            None => groups.push(vec![md]),
         }
     }
-    Ok(Output::new("modules", &res, text))
+    groups
+}
+
+/// The row of one file's mappings: the loaded (mapped-layout) image is the module, the other
+/// mappings are listed under it.
+fn module_row(t: &dyn Target, g: &[&ModuleInfo], sources: &[dumpreader::FileSource]) -> ModuleOut {
+    let layouts: Vec<Option<&'static str>> = g.iter().map(|md| pe_layout(t, md)).collect();
+    let primary = layouts
+        .iter()
+        .position(|l| *l == Some("mapped"))
+        .unwrap_or(0);
+    let md = g[primary];
+    let missing = sources
+        .iter()
+        .find(|f| f.recorded == md.path && f.missing_bytes > 0);
+    let (build_id, ts, sz) = match &md.identity {
+        Some(ModuleIdentity::BuildId(b)) => (
+            Some(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+            None,
+            None,
+        ),
+        Some(ModuleIdentity::Pe {
+            timestamp,
+            size_of_image,
+        }) => (None, Some(*timestamp), Some(*size_of_image)),
+        None => (None, None, None),
+    };
+    let also = g
+        .iter()
+        .zip(&layouts)
+        .enumerate()
+        .filter(|(i, _)| *i != primary)
+        .map(|(_, (o, l))| AlsoMapped {
+            base: hex(o.base),
+            end: hex(o.end),
+            layout: *l,
+        })
+        .collect();
+    ModuleOut {
+        base: hex(md.base),
+        end: hex(md.end),
+        size: md.size(),
+        kind: match md.kind {
+            ModuleKind::Elf => "elf",
+            ModuleKind::Pe => "pe",
+            ModuleKind::Other => "other",
+        },
+        layout: layouts[primary],
+        path: md.path.clone(),
+        build_id,
+        pe_timestamp: ts,
+        pe_image_size: sz,
+        debug_file: md.debug_file.clone(),
+        bundle: t.bundles().iter().find_map(|hb| {
+            let (_, e) = hb.placement_at(md.base)?;
+            Some(BundledOut {
+                host: hb.host_path.clone(),
+                relative_path: e.relative_path.clone(),
+                offset: e.offset,
+                size: e.size,
+                compressed: e.is_compressed(),
+            })
+        }),
+        also_mapped_at: also,
+        missing: missing.map(MissingOut::of),
+        info: md.clone(),
+        unnamed_bundled: unnamed_bundled(t, md),
+        missing_source: missing.cloned(),
+    }
+}
+
+/// A single-file host's bundle (`list_files`: with every file of it).
+fn bundle_out(hb: &dumpreader::HostBundle, list_files: bool) -> BundleListOut {
+    let man = hb.manifest.as_ref().ok();
+    let files = match man {
+        Some(man) if list_files => man
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| BundleFileOut {
+                relative_path: e.relative_path.clone(),
+                kind: e.file_type.name(),
+                offset: e.offset,
+                size: e.size,
+                compressed_size: e.compressed_size,
+                mapped_at: hb
+                    .placements
+                    .iter()
+                    .filter(|p| p.entry == i)
+                    .map(|p| hex(p.base))
+                    .collect(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    BundleListOut {
+        host: hb.host_path.clone(),
+        host_base: hex(hb.host_base),
+        header_offset: hb.header_offset,
+        version: man.map(|m| format!("{}.{}", m.major_version, m.minor_version)),
+        bundle_id: man.map(|m| m.bundle_id.clone()),
+        manifest_source: hb.manifest_source.clone(),
+        manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
+        files,
+        file_count: man.map(|m| m.entries.len()),
+        compressed_count: man.map(|m| m.entries.iter().filter(|e| e.is_compressed()).count()),
+        mapped_count: hb.placements.len(),
+    }
+}
+
+/// One row per file: where a file is mapped several times, the loaded (mapped-layout) image
+/// is the module and the other mappings are listed under it.
+fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let list_files = m.get_flag("bundle");
+    let t: &dyn Target = &*s.target;
+    let groups = module_groups(t, m.get_flag("all"));
+    // The runtime's records settle the files of images whose headers the dump lacks.
+    let _ = s.clr();
+    let sources = t.file_sources();
+    let mut modules: Vec<ModuleOut> = groups.iter().map(|g| module_row(t, g, &sources)).collect();
+    modules.sort_by_key(|mo| mo.info.base);
+    let res = ModulesResult {
+        modules,
+        bundles: t
+            .bundles()
+            .iter()
+            .map(|hb| bundle_out(hb, list_files))
+            .collect(),
+        list_files,
+    };
+    Ok(Output::rendered("modules", res))
 }
 
 // -------------------------------------------------------------------------------------- memory
@@ -1089,6 +868,7 @@ fn memory_grammar(name: &'static str, default_units: u64) -> Command {
         )
 }
 
+/// A memory display's result (`db`, `dw`, `dd`, `dq`).
 #[derive(Serialize)]
 pub struct MemoryResult {
     pub address: String,
@@ -1097,10 +877,58 @@ pub struct MemoryResult {
     pub read: usize,
     pub values: Vec<String>,
     pub missing_from: Option<String>,
+    /// The first address (as `address`, for the text).
+    #[serde(skip)]
+    pub start: u64,
+    /// The bytes read, whole units only.
+    #[serde(skip)]
+    pub bytes: Vec<u8>,
+    /// How many bytes were asked for.
+    #[serde(skip)]
+    pub asked: u64,
 }
 
 /// Most units one display command will read (1 MiB of bytes).
 const MAX_DISPLAY_BYTES: u64 = 1 << 20;
+
+impl Render for MemoryResult {
+    fn render(&self) -> String {
+        let (addr, unit) = (self.start, self.unit);
+        let mut t = String::new();
+        let per_line = 16 / unit;
+        for (li, chunk) in self.bytes.chunks(16).enumerate() {
+            let a = addr.wrapping_add((li * 16) as u64);
+            t.push_str(&format!("{a:016x} "));
+            for (i, c) in chunk.chunks(unit).enumerate() {
+                let mut v = [0u8; 8];
+                v[..unit].copy_from_slice(c);
+                let sep = if unit == 1 && i == 8 { '-' } else { ' ' };
+                t.push(sep);
+                t.push_str(&format!("{:0w$x}", u64::from_le_bytes(v), w = unit * 2));
+            }
+            if unit == 1 {
+                let pad = (per_line - chunk.len()) * 3;
+                t.push_str(&" ".repeat(pad + 2));
+                t.extend(chunk.iter().map(|&b| {
+                    if (0x20..0x7f).contains(&b) {
+                        b as char
+                    } else {
+                        '.'
+                    }
+                }));
+            }
+            t.push('\n');
+        }
+        if self.missing_from.is_some() {
+            let (got, bytes) = (self.read, self.asked);
+            let mf = addr.wrapping_add(got as u64);
+            t.push_str(&format!(
+                "{mf:016x} ?? the dump holds no memory from here ({got} of {bytes} bytes read)\n"
+            ));
+        }
+        t
+    }
+}
 
 fn display_memory(
     s: &Session,
@@ -1112,8 +940,7 @@ fn display_memory(
         m.get_one::<String>("address")
             .map(String::as_str)
             .unwrap_or(""),
-    )
-    ?;
+    )?;
     let default = [128u64, 64, 0, 32, 0, 0, 0, 16][unit - 1];
     let units = match m
         .get_one::<String>("count")
@@ -1131,8 +958,8 @@ fn display_memory(
     }
     let mut buf = vec![0u8; bytes as usize];
     let got = s.target.read(addr, &mut buf);
-    let whole = got - got % unit;
-    let values: Vec<String> = buf[..whole]
+    buf.truncate(got - got % unit);
+    let values: Vec<String> = buf
         .chunks(unit)
         .map(|c| {
             let mut v = [0u8; 8];
@@ -1140,7 +967,7 @@ fn display_memory(
             format!("0x{:0w$x}", u64::from_le_bytes(v), w = unit * 2)
         })
         .collect();
-    let missing = (got < buf.len()).then(|| addr.wrapping_add(got as u64));
+    let missing = (got < bytes as usize).then(|| addr.wrapping_add(got as u64));
     let res = MemoryResult {
         address: hex(addr),
         unit,
@@ -1148,44 +975,24 @@ fn display_memory(
         read: got,
         values,
         missing_from: missing.map(hex),
+        start: addr,
+        bytes: buf,
+        asked: bytes,
     };
-    let mut t = String::new();
-    let per_line = 16 / unit;
-    for (li, chunk) in buf[..whole].chunks(16).enumerate() {
-        let a = addr.wrapping_add((li * 16) as u64);
-        t.push_str(&format!("{a:016x} "));
-        for (i, c) in chunk.chunks(unit).enumerate() {
-            let mut v = [0u8; 8];
-            v[..unit].copy_from_slice(c);
-            let sep = if unit == 1 && i == 8 { '-' } else { ' ' };
-            t.push(sep);
-            t.push_str(&format!("{:0w$x}", u64::from_le_bytes(v), w = unit * 2));
-        }
-        if unit == 1 {
-            let pad = (per_line - chunk.len()) * 3;
-            t.push_str(&" ".repeat(pad + 2));
-            t.extend(chunk.iter().map(|&b| {
-                if (0x20..0x7f).contains(&b) {
-                    b as char
-                } else {
-                    '.'
-                }
-            }));
-        }
-        t.push('\n');
-    }
-    if let Some(mf) = missing {
-        t.push_str(&format!(
-            "{mf:016x} ?? the dump holds no memory from here ({got} of {bytes} bytes read)\n"
-        ));
-    }
-    Ok(Output::new(name, &res, t))
+    Ok(Output::rendered(name, res))
 }
 
+/// `sleep`'s result (no text).
 #[derive(Serialize)]
 pub struct Slept {
     pub requested_ms: u64,
     pub slept_ms: u64,
+}
+
+impl Render for Slept {
+    fn render(&self) -> String {
+        String::new()
+    }
 }
 
 fn sleep(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -1202,12 +1009,11 @@ fn sleep(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         std::thread::sleep(std::time::Duration::from_millis((want - done).min(20)));
     }
     let slept_ms = start.elapsed().as_millis() as u64;
-    Ok(Output::new(
+    Ok(Output::rendered(
         "sleep",
-        &Slept {
+        Slept {
             requested_ms: want,
             slept_ms,
         },
-        String::new(),
     ))
 }

@@ -55,13 +55,13 @@ pub struct Output {
     /// For a streamed result: what writes it (then `data` and `text` are empty until
     /// [`Output::materialize`]).
     pub stream: Option<Stream>,
-    /// The result as its Rust type, for commands that keep it ([`Output::of`]).
+    /// The result as its Rust type ([`Output::rendered`]).
     pub typed: Option<Typed>,
 }
 
 impl Output {
     /// Builds an output from a serializable result and its text.
-    pub fn new<T: Serialize>(command: &'static str, data: &T, text: String) -> Output {
+    fn new<T: Serialize>(command: &'static str, data: &T, text: String) -> Output {
         let data = serde_json::to_value(data).unwrap_or_else(
             |e| serde_json::json!({ "error": format!("result could not be serialized: {e}") }),
         );
@@ -76,7 +76,7 @@ impl Output {
 
     /// Builds an output that also keeps `result` as its own type, to be read back with
     /// [`Output::typed`].
-    pub fn of<T: Serialize + Any + Send + Sync>(
+    fn of<T: Serialize + Any + Send + Sync>(
         command: &'static str,
         result: T,
         text: String,
@@ -119,11 +119,9 @@ impl Output {
         };
         let mut json = Vec::new();
         f(&mut json, true)?;
-        let data = serde_json::from_slice(&json).map_err(|e| {
-            CommandError::Output {
-                detail: format!("a streamed result is not valid JSON: {e}"),
-                broken_pipe: false,
-            }
+        let data = serde_json::from_slice(&json).map_err(|e| CommandError::Output {
+            detail: format!("a streamed result is not valid JSON: {e}"),
+            broken_pipe: false,
         })?;
         let mut text = Vec::new();
         f(&mut text, false)?;

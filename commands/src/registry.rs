@@ -140,7 +140,8 @@ pub fn help_text(topic: Option<&str>) -> Result<String, CommandError> {
             Ok(s)
         }
         Some(t) => {
-            let spec = lookup(t).ok_or_else(|| CommandError::UnknownCommand { name: t.to_owned() })?;
+            let spec =
+                lookup(t).ok_or_else(|| CommandError::UnknownCommand { name: t.to_owned() })?;
             Ok(spec.command().render_long_help().to_string())
         }
     }

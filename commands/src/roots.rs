@@ -427,11 +427,10 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let target = m
         .get_one::<String>("address")
         .map(|t| parse_address(t))
-        .transpose()
-        ?
+        .transpose()?
         .ok_or_else(|| CommandError::Usage {
-                message: "missing <address>".into(),
-            })?;
+            message: "missing <address>".into(),
+        })?;
     let no_stacks = m.get_flag("nostacks");
     let heap = c.heap()?;
     let res = find_roots(&c.rt, heap, &c.names, target)?;

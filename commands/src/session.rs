@@ -43,6 +43,9 @@ pub struct Session {
     pub path: PathBuf,
     /// Cancellation and progress, set by the front end ([`Control`]).
     pub control: Arc<Control>,
+    /// What discovery may read besides the dump (the build index, image files, a symbol
+    /// server).
+    discover: clrdata::DiscoverOptions,
     clr: OnceLock<Result<Arc<Clr>, ClrError>>,
 }
 
@@ -76,8 +79,16 @@ impl Session {
             target,
             path,
             control: Arc::default(),
+            discover: clrdata::DiscoverOptions::default(),
             clr: OnceLock::new(),
         }
+    }
+
+    /// The session with what discovery may read besides the dump (a symbol server, ...):
+    /// before the first CLR command.
+    pub fn with_discover_options(mut self, opts: clrdata::DiscoverOptions) -> Session {
+        self.discover = opts;
+        self
     }
 
     /// The CLR in the target, discovered on first use. The error says precisely why there is
@@ -86,15 +97,14 @@ impl Session {
     pub fn clr(&self) -> Result<Arc<Clr>, ClrError> {
         self.clr
             .get_or_init(|| {
-                Runtime::discover(self.target.clone())
-                    .map(|rt| {
-                        Arc::new(Clr {
-                            rt,
-                            names: TypeNames::new(),
-                            heap: OnceLock::new(),
-                            control: self.control.clone(),
-                        })
+                Runtime::discover_with_options(self.target.clone(), &self.discover).map(|rt| {
+                    Arc::new(Clr {
+                        rt,
+                        names: TypeNames::new(),
+                        heap: OnceLock::new(),
+                        control: self.control.clone(),
                     })
+                })
             })
             .clone()
     }

@@ -1,16 +1,22 @@
 //! Managed threads and stacks: `clrthreads`, `clrstack`, `pstacks`, `ip2md`, and the mixed
 //! native+managed `stack`.
 
-use crate::addr::hex;
-use crate::addr::{fmt_addr, parse_address};
-use crate::output::{CommandError, Output};
+use crate::addr::{fmt_addr, hex, parse_address};
+use crate::output::{CommandError, Output, Render};
 use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::analysis::threadlist;
 use clrdata::data::threads::thread_state_names;
-use clrdata::model::stack::{FrameKind, StackWalker, ThreadStack};
+use clrdata::model::disasm::MethodCode;
+use clrdata::model::dso::{thread_stack_objects, ThreadStackObjects};
+use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::{
+    walk_native_threads, CodeKind, FrameKind, MixedStack, Regs, StackFrame, StackWalker,
+    ThreadStack,
+};
 use clrdata::prelude::*;
 use serde::Serialize;
 
@@ -139,6 +145,9 @@ pub struct ClrThread {
     pub managed_id: u32,
     pub os_id: u64,
     pub thread: String,
+    /// The Thread's address (as `thread`, for the text).
+    #[serde(skip)]
+    pub address: u64,
     pub state: u32,
     pub state_names: Vec<&'static str>,
     pub gc_mode: &'static str,
@@ -154,6 +163,7 @@ pub struct ClrThread {
     pub dead: bool,
 }
 
+/// `clrthreads`'s result: the managed thread list ([`threadlist::ThreadList`]) as printed.
 #[derive(Serialize)]
 pub struct ClrThreads {
     pub thread_count: i32,
@@ -167,153 +177,113 @@ pub struct ClrThreads {
     pub notes: Vec<String>,
 }
 
-/// A running .NET process always has its finalizer thread: a ThreadStore that lists no thread,
-/// or none marked as the finalizer, or fewer threads than it counts, is damaged or was read
-/// from the wrong place.
-fn thread_store_notes(ts: &clrdata::data::threads::ThreadStoreData, listed: usize) -> Vec<String> {
-    let mut notes = Vec::new();
-    if listed == 0 {
-        notes.push(format!(
-            "the ThreadStore at {} lists no thread, yet a .NET process always has its finalizer \
-             thread: the ThreadStore's memory may be damaged",
-            hex(ts.address)
-        ));
-    } else if ts.finalizer_thread == 0 {
-        notes.push(format!(
-            "the ThreadStore at {} names no finalizer thread: it may be damaged",
-            hex(ts.address)
-        ));
+impl ClrThreads {
+    fn of(l: threadlist::ThreadList) -> ClrThreads {
+        let ts = &l.store;
+        ClrThreads {
+            thread_count: ts.thread_count,
+            unstarted: ts.unstarted_thread_count,
+            background: ts.background_thread_count,
+            pending: ts.pending_thread_count,
+            dead: ts.dead_thread_count,
+            finalizer: hex(ts.finalizer_thread),
+            threads: l
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, t)| ClrThread {
+                    index: i + 1,
+                    managed_id: t.data.managed_id,
+                    os_id: t.data.os_id,
+                    thread: hex(t.data.address),
+                    address: t.data.address,
+                    state: t.data.state,
+                    state_names: thread_state_names(t.data.state),
+                    gc_mode: t.gc_mode(),
+                    alloc_context: hex(t.data.alloc_ptr),
+                    alloc_limit: hex(t.data.alloc_limit),
+                    lock_count: -1,
+                    apartment: t.apartment(),
+                    last_exception_handle: (t.last_exception_handle != 0)
+                        .then(|| hex(t.last_exception_handle)),
+                    last_exception: (t.last_exception != 0).then(|| hex(t.last_exception)),
+                    last_exception_type: t.last_exception_type.clone(),
+                    tags: t.roles(),
+                    dead: t.dead(),
+                })
+                .collect(),
+            notes: l.notes,
+        }
     }
-    if ts.thread_count >= 0 && (listed as i64) < ts.thread_count as i64 {
-        notes.push(format!(
-            "the ThreadStore counts {} threads but its list holds {listed}",
-            ts.thread_count
-        ));
+}
+
+impl Render for ClrThreads {
+    fn render(&self) -> String {
+        let mut text = format!(
+            "ThreadCount:      {}\nUnstartedThread:  {}\nBackgroundThread: {}\nPendingThread:    {}\n\
+             DeadThread:       {}\n",
+            self.thread_count, self.unstarted, self.background, self.pending, self.dead
+        );
+        let mut t = table(&[
+            "DBG",
+            "ID",
+            "OSID",
+            "ThreadOBJ",
+            "State",
+            "GC Mode",
+            "GC Alloc Context",
+            "Lock Count",
+            "Apt",
+            "Exception",
+        ]);
+        for th in &self.threads {
+            let mut ex = th
+                .last_exception
+                .as_ref()
+                .map(|o| {
+                    format!(
+                        "{} {o}",
+                        th.last_exception_type
+                            .as_deref()
+                            .unwrap_or("<unknown type>")
+                    )
+                })
+                .unwrap_or_default();
+            for tag in th.tags.iter().filter(|t| **t != "Background") {
+                if !ex.is_empty() {
+                    ex.push(' ');
+                }
+                ex.push_str(&format!("({tag})"));
+            }
+            t.add_row(vec![
+                th.index.to_string(),
+                th.managed_id.to_string(),
+                if th.dead {
+                    "XXXX".to_string()
+                } else {
+                    format!("{:x}", th.os_id)
+                },
+                fmt_addr(th.address),
+                format!("{:x}", th.state),
+                th.gc_mode.to_string(),
+                format!("{}:{}", th.alloc_context, th.alloc_limit),
+                th.lock_count.to_string(),
+                th.apartment.to_string(),
+                ex,
+            ]);
+        }
+        text.push_str(&render(&t));
+        for n in &self.notes {
+            text.push_str(&format!("Note: {n}\n"));
+        }
+        text
     }
-    notes
 }
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let ts = c.rt.thread_store()?;
-    let threads = c.rt.threads()?;
-    let mut rows = Vec::new();
-    for (i, t) in threads.iter().enumerate() {
-        let (h, obj) = c.rt.last_thrown_object(t.address).unwrap_or((0, 0));
-        let ex_type = (obj != 0)
-            .then(|| clrdata::model::heap::read_method_table(c.rt.memory(), obj).ok())
-            .flatten()
-            .map(|mt| c.type_name(mt));
-        let mut tags = Vec::new();
-        if t.is_finalizer {
-            tags.push("Finalizer");
-        }
-        if t.state & 0x0100_0000 != 0 {
-            tags.push("Threadpool Worker");
-        }
-        if t.state & 0x0800_0000 != 0 {
-            tags.push("Threadpool Completion Port");
-        }
-        if t.state & 0x200 != 0 {
-            tags.push("Background");
-        }
-        rows.push(ClrThread {
-            index: i + 1,
-            managed_id: t.managed_id,
-            os_id: t.os_id,
-            thread: hex(t.address),
-            state: t.state,
-            state_names: thread_state_names(t.state),
-            gc_mode: if t.preemptive_gc_disabled != 0 {
-                "Cooperative"
-            } else {
-                "Preemptive"
-            },
-            alloc_context: hex(t.alloc_ptr),
-            alloc_limit: hex(t.alloc_limit),
-            lock_count: -1,
-            apartment: if t.state & 0x4000 != 0 {
-                "STA"
-            } else if t.state & 0x8000 != 0 {
-                "MTA"
-            } else {
-                "Ukn"
-            },
-            last_exception_handle: (h != 0).then(|| hex(h)),
-            last_exception: (obj != 0).then(|| hex(obj)),
-            last_exception_type: ex_type,
-            tags,
-            dead: t.state & 0x800 != 0,
-        });
-    }
-    let r = ClrThreads {
-        thread_count: ts.thread_count,
-        unstarted: ts.unstarted_thread_count,
-        background: ts.background_thread_count,
-        pending: ts.pending_thread_count,
-        dead: ts.dead_thread_count,
-        finalizer: hex(ts.finalizer_thread),
-        threads: rows,
-        notes: thread_store_notes(&ts, threads.len()),
-    };
-    let mut text = format!(
-        "ThreadCount:      {}\nUnstartedThread:  {}\nBackgroundThread: {}\nPendingThread:    {}\n\
-         DeadThread:       {}\n",
-        r.thread_count, r.unstarted, r.background, r.pending, r.dead
-    );
-    let mut t = table(&[
-        "DBG",
-        "ID",
-        "OSID",
-        "ThreadOBJ",
-        "State",
-        "GC Mode",
-        "GC Alloc Context",
-        "Lock Count",
-        "Apt",
-        "Exception",
-    ]);
-    for th in &r.threads {
-        let mut ex = th
-            .last_exception
-            .as_ref()
-            .map(|o| {
-                format!(
-                    "{} {o}",
-                    th.last_exception_type
-                        .as_deref()
-                        .unwrap_or("<unknown type>")
-                )
-            })
-            .unwrap_or_default();
-        for tag in th.tags.iter().filter(|t| **t != "Background") {
-            if !ex.is_empty() {
-                ex.push(' ');
-            }
-            ex.push_str(&format!("({tag})"));
-        }
-        t.add_row(vec![
-            th.index.to_string(),
-            th.managed_id.to_string(),
-            if th.dead {
-                "XXXX".to_string()
-            } else {
-                format!("{:x}", th.os_id)
-            },
-            fmt_addr(u64::from_str_radix(&th.thread[2..], 16).unwrap_or(0)),
-            format!("{:x}", th.state),
-            th.gc_mode.to_string(),
-            format!("{}:{}", th.alloc_context, th.alloc_limit),
-            th.lock_count.to_string(),
-            th.apartment.to_string(),
-            ex,
-        ]);
-    }
-    text.push_str(&render(&t));
-    for n in &r.notes {
-        text.push_str(&format!("Note: {n}\n"));
-    }
-    Ok(Output::of("clrthreads", r, text))
+    let l = threadlist::thread_list(&c.rt, &c.names)?;
+    Ok(Output::rendered("clrthreads", ClrThreads::of(l)))
 }
 
 // ------------------------------------------------------------------------------------ clrstack
@@ -345,7 +315,74 @@ pub struct ClrStackThread {
     pub incomplete: Option<String>,
 }
 
-fn frame_text(f: &clrdata::model::stack::StackFrame) -> String {
+impl ClrStackThread {
+    fn of(st: &ThreadStack) -> ClrStackThread {
+        ClrStackThread {
+            os_id: st.os_id,
+            managed_id: st.managed_id,
+            thread: hex(st.thread),
+            frames: st
+                .frames
+                .iter()
+                .map(|f| ClrStackFrame {
+                    kind: f.kind,
+                    sp: hex(f.sp),
+                    ip: hex(f.ip),
+                    frame: f.frame.map(hex),
+                    frame_name: f.frame_name.clone(),
+                    method_desc: f.method_desc.map(hex),
+                    method: f.method.clone(),
+                    method_error: f.method_error.clone(),
+                })
+                .collect(),
+            incomplete: st.incomplete.clone(),
+        }
+    }
+}
+
+/// `clrstack`'s result: the stacks of the threads asked for. Its JSON is the list of
+/// [`ClrStackThread`].
+pub struct ClrStack(pub Vec<ThreadStack>);
+
+impl Serialize for ClrStack {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ClrStackThread::of))
+    }
+}
+
+impl Render for ClrStack {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        for st in &self.0 {
+            text.push_str(&format!(
+                "OS Thread Id: {:#x} ({})\n",
+                st.os_id, st.managed_id
+            ));
+            let mut t = table(&["Child SP", "IP", "Call Site"]);
+            for f in &st.frames {
+                t.add_row(vec![fmt_addr(child_sp(f)), fmt_addr(f.ip), frame_text(f)]);
+            }
+            text.push_str(&render(&t));
+            if let Some(why) = &st.incomplete {
+                text.push_str(&format!("<the walk stopped: {why}>\n"));
+            }
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// The Child SP a stack listing shows: an explicit Frame's address, else the frame's SP.
+fn child_sp(f: &StackFrame) -> u64 {
+    if f.kind == FrameKind::Explicit {
+        f.frame.unwrap_or(f.sp)
+    } else {
+        f.sp
+    }
+}
+
+/// A frame's Call Site column.
+fn frame_text(f: &StackFrame) -> String {
     let m = f.method.clone().or_else(|| {
         f.method_error
             .as_ref()
@@ -375,77 +412,57 @@ fn frame_text(f: &clrdata::model::stack::StackFrame) -> String {
 fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let all = walk_all(&c)?;
-    let chosen: Vec<&ThreadStack> = if m.get_flag("all") {
-        all.iter().collect()
+    let chosen: Vec<ThreadStack> = if m.get_flag("all") {
+        all
     } else if let Some(t) = m.get_one::<String>("thread") {
         let id = parse_os_id(t)?;
-        let st = all
-            .iter()
-            .find(|s| s.os_id == id)
-            .ok_or_else(|| {
-                CommandError::not_found(format!("the managed thread with OS id {t}"), "none")
-            })?;
+        let st = all.into_iter().find(|s| s.os_id == id).ok_or_else(|| {
+            CommandError::not_found(format!("the managed thread with OS id {t}"), "none")
+        })?;
         vec![st]
     } else {
         // The current thread when it is managed, else the first managed thread.
         let cur = s.current_os_thread();
-        all.iter()
-            .find(|t| t.os_id != 0 && Some(t.os_id) == cur)
-            .or_else(|| all.iter().find(|t| t.os_id != 0))
-            .into_iter()
+        let i = all
+            .iter()
+            .position(|t| t.os_id != 0 && Some(t.os_id) == cur)
+            .or_else(|| all.iter().position(|t| t.os_id != 0));
+        all.into_iter()
+            .enumerate()
+            .filter(|(k, _)| Some(*k) == i)
+            .map(|(_, t)| t)
             .collect()
     };
-    let mut text = String::new();
-    let mut out = Vec::new();
-    for st in chosen {
-        text.push_str(&format!(
-            "OS Thread Id: {:#x} ({})\n",
-            st.os_id, st.managed_id
-        ));
-        let mut t = table(&["Child SP", "IP", "Call Site"]);
-        let mut frames = Vec::new();
-        for f in &st.frames {
-            let sp = if f.kind == FrameKind::Explicit {
-                f.frame.unwrap_or(f.sp)
-            } else {
-                f.sp
-            };
-            t.add_row(vec![fmt_addr(sp), fmt_addr(f.ip), frame_text(f)]);
-            frames.push(ClrStackFrame {
-                kind: f.kind,
-                sp: hex(f.sp),
-                ip: hex(f.ip),
-                frame: f.frame.map(hex),
-                frame_name: f.frame_name.clone(),
-                method_desc: f.method_desc.map(hex),
-                method: f.method.clone(),
-                method_error: f.method_error.clone(),
-            });
-        }
-        text.push_str(&render(&t));
-        if let Some(why) = &st.incomplete {
-            text.push_str(&format!("<the walk stopped: {why}>\n"));
-        }
-        text.push('\n');
-        out.push(ClrStackThread {
-            os_id: st.os_id,
-            managed_id: st.managed_id,
-            thread: hex(st.thread),
-            frames,
-            incomplete: st.incomplete.clone(),
-        });
-    }
-    Ok(Output::new("clrstack", &out, text))
+    Ok(Output::rendered("clrstack", ClrStack(chosen)))
 }
 
 // ------------------------------------------------------------------------------------- pstacks
 
+/// `pstacks`'s result: every thread's managed stack merged into a tree, root first.
 #[derive(Serialize)]
 pub struct PStacks {
     pub threads: usize,
     pub roots: Vec<crate::tree::Node>,
     /// Threads whose walk stopped early: (OS id, why).
     pub incomplete: Vec<(u64, String)>,
+    /// Whether the text lists every thread id of a group (else at most 4).
+    #[serde(skip)]
+    pub all: bool,
+}
+
+impl Render for PStacks {
+    fn render(&self) -> String {
+        let mut text = crate::tree::render(&self.roots, self.all);
+        text.push_str(&format!(
+            "\n\n==> {} threads with {} roots\n",
+            self.threads,
+            self.roots.len()
+        ));
+        for (id, why) in &self.incomplete {
+            text.push_str(&format!("thread {id:#x}: the walk stopped: {why}\n"));
+        }
+        text
+    }
 }
 
 fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -455,39 +472,34 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     }
     let c = clr(s)?;
     let stacks = walk_all(&c)?;
+    // The fold into one tree is the shared merged-stack tree's (crate::tree, also used by
+    // `pstacks --async`).
     let mut root = crate::tree::Node::default();
     let mut n = 0;
     let mut incomplete = Vec::new();
     for st in &stacks {
-        let mut frames: Vec<&str> = st.methods().collect();
         if let Some(why) = &st.incomplete {
             incomplete.push((st.os_id, why.clone()));
         }
+        let frames = st.methods_root_first();
         if frames.is_empty() {
             continue;
         }
-        frames.reverse();
         n += 1;
         root.insert(&frames, st.os_id);
-    }
-    let mut text = crate::tree::render(&root.children, all);
-    text.push_str(&format!(
-        "\n\n==> {n} threads with {} roots\n",
-        root.children.len()
-    ));
-    for (id, why) in &incomplete {
-        text.push_str(&format!("thread {id:#x}: the walk stopped: {why}\n"));
     }
     let r = PStacks {
         threads: n,
         roots: root.children,
         incomplete,
+        all,
     };
-    Ok(Output::of("pstacks", r, text))
+    Ok(Output::rendered("pstacks", r))
 }
 
 // --------------------------------------------------------------------------------------- ip2md
 
+/// `ip2md`'s result.
 #[derive(Serialize)]
 pub struct Ip2Md {
     pub ip: String,
@@ -500,13 +512,39 @@ pub struct Ip2Md {
     pub error: Option<String>,
 }
 
+impl Render for Ip2Md {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        if let Some(md) = &self.method_desc {
+            text.push_str(&format!("MethodDesc:   {md}\n"));
+        }
+        text.push_str(&format!(
+            "Method Name:  {}\n",
+            self.method.as_deref().unwrap_or("<unknown>")
+        ));
+        if let Some(mo) = &self.module {
+            text.push_str(&format!("Module:       {mo}\n"));
+        }
+        if let Some(t) = &self.token {
+            text.push_str(&format!("mdToken:      {t}\n"));
+        }
+        text.push_str(&format!(
+            "Code start:   {}\nCode kind:    {}\n",
+            self.method_start.as_deref().unwrap_or("?"),
+            self.kind.map_or("?".to_string(), |k| format!("{k:?}"))
+        ));
+        if let Some(e) = &self.error {
+            text.push_str(&format!("Note:         {e}\n"));
+        }
+        text
+    }
+}
+
 fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let ip = parse_address(m.get_one::<String>("ip").map(String::as_str).unwrap_or(""))
-        ?;
+    let ip = parse_address(m.get_one::<String>("ip").map(String::as_str).unwrap_or(""))?;
     let w = StackWalker::for_target(&c.rt, &c.names);
-    let r = w.ip_to_method(ip)?;
-    let Some((ci, f)) = r else {
+    let Some((ci, f)) = w.ip_to_method(ip)? else {
         return Err(CommandError::not_found(
             format!("{ip:#x}"),
             "not managed code (no RangeSection holds it)",
@@ -519,32 +557,10 @@ fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         method_desc: f.method_desc.map(hex),
         module: f.module.map(hex),
         token: f.token.map(|t| format!("{t:08x}")),
-        method: f.method.clone(),
-        error: f.method_error.clone(),
+        method: f.method,
+        error: f.method_error,
     };
-    let mut text = String::new();
-    if let Some(md) = &out.method_desc {
-        text.push_str(&format!("MethodDesc:   {md}\n"));
-    }
-    text.push_str(&format!(
-        "Method Name:  {}\n",
-        out.method.as_deref().unwrap_or("<unknown>")
-    ));
-    if let Some(mo) = &out.module {
-        text.push_str(&format!("Module:       {mo}\n"));
-    }
-    if let Some(t) = &out.token {
-        text.push_str(&format!("mdToken:      {t}\n"));
-    }
-    text.push_str(&format!(
-        "Code start:   {}\nCode kind:    {:?}\n",
-        out.method_start.as_deref().unwrap_or("?"),
-        ci.kind
-    ));
-    if let Some(e) = &out.error {
-        text.push_str(&format!("Note:         {e}\n"));
-    }
-    Ok(Output::new("ip2md", &out, text))
+    Ok(Output::rendered("ip2md", out))
 }
 
 // --------------------------------------------------------------------------------------- stack
@@ -602,114 +618,106 @@ pub struct MixedThreadOut {
     pub incomplete: Option<String>,
 }
 
+impl MixedThreadOut {
+    fn of(st: &MixedStack) -> MixedThreadOut {
+        MixedThreadOut {
+            os_id: st.os_id,
+            managed_id: st.managed_id,
+            thread: st.thread.map(hex),
+            frames: st
+                .frames
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let n = f.native.as_ref();
+                    MixedFrameOut {
+                        kind: f.kind,
+                        sp: hex(child_sp(f)),
+                        ip: hex(f.ip),
+                        ret_addr: st.return_address(i).map(hex),
+                        call_site: frame_text(f),
+                        module: n.and_then(|n| n.module.clone()),
+                        symbol: n.and_then(|n| n.symbol.clone()),
+                        offset: n.map(|n| hex(n.offset)),
+                        method_desc: f.method_desc.map(hex),
+                        method: f.method.clone(),
+                        frame: f.frame.map(hex),
+                        frame_name: f.frame_name.clone(),
+                    }
+                })
+                .collect(),
+            gaps: st.gaps.clone(),
+            incomplete: st.incomplete.clone(),
+        }
+    }
+}
+
+/// `stack`'s result: the threads' mixed stacks, and why they are native only when they are.
+/// Its JSON is the list of [`MixedThreadOut`].
+pub struct MixedStacks {
+    /// Why no CLR could be read (then the stacks are native frames only).
+    pub no_clr: Option<clrdata::ClrError>,
+    pub threads: Vec<MixedStack>,
+}
+
+impl Serialize for MixedStacks {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.threads.iter().map(MixedThreadOut::of))
+    }
+}
+
+impl Render for MixedStacks {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        if let Some(e) = &self.no_clr {
+            text.push_str(&format!("<native frames only: no CLR to read: {e}>\n"));
+        }
+        for st in &self.threads {
+            let id = st.os_id;
+            match st.managed_id {
+                Some(mid) => text.push_str(&format!("OS Thread Id: {id:#x} ({mid})\n")),
+                None => text.push_str(&format!("OS Thread Id: {id:#x} (no managed thread)\n")),
+            }
+            let mut t = table(&["#", "Child-SP", "RetAddr", "Call Site"]);
+            for (i, f) in st.frames.iter().enumerate() {
+                t.add_row(vec![
+                    format!("{i:02x}"),
+                    fmt_addr(child_sp(f)),
+                    st.return_address(i)
+                        .map(fmt_addr)
+                        .unwrap_or_else(|| "-".repeat(16)),
+                    frame_text(f),
+                ]);
+            }
+            text.push_str(&render(&t));
+            for g in &st.gaps {
+                text.push_str(&format!("<native frames missing: {g}>\n"));
+            }
+            if let Some(why) = &st.incomplete {
+                text.push_str(&format!("<the walk stopped: {why}>\n"));
+            }
+            text.push('\n');
+        }
+        text
+    }
+}
+
 fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let ids = select_os_threads(s, m)?;
     // Without a CLR the walker can read (another runtime, none at all): native frames only.
-    let c = s.clr();
-    let mut no_clr = None;
-    let walks: Vec<clrdata::model::stack::MixedStack> = match &c {
-        Ok(c) => {
-            let managed =
-                c.rt.threads()
-                    .map_err(|e| CommandError::clr("reading the thread list", e))?;
-            let w = StackWalker::for_target(&c.rt, &c.names);
-            ids.iter()
-                .map(|&id| {
-                    let td = managed.iter().find(|t| t.os_id == id && id != 0);
-                    w.walk_mixed(id, td)
-                })
-                .collect()
-        }
-        Err(e) => {
-            no_clr = Some(e.clone());
-            let t: &dyn dumpreader::Target = &*s.target;
-            let nm = clrdata::model::stack::NativeModules::new(t);
-            ids.iter()
-                .map(|&id| {
-                    let regs = s
-                        .target
-                        .threads()
-                        .iter()
-                        .find(|t| t.id as u64 == id)
-                        .map(|t| clrdata::model::stack::Regs::from_context(&t.context));
-                    clrdata::model::stack::walk_native(&nm, id, regs)
-                })
-                .collect()
-        }
+    let r = match s.clr() {
+        Ok(c) => MixedStacks {
+            no_clr: None,
+            threads: StackWalker::for_target(&c.rt, &c.names)
+                .walk_mixed_threads(&ids)
+                .map_err(|e| CommandError::clr("reading the thread list", e))?,
+        },
+        Err(e) => MixedStacks {
+            threads: walk_native_threads(&*s.target, &ids),
+            no_clr: Some(e),
+        },
     };
-    let mut text = String::new();
-    if let Some(e) = &no_clr {
-        text.push_str(&format!("<native frames only: no CLR to read: {e}>\n"));
-    }
-    let mut out = Vec::new();
-    for (id, st) in ids.iter().copied().zip(walks) {
-        match st.managed_id {
-            Some(mid) => text.push_str(&format!("OS Thread Id: {id:#x} ({mid})\n")),
-            None => text.push_str(&format!("OS Thread Id: {id:#x} (no managed thread)\n")),
-        }
-        let mut t = table(&["#", "Child-SP", "RetAddr", "Call Site"]);
-        let mut frames = Vec::new();
-        // The return address of a frame is the IP of the next non-explicit frame.
-        let real: Vec<usize> = (0..st.frames.len())
-            .filter(|&i| st.frames[i].kind != FrameKind::Explicit)
-            .collect();
-        for (i, f) in st.frames.iter().enumerate() {
-            let ret = (f.kind != FrameKind::Explicit)
-                .then(|| real.iter().find(|&&j| j > i).map(|&j| st.frames[j].ip))
-                .flatten();
-            let sp = if f.kind == FrameKind::Explicit {
-                f.frame.unwrap_or(f.sp)
-            } else {
-                f.sp
-            };
-            let site = match f.kind {
-                FrameKind::Native => f
-                    .native
-                    .as_ref()
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|| hex(f.ip)),
-                _ => frame_text(f),
-            };
-            t.add_row(vec![
-                format!("{i:02x}"),
-                fmt_addr(sp),
-                ret.map(fmt_addr).unwrap_or_else(|| "-".repeat(16)),
-                site.clone(),
-            ]);
-            let n = f.native.as_ref();
-            frames.push(MixedFrameOut {
-                kind: f.kind,
-                sp: hex(sp),
-                ip: hex(f.ip),
-                ret_addr: ret.map(hex),
-                call_site: site,
-                module: n.and_then(|n| n.module.clone()),
-                symbol: n.and_then(|n| n.symbol.clone()),
-                offset: n.map(|n| hex(n.offset)),
-                method_desc: f.method_desc.map(hex),
-                method: f.method.clone(),
-                frame: f.frame.map(hex),
-                frame_name: f.frame_name.clone(),
-            });
-        }
-        text.push_str(&render(&t));
-        for g in &st.gaps {
-            text.push_str(&format!("<native frames missing: {g}>\n"));
-        }
-        if let Some(why) = &st.incomplete {
-            text.push_str(&format!("<the walk stopped: {why}>\n"));
-        }
-        text.push('\n');
-        out.push(MixedThreadOut {
-            os_id: id,
-            managed_id: st.managed_id,
-            thread: st.thread.map(hex),
-            frames,
-            gaps: st.gaps.clone(),
-            incomplete: st.incomplete.clone(),
-        });
-    }
-    Ok(Output::new("stack", &out, text))
+    Ok(Output::rendered("stack", r))
 }
 
 // ------------------------------------------------------------------------------------------ dso
@@ -736,6 +744,73 @@ pub struct DsoOut {
     pub note: Option<String>,
 }
 
+/// `dumpstackobjects`'s result: one thread's scan. Its JSON is a [`DsoOut`].
+pub struct Dso {
+    pub os_id: u64,
+    pub managed_id: Option<u32>,
+    pub scan: ThreadStackObjects,
+}
+
+impl Dso {
+    /// The JSON form.
+    pub fn to_json(&self) -> DsoOut {
+        DsoOut {
+            os_id: self.os_id,
+            managed_id: self.managed_id,
+            stack_start: hex(self.scan.range.0),
+            stack_end: hex(self.scan.range.1),
+            objects: self
+                .scan
+                .objects
+                .iter()
+                .map(|o| DsoRow {
+                    sp: o.found.slot.map(hex),
+                    register: o.found.register,
+                    object: hex(o.found.object),
+                    method_table: hex(o.found.method_table),
+                    type_name: o.type_name.clone(),
+                    string: o.string.clone(),
+                })
+                .collect(),
+            note: self.scan.note.clone(),
+        }
+    }
+}
+
+impl Serialize for Dso {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl Render for Dso {
+    fn render(&self) -> String {
+        let os_id = self.os_id;
+        let mut text = match self.managed_id {
+            Some(mid) => format!("OS Thread Id: {os_id:#x} ({mid})\n"),
+            None => format!("OS Thread Id: {os_id:#x}\n"),
+        };
+        let mut t = table(&["SP/REG", "Object", "Name"]);
+        for o in &self.scan.objects {
+            let loc = match (o.found.register, o.found.slot) {
+                (Some(r), _) => r.to_string(),
+                (None, Some(a)) => fmt_addr(a),
+                (None, None) => String::new(),
+            };
+            let shown = match &o.string {
+                Some(v) => format!("{}    {v}", o.type_name),
+                None => o.type_name.clone(),
+            };
+            t.add_row(vec![loc, fmt_addr(o.found.object), shown]);
+        }
+        text.push_str(&render(&t));
+        if let Some(n) = &self.scan.note {
+            text.push_str(&format!("<{n}>\n"));
+        }
+        text
+    }
+}
+
 fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let heap = c.heap()?;
@@ -749,8 +824,9 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let ti = threads
         .iter()
         .find(|t| t.id as u64 == os_id)
-        .ok_or_else(|| CommandError::not_found(format!("OS thread {os_id:#x}"), "not in the dump"))?;
-    let mut regs = clrdata::model::stack::Regs::from_context(&ti.context);
+        .ok_or_else(|| {
+            CommandError::not_found(format!("OS thread {os_id:#x}"), "not in the dump")
+        })?;
     let parse = |name: &str| -> Result<Option<u64>, CommandError> {
         m.get_one::<String>(name)
             .map(|t| parse_address(t))
@@ -758,11 +834,6 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     };
     let top = parse("top")?;
     let bottom = parse("bottom")?;
-    if let Some(t) = top {
-        // An explicit range: no registers, as SOS scans only the range then.
-        regs = clrdata::model::stack::Regs::default();
-        regs.gpr[clrdata::model::stack::unwind::RSP] = t;
-    }
     let end = match (bottom, ti.stack) {
         (Some(b), _) => b,
         (None, Some((_, e))) => e,
@@ -773,55 +844,21 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             ))
         }
     };
-    let reader = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
-    let found = clrdata::model::dso::stack_objects(&reader, heap, &regs, end);
+    let reader = ObjectReader::new(&c.rt, &c.names);
+    let regs = Regs::from_context(&ti.context);
+    let scan = thread_stack_objects(&reader, heap, &regs, top, end);
     let managed_id =
         c.rt.threads()
             .ok()
             .and_then(|ts| ts.iter().find(|t| t.os_id == os_id).map(|t| t.managed_id));
-    let mut rows = Vec::new();
-    let mut t = table(&["SP/REG", "Object", "Name"]);
-    for o in &found.objects {
-        let name = c.type_name(o.method_table);
-        let string = (o.method_table == c.rt.globals.string_mt)
-            .then(|| reader.string_value(o.object, 256).ok().map(|(v, _)| v))
-            .flatten();
-        let loc = match (o.register, o.slot) {
-            (Some(r), _) => r.to_string(),
-            (None, Some(a)) => fmt_addr(a),
-            (None, None) => String::new(),
-        };
-        let shown = match &string {
-            Some(v) => format!("{name}    {v}"),
-            None => name.clone(),
-        };
-        t.add_row(vec![loc, fmt_addr(o.object), shown]);
-        rows.push(DsoRow {
-            sp: o.slot.map(hex),
-            register: o.register,
-            object: hex(o.object),
-            method_table: hex(o.method_table),
-            type_name: name,
-            string,
-        });
-    }
-    let mut text = match managed_id {
-        Some(mid) => format!("OS Thread Id: {os_id:#x} ({mid})\n"),
-        None => format!("OS Thread Id: {os_id:#x}\n"),
-    };
-    text.push_str(&render(&t));
-    if let Some(n) = &found.note {
-        text.push_str(&format!("<{n}>\n"));
-    }
-    let out = DsoOut {
-        os_id,
-        managed_id,
-        stack_start: hex(found.range.0),
-        stack_end: hex(found.range.1),
-        objects: rows,
-        note: found.note.clone(),
-    };
-    Ok(Output::new("dumpstackobjects", &out, text))
+    Ok(Output::rendered(
+        "dumpstackobjects",
+        Dso {
+            os_id,
+            managed_id,
+            scan,
+        },
+    ))
 }
 
 // -------------------------------------------------------------------------------------------- u
@@ -839,7 +876,7 @@ pub struct UInstruction {
 
 #[derive(Serialize)]
 pub struct UOut {
-    pub kind: clrdata::model::stack::CodeKind,
+    pub kind: CodeKind,
     pub method: Option<String>,
     pub method_desc: Option<String>,
     pub start: String,
@@ -849,86 +886,117 @@ pub struct UOut {
     pub note: Option<String>,
 }
 
+/// `u`'s result: the method's code, and the address asked about (marked in the text). Its
+/// JSON is a [`UOut`].
+pub struct Unassembly {
+    pub address: u64,
+    pub code: MethodCode,
+}
+
+/// An instruction's bytes as hexadecimal digits.
+fn bytes_hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Unassembly {
+    /// The JSON form.
+    pub fn to_json(&self) -> UOut {
+        let code = &self.code;
+        UOut {
+            kind: code.kind,
+            method: code.method.clone(),
+            method_desc: code.method_desc.map(hex),
+            start: hex(code.start),
+            end: hex(code.end),
+            size: code.end - code.start,
+            instructions: code
+                .instructions
+                .iter()
+                .map(|i| UInstruction {
+                    address: hex(i.address),
+                    bytes: bytes_hex(&i.bytes),
+                    mnemonic: i.mnemonic.clone(),
+                    operands: i.operands.clone(),
+                    target: i.target.map(hex),
+                    slot: i.slot.map(hex),
+                    target_name: i.target_name.clone(),
+                })
+                .collect(),
+            note: code.note.clone(),
+        }
+    }
+}
+
+impl Serialize for Unassembly {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
 /// WinDbg's address spelling: `00007f02`72a36860`.
 fn tick(a: u64) -> String {
     format!("{:08x}`{:08x}", a >> 32, a & 0xFFFF_FFFF)
 }
 
+impl Render for Unassembly {
+    fn render(&self) -> String {
+        let (code, addr) = (&self.code, self.address);
+        let mut text = String::new();
+        text.push_str(match code.kind {
+            CodeKind::Jit => "Normal JIT generated code\n",
+            CodeKind::ReadyToRun => "ReadyToRun code\n",
+        });
+        text.push_str(&format!(
+            "{}\n",
+            code.method.as_deref().unwrap_or("<unknown method>")
+        ));
+        if let Some(md) = code.method_desc {
+            text.push_str(&format!("MethodDesc {}\n", fmt_addr(md)));
+        }
+        text.push_str(&format!(
+            "Begin {}, size {:x}\n",
+            fmt_addr(code.start),
+            code.end - code.start
+        ));
+        for i in &code.instructions {
+            let mut line = format!(
+                "{}{} {:<16} {:<7} {}",
+                if i.address <= addr && addr < i.address + i.bytes.len() as u64 {
+                    ">>> "
+                } else {
+                    ""
+                },
+                tick(i.address),
+                bytes_hex(&i.bytes),
+                i.mnemonic,
+                i.operands
+            );
+            if let Some(t) = i.target {
+                if let Some(n) = &i.target_name {
+                    line.push_str(&format!(" ; {n} ({})", tick(t)));
+                } else if i.slot.is_some() {
+                    line.push_str(&format!(" ; -> {}", tick(t)));
+                }
+            } else if let Some(slot) = i.slot {
+                line.push_str(&format!(" ; slot {} is not in the dump", tick(slot)));
+            }
+            text.push_str(line.trim_end());
+            text.push('\n');
+        }
+        if let Some(n) = &code.note {
+            text.push_str(&format!("<{n}>\n"));
+        }
+        text
+    }
+}
+
 fn unassemble(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let addr = parse_address(
+    let address = parse_address(
         m.get_one::<String>("address")
             .map(String::as_str)
             .unwrap_or(""),
-    )
-    ?;
-    let w = StackWalker::for_target(&c.rt, &c.names);
-    let code = w.disassemble(addr)?;
-    let mut text = String::new();
-    text.push_str(match code.kind {
-        clrdata::model::stack::CodeKind::Jit => "Normal JIT generated code\n",
-        clrdata::model::stack::CodeKind::ReadyToRun => "ReadyToRun code\n",
-    });
-    text.push_str(&format!(
-        "{}\n",
-        code.method.as_deref().unwrap_or("<unknown method>")
-    ));
-    if let Some(md) = code.method_desc {
-        text.push_str(&format!("MethodDesc {}\n", fmt_addr(md)));
-    }
-    text.push_str(&format!(
-        "Begin {}, size {:x}\n",
-        fmt_addr(code.start),
-        code.end - code.start
-    ));
-    let mut ins = Vec::new();
-    for i in &code.instructions {
-        let bytes: String = i.bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut line = format!(
-            "{}{} {:<16} {:<7} {}",
-            if i.address <= addr && addr < i.address + i.bytes.len() as u64 {
-                ">>> "
-            } else {
-                ""
-            },
-            tick(i.address),
-            bytes,
-            i.mnemonic,
-            i.operands
-        );
-        if let Some(t) = i.target {
-            if let Some(n) = &i.target_name {
-                line.push_str(&format!(" ; {n} ({})", tick(t)));
-            } else if i.slot.is_some() {
-                line.push_str(&format!(" ; -> {}", tick(t)));
-            }
-        } else if let Some(slot) = i.slot {
-            line.push_str(&format!(" ; slot {} is not in the dump", tick(slot)));
-        }
-        text.push_str(line.trim_end());
-        text.push('\n');
-        ins.push(UInstruction {
-            address: hex(i.address),
-            bytes,
-            mnemonic: i.mnemonic.clone(),
-            operands: i.operands.clone(),
-            target: i.target.map(hex),
-            slot: i.slot.map(hex),
-            target_name: i.target_name.clone(),
-        });
-    }
-    if let Some(n) = &code.note {
-        text.push_str(&format!("<{n}>\n"));
-    }
-    let out = UOut {
-        kind: code.kind,
-        method: code.method.clone(),
-        method_desc: code.method_desc.map(hex),
-        start: hex(code.start),
-        end: hex(code.end),
-        size: code.end - code.start,
-        instructions: ins,
-        note: code.note.clone(),
-    };
-    Ok(Output::new("u", &out, text))
+    )?;
+    let code = StackWalker::for_target(&c.rt, &c.names).disassemble(address)?;
+    Ok(Output::rendered("u", Unassembly { address, code }))
 }

@@ -168,8 +168,9 @@ fn parse_value(t: &str) -> Result<u32, CommandError> {
     } else {
         t.parse::<u64>().ok()
     };
-    v.and_then(|v| u32::try_from(v).ok())
-        .ok_or_else(|| CommandError::bad_argument(format!("\'{t}\'"), "not a 32-bit m_stateFlags value"))
+    v.and_then(|v| u32::try_from(v).ok()).ok_or_else(|| {
+        CommandError::bad_argument(format!("\'{t}\'"), "not a 32-bit m_stateFlags value")
+    })
 }
 
 fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -189,11 +190,11 @@ fn taskstate(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             scheduler_type: None,
         }
     } else {
-        let a = m.get_one::<String>("address").ok_or_else(|| {
-            CommandError::Usage {
+        let a = m
+            .get_one::<String>("address")
+            .ok_or_else(|| CommandError::Usage {
                 message: "taskstate needs a Task address or -v <m_stateFlags value>".into(),
-            }
-        })?;
+            })?;
         let a = parse_address(a)?;
         let c = clr(s)?;
         let (r, w) = tools(&c);
@@ -692,14 +693,23 @@ impl Render for ThreadPoolOut {
             );
         }
         if self.instance.is_some() {
-            t.push_str(&format!("CPU utilization:  {}%\n", opt(self.cpu_utilization)));
+            t.push_str(&format!(
+                "CPU utilization:  {}%\n",
+                opt(self.cpu_utilization)
+            ));
             t.push_str(&format!("Workers Total:    {}\n", opt(self.workers_total)));
-            t.push_str(&format!("Workers Running:  {}\n", opt(self.workers_running)));
+            t.push_str(&format!(
+                "Workers Running:  {}\n",
+                opt(self.workers_running)
+            ));
             t.push_str(&format!("Workers Idle:     {}\n", opt(self.workers_idle)));
             t.push_str(&format!("Worker Min Limit: {}\n", opt(self.min_threads)));
             t.push_str(&format!("Worker Max Limit: {}\n", opt(self.max_threads)));
             t.push_str(&format!("Threads Goal:     {}\n", opt(self.threads_goal)));
-            t.push_str(&format!("Requested:        {}\n", opt(self.requested_workers)));
+            t.push_str(&format!(
+                "Requested:        {}\n",
+                opt(self.requested_workers)
+            ));
         }
         t.push_str(&format!(
             "Queued work items: {} (threadpoolqueue lists them)\n",
@@ -1049,8 +1059,8 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
     let a = m
         .get_one::<String>("address")
         .ok_or_else(|| CommandError::Usage {
-                message: "missing <address>".into(),
-            })?;
+            message: "missing <address>".into(),
+        })?;
     let a = parse_address(a)?;
     let limit = match m.get_one::<String>("limit") {
         Some(l) => parse_count(l)? as usize,
@@ -1058,8 +1068,7 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
     };
     let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
-    let d =
-        threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS))?;
+    let d = threadpool::concurrent_queue(&r, a, limit.min(threadpool::MAX_ITEMS))?;
     let count: u64 = d.segments.iter().map(|s| s.count).sum();
     let res = DcqOut {
         address: hex(d.address),

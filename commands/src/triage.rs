@@ -396,9 +396,14 @@ fn leaves(node: &Node, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
 
 /// Triages one dump.
 pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
+    triage_with(path, opts, &clrdata::DiscoverOptions::default())
+}
+
+/// [`triage`] with what discovery may read besides the dump.
+pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::DiscoverOptions) -> Triage {
     let mut t = empty(path);
     let s = match Session::open_with(path, opts) {
-        Ok(s) => s,
+        Ok(s) => s.with_discover_options(discover.clone()),
         Err(e) => {
             t.error = Some(e.to_string());
             return t;
@@ -530,6 +535,15 @@ fn heap_absent(s: &Session) -> Option<String> {
 
 /// Triages many dumps, several at a time; the results come back in the order given.
 pub fn triage_all(paths: &[PathBuf], opts: &OpenOptions) -> Vec<Triage> {
+    triage_all_with(paths, opts, &clrdata::DiscoverOptions::default())
+}
+
+/// [`triage_all`] with what discovery may read besides each dump (a symbol server, ...).
+pub fn triage_all_with(
+    paths: &[PathBuf],
+    opts: &OpenOptions,
+    discover: &clrdata::DiscoverOptions,
+) -> Vec<Triage> {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(paths.len().max(1));
@@ -541,13 +555,15 @@ pub fn triage_all(paths: &[PathBuf], opts: &OpenOptions) -> Vec<Triage> {
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(p) = paths.get(i) else { break };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| triage(p, opts)))
-                    .unwrap_or_else(|_| {
-                        let mut t = triage_failed(p);
-                        t.error =
-                            Some("internal error while triaging (a bug: please report it)".into());
-                        t
-                    });
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    triage_with(p, opts, discover)
+                }))
+                .unwrap_or_else(|_| {
+                    let mut t = triage_failed(p);
+                    t.error =
+                        Some("internal error while triaging (a bug: please report it)".into());
+                    t
+                });
                 *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }

@@ -16,7 +16,9 @@ fn every_kind_has_its_fields_and_its_sentence() {
     };
     let cases = [
         (
-            CommandError::UnknownCommand { name: "frob".into() },
+            CommandError::UnknownCommand {
+                name: "frob".into(),
+            },
             "unknown_command",
             vec!["name"],
         ),
@@ -60,7 +62,11 @@ fn every_kind_has_its_fields_and_its_sentence() {
     for (e, kind, fields) in cases {
         let v = json(&e);
         assert_eq!(v["kind"], kind, "{v}");
-        assert_eq!(v["message"], e.to_string(), "{v}: the message is the sentence");
+        assert_eq!(
+            v["message"],
+            e.to_string(),
+            "{v}: the message is the sentence"
+        );
         for f in &fields {
             assert!(v.get(*f).is_some(), "{kind}: no field {f} in {v}");
         }

@@ -234,5 +234,8 @@ fn eeversion_names_a_runtime_it_cannot_read() {
     assert_eq!(v["version"], e.runtime_version(), "{v}");
     assert!(v["gc"].is_null(), "{v}");
     let why = v["gc_error"].as_str().unwrap();
-    assert!(why.contains("this build reads .NET 8, 9, 10 and 11"), "{why}");
+    assert!(
+        why.contains("this build reads .NET 8, 9, 10 and 11"),
+        "{why}"
+    );
 }

@@ -948,7 +948,7 @@ impl<'a> FileImageMemory<'a> {
 }
 
 /// Reads the identity of an image file on disk (its bytes).
-pub(crate) fn file_identity(bytes: &[u8]) -> Option<ModuleIdentity> {
+pub fn file_identity(bytes: &[u8]) -> Option<ModuleIdentity> {
     let flat = crate::memory::SliceMemory { base: 0, bytes };
     if bytes.starts_with(b"\x7fELF") {
         let (phdrs, _) = elf_headers(&flat, 0).ok()?;

@@ -34,6 +34,7 @@ mod image;
 pub mod json;
 mod mdmp;
 mod memory;
+mod sparse;
 mod types;
 
 pub use backing::{FileSource, FileSourceState, FileVerdict, NoFile, Unanchored};
@@ -46,10 +47,11 @@ pub use check::{Evidence, FileCheck, ImageGap, Refusal, Refusals};
 pub use elfmods::{BundlePlacement, HostBundle};
 pub use error::{Error, ReadError};
 pub use image::{
-    pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage, PeLayout,
-    PeSection, ProgramHeader, Symbol,
+    file_identity, pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage,
+    PeLayout, PeSection, ProgramHeader, Symbol,
 };
 pub use memory::{Memory, MemoryRange, Perms, SliceMemory, MAX_READ_BYTES};
+pub use sparse::{copy_sparse, disk_usage};
 pub use types::*;
 
 use memory::{RawSegment, SegmentIndex};
@@ -65,7 +67,8 @@ pub const DEFAULT_CACHE_LIMIT: u64 = 32 << 30;
 pub struct OpenOptions {
     /// Where decompressed `.zst` dumps are cached (default: `$TMPDIR/dumpreader-cache`).
     pub cache_dir: Option<PathBuf>,
-    /// The most bytes the cache may hold: after a dump is decompressed into it, the entries
+    /// The most bytes the cache may hold on disk (decompressed dumps are written sparse, their
+    /// zero pages left as holes: [`copy_sparse`]): after a dump is decompressed into it, the entries
     /// opened least recently are deleted until the others fit (the new one is always kept).
     pub cache_limit: u64,
     /// Directories searched (by file name) for module image files when the dump lacks an
@@ -770,8 +773,9 @@ pub fn image_candidates(recorded: &str, dirs: &[PathBuf], recorded_paths: bool) 
 }
 
 /// Parses the image file `bytes` (or a bundle entry's) loaded at `base`: ELF (with its
-/// `.symtab`), or PE in the given layout.
-fn parse_image_file(
+/// `.symtab`), or PE in the given layout. For a file the caller has checked itself (by
+/// [`file_identity`]), e.g. one downloaded from a symbol server.
+pub fn parse_image_file(
     bytes: &[u8],
     base: u64,
     is_pe: bool,
@@ -1016,11 +1020,10 @@ fn decompress_cached(path: &Path, opts: &OpenOptions) -> Result<PathBuf, Error> 
     ));
     let res = (|| -> std::io::Result<()> {
         let src = std::fs::File::open(path)?;
-        let dst = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, dst);
-        zstd::stream::copy_decode(std::io::BufReader::with_capacity(1 << 20, src), &mut w)?;
-        use std::io::Write;
-        w.flush()?;
+        let mut dst = std::fs::File::create(&tmp)?;
+        let dec =
+            zstd::stream::read::Decoder::new(std::io::BufReader::with_capacity(1 << 20, src))?;
+        copy_sparse(dec, &mut dst)?;
         Ok(())
     })();
     if let Err(e) = res {
@@ -1032,7 +1035,7 @@ fn decompress_cached(path: &Path, opts: &OpenOptions) -> Result<PathBuf, Error> 
     Ok(out)
 }
 
-/// Keeps the cache at `dir` within `limit` bytes: deletes decompressed dumps other than `keep`,
+/// Keeps the cache at `dir` within `limit` bytes on disk: deletes decompressed dumps other than `keep`,
 /// least recently opened (modified) first, and partial files a day old (an interrupted
 /// decompression). Problems are ignored: the cache is an optimisation.
 fn evict_cache(dir: &Path, keep: &Path, limit: u64) {
@@ -1056,7 +1059,7 @@ fn evict_cache(dir: &Path, keep: &Path, limit: u64) {
             }
             continue;
         }
-        entries.push((modified, m.len(), p));
+        entries.push((modified, disk_usage(&m), p));
     }
     let mut total: u64 = entries.iter().map(|e| e.1).sum();
     entries.sort();

@@ -902,16 +902,27 @@ fn the_cache_keeps_within_its_limit_evicting_the_least_recently_opened() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let cache = dir.join("cache");
-    // Room for two decompressed dumps, not three.
-    let opts = OpenOptions {
-        cache_dir: Some(cache.clone()),
-        cache_limit: 2 * c.len() as u64 + c.len() as u64 / 2,
-        ..Default::default()
-    };
     let paths: Vec<_> = (0..3).map(|i| dir.join(format!("d{i}.dmp.zst"))).collect();
     for p in &paths {
         std::fs::write(p, &z).unwrap();
     }
+    // The limit counts the bytes on disk (decompressed dumps are sparse): one dump's, measured.
+    let probe = OpenOptions {
+        cache_dir: Some(dir.join("probe")),
+        ..Default::default()
+    };
+    Dump::open_with(&paths[0], &probe).unwrap();
+    let one: u64 = std::fs::read_dir(dir.join("probe"))
+        .unwrap()
+        .map(|e| crate::disk_usage(&e.unwrap().metadata().unwrap()))
+        .sum();
+    assert!(one > 0);
+    // Room for two decompressed dumps, not three.
+    let opts = OpenOptions {
+        cache_dir: Some(cache.clone()),
+        cache_limit: 2 * one + one / 2,
+        ..Default::default()
+    };
     let entries = || -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&cache)
             .unwrap()

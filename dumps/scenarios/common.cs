@@ -77,14 +77,90 @@ namespace Scenario
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static string[] OwnFrames(int skip)
         {
+            return OwnFramesOf(new StackTrace(skip + 1, false));
+        }
+
+        // Our own methods among the frames of a stack trace (a thread's, or an exception's).
+        public static string[] OwnFramesOf(StackTrace st)
+        {
             var frames = new List<string>();
-            var st = new StackTrace(skip + 1, false);
             for (int i = 0; i < st.FrameCount; i++)
             {
                 MethodBase m = st.GetFrame(i).GetMethod();
                 if (m == null || m.DeclaringType == null) continue;
                 if (m.DeclaringType.Assembly != typeof(Recorder).Assembly) continue;
                 frames.Add(Name(m));
+            }
+            return frames.ToArray();
+        }
+
+        // ---- generic methods on a stack, spelled as the DAC spells a frame's method (its
+        // parameter list left out): "Namespace.Type`1[[args]].Method[[args]]", where the JIT
+        // shares the code between instantiations (an argument is a reference type, or a generic
+        // struct with one) every such argument as in the shared code's MethodDesc:
+        // "System.__Canon, System.Private.CoreLib" (Pair`2[[System.__Canon, ...],[Names.Slot, names]]).
+        // A thread registers each instantiation it calls (Called) before it records its frames
+        // (FramesOf), which then spells those frames so.
+        [ThreadStatic] static Dictionary<string, string> spelled;
+
+        public static Json Called(Type type, string method, Type[] methodArgs)
+        {
+            if (spelled == null) spelled = new Dictionary<string, string>();
+            Type def = type.IsGenericType ? type.GetGenericTypeDefinition() : type;
+            Type[] typeArgs = type.IsGenericType ? type.GetGenericArguments() : new Type[0];
+            bool shared = false;
+            foreach (Type a in typeArgs) shared |= SharesCode(a);
+            foreach (Type a in methodArgs) shared |= SharesCode(a);
+            string dac = def.FullName + SpellArgs(typeArgs, true) + "." + method + SpellArgs(methodArgs, true);
+            spelled[def.FullName + "." + method] = dac;
+            return new Json()
+                .Add("method", def.FullName + "." + method)
+                .Add("type_args", Array.ConvertAll(typeArgs, DacName))
+                .Add("method_args", Array.ConvertAll(methodArgs, DacName))
+                .Add("shared_code", shared)
+                .Add("exact", def.FullName + SpellArgs(typeArgs, false) + "." + method + SpellArgs(methodArgs, false))
+                .Add("dac_name", dac);
+        }
+
+        public static bool SharesCode(Type a)
+        {
+            if (!a.IsValueType) return true;
+            if (!a.IsGenericType) return false;
+            foreach (Type x in a.GetGenericArguments()) if (SharesCode(x)) return true;
+            return false;
+        }
+
+        static string SpellArgs(Type[] args, bool canonical)
+        {
+            if (args.Length == 0) return "";
+            var parts = new List<string>();
+            foreach (Type a in args) parts.Add("[" + SpellArg(a, canonical) + "]");
+            return "[" + string.Join(",", parts) + "]";
+        }
+
+        static string SpellArg(Type a, bool canonical)
+        {
+            if (canonical && !a.IsValueType) return "System.__Canon, System.Private.CoreLib";
+            if (canonical && a.IsGenericType)
+                return a.GetGenericTypeDefinition().FullName + SpellArgs(a.GetGenericArguments(), true) + ", " + a.Assembly.GetName().Name;
+            return DacName(a) + ", " + AssemblyName(a);
+        }
+
+        // Every frame of a method of a type whose name starts with `prefix` (in any assembly:
+        // libraries and Reflection.Emit types too), innermost first, as "Namespace.Type.Method"
+        // (a generic type by its definition's name), or as the DAC spells it when this thread
+        // registered the instantiation (Called).
+        public static string[] FramesOf(StackTrace st, string prefix)
+        {
+            var frames = new List<string>();
+            for (int i = 0; i < st.FrameCount; i++)
+            {
+                MethodBase m = st.GetFrame(i).GetMethod();
+                if (m == null || m.DeclaringType == null) continue;
+                Type t = m.DeclaringType.IsGenericType ? m.DeclaringType.GetGenericTypeDefinition() : m.DeclaringType;
+                if (t.FullName == null || !t.FullName.StartsWith(prefix)) continue;
+                string key = t.FullName + "." + m.Name, dac;
+                frames.Add(spelled != null && spelled.TryGetValue(key, out dac) ? dac : key);
             }
             return frames.ToArray();
         }

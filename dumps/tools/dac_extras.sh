@@ -25,7 +25,7 @@ warn() { echo "dac_extras.sh: [$name] WARNING: $*" >&2; }
 run() {  # <out file> <command...>: the output only when the command succeeded
     local f=$1; shift
     if "$@" > "$f.tmp" 2> "$f.log"; then mv "$f.tmp" "$f"; rm -f "$f.log"; return 0; fi
-    tail -n 5 "$f.log" >&2; rm -f "$f.tmp"; return 1
+    tail -n 5 "$f.log" >&2; rm -f "$f.tmp" "$f.log"; return 1
 }
 run "$out/$name.locks.dac.json" env DACPROBE_DIR="$probe" python3 "$probe/lockprobe.py" --dac "$dac" "$core" \
     || warn "lockprobe failed: no $name.locks.dac.json"

@@ -81,7 +81,9 @@ assert sizeof(DacpCodeHeaderData) == 0x38
 def main():
     core = Core(args.dump)
     rt_dirs = [os.path.dirname(os.path.abspath(args.dac))]
-    rp = core.module_path('libcoreclr.so')
+    # a single-file app: the runtime is the host executable (dacprobe.find_runtime_module)
+    dp.RUNTIME_MODULE = dp.find_runtime_module(core)
+    rp = core.module_path(dp.RUNTIME_MODULE)
     if rp:
         rt_dirs.append(os.path.dirname(rp))
     target = dp.DataTarget(core, rt_dirs)
@@ -92,7 +94,7 @@ def main():
             sha.update(chunk)
     res = {'tool': 'dac_methods', 'dump': os.path.basename(args.dump),
            'dump_sha256': sha.hexdigest(), 'errors': [], 'method_tables': []}
-    coreclr = [(b, b + s) for (b, s, path) in core_modules(core) if path.endswith('libcoreclr.so')]
+    coreclr = [(b, b + s) for (b, s, path) in core_modules(core) if path.endswith('/' + dp.RUNTIME_MODULE)]
 
     def code_header(ip):
         d = DacpCodeHeaderData()

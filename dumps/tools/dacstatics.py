@@ -81,6 +81,8 @@ def addr_list(call, *pre):
 def main():
     core = Core(args.dump)
     rt_dirs = [os.path.dirname(os.path.abspath(args.dac))]
+    # a single-file app: the runtime is the host executable (dacprobe.find_runtime_module)
+    dp.RUNTIME_MODULE = dp.find_runtime_module(core)
     target = dp.DataTarget(core, rt_dirs)
     dac = dp.Dac(args.dac, target)
     sos = dac.sos

@@ -19,8 +19,10 @@
 # last exception: in a crash dump createdump writes the crashing thread first), and `runtimes --forceusecdac true` followed by
 # clrthreads (what SOS does when told to use the cDAC it ships, libmscordaccore_universal.so);
 # then for each OS thread id given (generate-sdk.sh gives a crash dump's crashing thread: the
-# core's first thread, SOS's current one, is the main thread) `setthread --tid <id>` and
-# `pe -nested`, as the section "### setthread --tid <id>; pe -nested".
+# core's first thread, SOS's current one, is the main thread) `setthread --tid <id>` with
+# `clrstack -f` (the thread's managed frames with the native frames and the runtime's explicit
+# Frames between them) and with `pe -nested`, as the sections "### setthread --tid <id>;
+# clrstack -f" and "### setthread --tid <id>; pe -nested".
 # SOS finds the runtime's own DAC (libmscordaccore.so) beside libcoreclr.so at the path the dump
 # records: run this while that runtime is there (generate-sdk.sh does, right after the dump).
 # Addresses are SOS's own; nothing here is parsed by dumpshell's tests yet.
@@ -48,6 +50,10 @@ trap 'rm -f "$tmp"' EXIT
         || echo "(dotnet-dump exit status $?)"
     grep -v '^Loading core dump: ' "$tmp" || true
     for tid in "$@"; do
+        echo "### setthread --tid $tid; clrstack -f"
+        timeout 600 "$dd" analyze "$core" -c "setthread --tid $tid" -c "clrstack -f" -c exit > "$tmp" 2>&1 \
+            || echo "(dotnet-dump exit status $?)"
+        grep -v '^Loading core dump: ' "$tmp" || true
         echo "### setthread --tid $tid; pe -nested"
         timeout 600 "$dd" analyze "$core" -c "setthread --tid $tid" -c "pe -nested" -c exit > "$tmp" 2>&1 \
             || echo "(dotnet-dump exit status $?)"

@@ -6,7 +6,8 @@
 Runs the dotnet tool dotnet-dump (`dotnet tool install -g dotnet-dump --version 10.0.750501`;
 $DOTNET_DUMP overrides the path) on dumps/NAME.dmp.zst (decompressed into a temporary file, or
 --core: the uncompressed core) with the app's portable PDB from dumps/pdbs/ (the one whose id the
-dump's dll names, see dumps/pdbs/README.md: --pdb-dir overrides) and the runtime's DAC from its
+dump's dll names, see dumps/pdbs/README.md, or dumps/pdbs-ahead/ for the .NET 11 dumps: --pdb-dir overrides; the
+program is the manifest's `program`, else the dump's name up to `-net`) and the runtime's DAC from its
 NuGet runtime pack, and writes
 
   dumps/NAME.sos-lines.txt    `clrstack -all` ([file @ line] per frame), then `ip2md <IP>` for
@@ -108,7 +109,7 @@ def main():
     with open(os.path.join(DUMPS, f'{a.name}.manifest.json'), encoding='utf-8') as f:
         m = json.load(f)
     rt = m['runtime']['version']
-    prog = a.name.split('-net')[0]
+    prog = m.get('program') or a.name.split('-net')[0]
     prog = 'hang' if prog == 'servergc' else prog
     pack = os.path.join(os.environ.get('NUGET_PACKAGES') or os.path.expanduser('~/.nuget/packages'),
                         'microsoft.netcore.app.runtime.linux-x64', rt, 'runtimes/linux-x64/native')
@@ -142,7 +143,9 @@ def find_pdb_dir(name, prog, core):
                 want.add(x.group(1))
             prev = buf[-4096:]
     found = []
-    for p in glob.glob(os.path.join(DUMPS, 'pdbs', '*', '*', f'{prog}.pdb')):
+    # pdbs-ahead/: the PDBs of dumps of a runtime family dumpshell does not read yet (.NET 11)
+    for p in (glob.glob(os.path.join(DUMPS, 'pdbs', '*', '*', f'{prog}.pdb')) +
+              glob.glob(os.path.join(DUMPS, 'pdbs-ahead', '*', '*', f'{prog}.pdb'))):
         with open(p, 'rb') as f:
             if pdbkey.pdb_id(f.read())[:16] in want:
                 found.append(p)

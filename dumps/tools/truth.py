@@ -133,8 +133,17 @@ class Checker:
             own = t.get('frames', [])
             if own:
                 ns = own[0].split('.')[0] + '.'
+                # (a generic method's frame as the DAC spells it: the programs spell those so)
                 dac_own = [n for n in names if n and n.startswith(ns)]
                 self.ok(dac_own == own, 'thread %s: own frames %s, DAC has %s' % (role, own, dac_own))
+            # names.cs: the generic instantiations the thread called, as the DAC spells them
+            # (the shared code's canonical form where the JIT shares it), and its LCG methods
+            for g in t.get('generic_frames', []):
+                self.ok(g['dac_name'] in names, 'thread %s: generic frame %s (exact %s) not on its DAC stack'
+                        % (role, g['dac_name'], g['exact']))
+            for dyn in t.get('dynamic_frames', []):
+                self.ok('DynamicClass.' + dyn in names, 'thread %s: dynamic method DynamicClass.%s not on its DAC stack %s'
+                        % (role, dyn, names))
             if t.get('blocked_in'):
                 first_own = min([names.index(n) for n in own if n in names] or [len(names)])
                 inner = names[:first_own]
@@ -142,16 +151,33 @@ class Checker:
                         'thread %s: %s not above its own frames in DAC stack %s' % (role, t['blocked_in'], inner))
 
         # ---- exact instance counts of the program's own types
-        census = {}
+        census, by_mt = {}, {}
         for r in d.get('heap_stat', {}).get('types', []):
             c = census.setdefault(r['type'], [0, 0])
             c[0] += r['count']
             c[1] += r['total_size']
+            if r.get('mt'):
+                by_mt[int(r['mt'], 16)] = r
         if not census and m.get('types'):
             self.gap('DAC heap census empty')
         elif census:
             for ty in m.get('types', []):
                 name = ty.get('dac_name', ty['name'])
+                if ty.get('method_table'):
+                    # the program gave the type's MethodTable (RuntimeTypeHandle.Value): count by
+                    # it; the DAC cannot name the types of a Reflection.Emit module (no PE image:
+                    # GetMethodTableName says "<Unloaded Type>"), so a name it gives otherwise is
+                    # a note for those
+                    r = by_mt.get(int(ty['method_table'], 16))
+                    got = r['count'] if r else 0
+                    self.ok(got == ty['count'], 'type %s (MT %s): manifest count %d, DAC census %d'
+                            % (name, ty['method_table'], ty['count'], got))
+                    if r and r['type'] != name:
+                        if ty.get('emitted'):
+                            self.notes.append('type %s (MT %s): the DAC names it %r' % (name, ty['method_table'], r['type']))
+                        else:
+                            self.ok(False, 'type %s (MT %s): the DAC names it %r' % (name, ty['method_table'], r['type']))
+                    continue
                 got = census.get(name, [0, 0])[0]
                 self.ok(got == ty['count'], 'type %s: manifest count %d, DAC census %d' % (name, ty['count'], got))
 
@@ -189,6 +215,10 @@ class Checker:
                 self.ok(dt is not None and dt.get('lastThrownObjectHandle') not in (None, '0x0'),
                         'exception %s: thread %s has no last thrown object in the DAC' % (ex['type'], ex['thrown_on_managed_id']))
 
+        # ---- a fault (scenarios/fault.cs): the crasher's walk goes through the Frame the runtime
+        # saved the faulting context in, and on through the faulting method to its callers
+        self.fault(dthreads, stacks, by_managed)
+
         # ---- sync over async, locks: every id named must be a manifest thread
         soa = m.get('sync_over_async')
         for soa in (soa if isinstance(soa, list) else [soa] if soa else []):
@@ -202,6 +232,46 @@ class Checker:
             for i in ids:
                 self.ok(i in by_managed, 'lock %s: thread %s not in threads' % (lk['name'], i))
         return not self.failures
+
+
+def _fault(self, dthreads, stacks, by_managed):
+    """fault.cs's `fault`: the crashing thread's DAC stack holds the explicit Frame that saved the
+    faulting context (`frame`, e.g. FaultingExceptionFrame), and beyond it (outward) the faulting
+    method `in` and then the rest of the manifest's frames for that thread, in order: the walk
+    continued through the Frame.  For a FailFast in a catch block (`in_catch_of`), the catch
+    funclet's frame lies above (inner to) the Frame."""
+    f = self.m.get('fault')
+    if not f or not dthreads:
+        return
+    t = by_managed.get(f.get('thread_managed_id'))
+    if not self.ok(t is not None, 'fault: thread %s is not a manifest thread' % f.get('thread_managed_id')):
+        return
+    st = stacks.get(t['os_id'], {})
+    if 'frames' not in st:
+        self.gap('fault: the DAC gave no stack for the crasher (%s)' % st.get('error'))
+        return
+    frames = st['frames']
+    want = f.get('frame')
+    if not want:
+        return
+    at = [i for i, x in enumerate(frames) if x.get('frame_name') == want]
+    if not self.ok(len(at) == 1, 'fault: %d %s frames on the crasher\'s DAC stack' % (len(at), want)):
+        return
+    beyond = [bare(x.get('method')) for x in frames[at[0] + 1:] if x.get('method')]
+    own = t.get('frames', [])
+    ns = own[0].split('.')[0] + '.' if own else ''
+    beyond_own = [n for n in beyond if n.startswith(ns)]
+    self.ok(beyond_own[:1] == [f['in']],
+            'fault: the first own frame beyond the %s is %s, not %s' % (want, beyond_own[:1], f['in']))
+    self.ok(len(beyond_own) > 1 and beyond_own == own[len(own) - len(beyond_own):],
+            'fault: own frames beyond the %s %s are not the outer part of %s' % (want, beyond_own, own))
+    if f.get('in_catch_of'):
+        inner = [bare(x.get('method')) for x in frames[:at[0]] if x.get('method')]
+        self.ok(f['in_catch_of'] in inner,
+                'fault: the catch funclet of %s is not above the %s: %s' % (f['in_catch_of'], want, inner))
+
+
+Checker.fault = _fault
 
 
 RUNTIME_ASYNC_TASK = 'System.Runtime.CompilerServices.AsyncHelpers+RuntimeAsyncTask`1[['

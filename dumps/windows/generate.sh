@@ -20,14 +20,22 @@
 #                       IPC, type 4; type 2 "withheap" holds no GC heap under wine, see README.md).
 #   windows-hang-net8   .NET 8.0.33 from NuGet, the same build, dumped by dbghelp's
 #                       MiniDumpWriteDump(MiniDumpWithFullMemory) from mdw.exe (mdw.c, mingw).
+#   windows-asyncreal-net8, windows-asyncreal-net9   .NET 8.0.33 / 9.0.22 from NuGet, the
+#                       asyncreal scenario (scenarios/asyncreal.cs + common.cs: a pooled
+#                       PoolingAsyncValueTaskMethodBuilder box, generic instantiations), built
+#                       like windows-hang-net8 and dumped like it (mdw.exe, full memory). Not
+#                       committed (a full dump is 25+ MB compressed): OUT_DIR=<dir> puts the
+#                       outputs there instead of dumps/ (dumps/README.md, "Made on demand").
 # The NuGet dumps need only `dotnet restore` access to NuGet (no PyPI).
 #
 # Environment: KEEP_RAW=1 keeps the uncompressed .dmp in dumps/build/windows/<NAME>/;
 #   NET10_DUMP_TYPE=2 asks createdump for a withheap dump instead (expected to fail the checks);
-#   NO_CLRMD=1 skips the optional ClrMD truth; ZSTD_LEVEL (default 19).
+#   NO_CLRMD=1 skips the optional ClrMD truth; ZSTD_LEVEL (default 19); OUT_DIR (default dumps/)
+#   where the NuGet dumps' outputs go.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DUMPS=$(cd "$HERE/.." && pwd)
+DUMPS_SRC=$DUMPS      # the tools (dumps/tools); sdk_windows_hang writes its outputs to OUT_DIR
 B=$DUMPS/build/windows
 SCEN=$DUMPS/scenarios/hang.cs
 ZSTD_LEVEL=${ZSTD_LEVEL:-19}
@@ -44,8 +52,8 @@ legacy=0
 for n in "${names[@]}"; do
   case $n in
     windows-hang) legacy=1 ;;
-    windows-hang-net10|windows-hang-net8) ;;
-    *) die "unknown name '$n' (windows-hang, windows-hang-net10, windows-hang-net8, all)" ;;
+    windows-hang-net10|windows-hang-net8|windows-asyncreal-net8|windows-asyncreal-net9) ;;
+    *) die "unknown name '$n' (windows-hang, windows-hang-net10, windows-hang-net8, windows-asyncreal-net8, windows-asyncreal-net9, all)" ;;
   esac
 done
 
@@ -180,8 +188,10 @@ NUGET=${NUGET_PACKAGES:-$(dotnet nuget locals global-packages -l 2>/dev/null | s
 NUGET=${NUGET%/}
 [ -n "$NUGET" ] || NUGET=$HOME/.nuget/packages
 
-sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER
-  local name=$1 ver=$2 tfm=$3 dumper=$4
+sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER [PROGRAM]
+  local name=$1 ver=$2 tfm=$3 dumper=$4 prog=${5:-hang}
+  local DUMPS=${OUT_DIR:-$DUMPS} TOOLS=$DUMPS_SRC     # outputs; sources and tools
+  mkdir -p "$DUMPS"
   local w=$B/$name
   # the app sits in a folder named by the runtime version: the runtime (coreclr.dll) is loaded
   # from there, and truth.py check wants the version in the DAC's runtime path
@@ -193,15 +203,15 @@ sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER
   #    from NuGet. TargetFrameworks is set as well as TargetFramework: NuGet's restore drops a
   #    global TargetFramework and would otherwise restore for the project's default, net10.0.
   log "[$name] dotnet publish (Roslyn, $tfm, win-x64 self-contained, runtime $ver)"
-  dotnet publish "$DUMPS/sdk/Scenario.csproj" -nologo -v:q -c Release -r win-x64 --self-contained true \
-      -p:Scenario=hang -p:TargetFrameworks="$tfm" -p:TargetFramework="$tfm" -p:RuntimeFrameworkVersion="$ver" \
+  dotnet publish "$TOOLS/sdk/Scenario.csproj" -nologo -v:q -c Release -r win-x64 --self-contained true \
+      -p:Scenario="$prog" -p:TargetFrameworks="$tfm" -p:TargetFramework="$tfm" -p:RuntimeFrameworkVersion="$ver" \
       "-p:BaseIntermediateOutputPath=$w/obj/" "-p:BaseOutputPath=$w/bin/" -o "$app" \
       > "$w/publish.log" 2>&1 || { cat "$w/publish.log" >&2; die "[$name] publish failed"; }
   # No hang.pdb beside the app: wine 8.0's dbghelp loads it (a portable PDB) while writing the
   # dump and then faults freeing it in SymCleanup (pdb_module_remove -> RtlFreeHeap), so
   # MiniDumpWriteDump's caller (createdump.exe or mdw.exe) dies after the dump is written.
   # (Kept aside: dumps/pdbs/<name>/<PDB key>/hang.pdb once the dump passed, step 8.)
-  mv -f "$app/hang.pdb" "$w/hang.pdb"
+  mv -f "$app/$prog.pdb" "$w/$prog.pdb"
   local pack=$NUGET/microsoft.netcore.app.runtime.win-x64/$ver/runtimes/win-x64/native
   local dac=$pack/mscordaccore.dll
   [ -f "$dac" ] || die "[$name] no $dac (runtime pack not restored?)"
@@ -211,11 +221,11 @@ sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER
   done
 
   # 4) run until "ready <pid>"
-  log "[$name] starting hang.exe under wine"
-  start_app "$app" "$app/hang.exe" hang.manifest.json "$name"
+  log "[$name] starting $prog.exe under wine"
+  start_app "$app" "$app/$prog.exe" "$prog.manifest.json" "$name"
   log "[$name] ready: windows pid $WPID"
   local mver
-  mver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runtime"]["version"])' "$app/hang.manifest.json")
+  mver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1], encoding="utf-8-sig"))["runtime"]["version"])' "$app/$prog.manifest.json")
   [ "$mver" = "$ver" ] || die "[$name] the program ran on $mver, not $ver"
 
   # 5) the dump
@@ -250,7 +260,7 @@ sdk_windows_hang() {  # sdk_windows_hang NAME VERSION TFM DUMPER
   python3 "$HERE/tidy.py" "$w/$name.dac.raw.json" "$w/$name.dac.tidy.json"
 
   # 7) the manifest, plus what made the app and the dump (as dumps/generate-sdk.sh writes them)
-  python3 - "$app/hang.manifest.json" "$w/manifest.full.json" "$kind" "$tool" "$tfm" "$ver" <<'EOF'
+  python3 - "$app/$prog.manifest.json" "$w/manifest.full.json" "$kind" "$tool" "$tfm" "$ver" <<'EOF'
 import json, subprocess, sys
 src, dst, kind, tool, tfm, ver = sys.argv[1:7]
 with open(src, encoding='utf-8-sig') as f:
@@ -271,25 +281,25 @@ EOF
   zsz=$(stat -c %s "$DUMPS/$name.dmp.zst")
   log "[$name] $name.dmp.zst: $zsz bytes (dump $(stat -c %s "$dmp"))"
   [ "$zsz" -lt $MAX_ZST ] || { rm -f "$DUMPS/$name.dmp.zst"; die "[$name] compressed dump is $zsz bytes (limit $MAX_ZST)"; }
-  python3 "$DUMPS/tools/truth.py" finish --name "$name" --raw "$w/$name.dac.tidy.json" \
+  python3 "$TOOLS/tools/truth.py" finish --name "$name" --raw "$w/$name.dac.tidy.json" \
     --manifest "$w/manifest.full.json" --dump "$dmp" --zst "$DUMPS/$name.dmp.zst" --out-dir "$DUMPS"
   python3 "$HERE/check.py" "$DUMPS/$name.manifest.json" "$DUMPS/$name.dac.json" "$dmp" > "$w/check.txt" \
     || { cat "$w/check.txt" >&2; die "[$name] check.py failed"; }
   tail -n1 "$w/check.txt" >&2
-  python3 "$DUMPS/tools/truth.py" check "$DUMPS/$name.manifest.json" "$DUMPS/$name.dac.json" \
+  python3 "$TOOLS/tools/truth.py" check "$DUMPS/$name.manifest.json" "$DUMPS/$name.dac.json" \
     || die "[$name] truth.py check failed"
   # the app's portable PDB (source lines, local names), by its id (dumps/pdbs/README.md)
   local idkey
-  idkey=$(python3 "$DUMPS/tools/pdbkey.py" "$w/hang.pdb" | cut -d' ' -f1) || die "[$name] no portable PDB"
+  idkey=$(python3 "$TOOLS/tools/pdbkey.py" "$w/$prog.pdb" | cut -d' ' -f1) || die "[$name] no portable PDB"
   mkdir -p "$DUMPS/pdbs/$name/$idkey"
-  cp "$w/hang.pdb" "$DUMPS/pdbs/$name/$idkey/"
-  chmod 644 "$DUMPS/pdbs/$name/$idkey/hang.pdb"
+  cp "$w/$prog.pdb" "$DUMPS/pdbs/$name/$idkey/"
+  chmod 644 "$DUMPS/pdbs/$name/$idkey/$prog.pdb"
 
   # 9) ClrMD's view, when dumps/tools/clrmd/truth.sh is there (written separately: for a minidump
   #    it publishes the ClrMD tool self-contained for win-x64 and runs it under wine with this DAC)
-  if [ "${NO_CLRMD:-0}" != 1 ] && [ -f "$DUMPS/tools/clrmd/truth.sh" ]; then
+  if [ "${NO_CLRMD:-0}" != 1 ] && [ -f "$TOOLS/tools/clrmd/truth.sh" ]; then
     log "[$name] ClrMD truth (tools/clrmd/truth.sh, under wine)"
-    bash "$DUMPS/tools/clrmd/truth.sh" "$dmp" "$dac" "$DUMPS/$name.clrmd.json" \
+    bash "$TOOLS/tools/clrmd/truth.sh" "$dmp" "$dac" "$DUMPS/$name.clrmd.json" \
       || die "[$name] tools/clrmd/truth.sh failed"
   fi
   [ -n "${KEEP_RAW:-}" ] || rm -f "$dmp"
@@ -301,10 +311,12 @@ for n in "${names[@]}"; do
     windows-hang) legacy_windows_hang ;;
     windows-hang-net10) sdk_windows_hang "$n" 10.0.14 net10.0 createdump ;;
     windows-hang-net8) sdk_windows_hang "$n" 8.0.33 net8.0 mdw ;;
+    windows-asyncreal-net8) sdk_windows_hang "$n" 8.0.33 net8.0 mdw asyncreal ;;
+    windows-asyncreal-net9) sdk_windows_hang "$n" 9.0.22 net9.0 mdw asyncreal ;;
   esac
 done
 total=0
 for n in "${names[@]}"; do
-  [ -f "$DUMPS/$n.dmp.zst" ] && total=$((total + $(stat -c %s "$DUMPS/$n.dmp.zst")))
+  [ -f "${OUT_DIR:-$DUMPS}/$n.dmp.zst" ] && total=$((total + $(stat -c %s "${OUT_DIR:-$DUMPS}/$n.dmp.zst")))
 done
 log "done: ${names[*]} ($total compressed bytes)"

@@ -59,9 +59,38 @@ struct OpenArgs {
     /// first (the one being opened is always kept).
     #[arg(long, value_name = "GIB", default_value_t = 32)]
     cache_limit_gb: u64,
+    /// A symbol server to download the runtime module from when neither the dump nor the
+    /// bundled build index describes it (off by default; or DUMPSHELL_SYMBOL_SERVER).
+    ///
+    /// E.g. https://msdl.microsoft.com/download/symbols. The file is fetched with the
+    /// system's curl by its symbol-store key (libcoreclr.so/elf-buildid-<id>/libcoreclr.so;
+    /// coreclr.dll/<TIMESTAMP><size>/coreclr.dll), kept under the cache folder's symbols/,
+    /// and used only if its build id (PE: timestamp and size) equals the dump's.
+    #[arg(long, value_name = "URL")]
+    symbol_server: Option<String>,
 }
 
 impl OpenArgs {
+    /// What discovery may read besides the dump: the symbol server named by
+    /// `--symbol-server` or DUMPSHELL_SYMBOL_SERVER, cached under `<cache>/symbols`.
+    fn discover(&self) -> clrdata::DiscoverOptions {
+        let url = self.symbol_server.clone().or_else(|| {
+            std::env::var("DUMPSHELL_SYMBOL_SERVER")
+                .ok()
+                .filter(|u| !u.trim().is_empty())
+        });
+        let cache = self
+            .cache_dir
+            .clone()
+            .or_else(default_cache_dir)
+            .unwrap_or_else(std::env::temp_dir)
+            .join("symbols");
+        clrdata::DiscoverOptions {
+            symbol_server: url.map(|u| clrdata::discovery::symbols::SymbolServer::new(u, cache)),
+            ..Default::default()
+        }
+    }
+
     fn options(&self) -> dumpreader::OpenOptions {
         dumpreader::OpenOptions {
             cache_dir: self.cache_dir.clone().or_else(default_cache_dir),
@@ -136,7 +165,8 @@ fn with_version(cmd: clap::Command) -> clap::Command {
 }
 
 fn run_triage(cli: TriageCli) -> i32 {
-    let results = commands::triage::triage_all(&cli.dumps, &cli.open.options());
+    let results =
+        commands::triage::triage_all_with(&cli.dumps, &cli.open.options(), &cli.open.discover());
     let mut failed = false;
     for t in &results {
         failed |= t.error.is_some();
@@ -193,7 +223,8 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let session = Session::open_with(&cli.dump, &cli.open.options())
-        .with_context(|| format!("opening {}", cli.dump.display()))?;
+        .with_context(|| format!("opening {}", cli.dump.display()))?
+        .with_discover_options(cli.open.discover());
     session.control.set_progress(Arc::new(progress::Stderr));
     let mut lines: Vec<String> = cli.commands.clone();
     if let Some(script) = &cli.script {

@@ -88,7 +88,10 @@ pub struct Failure<'a> {
 pub(crate) enum Doc<'a> {
     Missing,
     /// The command failed: its error's kind and sentence.
-    Failed { kind: &'a str, message: &'a str },
+    Failed {
+        kind: &'a str,
+        message: &'a str,
+    },
 
     Ok(&'a Value),
 }

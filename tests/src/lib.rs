@@ -59,7 +59,7 @@ impl Entry {
     }
 
     /// The scenario program that made the dump (`hang` for `hang`, `servergc`, `netcore31`,
-    /// `windows-hang` and `hang-net10-single`): the manifest's `program` when it names one,
+    /// `windows-hang` and `hang-net10-single`; `asyncreal` for `windows-asyncreal-net8`): the manifest's `program` when it names one,
     /// else the dump's name up to its first `-net` (the corpus's naming rule
     /// `<program>-<runtime>[-<shape>][-<kind>]`), else the manifest's scenario.
     pub fn program(&self) -> &str {
@@ -68,7 +68,8 @@ impl Entry {
         }
         match self.name.split("-net").next().unwrap_or(&self.name) {
             "servergc" | "netcore31" | "windows-hang" | "windows" => "hang",
-            n => n,
+            // windows/generate.sh names a dump `windows-<program>-<runtime>`
+            n => n.strip_prefix("windows-").unwrap_or(n),
         }
     }
 
@@ -84,8 +85,12 @@ impl Entry {
     /// or, where a gcore core lacks them, from files on this machine that dumpreader and the
     /// runtime's records accepted ([`Entry::unread_images`] is empty).
     pub fn images_readable(&self) -> bool {
+        // In the clean room no file stands in: a gcore core whose images are all in its
+        // memory (a compressed bundle's, inflated) still reads them.
         self.images_in_dump()
-            || (self.kind() == "gcore" && self.has_framework() && self.unread_images().is_empty())
+            || (self.kind() == "gcore"
+                && (clean_room() || self.has_framework())
+                && self.unread_images().is_empty())
     }
 
     /// The image files (assemblies, the runtime, a single-file host) whose bytes this dump
@@ -106,7 +111,7 @@ impl Entry {
         }
         let d = self.open();
         // The runtime's records settle the PE files whose headers the dump lacks.
-        let _ = clrdata::Runtime::discover(&d);
+        let _ = discover(&d);
         // A single-file host counts when its bundle maps assemblies out of it; a compressed
         // bundle inflates them into anonymous memory, which the core holds.
         let hosts: Vec<String> = d
@@ -133,13 +138,22 @@ impl Entry {
         v
     }
 
-    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`: small app files
-    /// checked against the dump's truths), when there are any.
+    /// Image files of this dump kept in the corpus (`dumps/images/<name>/`, or `images/<name>/`
+    /// beside an on-demand dump: small app files checked against the dump's truths), when there
+    /// are any.
     pub fn image_dir(&self) -> Option<PathBuf> {
-        let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        if clean_room() {
+            return None;
+        }
+        // beside the dump (an on-demand dump's `images/`), else dumps/images/
+        let beside = self
+            .compressed
+            .parent()
+            .map(|p| p.join("images").join(&self.name));
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../dumps/images")
             .join(&self.name);
-        d.is_dir().then_some(d)
+        beside.into_iter().chain([corpus]).find(|d| d.is_dir())
     }
 
     /// Whether the dump holds the GC heap: every kind but createdump's `--triage` and
@@ -172,6 +186,46 @@ impl Entry {
     }
 }
 
+/// Whether this process runs in the clean room: every corpus dump opened with no image path,
+/// no recorded paths and no NuGet pack ([`Entry::open_options`], [`Entry::framework_dirs`]
+/// empty), and discovered with files forbidden ([`discover_options`]): nothing but the dump's
+/// memory and the build index bundled with dumpshell. On in the test binary
+/// `tests/tests/clean_room.rs` (it runs the truth tests there, by its file name: a binary
+/// named `clean_room-*`) and in any test binary run with `DUMPSHELL_CLEAN_ROOM=1`.
+pub fn clean_room() -> bool {
+    static CLEAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CLEAN.get_or_init(|| {
+        std::env::var_os("DUMPSHELL_CLEAN_ROOM").is_some_and(|v| v == "1")
+            || std::env::current_exe().is_ok_and(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("clean_room-"))
+            })
+    })
+}
+
+/// What the tests let discovery read: everything by default; in the [`clean_room`], the dump
+/// and the build index only. `DUMPSHELL_NO_BUILD_INDEX=1` turns the index off (to see what
+/// the dumps give without it).
+pub fn discover_options() -> clrdata::DiscoverOptions {
+    let mut o = if clean_room() {
+        clrdata::DiscoverOptions::clean_room()
+    } else {
+        clrdata::DiscoverOptions::default()
+    };
+    if std::env::var_os("DUMPSHELL_NO_BUILD_INDEX").is_some_and(|v| v == "1") {
+        o.build_index = false;
+    }
+    o
+}
+
+/// The runtime in `target`, discovered with [`discover_options`]: how every truth test opens
+/// it, so that the [`clean_room`] holds them all.
+pub fn discover<M: dumpreader::Memory + dumpreader::Target>(
+    target: M,
+) -> clrdata::Result<clrdata::Runtime<M>> {
+    clrdata::Runtime::discover_with_options(target, &discover_options())
+}
+
 /// The workspace root (the parent of this crate's folder).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -199,12 +253,251 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The names of every corpus dump of the CLR (`dumps/<name>.dmp.zst`), sorted: NativeAOT dumps
-/// ([`nativeaot_names`]) are not among them.
+/// ([`nativeaot_names`]) and the dumps committed before dumpshell reads them ([`pending`]) are
+/// not among them.
 pub fn names() -> Vec<String> {
     all_names()
         .into_iter()
-        .filter(|n| !is_nativeaot(n))
+        .filter(|n| !is_nativeaot(n) && !is_pending(n))
         .collect()
+}
+
+/// A corpus dump committed before dumpshell reads it: a test of the corpus would fail on it
+/// today. It is left out of [`names`] (so of [`all`], [`ahead`] and every test that takes the
+/// corpus); tests/tests/pending.rs holds it instead to still falling short as `shortfall` says,
+/// and fails once it does not, so that whoever closes `issue` removes the dump from
+/// [`pending`] and every truth test then holds it (its truths are committed beside it).
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    /// The corpus name (`dumps/<name>.dmp.zst`).
+    pub name: &'static str,
+    /// The project issue whose work makes dumpshell read it.
+    pub issue: u32,
+    /// What dumpshell does with the dump today, and which tests would fail.
+    pub reason: &'static str,
+    /// How tests/tests/pending.rs sees that it still falls short.
+    pub shortfall: Shortfall,
+}
+
+/// How a [`Pending`] dump falls short today, as tests/tests/pending.rs checks it (opened as
+/// every test opens corpus dumps: [`Entry::open_options`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortfall {
+    /// `clrdata::Runtime::discover` fails: no runtime is found in the dump.
+    NoRuntime,
+    /// The runtime is found, with the manifest's version, but its GC heap is refused
+    /// (`gc_heap()` fails) although the tests claim the heap on the family.
+    HeapRefused,
+    /// The runtime is found, but image files the dump lacks (a gcore core) are not read from
+    /// the files on the image path ([`Entry::unread_images`] is not empty).
+    ImagesUnread,
+    /// The stack walk fails, or differs from the DAC's ([`stack_truth`] finds differences:
+    /// frames, or the methods' names).
+    StackWalk,
+    /// `dumpasync` reports errors: async boxes it cannot read (a pooled ValueTask box on
+    /// Windows .NET 8: `Module.m_pAvailableParamTypes` is not known there).
+    AsyncBoxes,
+}
+
+/// The dumps committed ahead of the code that reads them ([`Pending`]), with the issue and
+/// the reason. dumps/README.md ("Dumps for issues 24 and 27") says how each was made.
+pub fn pending() -> &'static [Pending] {
+    use Shortfall::*;
+    const SINGLE: &str = "a single-file app dumped by its own runtime (dotnet-dump collect \
+        --type Heap, the DAC beside the app): the host's export table is only partly in the dump \
+        and the host file is on no machine but the one that made it, so no runtime is found \
+        (\"no .NET runtime found in the dump\"); the DAC, ClrMD and SOS read it; every corpus \
+        test would fail on it";
+    const SINGLE_NODAC: &str = "a single-file app dumped by the pack's createdump --withheap \
+        run by hand (no --singlefile, no DAC beside the app): the host's data pages are not in \
+        it, so no runtime is found; the DAC lists the threads but reads neither the heap nor \
+        (8, 9) the stacks, so the manifest-against-DAC checks of tests/tests/truths.rs cannot \
+        hold on it either (dumps/README.md)";
+    const SINGLE_INDEXED: &str =
+        "a single-file app dumped by its own runtime (dotnet-dump collect \
+        --type Heap): its runtime is now found through the build index (the host's identity), but \
+        the stack walk still differs from the DAC's and info calls the app self-extracting";
+    const NODAC_NO_GC: &str = "a single-file app dumped by the pack's createdump --withheap by \
+        hand: its runtime is now found through the build index, but the GC's own tables are not \
+        in the dump, so the heap is refused (rightly: the DAC cannot read it either) and the \
+        manifest-against-DAC checks cannot hold on it";
+    &[
+        Pending {
+            name: "hang-net8-single",
+            issue: 24,
+            reason: SINGLE_INDEXED,
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "hang-net8-single-nodac",
+            issue: 24,
+            reason: SINGLE_NODAC,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net9-single",
+            issue: 24,
+            reason: SINGLE,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net9-single-nodac",
+            issue: 24,
+            reason: SINGLE_NODAC,
+            shortfall: NoRuntime,
+        },
+        Pending {
+            name: "hang-net10-single",
+            issue: 24,
+            reason: SINGLE_INDEXED,
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "hang-net10-single-nodac",
+            issue: 24,
+            reason: NODAC_NO_GC,
+            shortfall: HeapRefused,
+        },
+        Pending {
+            name: "servergc-net9",
+            issue: 24,
+            reason: "server GC with 2 heaps on .NET 9.0.22: the heap is refused (\"server-GC \
+                heaps is not verified for .NET 9.0.22\"), but the tests claim the heap on every \
+                .NET 9 dump that holds one (exceptions.rs, fields_net9_10.rs, threadpool.rs and \
+                clrdata's census_descriptor.rs would fail)",
+            shortfall: HeapRefused,
+        },
+        Pending {
+            name: "ilonly-net8-gcore",
+            issue: 24,
+            reason: "a gcore core of a .NET 8 app with IL-only assemblies of its own: neither \
+                the framework's files nor the app's (dumps/images/ilonly-net8-gcore/) are \
+                accepted (\"not verified: the dump lacks the PE headers\"), so no type or \
+                frame is named and stacks stop after 1 frame (gcore_images.rs fails)",
+            shortfall: ImagesUnread,
+        },
+        Pending {
+            name: "names-net10",
+            issue: 27,
+            reason: "generic method instantiations named open (`BlockingWait(!!0)`), the \
+                Reflection.Emit method and the DynamicMethod/compiled Expression frames not \
+                named, where the DAC names them (method_names.rs fails)",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "faultnull-net10",
+            issue: 27,
+            reason: "a crash through a FaultingExceptionFrame (null dereference): the \
+                crashing thread's walk does not resume from the context the Frame saved, so \
+                the frames beyond it are missing (commands/tests/stacks.rs fails)",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "faultav-net10",
+            issue: 27,
+            reason: "a crash through a FaultingExceptionFrame (access violation): as \
+                faultnull-net10",
+            shortfall: StackWalk,
+        },
+        Pending {
+            name: "failfast-net10",
+            issue: 27,
+            reason: "FailFast in a catch block, the exception's frames below the \
+                FaultingExceptionFrame: as faultnull-net10",
+            shortfall: StackWalk,
+        },
+    ]
+}
+
+/// Whether `name` is a [`pending`] dump.
+pub fn is_pending(name: &str) -> bool {
+    pending().iter().any(|p| p.name == name)
+}
+
+/// A dump made on demand, not committed (the corpus's size budget: dumps/README.md, "Dumps for
+/// issues 24 and 27"): `make` writes it with every truth into [`on_demand_dir`].
+/// tests/tests/pending.rs checks each one that is there as it checks the [`pending`] dumps
+/// (`shortfall`; `None`: of a runtime family no test claims, refused naming its version) and
+/// names each absent one loudly with its command; with `DUMPSHELL_REQUIRE_ON_DEMAND=1` an
+/// absent one fails.
+#[derive(Debug, Clone, Copy)]
+pub struct OnDemand {
+    /// The dump's name (`<on_demand_dir>/<name>.dmp.zst`).
+    pub name: &'static str,
+    /// The project issue it was made for.
+    pub issue: u32,
+    /// The command that makes it (from the workspace root).
+    pub make: &'static str,
+    /// How it falls short today; `None`: refused as a runtime no test claims.
+    pub shortfall: Option<Shortfall>,
+}
+
+impl OnDemand {
+    /// The dump with its truths, when it has been made.
+    pub fn entry(&self) -> Option<Entry> {
+        let dir = on_demand_dir();
+        let compressed = dir.join(format!("{}.dmp.zst", self.name));
+        if !compressed.is_file() {
+            return None;
+        }
+        Some(Entry {
+            name: self.name.to_owned(),
+            compressed,
+            manifest: load_json(&dir.join(format!("{}.manifest.json", self.name))),
+            dac: load_json(&dir.join(format!("{}.dac.json", self.name))),
+        })
+    }
+}
+
+/// Where the generators write the on-demand dumps ([`on_demand`]): `dumps/build/ondemand/`
+/// (gitignored).
+pub fn on_demand_dir() -> PathBuf {
+    workspace_root().join("dumps/build/ondemand")
+}
+
+/// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
+pub fn on_demand() -> &'static [OnDemand] {
+    use Shortfall::*;
+    macro_rules! sdk {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "sudo OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1 dumps/generate-sdk.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    macro_rules! windows {
+        ($name:literal, $issue:literal, $short:expr) => {
+            OnDemand {
+                name: $name,
+                issue: $issue,
+                make: concat!(
+                    "OUT_DIR=dumps/build/ondemand bash dumps/windows/generate.sh ",
+                    $name
+                ),
+                shortfall: $short,
+            }
+        };
+    }
+    &[
+        sdk!("faultnull-net8", 27, Some(StackWalk)),
+        sdk!("faultav-net8", 27, Some(StackWalk)),
+        sdk!("failfast-net8", 27, Some(StackWalk)),
+        sdk!("names-net8", 27, Some(StackWalk)),
+        sdk!("faultnull-net11", 27, None),
+        sdk!("faultav-net11", 27, None),
+        sdk!("failfast-net11", 27, None),
+        sdk!("hang-net11-single", 24, Some(NoRuntime)),
+        sdk!("hang-net11-single-nodac", 24, Some(NoRuntime)),
+        sdk!("ilonly-net9-gcore", 24, Some(ImagesUnread)),
+        windows!("windows-asyncreal-net8", 24, Some(AsyncBoxes)),
+        windows!("windows-asyncreal-net9", 24, Some(StackWalk)),
+    ]
 }
 
 /// The names of the NativeAOT dumps (`app.shape` "nativeaot" in the manifest, made by
@@ -402,7 +695,8 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
 /// memory holds is claimed (tests/tests/app_shapes.rs and census_descriptor.rs check them;
 /// the stack walk and method names are claimed on a triage dump, which holds the stacks),
 /// unless every image the gcore core lacks is read from an accepted file on this machine
-/// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give).
+/// ([`Entry::images_readable`]; tests/tests/gcore_images.rs checks what the files give), or,
+/// in the [`clean_room`], the core holds them all (a compressed bundle's, inflated).
 pub fn claims(e: &Entry, cap: Capability) -> bool {
     use Capability::*;
     if !family_claims(e.family(), cap) {
@@ -508,10 +802,10 @@ fn decompress_once(src: &Path, name: &str) -> io::Result<PathBuf> {
     }
     let tmp = dir.join(format!("{name}.dmp.part.{}", std::process::id()));
     {
-        let input = io::BufReader::new(fs::File::open(src)?);
-        let mut output = io::BufWriter::new(fs::File::create(&tmp)?);
-        zstd::stream::copy_decode(input, &mut output)?;
-        io::Write::flush(&mut output)?;
+        // Sparse: the corpus is 13 GB decompressed, mostly zero pages (dumpreader::copy_sparse).
+        let input = zstd::stream::read::Decoder::new(io::BufReader::new(fs::File::open(src)?))?;
+        let mut output = fs::File::create(&tmp)?;
+        dumpreader::copy_sparse(input, &mut output)?;
     }
     fs::rename(&tmp, &out)?;
     fs::write(&stamp_path, stamp)?;
@@ -532,6 +826,9 @@ static FRAMEWORK: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
 /// tests pass either way. The reader accepts a file only when its PE timestamp and size equal
 /// the dump's, so a wrong file cannot pass silently.
 pub fn framework_dir() -> Option<PathBuf> {
+    if clean_room() {
+        return None;
+    }
     let mut cached = FRAMEWORK.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(p) = cached.as_ref() {
         return p.clone();
@@ -577,6 +874,9 @@ impl Entry {
     /// single-file apps carry the same files (dumps/README.md); an ASP.NET Core app's
     /// (`app.aspnetcore_pack`) also its pack's assemblies. Empty when they are not here.
     pub fn framework_dirs(&self) -> Vec<PathBuf> {
+        if clean_room() {
+            return Vec::new();
+        }
         let v = self.runtime_version();
         if v == "8.0.4" {
             return framework_dir().into_iter().collect();
@@ -627,7 +927,8 @@ impl Entry {
     /// that needs it fails instead of skipping.
     pub fn has_framework(&self) -> bool {
         let here = !self.framework_dirs().is_empty();
-        let obtainable = !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
+        // In the clean room no file is obtainable by design.
+        let obtainable = !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
         if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
             panic!(
                 "{}: the .NET {} runtime pack is not in the NuGet cache (run \
@@ -640,7 +941,7 @@ impl Entry {
     }
 
     /// How tests open this dump with its runtime's files ([`Entry::framework_dirs`]), never
-    /// from the paths the dump records.
+    /// from the paths the dump records; in the [`clean_room`], with no file source at all.
     pub fn open_options(&self) -> dumpreader::OpenOptions {
         dumpreader::OpenOptions {
             image_search_path: self
@@ -689,7 +990,7 @@ pub fn stack_truth(e: &Entry, opts: &dumpreader::OpenOptions) -> StackComparison
     };
     let d = dumpreader::Dump::open_with(&e.dump_path(), opts)
         .unwrap_or_else(|err| panic!("{name}: {err}"));
-    let rt = clrdata::Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let rt = discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
     let names = clrdata::TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let stacks = w.walk_all().unwrap_or_else(|err| panic!("{name}: {err}"));

@@ -26,7 +26,7 @@ fn hex(v: &Value) -> u64 {
 
 fn open(e: &tests::Entry) -> (Arc<Dump>, Runtime<Arc<Dump>>) {
     let d = Arc::new(e.open());
-    let rt = Runtime::discover(d.clone()).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+    let rt = tests::discover(d.clone()).unwrap_or_else(|err| panic!("{}: {err}", e.name));
     (d, rt)
 }
 

@@ -67,7 +67,7 @@ fn open(e: &tests::Entry) -> Dump {
 }
 
 fn runtime<'d>(e: &tests::Entry, d: &'d Dump) -> Runtime<&'d Dump> {
-    Runtime::discover(d).unwrap_or_else(|err| panic!("{}: {err}", e.name))
+    tests::discover(d).unwrap_or_else(|err| panic!("{}: {err}", e.name))
 }
 
 /// Every live object's address by type name (the DAC's spelling).

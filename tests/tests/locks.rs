@@ -32,7 +32,7 @@ struct Open {
 impl Open {
     fn new(e: &tests::Entry) -> Open {
         let d = Arc::new(e.open());
-        let rt = Runtime::discover(d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let threads = rt.threads().unwrap();
         let names = TypeNames::new();
         let table = monitors(&rt, &names).unwrap_or_else(|err| panic!("{}: {err}", e.name));
@@ -478,14 +478,14 @@ fn without_blocking_items_the_helper_frames_find_the_same_cycle() {
     use dumpreader::Target;
     let e = tests::entry("deadlock");
     let d: Arc<dyn Target> = Arc::new(e.open());
-    let rt = Runtime::discover(d.clone()).unwrap();
+    let rt = tests::discover(d.clone()).unwrap();
     let off = rt.layout.locks.unwrap().thread_first_blocking_item;
     let mut ov = tests::damage::Overlay::new(d.clone());
     for t in rt.threads().unwrap() {
         ov.write_u64(t.address + off, 0);
     }
     let target: Arc<dyn Target> = ov.into_target();
-    let rt = Runtime::discover(target).unwrap();
+    let rt = tests::discover(target).unwrap();
     let names = TypeNames::new();
     let threads = rt.threads().unwrap();
     for t in &threads {

@@ -15,7 +15,7 @@ use clrdata::discovery::layout::Capability;
 use clrdata::model::methods::{introduced_methods, method_desc, method_desc_name};
 use clrdata::model::objects::ObjectReader;
 use clrdata::prelude::*;
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -74,7 +74,7 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
             continue;
         }
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let mut n = 0;
@@ -145,13 +145,18 @@ fn method_desc_sizes_equal_the_runtimes_size_table() {
             continue;
         }
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let at = rt
             .descriptor()
             .and_then(|x| x.global_number("MethodDescSizeTable"))
             .unwrap_or_else(|| panic!("{}: no MethodDescSizeTable global", e.name));
         let mut table = [0u8; 64];
         let from_dump = dumpreader::Memory::read_exact(rt.memory(), at, &mut table).is_ok();
+        if !from_dump && tests::clean_room() {
+            // The truth (the runtime's .rodata) is only in its file: compared with files.
+            eprintln!("{}: the size table is not in the dump (clean room)", e.name);
+            continue;
+        }
         if !from_dump {
             let module = d
                 .modules()
@@ -207,7 +212,9 @@ fn method_desc_sizes_equal_the_runtimes_size_table() {
         dumps += 1;
     }
     eprintln!("method_names: {compared} size-table entries on {dumps} .NET 10 dumps");
-    assert!(dumps >= 3, "only {dumps} .NET 10 dumps compared");
+    // In the clean room only the dumps holding the table's page (a Windows minidump) compare.
+    let least = if tests::clean_room() { 1 } else { 3 };
+    assert!(dumps >= least, "only {dumps} .NET 10 dumps compared");
 }
 
 /// `Module::m_pAvailableParamTypes` (the 10 descriptor's `Module.AvailableTypeParams`, .NET 9
@@ -224,7 +231,7 @@ fn modules_list_the_constructed_types_on_the_heap() {
             continue;
         }
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let heap: Vec<u64> = e.dac["heap_stat"]["types"]

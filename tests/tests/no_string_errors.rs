@@ -117,8 +117,18 @@ fn no_result_has_a_string_error() {
         .iter()
         .map(|c| c.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for must in ["dumpreader", "clrdata", "commands", "repl", "dbgext", "report"] {
-        assert!(names.iter().any(|n| n == must), "crate {must} not found: {names:?}");
+    for must in [
+        "dumpreader",
+        "clrdata",
+        "commands",
+        "repl",
+        "dbgext",
+        "report",
+    ] {
+        assert!(
+            names.iter().any(|n| n == must),
+            "crate {must} not found: {names:?}"
+        );
     }
     let mut files = Vec::new();
     for c in &crates {

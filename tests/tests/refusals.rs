@@ -6,7 +6,7 @@
 //! it fails, and so does one the tests claim while the code refuses it. A refused capability
 //! names the runtime and its version.
 
-use clrdata::{ClrError, Runtime};
+use clrdata::ClrError;
 
 #[test]
 fn every_dump_is_read_or_refused_as_the_tests_claim() {
@@ -15,7 +15,7 @@ fn every_dump_is_read_or_refused_as_the_tests_claim() {
     for e in tests::all() {
         let v = e.runtime_version();
         let d = e.open();
-        let rt = match Runtime::discover(&d) {
+        let rt = match tests::discover(&d) {
             Ok(rt) => rt,
             Err(err @ ClrError::UnsupportedRuntime { .. })
                 if tests::CAPABILITIES

@@ -160,7 +160,7 @@ fn handles_are_the_dacs() {
     let mut families = BTreeSet::new();
     for e in roots_claimed() {
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let h = rt
             .gc_handles()
             .unwrap_or_else(|err| panic!("{}: {err}", e.name));
@@ -284,7 +284,7 @@ fn heap_handles(e: &tests::Entry) {
     eprintln!("checking {}", e.name);
     let n = e.name.as_str();
     let d = e.open();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let h = rt.gc_handles().unwrap();
     let handles = e.manifest["handles"].as_array().unwrap();
@@ -329,7 +329,7 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
     let (mut checked, mut with_clrmd, mut compared) = (0, 0, 0);
     for e in roots_claimed() {
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let q = rt
             .finalize_queue()
             .unwrap_or_else(|err| panic!("{}: {err}", e.name));
@@ -422,7 +422,7 @@ fn finalization_queue_is_the_dacs_and_holds_the_live_finalizables() {
 fn heap_finalizables(e: &tests::Entry) {
     eprintln!("checking {}", e.name);
     let d = e.open();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let q = rt.finalize_queue().unwrap();
     let mut by_type: BTreeMap<String, usize> = BTreeMap::new();
@@ -505,7 +505,7 @@ fn object_index_numbers_every_object_the_dac_counts() {
     for e in of_programs(&["heap", "hang"]) {
         let name = e.name.as_str();
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let heap = rt.gc_heap().unwrap();
         let index = ObjectIndex::build(&rt, &heap).unwrap();
         let dac: u64 = e.dac["heap_stat"]["types"]
@@ -536,7 +536,7 @@ fn stack_roots_cover_the_dacs_precise_stack_references() {
         dumps += 1;
         let name = e.name.as_str();
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let heap = rt.gc_heap().unwrap();
         let index = ObjectIndex::build(&rt, &heap).unwrap();
@@ -607,7 +607,7 @@ fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
 fn heap_gcroots(e: &tests::Entry) {
     eprintln!("checking {}", e.name);
     let d = e.open();
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let heap = rt.gc_heap().unwrap();
     let r = ObjectReader::new(&rt, &names);
@@ -779,7 +779,7 @@ fn d_handle_target(d: &dumpreader::Dump, h: u64) -> Value {
 fn gcroot_of_a_non_object_is_a_precise_error() {
     for e in of_programs(&["heap"]) {
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let heap = rt.gc_heap().unwrap();
         let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
@@ -799,7 +799,7 @@ fn gcroot_on_the_windows_dump_and_server_gc() {
     for e in of_programs(&["hang"]) {
         let name = e.name.as_str();
         let d = e.open();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let heap = rt.gc_heap().unwrap();
         let gate = find_object(&rt, &names, "Hang.Gate", None);

@@ -87,13 +87,15 @@ fn the_runtime_is_found_in_a_module_of_any_name_by_its_exports() {
     );
 
     let rt = clrdata::Runtime::discover(view.clone() as Arc<dyn Target>).expect("discovered");
-    // ... so it comes from the runtime's image file (its build id matched to the dump's) or,
+    // ... so it comes from the build index (the module's build id), the runtime's image file
+    // (its build id matched to the dump's) or,
     // where that is absent too, from CoreLib's metadata once the .NET 8 layout's checks passed.
     assert_eq!(rt.info.version, e.runtime_version());
     assert!(
         matches!(
             rt.info.version_source,
             clrdata::discovery::runtime::VersionSource::ImageFileSccsid
+                | clrdata::discovery::runtime::VersionSource::BuildIndex
                 | clrdata::discovery::runtime::VersionSource::CoreLibMetadata
                 | clrdata::discovery::runtime::VersionSource::Sccsid
         ),

@@ -52,7 +52,7 @@ const NET8: &[&str] = &[
 #[test]
 fn windows_managed_frames_equal_the_dac_on_every_thread() {
     let (e, d) = open("windows-hang");
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let stacks = w.walk_all().unwrap();
@@ -121,7 +121,7 @@ fn mixed_walk_has_the_managed_walks_frames() {
     let mut compared = 0;
     for name in NET8 {
         let (_, d) = open(name);
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let w = StackWalker::for_target(&rt, &names);
         let managed = w.walk_all().unwrap();
@@ -161,7 +161,7 @@ fn native_prefix(st: &MixedStack) -> Vec<String> {
 #[test]
 fn linux_blocked_threads_wait_in_libc_called_from_the_runtime() {
     let (e, d) = open("hang");
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let threads = rt.threads().unwrap();
@@ -210,7 +210,7 @@ fn linux_blocked_threads_wait_in_libc_called_from_the_runtime() {
 #[test]
 fn windows_blocked_threads_wait_in_ntdll_called_from_coreclr() {
     let (e, d) = open("windows-hang");
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let names = TypeNames::new();
     let w = StackWalker::for_target(&rt, &names);
     let threads = rt.threads().unwrap();
@@ -291,7 +291,7 @@ fn dso_of<M: Memory + Target>(rt: &Runtime<M>, os: u64) -> Vec<(u64, String, Opt
 fn dso_finds_the_gate_on_its_waiters_and_the_scenario_string_on_main() {
     for name in ["hang", "servergc", "windows-hang"] {
         let (e, d) = open(name);
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let heap = rt.gc_heap().unwrap();
         // The one Hang.Gate (the manifest and the DAC census both count 1).
@@ -336,7 +336,7 @@ fn u_bytes_are_the_dumps_and_return_addresses_follow_calls() {
     let mut returns = 0;
     for name in ["hang", "windows-hang"] {
         let (e, d) = open(name);
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let w = StackWalker::for_target(&rt, &names);
         let stacks = w.walk_all().unwrap();
@@ -416,7 +416,7 @@ fn u_bytes_are_the_dumps_and_return_addresses_follow_calls() {
 #[test]
 fn dso_on_the_crashing_thread_finds_the_exception_and_its_message() {
     let (e, d) = open("crash");
-    let rt = Runtime::discover(&d).unwrap();
+    let rt = tests::discover(&d).unwrap();
     let ex = &e.manifest["exceptions"][0];
     let crasher = e.manifest["threads"]
         .as_array()

@@ -17,7 +17,7 @@
 use clrdata::discovery::layout::Capability;
 use clrdata::model::objects::{is_gc_static, ObjectReader};
 use clrdata::prelude::*;
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -73,7 +73,7 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
     let name = e.name.as_str();
     let d = Dump::open_with(&e.dump_path(), &e.open_options())
         .unwrap_or_else(|err| panic!("{name}: {err}"));
-    let rt = Runtime::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
     rt.require(Capability::Statics).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
@@ -117,7 +117,9 @@ fn check(e: &tests::Entry, truth: &Value) -> Counts {
                     match r.thread_static_addresses(mt, f.offset, f.element_type) {
                         Ok(v) => v.into_iter().map(|(_, thread, a)| (thread, a)).collect(),
                         // A generic type definition has none (the DAC lists no thread either).
-                        Err(why) if why.to_string().contains("generic type definition") => BTreeSet::new(),
+                        Err(why) if why.to_string().contains("generic type definition") => {
+                            BTreeSet::new()
+                        }
                         Err(why) => panic!("{fw}: {why}"),
                     };
                 assert_eq!(got, want, "{fw}: threads and addresses");

@@ -11,7 +11,7 @@ use clrdata::model::delegates;
 use clrdata::model::objects::{FieldValue, ObjectReader};
 use clrdata::model::stack::StackWalker;
 use clrdata::prelude::*;
-use clrdata::{Runtime, TypeNames};
+use clrdata::TypeNames;
 use dumpreader::Dump;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -96,7 +96,7 @@ fn queued_work_items_are_the_manifests_with_callbacks_states_and_order() {
 
 fn queued_work_items_on(e: &tests::Entry) {
     let o = Open::of(e);
-    let rt = Runtime::discover(&o.dump).unwrap();
+    let rt = tests::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, HashMap::new());
@@ -188,7 +188,7 @@ fn timers_are_the_manifests_with_callbacks_due_times_periods_and_states() {
 
 fn timers_on(e: &tests::Entry) {
     let o = Open::of(e);
-    let rt = Runtime::discover(&o.dump).unwrap();
+    let rt = tests::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, HashMap::new());
@@ -242,7 +242,7 @@ fn task_delay_timers_of_the_hang_dumps_linux_and_windows() {
     for e in hangs {
         let name = e.name.as_str();
         let o = Open::of(&e);
-        let rt = Runtime::discover(&o.dump).unwrap();
+        let rt = tests::discover(&o.dump).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let w = StackWalker::new(&rt, &names, HashMap::new());
@@ -299,7 +299,7 @@ fn task_delay_timers_of_the_hang_dumps_linux_and_windows() {
 #[test]
 fn concurrent_queue_items_are_the_messages_in_order() {
     let (o, e) = Open::new("threadpool");
-    let rt = Runtime::discover(&o.dump).unwrap();
+    let rt = tests::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let c = &e.manifest["collections"][0];
@@ -346,7 +346,7 @@ fn thread_pool_limits_counts_and_blocked_workers() {
 
 fn thread_pool_on(e: &tests::Entry) {
     let o = Open::of(e);
-    let rt = Runtime::discover(&o.dump).unwrap();
+    let rt = tests::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::for_target(&rt, &names);
@@ -405,7 +405,7 @@ fn thread_pool_on(e: &tests::Entry) {
 #[test]
 fn delegate_resolution_names_a_precode_method_and_refuses_non_delegates() {
     let (o, _) = Open::new("threadpool");
-    let rt = Runtime::discover(&o.dump).unwrap();
+    let rt = tests::discover(&o.dump).unwrap();
     let names = TypeNames::new();
     let r = ObjectReader::new(&rt, &names);
     let w = StackWalker::new(&rt, &names, HashMap::new());
@@ -431,7 +431,7 @@ fn delegate_resolution_names_a_precode_method_and_refuses_non_delegates() {
 fn every_single_cast_delegate_on_the_heaps_names_its_method() {
     for e in tests::readable() {
         let d = Dump::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let w = StackWalker::new(&rt, &names, HashMap::new());
@@ -482,7 +482,7 @@ fn delegate_methods_equal_the_dacs_names() {
         );
         checked += 1;
         let d = Open::of(&e).dump;
-        let rt = Runtime::discover(&d).unwrap();
+        let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
         let r = ObjectReader::new(&rt, &names);
         let w = StackWalker::new(&rt, &names, HashMap::new());

@@ -362,10 +362,9 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
     }
 
     fn semaphore(&mut self, addr: u64, mt: u64) -> crate::Result<Semaphore> {
-        let fs = self
-            .r
-            .fields(mt, addr + 8, false)
-            .map_err(|e| crate::ClrError::corrupt("SemaphoreSlim", addr, format!("fields not readable: {e}")))?;
+        let fs = self.r.fields(mt, addr + 8, false).map_err(|e| {
+            crate::ClrError::corrupt("SemaphoreSlim", addr, format!("fields not readable: {e}"))
+        })?;
         let num = |n: &str| int(&fs, n).unwrap_or(0);
         let mut async_waiters = Vec::new();
         let mut node = ref_field(&fs, "m_asyncHead");
@@ -564,10 +563,9 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
     /// Reads a box; `None` for a pooled box idle in its pool's cache.
     fn read_box(&mut self, addr: u64, mt: u64) -> crate::Result<Option<AsyncBox>> {
         let kind = self.box_kind(mt).unwrap_or(BoxKind::Task);
-        let fields = self
-            .r
-            .fields(mt, addr + 8, false)
-            .map_err(|e| crate::ClrError::corrupt("box", addr, format!("fields not readable: {e}")))?;
+        let fields = self.r.fields(mt, addr + 8, false).map_err(|e| {
+            crate::ClrError::corrupt("box", addr, format!("fields not readable: {e}"))
+        })?;
         let flags = int(&fields, "m_stateFlags").unwrap_or(0) as u32;
         let mut cont = ref_field(&fields, "m_continuationObject");
         let mut via = "m_continuationObject";

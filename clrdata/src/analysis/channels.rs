@@ -136,15 +136,13 @@ fn full_mode_name(v: i64) -> String {
 }
 
 /// Reads the channel at `addr` (its MethodTable `mt`).
-pub fn read<M: Memory>(
-    r: &ObjectReader<'_, M>,
-    addr: u64,
-    mt: u64,
-) -> crate::Result<ChannelState> {
+pub fn read<M: Memory>(r: &ObjectReader<'_, M>, addr: u64, mt: u64) -> crate::Result<ChannelState> {
     let type_name = r.type_name(mt);
-    let fs = r
-        .fields(mt, addr + 8, false)
-        .map_err(|e| e.context(format!("channel {addr:#x} ({type_name}): fields not readable")))?;
+    let fs = r.fields(mt, addr + 8, false).map_err(|e| {
+        e.context(format!(
+            "channel {addr:#x} ({type_name}): fields not readable"
+        ))
+    })?;
     let mut problems = Vec::new();
     let capacity = match field(&fs, "_bufferedCapacity") {
         Some(_) => match int(&fs, "_bufferedCapacity") {
@@ -224,7 +222,9 @@ fn fields_of<M: Memory>(
     r: &ObjectReader<'_, M>,
     addr: u64,
 ) -> crate::Result<(u64, String, Vec<FieldData>)> {
-    let (mt, _) = r.object_mt(addr).map_err(|e| e.context(format!("{addr:#x}")))?;
+    let (mt, _) = r
+        .object_mt(addr)
+        .map_err(|e| e.context(format!("{addr:#x}")))?;
     let name = r.type_name(mt);
     let fs = r
         .fields(mt, addr + 8, false)
@@ -247,7 +247,11 @@ fn ring_items<M: Memory>(r: &ObjectReader<'_, M>, start: u64) -> crate::Result<V
     let mut cur = start;
     while cur != 0 && seen.insert(cur) {
         if out.len() >= MAX_WAITERS {
-            return Err(crate::ClrError::corrupt("waiter ring from", start, format!("more than {MAX_WAITERS} operations")));
+            return Err(crate::ClrError::corrupt(
+                "waiter ring from",
+                start,
+                format!("more than {MAX_WAITERS} operations"),
+            ));
         }
         out.push(cur);
         let (_, _, fs) = fields_of(r, cur).map_err(|e| e.context("waiter ring"))?;
@@ -263,7 +267,11 @@ fn deque_items<M: Memory>(r: &ObjectReader<'_, M>, deque: u64) -> crate::Result<
     }
     let (_, name, fs) = fields_of(r, deque)?;
     let (Some(head), Some(size)) = (int(&fs, "_head"), int(&fs, "_size")) else {
-        return Err(crate::ClrError::corrupt(name.clone(), deque, "no _head/_size"));
+        return Err(crate::ClrError::corrupt(
+            name.clone(),
+            deque,
+            "no _head/_size",
+        ));
     };
     if size == 0 {
         return Ok(Vec::new());
@@ -275,11 +283,22 @@ fn deque_items<M: Memory>(r: &ObjectReader<'_, M>, deque: u64) -> crate::Result<
     let a = r
         .array(arr, &info)
         .map_err(|e| e.context(format!("{name} {deque:#x}: _array")))?
-        .ok_or_else(|| crate::ClrError::corrupt(name.clone(), deque, format!("_array {arr:#x} is not an array")))?;
+        .ok_or_else(|| {
+            crate::ClrError::corrupt(
+                name.clone(),
+                deque,
+                format!("_array {arr:#x} is not an array"),
+            )
+        })?;
     if size < 0 || head < 0 || size as u64 > a.length || a.component_size != 8 {
-        return Err(crate::ClrError::corrupt(name.clone(), deque, format!("_head {head}, _size {size} do not fit its array of {} elements",
-            a.length
-        )));
+        return Err(crate::ClrError::corrupt(
+            name.clone(),
+            deque,
+            format!(
+                "_head {head}, _size {size} do not fit its array of {} elements",
+                a.length
+            ),
+        ));
     }
     (0..size as u64)
         .map(|i| {
@@ -302,13 +321,21 @@ fn item_count<M: Memory>(r: &ObjectReader<'_, M>, items: u64) -> crate::Result<u
     {
         return match int(&fs, "_size") {
             Some(n) if n >= 0 => Ok(n as u64),
-            v => Err(crate::ClrError::corrupt(name.clone(), items, format!("_size {v:?}"))),
+            v => Err(crate::ClrError::corrupt(
+                name.clone(),
+                items,
+                format!("_size {v:?}"),
+            )),
         };
     }
     if name.starts_with("System.Collections.Concurrent.ConcurrentQueue`1") {
         return concurrent_queue_count(r, &fs, &name, items);
     }
-    Err(crate::ClrError::corrupt(name.clone(), items, "a container this reader does not count"))
+    Err(crate::ClrError::corrupt(
+        name.clone(),
+        items,
+        "a container this reader does not count",
+    ))
 }
 
 /// `ConcurrentQueue<T>.Count` of a queue at rest: over its segments from `_head` to `_tail`,
@@ -326,10 +353,18 @@ fn concurrent_queue_count<M: Memory>(
     let mut seen = HashSet::new();
     loop {
         if seg == 0 {
-            return Err(crate::ClrError::corrupt(name, q, "segment list ends before _tail"));
+            return Err(crate::ClrError::corrupt(
+                name,
+                q,
+                "segment list ends before _tail",
+            ));
         }
         if !seen.insert(seg) || seen.len() > MAX_WAITERS {
-            return Err(crate::ClrError::corrupt(name, q, "segment list loops or is too long"));
+            return Err(crate::ClrError::corrupt(
+                name,
+                q,
+                "segment list loops or is too long",
+            ));
         }
         let (_, sname, sf) = fields_of(r, seg)?;
         let slots = ref_field(&sf, "_slots");
@@ -341,8 +376,8 @@ fn concurrent_queue_count<M: Memory>(
             .map_err(|e| e.context(format!("{sname} {seg:#x}: _slots")))?
             .ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "_slots is not an array"))?
             .length as i64;
-        let mask =
-            int(&sf, "_slotsMask").ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "no _slotsMask"))?;
+        let mask = int(&sf, "_slotsMask")
+            .ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "no _slotsMask"))?;
         let ht = field(&sf, "_headAndTail")
             .ok_or_else(|| crate::ClrError::corrupt(sname.clone(), seg, "no _headAndTail"))?;
         let hf = struct_fields(r, ht, &format!("{sname} {seg:#x}: _headAndTail"))?;

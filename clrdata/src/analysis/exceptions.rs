@@ -394,3 +394,128 @@ pub fn current_thread(
         .and_then(|id| threads.iter().find(|t| t.os_id == id as u64))
         .or_else(|| threads.iter().find(|t| t.os_id != 0))
 }
+
+/// The exception at `addr` (`nested`: with its inner exceptions, outermost first), its trace
+/// named by a walker of `rt` (no native unwinding).
+pub fn exceptions_at<M: Memory>(
+    rt: &crate::discovery::runtime::Runtime<M>,
+    names: &crate::model::names::TypeNames,
+    addr: u64,
+    nested: bool,
+) -> Result<Vec<ExceptionData>> {
+    let r = ObjectReader::new(rt, names);
+    let w = StackWalker::new(rt, names, Default::default());
+    if nested {
+        exception_chain(&r, &w, addr)
+    } else {
+        read_exception(&r, &w, addr).map(|e| vec![e])
+    }
+}
+
+/// One exception object of the heap, as `dumpexceptions` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapException {
+    /// The object's address.
+    pub address: u64,
+    /// Its MethodTable.
+    pub mt: u64,
+    /// Its type name.
+    pub type_name: String,
+    /// `_message` (None when null).
+    pub message: Option<String>,
+    /// `_HResult`.
+    pub hresult: i32,
+    /// `_innerException` (0 when null).
+    pub inner: u64,
+    /// How many frames its recorded stack trace holds.
+    pub stack_frames: usize,
+}
+
+/// Exceptions of one type with one message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExceptionGroup {
+    /// The type name.
+    pub type_name: String,
+    /// The message (None when null).
+    pub message: Option<String>,
+    /// The exceptions, in heap order.
+    pub addresses: Vec<u64>,
+}
+
+/// The heap's exception objects and their groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapExceptions {
+    /// Every exception object read (of the type asked for), in heap order.
+    pub exceptions: Vec<HeapException>,
+    /// Grouped by type and message: the largest group first, then by type name (then by
+    /// message).
+    pub groups: Vec<ExceptionGroup>,
+    /// The heap walk's errors, then the objects that could not be read as exceptions.
+    pub errors: Vec<String>,
+}
+
+/// Every exception object of the heap whose type name contains `type_contains` (ignoring
+/// case), read and grouped by type and message. `stop` is asked every 256 objects whether to
+/// give up (then None).
+pub fn list_heap_exceptions<M: Memory>(
+    rt: &crate::discovery::runtime::Runtime<M>,
+    names: &crate::model::names::TypeNames,
+    heap: &GcHeap,
+    type_contains: Option<&str>,
+    stop: &dyn Fn() -> bool,
+) -> Option<HeapExceptions> {
+    let r = ObjectReader::new(rt, names);
+    let w = StackWalker::new(rt, names, Default::default());
+    let filter = type_contains.map(str::to_lowercase);
+    let (found, mut errors) = heap_exceptions(&r, heap);
+    let mut exceptions = Vec::new();
+    let mut groups: std::collections::BTreeMap<(String, Option<String>), Vec<u64>> =
+        std::collections::BTreeMap::new();
+    for (i, &(addr, mt)) in found.iter().enumerate() {
+        if i % 256 == 0 && stop() {
+            return None;
+        }
+        if let Some(f) = &filter {
+            if !r.type_name(mt).to_lowercase().contains(f) {
+                continue;
+            }
+        }
+        match read_exception(&r, &w, addr) {
+            Ok(e) => {
+                groups
+                    .entry((e.type_name.clone(), e.message.clone()))
+                    .or_default()
+                    .push(e.address);
+                exceptions.push(HeapException {
+                    address: e.address,
+                    mt: e.mt,
+                    type_name: e.type_name,
+                    message: e.message,
+                    hresult: e.hresult,
+                    inner: e.inner,
+                    stack_frames: e.stack_trace.len(),
+                });
+            }
+            Err(e) => errors.push(format!("{addr:#x}: {e}")),
+        }
+    }
+    let mut groups: Vec<ExceptionGroup> = groups
+        .into_iter()
+        .map(|((type_name, message), addresses)| ExceptionGroup {
+            type_name,
+            message,
+            addresses,
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.addresses
+            .len()
+            .cmp(&a.addresses.len())
+            .then(a.type_name.cmp(&b.type_name))
+    });
+    Some(HeapExceptions {
+        exceptions,
+        groups,
+        errors,
+    })
+}

@@ -17,8 +17,11 @@ use dumpreader::{Memory, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the async analyses read: managed fields by name (Task, boxes, continuations).
-pub const ASYNC_NEEDS: &[Capability] =
-    &[Capability::HeapWalk, Capability::TypeNames, Capability::Fields];
+pub const ASYNC_NEEDS: &[Capability] = &[
+    Capability::HeapWalk,
+    Capability::TypeNames,
+    Capability::Fields,
+];
 
 /// What causality reads besides: the threads' stacks (who blocks where) and their locks.
 pub const CAUSALITY_NEEDS: &[Capability] = &[
@@ -164,10 +167,7 @@ pub fn blocked_by_chain<M: Memory + Target>(
 }
 
 /// The state machine's fields (SOS's `--fields`), read where the box holds them.
-pub fn state_machine_fields<M: Memory>(
-    r: &ObjectReader<'_, M>,
-    b: &AsyncBox,
-) -> Vec<HoistedField> {
+pub fn state_machine_fields<M: Memory>(r: &ObjectReader<'_, M>, b: &AsyncBox) -> Vec<HoistedField> {
     let (Some(mt), Some(at)) = (b.state_machine_mt, b.state_machine_address) else {
         return Vec::new();
     };

@@ -10,14 +10,14 @@ use crate::data::syncblocks::{
     decode_header, object_header, BlockingItem, Header, ManagedLock, SyncBlockData, SyncTable,
     ThinLockData, WaitKind,
 };
+use crate::data::threads::ThreadData;
 use crate::discovery::layout::LockScheme;
+use crate::discovery::runtime::Runtime;
 use crate::error::ClrError;
 use crate::model::fields::{field, int, obj, object_fields};
+use crate::model::heap::GcHeap;
 use crate::model::names::TypeNames;
 use crate::model::objects::{FieldValue, ObjectReader};
-use crate::data::threads::ThreadData;
-use crate::discovery::runtime::Runtime;
-use crate::model::heap::GcHeap;
 use crate::model::stack::ThreadStack;
 use dumpreader::Memory;
 use serde::Serialize;
@@ -106,7 +106,8 @@ fn managed_blocking_items<M: Memory>(r: &ObjectReader<'_, M>) -> crate::Result<V
             field: "t_first".to_owned(),
             is_static: true,
         })?;
-    let slots = r.thread_static_addresses(t_first.declaring_mt, t_first.offset, t_first.element_type)?;
+    let slots =
+        r.thread_static_addresses(t_first.declaring_mt, t_first.offset, t_first.element_type)?;
     let m = r.rt.memory();
     let mut out = Vec::new();
     for (_, thread, slot) in slots {

@@ -208,11 +208,9 @@ pub fn corelib_static_object<M: Memory>(
     type_name: &str,
     field_name: &str,
 ) -> crate::Result<u64> {
-    let module = r
-        .corelib_module()
-        .ok_or_else(|| {
-            crate::ClrError::not_found("System.Private.CoreLib's module", "not known")
-        })?;
+    let module = r.corelib_module().ok_or_else(|| {
+        crate::ClrError::not_found("System.Private.CoreLib's module", "not known")
+    })?;
     let rid = r.find_typedef(module, type_name).ok_or_else(|| {
         crate::ClrError::not_found(
             type_name,
@@ -267,13 +265,11 @@ pub fn read_task<M: Memory>(
     let fields = r
         .fields(mt, addr + 8, false)
         .map_err(|e| e.context(format!("the fields of task {addr:#x}")))?;
-    let flags = int(&fields, "m_stateFlags")
-        .ok_or_else(|| crate::ClrError::NoSuchField {
-            type_name: type_name.clone(),
-            field: "m_stateFlags".into(),
-            is_static: false,
-        })?
-        as u32;
+    let flags = int(&fields, "m_stateFlags").ok_or_else(|| crate::ClrError::NoSuchField {
+        type_name: type_name.clone(),
+        field: "m_stateFlags".into(),
+        is_static: false,
+    })? as u32;
     let action = obj(&fields, "m_action");
     let state_object = obj(&fields, "m_stateObject");
     let scheduler = obj(&fields, "m_taskScheduler");

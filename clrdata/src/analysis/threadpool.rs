@@ -480,7 +480,8 @@ fn references<M: Memory>(
             return Vec::new();
         }
         Err(e) => {
-            out.errors.push(crate::ClrError::corrupt("array", arr, format!("{e}")).to_string());
+            out.errors
+                .push(crate::ClrError::corrupt("array", arr, format!("{e}")).to_string());
             return Vec::new();
         }
     };
@@ -488,9 +489,14 @@ fn references<M: Memory>(
     for i in 0..a.length.min(max) {
         match r.rt.memory().read_u64(a.data + 8 * i) {
             Ok(p) => v.push(p),
-            Err(_) => out.errors.push(crate::ClrError::corrupt("array", arr, format!("element {i} at {:#x} is not in the dump",
-                a.data + 8 * i
-            )).to_string()),
+            Err(_) => out.errors.push(
+                crate::ClrError::corrupt(
+                    "array",
+                    arr,
+                    format!("element {i} at {:#x} is not in the dump", a.data + 8 * i),
+                )
+                .to_string(),
+            ),
         }
     }
     v
@@ -524,8 +530,14 @@ fn local_queues<M: Memory>(
         };
         let mut n = 0;
         if tail < head || tail - head > slots.len() as i64 {
-            out.errors.push(crate::ClrError::corrupt("WorkStealingQueue", wsq, format!("head {head}, tail {tail} do not fit {} slots",
-                slots.len())).to_string());
+            out.errors.push(
+                crate::ClrError::corrupt(
+                    "WorkStealingQueue",
+                    wsq,
+                    format!("head {head}, tail {tail} do not fit {} slots", slots.len()),
+                )
+                .to_string(),
+            );
         } else {
             for p in head..tail {
                 let i = (p & mask) as usize;

@@ -92,7 +92,9 @@ fn object_fields<M: Memory>(
     addr: u64,
     what: &str,
 ) -> crate::Result<Vec<FieldData>> {
-    let (mt, _) = r.object_mt(addr).map_err(|e| e.context(format!("{what}")))?;
+    let (mt, _) = r
+        .object_mt(addr)
+        .map_err(|e| e.context(format!("{what}")))?;
     r.fields(mt, addr + 8, false)
         .map_err(|e| e.context(format!("{what} {addr:#x}: fields not readable")))
 }
@@ -104,13 +106,11 @@ pub fn read_timer<M: Memory>(
     addr: u64,
 ) -> crate::Result<(TimerInfo, u64)> {
     let f = object_fields(r, addr, "TimerQueueTimer")?;
-    let due = int(&f, "_dueTime")
-        .ok_or_else(|| crate::ClrError::NoSuchField {
-            type_name: "TimerQueueTimer".into(),
-            field: "_dueTime".into(),
-            is_static: false,
-        })?
-        as u32;
+    let due = int(&f, "_dueTime").ok_or_else(|| crate::ClrError::NoSuchField {
+        type_name: "TimerQueueTimer".into(),
+        field: "_dueTime".into(),
+        is_static: false,
+    })? as u32;
     let period = int(&f, "_period").unwrap_or(INFINITE as i64) as u32;
     let start = int(&f, "_startTicks").unwrap_or(0);
     let callback = obj(&f, "_timerCallback");

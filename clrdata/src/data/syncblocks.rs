@@ -508,7 +508,9 @@ impl<M: Memory> Runtime<M> {
         let mut notes = Vec::new();
         let (lock_state, locked, owner_id, recursion, enter_waiters) = if lock_object != 0 {
             let lk = read(lock_object).map_err(|e| {
-                e.context(format!("the System.Threading.Lock {lock_object:#x} of SyncBlock {sb:#x}"))
+                e.context(format!(
+                    "the System.Threading.Lock {lock_object:#x} of SyncBlock {sb:#x}"
+                ))
             })?;
             let locked = lk.state & MANAGED_LOCKED != 0;
             (
@@ -519,9 +521,9 @@ impl<M: Memory> Runtime<M> {
                 lk.state >> MANAGED_WAITER_SHIFT,
             )
         } else {
-            let v = m.read_u32(sb.wrapping_add(thin_lock)).map_err(|_| {
-                ClrError::read("SyncBlock::m_thinLock", sb.wrapping_add(thin_lock))
-            })?;
+            let v = m
+                .read_u32(sb.wrapping_add(thin_lock))
+                .map_err(|_| ClrError::read("SyncBlock::m_thinLock", sb.wrapping_add(thin_lock)))?;
             let id = v & SBLK_MASK_LOCK_THREADID;
             (v, id != 0, id, ((v & SBLK_MASK_LOCK_RECLEVEL) >> 16) + 1, 0)
         };
@@ -620,7 +622,6 @@ impl<M: Memory> Runtime<M> {
         }
         Ok(out)
     }
-
 
     /// The lock table of this runtime, or the refusal naming it.
     fn lock_layout(&self) -> Result<&'static crate::discovery::layout::LockLayout> {

@@ -134,14 +134,8 @@ fn loader_modules<M: Memory>(m: &M, app_domain: u64, o: &Offsets) -> Vec<u64> {
 }
 
 fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> crate::Result<Records> {
-    let r64 = |a: u64, what: &str| {
-        m.read_u64(a)
-            .map_err(|_| crate::ClrError::read(what, a))
-    };
-    let r32 = |a: u64, what: &str| {
-        m.read_u32(a)
-            .map_err(|_| crate::ClrError::read(what, a))
-    };
+    let r64 = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
+    let r32 = |a: u64, what: &str| m.read_u32(a).map_err(|_| crate::ClrError::read(what, a));
     let pa = r64(module + o.module_pe_assembly, "Module.PEAssembly")?;
     let img = r64(pa + o.pe_assembly_image, "PEAssembly.PEImage")?;
     let layout = r64(img + o.pe_image_loaded, "PEImage.LoadedImageLayout")?;
@@ -298,7 +292,8 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
             PeLayout::Flat
         };
         let file_off = |rva: u32| h.rva_to_offset(rva, PeLayout::Flat);
-        let cli = file_off(h.cli_header.0).ok_or(Mismatch::MissingHeader("CLI header outside the file"))?;
+        let cli = file_off(h.cli_header.0)
+            .ok_or(Mismatch::MissingHeader("CLI header outside the file"))?;
         let u32_at = |o: usize| -> Option<u32> {
             Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?))
         };
@@ -313,14 +308,18 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
                 runtime: hdr,
             });
         }
-        let rtr = file_off(rtr_rva).ok_or(Mismatch::MissingHeader("ReadyToRun header outside the file"))?;
+        let rtr = file_off(rtr_rva).ok_or(Mismatch::MissingHeader(
+            "ReadyToRun header outside the file",
+        ))?;
         let n = u32_at(rtr + 12).ok_or(Mismatch::MissingHeader("ReadyToRun header truncated"))?;
         let count = (0..n.min(256) as usize)
             .find_map(|i| {
                 let s = rtr + 16 + 12 * i;
                 (u32_at(s)? == 102).then(|| u32_at(s + 8).map(|z| z / 12))?
             })
-            .ok_or(Mismatch::MissingHeader("no RuntimeFunctions section in the file"))?;
+            .ok_or(Mismatch::MissingHeader(
+                "no RuntimeFunctions section in the file",
+            ))?;
         if count != nfun {
             return Err(Mismatch::Functions {
                 file: count,

@@ -3,8 +3,11 @@
 //! into a [`runtime::Runtime`] holding plain offsets. Imports nothing above [`crate::error`] and
 //! [`crate::metadata`].
 
+pub mod appshape;
 pub mod descriptor;
 pub mod imagecheck;
+pub mod index;
 pub mod layout;
 pub mod runtime;
 pub mod supplement;
+pub mod symbols;

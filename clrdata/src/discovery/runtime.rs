@@ -1,7 +1,8 @@
 //! Runtime discovery: which CLR is in the dump, its exact version, its layout and its globals.
 
+use crate::discovery::index;
 use crate::discovery::layout::{self, Layout};
-use crate::error::{ClrError, Result};
+use crate::error::{ClrError, LayoutFrom, Result, SourceTried};
 use dumpreader::{ImageFormat, Memory, ModuleInfo, Os, Target};
 use serde::Serialize;
 
@@ -64,6 +65,9 @@ pub enum VersionSource {
     /// to the dump's module), when the dump lacks that page and the path names no version (a
     /// self-contained or single-file app).
     ImageFileSccsid,
+    /// The bundled build index: the version of the NuGet pack whose module has exactly the
+    /// dump's identity for the runtime module (build id; PE timestamp and size).
+    BuildIndex,
     /// CoreLib's `AssemblyInformationalVersion` (its metadata, read through the runtime once
     /// a layout's sanity checks passed): for hosts whose image and path tell nothing (a
     /// single-file app whose read-only data is not in the dump).
@@ -131,6 +135,111 @@ impl RuntimeInfo {
             None => "a .NET runtime of unknown version".to_string(),
         }
     }
+}
+
+/// Where the runtime's layout was read: what (its contract descriptor on .NET 9 and later,
+/// g_dacTable on .NET 8) from which source ([`LayoutFrom`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayoutSource {
+    /// "contract descriptor" or "g_dacTable".
+    pub what: &'static str,
+    /// The source.
+    pub from: LayoutFrom,
+    /// How it was found there: the export, the index's entry (pack, version, identity), the
+    /// file's path and the check that accepted it.
+    pub detail: String,
+}
+
+impl std::fmt::Display for LayoutSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let from = match self.from {
+            LayoutFrom::Dump => "the dump's memory",
+            LayoutFrom::BuildIndex => "the build index",
+            LayoutFrom::ImageFile => "an image file",
+            LayoutFrom::SymbolServer => "a symbol server",
+        };
+        write!(f, "{} from {from} ({})", self.what, self.detail)
+    }
+}
+
+/// What discovery may read besides the dump's memory.
+#[derive(Debug, Clone)]
+pub struct DiscoverOptions {
+    /// Consult the build index bundled with dumpshell (by exact identity). On by default;
+    /// tests turn it off to exercise the sources after it.
+    pub build_index: bool,
+    /// Read image files at all: the target's image search path and recorded paths (when
+    /// dumpreader found a file for a module), the assemblies' files for the stack walk, the
+    /// files the runtime's records check. Off: the clean room, where nothing but the dump and
+    /// the index is read (dumpreader's own file backing is the target's: open it without an
+    /// image search path and recorded paths).
+    pub files: bool,
+    /// A symbol server to download the runtime module from when neither the dump nor the
+    /// index describes its layout (off by default; never used when `files` is off).
+    pub symbol_server: Option<crate::discovery::symbols::SymbolServer>,
+}
+
+impl Default for DiscoverOptions {
+    fn default() -> Self {
+        DiscoverOptions {
+            build_index: true,
+            files: true,
+            symbol_server: None,
+        }
+    }
+}
+
+impl DiscoverOptions {
+    /// The clean room: the dump's memory and the build index, no file of any kind.
+    pub fn clean_room() -> Self {
+        DiscoverOptions {
+            build_index: true,
+            files: false,
+            symbol_server: None,
+        }
+    }
+}
+
+/// The runtime module's file from the symbol server, when one is given and files are read;
+/// why not in `tried` otherwise.
+fn from_symbol_server(
+    module: &ModuleInfo,
+    opts: &DiscoverOptions,
+    tried: &mut Vec<SourceTried>,
+) -> Option<crate::discovery::symbols::Fetched> {
+    if !opts.files {
+        return None;
+    }
+    let Some(server) = &opts.symbol_server else {
+        tried.push(SourceTried {
+            from: LayoutFrom::SymbolServer,
+            why: "none given (--symbol-server URL, or DUMPSHELL_SYMBOL_SERVER)".into(),
+        });
+        return None;
+    };
+    match server.fetch(module) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+/// How a file from the symbol server is named in a [`LayoutSource`].
+fn fetched_detail(f: &crate::discovery::symbols::Fetched) -> String {
+    format!(
+        "{} ({}, {}{})",
+        f.url,
+        f.image
+            .note
+            .trim_start_matches(&format!("from {}: ", f.url)),
+        if f.cached { "cached at " } else { "kept at " },
+        f.path.display()
+    )
 }
 
 /// The runtime globals this layer uses (addresses in the target; 0 when null).
@@ -223,6 +332,10 @@ pub struct Runtime<M> {
     pub info: RuntimeInfo,
     /// The layout table in use.
     pub layout: &'static Layout,
+    /// Where the runtime's own description of its layout was read.
+    pub layout_source: LayoutSource,
+    /// What discovery was allowed to read.
+    pub options: DiscoverOptions,
     /// Its globals.
     pub globals: Globals,
     /// Where image files may be read from when the dump lacks an image's pages.
@@ -281,6 +394,21 @@ impl ImageSearch {
         }
     }
 
+    /// The target's image path, as [`DiscoverOptions::files`] allows: nothing when files are
+    /// not read.
+    pub fn for_options<T: Target + ?Sized>(target: &T, opts: &DiscoverOptions) -> ImageSearch {
+        let s = ImageSearch::of_target(target);
+        if opts.files {
+            s
+        } else {
+            ImageSearch {
+                dirs: Vec::new(),
+                recorded_paths: false,
+                ..s
+            }
+        }
+    }
+
     /// The files to try for an image the runtime loaded from `recorded` (a Linux or Windows
     /// path), in order.
     pub fn candidates(&self, recorded: &str) -> Vec<std::path::PathBuf> {
@@ -301,6 +429,25 @@ impl<M> std::fmt::Debug for Runtime<M> {
 /// Finds the runtime module and reads its version without choosing a layout: what the native
 /// commands can always show (also for unsupported runtimes).
 pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
+    find_runtime_with(target, &DiscoverOptions::default())
+}
+
+/// The indexed runtime modules of a host: libcoreclr.so / coreclr.dll, or a single-file host.
+fn index_kinds(host: RuntimeHost) -> &'static [index::ModuleKind] {
+    match host {
+        RuntimeHost::CoreClr => &[index::ModuleKind::LibCoreClr, index::ModuleKind::CoreClrDll],
+        RuntimeHost::SingleFile => &[
+            index::ModuleKind::SingleFileHostElf,
+            index::ModuleKind::SingleFileHostPe,
+        ],
+    }
+}
+
+/// [`find_runtime`] with what discovery may consult besides the dump (the build index).
+pub fn find_runtime_with<T: Target + ?Sized>(
+    target: &T,
+    opts: &DiscoverOptions,
+) -> Result<RuntimeInfo> {
     let modules = target.modules();
     let is_runtime_name = |m: &ModuleInfo| {
         let n = m.name().to_ascii_lowercase();
@@ -317,13 +464,29 @@ pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
                     target.find_export(m, "DotNetRuntimeInfo").is_some()
                         || target.find_export(m, "g_dacTable").is_some()
                 })
-                .ok_or_else(|| {
-                    ClrError::NoRuntime { detail: format!(
-                        "no libcoreclr.so / coreclr.dll among {} modules, and no module exports \
-                         g_dacTable or DotNetRuntimeInfo",
-                        modules.len()
+                // A host whose export table the dump lacks (createdump saves few of its
+                // pages): its identity, when the index knows it as a single-file host.
+                .or_else(|| {
+                    let kinds = index_kinds(RuntimeHost::SingleFile);
+                    opts.build_index.then(|| {
+                        modules
+                            .iter()
+                            .filter(|m| m.kind != dumpreader::ModuleKind::Other)
+                            .find(|m| index::build_of(m, kinds).is_ok())
+                    })?
+                })
+                .ok_or_else(|| ClrError::NoRuntime {
+                    detail: format!(
+                        "no libcoreclr.so / coreclr.dll among {} modules, no module exports \
+                         g_dacTable or DotNetRuntimeInfo{}",
+                        modules.len(),
+                        if opts.build_index {
+                            ", and none has the identity of a single-file host the build index \
+                             knows"
+                        } else {
+                            ""
+                        }
                     ),
-                    }
                 })?;
             (m.clone(), RuntimeHost::SingleFile)
         }
@@ -359,6 +522,16 @@ pub fn find_runtime<T: Target + ?Sized>(target: &T) -> Result<RuntimeInfo> {
             }
             info.file_version = Some(fv);
             info.commit = commit;
+        }
+    }
+    // The build index, by the module's exact identity (before the path: a folder's name is
+    // not the build).
+    if info.version.is_empty() && opts.build_index {
+        if let Ok(b) = index::build_of(&module, index_kinds(host)) {
+            info.version = b.package_version.clone();
+            info.version_source = VersionSource::BuildIndex;
+            info.file_version = Some(b.file_version.clone());
+            info.commit = Some(b.commit.clone());
         }
     }
     if info.version.is_empty() {
@@ -505,7 +678,11 @@ impl<M: Memory> Runtime<M> {
     ///
     /// Errors: [`ClrError::NoRuntime`], [`ClrError::UnsupportedRuntime`] (e.g. "found .NET Core
     /// 3.1.23 (libcoreclr.so at 0x7f...); this build reads .NET 8, 9, 10 and 11"), [`ClrError::SanityCheck`].
-    pub(crate) fn discover_with(target: M, corelib_version: CoreLibVersion<M>) -> Result<Runtime<M>>
+    pub(crate) fn discover_with(
+        target: M,
+        corelib_version: CoreLibVersion<M>,
+        opts: &DiscoverOptions,
+    ) -> Result<Runtime<M>>
     where
         M: Target,
     {
@@ -531,11 +708,13 @@ impl<M: Memory> Runtime<M> {
             },
             _ => e,
         };
-        let mut rt = Self::discover_in(target, corelib_version).map_err(explain)?;
+        let mut rt = Self::discover_in(target, corelib_version, opts).map_err(explain)?;
         rt.dump_problems = problems;
         // A core lacking the PE headers of its assemblies: their files, checked against the
         // runtime's own records, fill what it lacks.
-        crate::discovery::imagecheck::settle_image_files(rt.memory(), rt.descriptor());
+        if opts.files {
+            crate::discovery::imagecheck::settle_image_files(rt.memory(), rt.descriptor());
+        }
         let unread: Vec<(String, String)> = rt
             .memory()
             .file_sources()
@@ -581,22 +760,47 @@ impl<M: Memory> Runtime<M> {
         }
     }
 
-    fn discover_in(target: M, corelib_version: CoreLibVersion<M>) -> Result<Runtime<M>>
+    fn discover_in(
+        target: M,
+        corelib_version: CoreLibVersion<M>,
+        opts: &DiscoverOptions,
+    ) -> Result<Runtime<M>>
     where
         M: Target,
     {
-        let info = find_runtime(&target)?;
+        let info = find_runtime_with(&target, opts)?;
         let refused = ClrError::UnsupportedRuntime {
             found: info.display_name(),
             module: info.module_name.clone(),
             base: info.base,
         };
         let unsupported = || refused.clone();
+        // The identity the index knows and the version text the dump holds must agree: a
+        // contradiction is a damaged dump (or index), not something to choose from.
+        if let (true, Some(fv), Some(m)) = (
+            opts.build_index && info.version_source != VersionSource::BuildIndex,
+            info.file_version.as_deref(),
+            target.modules().iter().find(|m| m.base == info.base),
+        ) {
+            if let Ok(b) = index::build_of(m, index_kinds(info.host)) {
+                if b.file_version != fv {
+                    return Err(ClrError::SanityCheck {
+                        version: info.version.clone(),
+                        detail: format!(
+                            "the dump's version text says {fv}, but its identity is the build \
+                             index's {} (file version {})",
+                            index::describe(b),
+                            b.file_version
+                        ),
+                    });
+                }
+            }
+        }
         let mut info = info;
         // A runtime that publishes a contract descriptor (.NET 9+) but whose version neither
         // the dump nor the path tells (a self-contained or single-file app): its image file's
         // sccsid names it.
-        if info.version.is_empty() {
+        if info.version.is_empty() && opts.files {
             let module = target
                 .modules()
                 .iter()
@@ -616,12 +820,37 @@ impl<M: Memory> Runtime<M> {
                 }
             }
         }
+        // Nothing else told the version: the sccsid of the symbol server's file of the
+        // module's identity.
+        if info.version.is_empty() && opts.files && opts.symbol_server.is_some() {
+            if let Some(m) = target.modules().iter().find(|m| m.base == info.base) {
+                let mut ignored = Vec::new();
+                if let Some(f) = from_symbol_server(m, opts, &mut ignored) {
+                    if let ImageFormat::Elf(e) = &f.image.format {
+                        let (start, end) = image_range(&target, m);
+                        let version = crate::discovery::descriptor::ElfFileOverlay::new(
+                            &target,
+                            &f.path,
+                            e.load_bias,
+                        )
+                        .and_then(|o| sccsid_version(&o, start, end))
+                        .and_then(|(fv, c)| Some((product_from_file_version(&fv)?, fv, c)));
+                        if let Some((v, fv, commit)) = version {
+                            info.version = v;
+                            info.version_source = VersionSource::ImageFileSccsid;
+                            info.file_version = Some(fv);
+                            info.commit = commit;
+                        }
+                    }
+                }
+            }
+        }
         // .NET 9 and 10: read through the runtime's own contract descriptor.
         if let Some(family) = info
             .major()
             .and_then(crate::discovery::supplement::family_of_major)
         {
-            return Self::discover_with_descriptor(target, info, family);
+            return Self::discover_with_descriptor(target, info, family, opts);
         }
         // An unknown version (no sccsid, resource or framework path) is tried with the .NET 8
         // layout: accepted only if its sanity checks pass and CoreLib then says 8.x.
@@ -639,28 +868,23 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
-        // The export, when the dump (or an identity-checked image file) holds the symbol
-        // table; else a search of the runtime image for the one table whose entries lead to
-        // String's and Free's MethodTables (createdump dumps often lack .dynsym's pages).
-        let dac_table = target
-            .find_export(&module, "g_dacTable")
-            .or_else(|| scan_for_dac_table(&target, &module, layout))
-            .ok_or_else(|| ClrError::SanityCheck {
-                version: info.version.clone(),
-                detail: format!(
-                    "{} exports no g_dacTable (or its export table is not in the dump), and no \
-                     table leading to String's MethodTable was found in its image",
-                    info.module_name
-                ),
+            .ok_or_else(|| ClrError::NoRuntime {
+                detail: "the runtime module vanished from the module list".into(),
             })?;
-        let image_search = ImageSearch::of_target(&target);
+        // The export, when the dump holds the symbol table; else the index's RVA for the
+        // module's exact build; else the export of an identity-checked image file; else a
+        // search of the runtime image for the one table whose entries lead to String's and
+        // Free's MethodTables (createdump dumps often lack .dynsym's pages).
+        let (dac_table, layout_source) = find_dac_table(&target, &module, &info, layout, opts)?;
+        let image_search = ImageSearch::for_options(&target, opts);
         let dac_revision =
             layout::DacTableRevision::detect(&target_dac_probe(&target, dac_table, layout));
         let mut rt = Runtime {
             mem: target,
             info,
             layout,
+            layout_source,
+            options: opts.clone(),
             globals: Globals {
                 dac_table,
                 ..Globals::default()
@@ -673,7 +897,7 @@ impl<M: Memory> Runtime<M> {
         };
         if version_unknown {
             let tried = rt.resolve_globals(&module).and_then(|_| rt.sanity_check());
-            let version = tried.ok().and_then(|_| corelib_version(&rt));
+            let version = tried.as_ref().ok().and_then(|_| corelib_version(&rt));
             match version {
                 Some(v) if v.split('.').next() == Some("8") => {
                     rt.info.version = v;
@@ -686,7 +910,15 @@ impl<M: Memory> Runtime<M> {
                         base: rt.info.base,
                     })
                 }
-                None => return Err(unsupported()),
+                None => {
+                    return Err(unknown_version(
+                        &rt.mem,
+                        &module,
+                        &rt.info,
+                        opts,
+                        tried.err(),
+                    ))
+                }
             }
             return Ok(rt);
         }
@@ -702,6 +934,7 @@ impl<M: Memory> Runtime<M> {
         target: M,
         info: RuntimeInfo,
         family: crate::discovery::layout::Family,
+        opts: &DiscoverOptions,
     ) -> Result<Runtime<M>>
     where
         M: Target,
@@ -729,67 +962,10 @@ impl<M: Memory> Runtime<M> {
             .iter()
             .find(|m| m.base == info.base)
             .cloned()
-            .ok_or_else(|| ClrError::NoRuntime { detail: "the runtime module vanished from the module list".into() })?;
-        // The export, when the dump holds the symbol table; else the one header in the
-        // runtime image (createdump saves .data but rarely .dynsym's pages).
-        let (img_start, img_end) = image_range(&target, &module);
-        let d = match crate::discovery::descriptor::read_from_module(&target, &module) {
-            Ok(Some(d)) => Some(d),
-            Ok(None) => crate::discovery::descriptor::find_in_image(&target, img_start, img_end)
-                .map_err(|e| desc_err(e.to_string()))?,
-            // The export is known (from an image file) but its pages are not in the dump.
-            Err(crate::discovery::descriptor::DescriptorError::Read { .. }) => None,
-            Err(e) => return Err(desc_err(e.to_string())),
-        };
-        // createdump saves neither .rodata nor the descriptor's page: read them from the
-        // runtime's image file when dumpreader found one whose build id matches the dump's.
-        let mut file_note = String::new();
-        let d = match d {
-            Some(d) => Some(d),
-            None => match target.module_image(&module) {
-                Ok(img) => match (&img.source, &img.format) {
-                    (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) => {
-                        match (
-                            img.find_export(crate::discovery::descriptor::EXPORT_NAME),
-                            crate::discovery::descriptor::ElfFileOverlay::new(
-                                &target,
-                                path,
-                                e.load_bias,
-                            ),
-                        ) {
-                            (Some(at), Some(overlay)) => {
-                                Some(crate::discovery::descriptor::read_at(&overlay, at).map_err(
-                                    |e| desc_err(format!("{e} (from {})", path.display())),
-                                )?)
-                            }
-                            _ => {
-                                file_note = format!("; {} has no such export", path.display());
-                                None
-                            }
-                        }
-                    }
-                    _ => {
-                        file_note = format!("; its image file was not found ({})", img.note);
-                        None
-                    }
-                },
-                Err(e) => {
-                    file_note = format!("; its image file was not found ({e})");
-                    None
-                }
-            },
-        };
-        let d = d.ok_or_else(|| {
-            desc_err(format!(
-                "{} has no {} in the dump (createdump does not save its pages) and no \
-                     image file of the same build was found to read it from{file_note}; .NET 9 \
-                     and later are read only through it: put the runtime's {} in the image \
-                     search path",
-                info.module_name,
-                crate::discovery::descriptor::EXPORT_NAME,
-                info.module_name
-            ))
-        })?;
+            .ok_or_else(|| ClrError::NoRuntime {
+                detail: "the runtime module vanished from the module list".into(),
+            })?;
+        let (d, layout_source) = find_descriptor(&target, &module, &info, opts, &runtime)?;
         supplement::check_contracts(&d, family, &runtime)?;
         let layout = supplement::build_layout(&d, family, windows, &runtime)?;
         let global = |name: &'static str| -> Result<u64> {
@@ -822,9 +998,33 @@ impl<M: Memory> Runtime<M> {
             descriptor_globals(&target, &d, &runtime)?
         } else {
             // g_dacTable entries next to descriptor globals (see DacTableAnchors).
-            let anchors = supplement::ANCHORS_NET9_10;
+            let anchors = supplement::anchors_of(family).ok_or_else(|| {
+                desc_err(format!("no g_dacTable anchors are known for {family:?}"))
+            })?;
             let (start, end) = image_range(&target, &module);
-            let dac_export = target.find_export(&module, "g_dacTable");
+            // The export: from the dump's symbol table or an identity-checked image file (as
+            // dumpreader found them, files allowed), else the index's RVA for the exact build.
+            let dac_export = target
+                .module_image(&module)
+                .ok()
+                .filter(|img| opts.files || img.source == dumpreader::ImageSource::DumpMemory)
+                .and_then(|img| img.find_export("g_dacTable"))
+                .or_else(|| {
+                    opts.build_index
+                        .then(|| index::build_of(&module, index_kinds(info.host)).ok())
+                        .flatten()
+                        .and_then(|b| b.export("g_dacTable"))
+                        .map(|rva| module.base.wrapping_add(rva))
+                })
+                // The symbol server's file that gave the descriptor (from the cache now).
+                .or_else(|| {
+                    let server = opts.symbol_server.as_ref()?;
+                    (layout_source.from == LayoutFrom::SymbolServer)
+                        .then(|| server.fetch(&module).ok())
+                        .flatten()?
+                        .image
+                        .find_export("g_dacTable")
+                });
             let table = DacTableView::find(
                 &target,
                 (start, end),
@@ -932,11 +1132,13 @@ impl<M: Memory> Runtime<M> {
                 continuation_mt: 0,
             }
         };
-        let image_search = ImageSearch::of_target(&target);
+        let image_search = ImageSearch::for_options(&target, opts);
         let rt = Runtime {
             mem: target,
             info,
             layout,
+            layout_source,
+            options: opts.clone(),
             globals,
             image_search,
             dump_problems: Vec::new(),
@@ -1178,6 +1380,387 @@ impl<M: Memory> Runtime<M> {
             GcMode::Workstation
         }
     }
+}
+
+/// The refusal of a runtime whose version nothing tells: what each source lacked (`as_net8`:
+/// why the .NET 8 layout, tried on it, failed its checks), and what would serve.
+fn unknown_version<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    info: &RuntimeInfo,
+    opts: &DiscoverOptions,
+    as_net8: Option<ClrError>,
+) -> ClrError {
+    let mut tried = vec![SourceTried {
+        from: LayoutFrom::Dump,
+        why: format!(
+            "no version text in the pages of {} the dump holds, no Microsoft.NETCore.App \
+             version folder in its path, and {}",
+            info.module_name,
+            match as_net8 {
+                Some(e) => format!("the .NET 8 layout tried on it fails: {e}"),
+                None => "CoreLib's metadata names no version".into(),
+            }
+        ),
+    }];
+    if opts.build_index {
+        if let Err(miss) = index::build_of(module, index_kinds(info.host)) {
+            tried.push(SourceTried {
+                from: LayoutFrom::BuildIndex,
+                why: miss.to_string(),
+            });
+        }
+    }
+    if opts.files {
+        tried.push(SourceTried {
+            from: LayoutFrom::ImageFile,
+            why: match target.module_image(module) {
+                Ok(i) => format!("no version text read ({})", i.note),
+                Err(e) => format!("none found ({e})"),
+            },
+        });
+        if opts.symbol_server.is_none() {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: "none given (--symbol-server URL, or DUMPSHELL_SYMBOL_SERVER)".into(),
+            });
+        } else {
+            tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: "no version text read from its file of the module's identity (or none \
+                      served)"
+                    .into(),
+            });
+        }
+    }
+    ClrError::NoLayout {
+        runtime: format!("{} at {:#x}", info.module_name, info.base),
+        what: "the runtime's version",
+        tried,
+        needed: layout_needed(info, module, opts),
+    }
+}
+
+/// What would serve when a runtime's layout is found nowhere: the sources not yet used.
+fn layout_needed(info: &RuntimeInfo, module: &ModuleInfo, opts: &DiscoverOptions) -> String {
+    let id = module
+        .identity
+        .as_ref()
+        .map_or_else(|| "its build".to_string(), |i| i.to_string());
+    let file = format!(
+        "the runtime's own {} ({id}) in a folder given with --image-path",
+        info.module_name
+    );
+    if opts.files && opts.symbol_server.is_none() {
+        format!("{file}, or a symbol server serving it (--symbol-server URL)")
+    } else if opts.files {
+        file
+    } else {
+        format!("{file} (image files are not read in this session)")
+    }
+}
+
+/// Where g_dacTable is (.NET 8), and from which source: the export in the dump's symbol table;
+/// the index's RVA for the module's exact build; the export of an identity-checked image file;
+/// a search of the dump's memory for the one table whose entries lead to String's, Object's and
+/// Free's MethodTables.
+fn find_dac_table<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    info: &RuntimeInfo,
+    layout: &Layout,
+    opts: &DiscoverOptions,
+) -> Result<(u64, LayoutSource)> {
+    const WHAT: &str = "g_dacTable";
+    let source = |from, detail: String| LayoutSource {
+        what: WHAT,
+        from,
+        detail,
+    };
+    let mut tried = Vec::new();
+    let img = target.module_image(module);
+    match &img {
+        Ok(img) if img.source == dumpreader::ImageSource::DumpMemory => {
+            if let Some(a) = img.find_export(WHAT) {
+                return Ok((a, source(LayoutFrom::Dump, "its export".into())));
+            }
+            tried.push(SourceTried {
+                from: LayoutFrom::Dump,
+                why: format!("no {WHAT} export in the symbol table the dump holds"),
+            });
+        }
+        Ok(_) => tried.push(SourceTried {
+            from: LayoutFrom::Dump,
+            why: "the symbol table's pages are not in the dump".into(),
+        }),
+        Err(e) => tried.push(SourceTried {
+            from: LayoutFrom::Dump,
+            why: format!("the module's image: {e}"),
+        }),
+    }
+    if opts.build_index {
+        match index::build_of(module, index_kinds(info.host)) {
+            Ok(b) => match b.export(WHAT) {
+                Some(rva) => {
+                    return Ok((
+                        module.base.wrapping_add(rva),
+                        source(LayoutFrom::BuildIndex, index::describe(b)),
+                    ))
+                }
+                None => tried.push(SourceTried {
+                    from: LayoutFrom::BuildIndex,
+                    why: format!("{} exports no {WHAT}", index::describe(b)),
+                }),
+            },
+            Err(miss) => tried.push(SourceTried {
+                from: LayoutFrom::BuildIndex,
+                why: miss.to_string(),
+            }),
+        }
+    }
+    if opts.files {
+        match &img {
+            Ok(img) => match &img.source {
+                dumpreader::ImageSource::File(path) => match img.find_export(WHAT) {
+                    Some(a) => {
+                        return Ok((
+                            a,
+                            source(
+                                LayoutFrom::ImageFile,
+                                format!("the export of {}", path.display()),
+                            ),
+                        ))
+                    }
+                    None => tried.push(SourceTried {
+                        from: LayoutFrom::ImageFile,
+                        why: format!("{} exports no {WHAT}", path.display()),
+                    }),
+                },
+                dumpreader::ImageSource::DumpMemory => tried.push(SourceTried {
+                    from: LayoutFrom::ImageFile,
+                    why: format!("none found ({})", img.note),
+                }),
+            },
+            Err(e) => tried.push(SourceTried {
+                from: LayoutFrom::ImageFile,
+                why: format!("none found ({e})"),
+            }),
+        }
+    }
+    if let Some(f) = from_symbol_server(module, opts, &mut tried) {
+        match f.image.find_export(WHAT) {
+            Some(a) => return Ok((a, source(LayoutFrom::SymbolServer, fetched_detail(&f)))),
+            None => tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: format!("{} exports no {WHAT}", f.url),
+            }),
+        }
+    }
+    if let Some(a) = scan_for_dac_table(target, module, layout) {
+        return Ok((
+            a,
+            source(
+                LayoutFrom::Dump,
+                "found by its entries (the one table in the image leading to String's, \
+                 Object's and Free's MethodTables)"
+                    .into(),
+            ),
+        ));
+    }
+    tried.push(SourceTried {
+        from: LayoutFrom::Dump,
+        why: "no table in the image the dump holds leads to String's, Object's and Free's \
+              MethodTables"
+            .into(),
+    });
+    Err(ClrError::NoLayout {
+        runtime: format!(
+            "{} ({} at {:#x})",
+            info.display_name(),
+            info.module_name,
+            info.base
+        ),
+        what: WHAT,
+        tried,
+        needed: layout_needed(info, module, opts),
+    })
+}
+
+/// The runtime's contract descriptor (.NET 9 and later), and from which source: the dump's
+/// memory (the export, else the one header in the image's extent); the build index, by the
+/// module's exact identity, its bytes standing in for the pages the dump lacks
+/// ([`index::IndexOverlay`]); the runtime's image file dumpreader matched by build id.
+fn find_descriptor<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    info: &RuntimeInfo,
+    opts: &DiscoverOptions,
+    runtime: &str,
+) -> Result<(
+    crate::discovery::descriptor::ContractDescriptor,
+    LayoutSource,
+)> {
+    use crate::discovery::descriptor::{self as desc, DescriptorError};
+    const WHAT: &str = "contract descriptor";
+    let desc_err = |detail: String| ClrError::Descriptor {
+        runtime: runtime.to_owned(),
+        detail,
+    };
+    let source = |from, detail: String| LayoutSource {
+        what: WHAT,
+        from,
+        detail,
+    };
+    let mut tried = Vec::new();
+    let img = target.module_image(module);
+    let in_dump = img
+        .as_ref()
+        .is_ok_and(|i| i.source == dumpreader::ImageSource::DumpMemory);
+    // The dump's memory: the export, when the dump (or, files allowed, an image file) holds
+    // the symbol table; else the one header in the runtime image (createdump saves .data but
+    // rarely .dynsym's pages). The bytes read are the dump's either way.
+    let export = img
+        .as_ref()
+        .ok()
+        .filter(|_| in_dump || opts.files)
+        .and_then(|i| i.find_export(desc::EXPORT_NAME));
+    let (img_start, img_end) = image_range(target, module);
+    let from_dump = match export {
+        Some(at) => match desc::read_at(target, at) {
+            Ok(d) => Some((d, "its export")),
+            // The export is known but its pages are not in the dump.
+            Err(DescriptorError::Read { what, addr }) => {
+                tried.push(SourceTried {
+                    from: LayoutFrom::Dump,
+                    why: format!(
+                        "{} exports it at {at:#x}, but {what} at {addr:#x} is not in the dump \
+                         (createdump does not save those pages)",
+                        info.module_name
+                    ),
+                });
+                None
+            }
+            Err(e) => return Err(desc_err(e.to_string())),
+        },
+        None => match desc::find_in_image(target, img_start, img_end)
+            .map_err(|e| desc_err(e.to_string()))?
+        {
+            Some(d) => Some((d, "the one header in the runtime image")),
+            None => {
+                tried.push(SourceTried {
+                    from: LayoutFrom::Dump,
+                    why: format!(
+                        "no {} header in the pages of {} the dump holds (createdump does not \
+                         save them), and its export table is not in the dump",
+                        desc::EXPORT_NAME,
+                        info.module_name
+                    ),
+                });
+                None
+            }
+        },
+    };
+    if let Some((d, how)) = from_dump {
+        return Ok((d, source(LayoutFrom::Dump, how.into())));
+    }
+    // The build index: the image's bytes of the exact build, standing in for the pages the
+    // dump lacks; what only the process wrote (a sub-descriptor slot in .bss) from the dump.
+    if opts.build_index {
+        match index::build_of(module, index_kinds(info.host)) {
+            Ok(b) => match b.main_descriptor() {
+                Some(main) => {
+                    let overlay = index::IndexOverlay::new(target, b, module.base);
+                    let d = desc::read_at(&overlay, module.base.wrapping_add(main.rva)).map_err(
+                        |e| {
+                            desc_err(format!(
+                                "{e} (from the build index: {})",
+                                index::describe(b)
+                            ))
+                        },
+                    )?;
+                    return Ok((d, source(LayoutFrom::BuildIndex, index::describe(b))));
+                }
+                None => tried.push(SourceTried {
+                    from: LayoutFrom::BuildIndex,
+                    why: format!("{} has no {}", index::describe(b), desc::EXPORT_NAME),
+                }),
+            },
+            Err(miss) => tried.push(SourceTried {
+                from: LayoutFrom::BuildIndex,
+                why: miss.to_string(),
+            }),
+        }
+    }
+    // The runtime's image file, when dumpreader found one whose build id matches the dump's.
+    if opts.files {
+        match &img {
+            Ok(i) => match (&i.source, &i.format) {
+                (dumpreader::ImageSource::File(path), ImageFormat::Elf(e)) => {
+                    match (
+                        i.find_export(desc::EXPORT_NAME),
+                        desc::ElfFileOverlay::new(target, path, e.load_bias),
+                    ) {
+                        (Some(at), Some(overlay)) => {
+                            let d = desc::read_at(&overlay, at)
+                                .map_err(|e| desc_err(format!("{e} (from {})", path.display())))?;
+                            return Ok((
+                                d,
+                                source(
+                                    LayoutFrom::ImageFile,
+                                    format!("{} ({})", path.display(), i.note),
+                                ),
+                            ));
+                        }
+                        _ => tried.push(SourceTried {
+                            from: LayoutFrom::ImageFile,
+                            why: format!("{} has no such export", path.display()),
+                        }),
+                    }
+                }
+                _ => tried.push(SourceTried {
+                    from: LayoutFrom::ImageFile,
+                    why: format!("none found ({})", i.note),
+                }),
+            },
+            Err(e) => tried.push(SourceTried {
+                from: LayoutFrom::ImageFile,
+                why: format!("none found ({e})"),
+            }),
+        }
+    }
+    // A symbol server's file of the module's identity.
+    if let Some(f) = from_symbol_server(module, opts, &mut tried) {
+        match &f.image.format {
+            ImageFormat::Elf(e) => match (
+                f.image.find_export(desc::EXPORT_NAME),
+                desc::ElfFileOverlay::new(target, &f.path, e.load_bias),
+            ) {
+                (Some(at), Some(overlay)) => {
+                    let d = desc::read_at(&overlay, at)
+                        .map_err(|e| desc_err(format!("{e} (from {})", f.url)))?;
+                    return Ok((d, source(LayoutFrom::SymbolServer, fetched_detail(&f))));
+                }
+                _ => tried.push(SourceTried {
+                    from: LayoutFrom::SymbolServer,
+                    why: format!("{} has no {} export", f.url, desc::EXPORT_NAME),
+                }),
+            },
+            ImageFormat::Pe(_) => tried.push(SourceTried {
+                from: LayoutFrom::SymbolServer,
+                why: format!(
+                    "{}: a PE file's descriptor is not read from a file yet (only from the \
+                     dump's memory or the build index)",
+                    f.url
+                ),
+            }),
+        }
+    }
+    Err(ClrError::NoLayout {
+        runtime: format!("{runtime}, {} at {:#x}", info.module_name, info.base),
+        what: "the contract descriptor (.NET 9 and later are read only through it)",
+        tried,
+        needed: layout_needed(info, module, opts),
+    })
 }
 
 /// .NET 11's globals, every one from its contract descriptor: the runtime's own and the GC's

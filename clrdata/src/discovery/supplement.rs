@@ -114,8 +114,10 @@ pub struct DacTableAnchors {
     pub app_domain_after_thread_store: u64,
     /// Entries before the ObjectMethodTable entry: g_global_alloc_context.
     pub global_alloc_context_before_object_class: u64,
-    /// The ThreadStore entry's index in the table (16, as on 8.0): where the table starts
-    /// when its export is not in the dump.
+    /// The ThreadStore entry's index in the table: where the table starts when its export is
+    /// not known. 16 on 8.0 and 9.0; 15 on 10.0 (one stub manager fewer before it; measured
+    /// against the export's RVA of every indexed 9.0 and 10.0 build of the corpus,
+    /// clrdata/tests/build_index.rs).
     pub thread_store_index: u64,
     /// `ExecutionManager::g_codeRangeMap`'s index (0, as on 8.0), read where the descriptor
     /// does not publish `ExecutionManagerCodeRangeMapAddress` (.NET 9). Verified on 9.0.22:
@@ -133,10 +135,10 @@ pub struct DacTableAnchors {
     pub sync_block_cache_after_sync_table_windows: u64,
 }
 
-/// The .NET 9 and 10 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
+/// The .NET 9 anchors (verified on 9.0.22, 10.0.12 and 10.0.14 Linux: g_heap_type =
 /// the DAC's GC mode, GcDacVars 2.x whose generation tables equal the DAC's,
 /// g_global_alloc_context = the DAC's).
-pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
+pub const ANCHORS_NET9: DacTableAnchors = DacTableAnchors {
     heap_type_after_thread_store: 3,
     gc_dac_globals_after_thread_store: 4,
     app_domain_after_thread_store: 5,
@@ -146,6 +148,22 @@ pub const ANCHORS_NET9_10: DacTableAnchors = DacTableAnchors {
     sync_block_cache_after_sync_table_unix: 1,
     sync_block_cache_after_sync_table_windows: 4,
 };
+
+/// The .NET 10 anchors: those of 9 but for ThreadStore's index.
+pub const ANCHORS_NET10: DacTableAnchors = DacTableAnchors {
+    thread_store_index: 15,
+    ..ANCHORS_NET9
+};
+
+/// The anchors of a family (.NET 8's table order is 9's); None on .NET 11, whose globals are
+/// all in its contract descriptor (no g_dacTable is read).
+pub fn anchors_of(family: Family) -> Option<DacTableAnchors> {
+    match family {
+        Family::Net8 | Family::Net9 => Some(ANCHORS_NET9),
+        Family::Net10 => Some(ANCHORS_NET10),
+        Family::Net11 => None,
+    }
+}
 
 /// The family a product major version belongs to, when this build has one for it.
 pub fn family_of_major(major: u32) -> Option<Family> {

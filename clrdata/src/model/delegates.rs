@@ -122,7 +122,10 @@ pub fn delegate_fields<M: Memory>(
         ClrError::not_found_at(
             "delegate",
             addr,
-            format!("a {}, not a delegate (no _methodPtr field)", r.type_name(mt)),
+            format!(
+                "a {}, not a delegate (no _methodPtr field)",
+                r.type_name(mt)
+            ),
         )
     })?;
     Ok((
@@ -151,10 +154,7 @@ pub fn invocation_list<M: Memory>(
         return Ok(None);
     }
     let (_, info) = r.object_mt(f.invocation_list)?;
-    let Some(a) = r
-        .array(f.invocation_list, &info)
-        ?
-    else {
+    let Some(a) = r.array(f.invocation_list, &info)? else {
         // A wrapper delegate (`_invocationList` holding one delegate): not an invocation list.
         return Ok(None);
     };
@@ -249,10 +249,9 @@ pub fn method_desc_name<M: Memory>(
     md: u64,
 ) -> crate::Result<String> {
     let info = w.method_desc_info(md)?;
-    let mt = r
-        .rt
-        .method_table(info.method_table)
-        .map_err(|e| e.context(format!("its MethodTable {:#x}", info.method_table)))?;
+    let mt =
+        r.rt.method_table(info.method_table)
+            .map_err(|e| e.context(format!("its MethodTable {:#x}", info.method_table)))?;
     let module = mt.require_module()?;
     let mm = r.names.module_metadata(r.rt, module)?;
     let meta = mm.metadata()?;
@@ -267,7 +266,9 @@ pub fn method_desc_name<M: Memory>(
         .map(|sig| {
             crate::metadata::format_method_params(&sig, &crate::metadata::MetadataNames::new(&meta))
         })
-        .map_err(|e| ClrError::metadata(format!("the signature of MethodDef {:#x}", info.token), e))?;
+        .map_err(|e| {
+            ClrError::metadata(format!("the signature of MethodDef {:#x}", info.token), e)
+        })?;
     Ok(format!("{}.{name}{params}", r.type_name(info.method_table)))
 }
 
@@ -278,7 +279,11 @@ pub fn code_method_desc<M: Memory>(
     code: u64,
 ) -> crate::Result<(u64, &'static str)> {
     if code == 0 {
-        return Err(ClrError::not_found_at("code", 0, "the code pointer is null"));
+        return Err(ClrError::not_found_at(
+            "code",
+            0,
+            "the code pointer is null",
+        ));
     }
     let managed = w.ip_to_method(code);
     if let Ok(Some((ci, f))) = &managed {

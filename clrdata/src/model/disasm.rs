@@ -194,7 +194,11 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
                     ))
                 })?;
                 self.ip_to_method(code)?.ok_or_else(|| {
-                    crate::ClrError::corrupt("MethodDesc", addr, format!("its code {code:#x} is not managed code"))
+                    crate::ClrError::corrupt(
+                        "MethodDesc",
+                        addr,
+                        format!("its code {code:#x} is not managed code"),
+                    )
                 })?
             }
         };
@@ -231,10 +235,12 @@ impl<M: Memory> Disassemble for StackWalker<'_, M> {
             .syntax(ArchSyntax::Intel)
             .detail(true)
             .build()
-            .map_err(|e| crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}")))?;
-        let insns = cs
-            .disasm_all(&bytes, start)
-            .map_err(|e| crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}")))?;
+            .map_err(|e| {
+                crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}"))
+            })?;
+        let insns = cs.disasm_all(&bytes, start).map_err(|e| {
+            crate::ClrError::unsupported("disassembly", Some(start), format!("capstone: {e}"))
+        })?;
         let mut out = Vec::new();
         for i in insns.iter() {
             let mnemonic = i.mnemonic().unwrap_or("").to_string();

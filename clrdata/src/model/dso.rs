@@ -142,6 +142,70 @@ pub fn stack_objects<M: Memory>(
     out
 }
 
+/// Characters of a string object's value listed with it.
+pub const STRING_CHARS: usize = 256;
+
+/// An object found on a stack, with its type's name and, for a string, its characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedStackObject {
+    /// Where it was found and what it is.
+    pub found: StackObject,
+    /// Its type's name (or a note saying why it is unknown).
+    pub type_name: String,
+    /// A string's value (at most [`STRING_CHARS`] characters), when it reads.
+    pub string: Option<String>,
+}
+
+/// What `dumpstackobjects` lists for one thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadStackObjects {
+    /// The stack range scanned: [stack pointer, end).
+    pub range: (u64, u64),
+    /// The objects, registers first, then slots from the stack pointer upwards.
+    pub objects: Vec<NamedStackObject>,
+    /// Why the scan stopped early or was shortened, if it was.
+    pub note: Option<String>,
+}
+
+/// Scans one thread's stack conservatively ([`stack_objects`]) up to `stack_end`: from its
+/// registers `regs`, or, given `top`, only the words of `[top, stack_end)` (no register, as
+/// SOS scans only the range then); names each object found.
+pub fn thread_stack_objects<M: Memory>(
+    reader: &ObjectReader<'_, M>,
+    heap: &GcHeap,
+    regs: &Regs,
+    top: Option<u64>,
+    stack_end: u64,
+) -> ThreadStackObjects {
+    let mut regs = *regs;
+    if let Some(t) = top {
+        regs = Regs::default();
+        regs.gpr[crate::model::stack::unwind::RSP] = t;
+    }
+    let found = stack_objects(reader, heap, &regs, stack_end);
+    let string_mt = reader.rt.globals.string_mt;
+    ThreadStackObjects {
+        range: found.range,
+        objects: found
+            .objects
+            .into_iter()
+            .map(|o| NamedStackObject {
+                type_name: reader.type_name(o.method_table),
+                string: (o.method_table == string_mt)
+                    .then(|| {
+                        reader
+                            .string_value(o.object, STRING_CHARS)
+                            .ok()
+                            .map(|(v, _)| v)
+                    })
+                    .flatten(),
+                found: o,
+            })
+            .collect(),
+        note: found.note,
+    }
+}
+
 /// Calls `f(slot, value)` for each aligned word of `[start & !7, end)`, read in windows (what
 /// every conservative stack scan shares: dso, gcroot's stack roots, causality). Returns where
 /// reading stopped: `end`, or the first address the dump lacks.

@@ -186,7 +186,11 @@ impl std::fmt::Display for WalkError {
             WalkErrorKind::BadMethodTable => "bad MethodTable",
             WalkErrorKind::BadSize => "bad size",
         };
-        write!(f, "heap object at {:#x} (segment {:#x}): {what}", self.address, self.segment)?;
+        write!(
+            f,
+            "heap object at {:#x} (segment {:#x}): {what}",
+            self.address, self.segment
+        )?;
         if self.mt != 0 {
             write!(f, ", MethodTable {:#x}", self.mt)?;
         }
@@ -737,7 +741,11 @@ fn load_mt<M: Memory>(
     mt: u64,
 ) -> crate::Result<MtSize> {
     if mt == 0 {
-        return Err(crate::ClrError::corrupt("MethodTable", mt, "null MethodTable"));
+        return Err(crate::ClrError::corrupt(
+            "MethodTable",
+            mt,
+            "null MethodTable",
+        ));
     }
     let l = &rt_layout.method_table;
     let mut raw = [0u8; 0x30];

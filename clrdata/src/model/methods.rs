@@ -111,8 +111,7 @@ impl MethodDescData {
 
 /// Decodes the MethodDesc at `md` (its chunk through m_chunkIndex).
 pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate::Result<MethodDescData> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut b = [0u8; 8];
@@ -127,10 +126,14 @@ pub fn method_desc<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate::Result
         .wrapping_sub(l.method_desc_chunk_size);
     let mt = m
         .read_u64(chunk.wrapping_add(l.chunk_method_table))
-        .map_err(|_| crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk))?;
+        .map_err(|_| {
+            crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk)
+        })?;
     let range = m
         .read_u16(chunk.wrapping_add(l.chunk_token_range))
-        .map_err(|_| crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk))?;
+        .map_err(|_| {
+            crate::ClrError::read(format!("the MethodDescChunk of MethodDesc {md:#x}"), chunk)
+        })?;
     let bits = l.md_token_remainder_bits;
     let rid =
         ((range as u32 & ((1 << (24 - bits)) - 1)) << bits) | (rem as u32 & ((1 << bits) - 1));
@@ -177,13 +180,14 @@ pub fn introduced_methods<M: Memory>(
     r: &ObjectReader<'_, M>,
     ee_class: u64,
 ) -> crate::Result<Vec<MethodDescData>> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let l = r.rt.layout.stack();
     let m = r.rt.memory();
     let mut chunk = m
         .read_u64(ee_class.wrapping_add(r.rt.layout.ee_class.chunks))
-        .map_err(|_| crate::ClrError::corrupt("EEClass", ee_class, "m_pChunks is not in the dump"))?;
+        .map_err(|_| {
+            crate::ClrError::corrupt("EEClass", ee_class, "m_pChunks is not in the dump")
+        })?;
     let mut out = Vec::new();
     for _ in 0..MAX_CHUNKS {
         if chunk == 0 {
@@ -192,45 +196,63 @@ pub fn introduced_methods<M: Memory>(
         let next = m
             .read_u64(chunk.wrapping_add(8))
             .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?;
-        let size = m
-            .read_u8(chunk.wrapping_add(0x10))
-            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?
-            as u64;
-        let count = m
-            .read_u8(chunk.wrapping_add(0x11))
-            .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))?
-            as usize
-            + 1;
+        let size =
+            m.read_u8(chunk.wrapping_add(0x10))
+                .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))? as u64;
+        let count =
+            m.read_u8(chunk.wrapping_add(0x11))
+                .map_err(|_| crate::ClrError::read("MethodDescChunk", chunk))? as usize
+                + 1;
         let bytes = (size + 1) * l.md_alignment;
         let first = chunk.wrapping_add(l.method_desc_chunk_size);
         let mut off = 0u64;
         for i in 0..count {
             if off >= bytes {
-                return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("MethodDesc {i} of {count} starts past its \
-                     {bytes:#x} bytes")));
+                return Err(crate::ClrError::corrupt(
+                    "MethodDescChunk",
+                    chunk,
+                    format!(
+                        "MethodDesc {i} of {count} starts past its \
+                     {bytes:#x} bytes"
+                    ),
+                ));
             }
             let md = first.wrapping_add(off);
             let idx = m
                 .read_u8(md.wrapping_add(l.md_chunk_index))
-                .map_err(|_| crate::ClrError::read("MethodDesc", md))?
-                as u64;
+                .map_err(|_| crate::ClrError::read("MethodDesc", md))? as u64;
             if idx * l.md_alignment != off {
-                return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("the MethodDesc at {md:#x} has m_chunkIndex \
+                return Err(crate::ClrError::corrupt(
+                    "MethodDescChunk",
+                    chunk,
+                    format!(
+                        "the MethodDesc at {md:#x} has m_chunkIndex \
                      {idx}, expected {} (MethodDesc sizes misread?)",
-                    off / l.md_alignment
-                )));
+                        off / l.md_alignment
+                    ),
+                ));
             }
             let d = method_desc(r, md)?;
             off += d.size;
             out.push(d);
         }
         if off != bytes {
-            return Err(crate::ClrError::corrupt("MethodDescChunk", chunk, format!("its {count} MethodDescs take {off:#x} bytes, its \
-                 m_size says {bytes:#x}")));
+            return Err(crate::ClrError::corrupt(
+                "MethodDescChunk",
+                chunk,
+                format!(
+                    "its {count} MethodDescs take {off:#x} bytes, its \
+                 m_size says {bytes:#x}"
+                ),
+            ));
         }
         chunk = next;
     }
-    Err(crate::ClrError::corrupt("EEClass", ee_class, format!("more than {MAX_CHUNKS} MethodDescChunks (a cycle?)")))
+    Err(crate::ClrError::corrupt(
+        "EEClass",
+        ee_class,
+        format!("more than {MAX_CHUNKS} MethodDescChunks (a cycle?)"),
+    ))
 }
 
 /// EEClassPackedFields[index], when the EEClass keeps them unpacked.
@@ -255,13 +277,17 @@ fn packed_field<M: Memory>(
         .read_u8(ee_class.wrapping_add(l.fixed_fields_size))
         .map_err(|_| crate::ClrError::read("EEClass", ee_class))? as u64;
     m.read_u32(ee_class.wrapping_add(fixed + 4 * index))
-        .map_err(|_| crate::ClrError::read(format!("packed field {index} of EEClass {ee_class:#x}"), ee_class.wrapping_add(fixed + 4 * index)))
+        .map_err(|_| {
+            crate::ClrError::read(
+                format!("packed field {index} of EEClass {ee_class:#x}"),
+                ee_class.wrapping_add(fixed + 4 * index),
+            )
+        })
 }
 
 /// The slot counts of a MethodTable: (virtual slots, vtable slots, all slots = NumMethods).
 pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> crate::Result<(u16, u16, u32)> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let info = r.rt.method_table(mt)?;
     let (num_methods, non_virtual) = match r.rt.layout.methods.slots {
         SlotScheme::Net8Packed => {
@@ -283,7 +309,12 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> crate::Result
             let rd = |off: u64, what: &str| {
                 m.read_u16(ee.wrapping_add(off))
                     .map(u32::from)
-                    .map_err(|_| crate::ClrError::read(format!("EEClass {ee:#x}'s {what}"), ee.wrapping_add(off)))
+                    .map_err(|_| {
+                        crate::ClrError::read(
+                            format!("EEClass {ee:#x}'s {what}"),
+                            ee.wrapping_add(off),
+                        )
+                    })
             };
             (
                 rd(ee_class_num_methods, "NumMethods")?,
@@ -302,10 +333,15 @@ pub fn slot_counts<M: Memory>(r: &ObjectReader<'_, M>, mt: u64) -> crate::Result
     }
     let vtable = info.num_virtuals as u32 + non_virtual;
     if vtable > 0xFFFF || vtable > num_methods.max(info.num_virtuals as u32) {
-        return Err(crate::ClrError::corrupt("MethodTable", mt, format!("{} virtuals + {non_virtual} non-virtual slots exceed its \
+        return Err(crate::ClrError::corrupt(
+            "MethodTable",
+            mt,
+            format!(
+                "{} virtuals + {non_virtual} non-virtual slots exceed its \
              {num_methods} methods",
-            info.num_virtuals
-        )));
+                info.num_virtuals
+            ),
+        ));
     }
     Ok((info.num_virtuals, vtable as u16, num_methods))
 }
@@ -351,7 +387,11 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate
     if slot < nv {
         let ind = mt.wrapping_add(base + 8 * (slot as u64 / 8));
         let chunk = m.read_u64(ind).map_err(|_| {
-            crate::ClrError::corrupt("MethodTable", mt, format!("vtable chunk pointer at {ind:#x} is not in the dump"))
+            crate::ClrError::corrupt(
+                "MethodTable",
+                mt,
+                format!("vtable chunk pointer at {ind:#x} is not in the dump"),
+            )
         })?;
         return Ok(chunk.wrapping_add(8 * (slot as u64 % 8)));
     }
@@ -363,12 +403,18 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate
     {
         // .NET 9+: an array growing backwards from the auxiliary data's offset.
         let aux = m.read_u64(mt.wrapping_add(method_table_aux)).map_err(|_| {
-            crate::ClrError::read(format!("the AuxiliaryData pointer of MethodTable {mt:#x}"), mt.wrapping_add(method_table_aux))
+            crate::ClrError::read(
+                format!("the AuxiliaryData pointer of MethodTable {mt:#x}"),
+                mt.wrapping_add(method_table_aux),
+            )
         })?;
         let off = m
             .read_u16(aux.wrapping_add(aux_offset_to_non_virtual_slots))
             .map_err(|_| {
-                crate::ClrError::read(format!("the MethodTableAuxiliaryData of MethodTable {mt:#x}"), aux)
+                crate::ClrError::read(
+                    format!("the MethodTableAuxiliaryData of MethodTable {mt:#x}"),
+                    aux,
+                )
             })? as i16;
         return Ok(aux
             .wrapping_add_signed(off as i64)
@@ -400,7 +446,10 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate
         return Ok(at);
     }
     let array = m.read_u64(at).map_err(|_| {
-        crate::ClrError::read(format!("the non-virtual slots pointer of MethodTable {mt:#x}"), at)
+        crate::ClrError::read(
+            format!("the non-virtual slots pointer of MethodTable {mt:#x}"),
+            at,
+        )
     })?;
     Ok(array.wrapping_add(8 * (slot - nv) as u64))
 }
@@ -409,8 +458,7 @@ fn slot_address<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate
 /// from the canonical MethodTable, else (a null, inherited slot) from the parents; 0 when the
 /// slot is null up to System.Object (no entry point assigned yet).
 pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> crate::Result<u64> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let mut cur = mt;
     for _ in 0..MAX_DEPTH {
         let info = r.rt.method_table(cur)?;
@@ -425,13 +473,7 @@ pub fn vtable_slot<M: Memory>(r: &ObjectReader<'_, M>, mt: u64, slot: u32) -> cr
         let parent = r.rt.method_table(canon)?.parent;
         // Only a virtual slot is inherited: a null non-virtual slot (or one the parents do not
         // have) has no entry point yet (.NET 9+ assigns them lazily): the DAC's S_FALSE.
-        if parent == 0
-            || slot
-                >= r.rt
-                    .method_table(parent)
-                    ?
-                    .num_virtuals as u32
-        {
+        if parent == 0 || slot >= r.rt.method_table(parent)?.num_virtuals as u32 {
             return Ok(0);
         }
         cur = parent;
@@ -529,15 +571,14 @@ pub fn method_entry_point<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
 ) -> crate::Result<u64> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let s = match d.non_vtable_slot {
         Some(s) => s,
         None => slot_address(r, d.method_table, d.slot as u32)?,
     };
-    r.rt.memory()
-        .read_u64(s)
-        .map_err(|_| crate::ClrError::read(format!("slot {} of MethodDesc {:#x}", d.slot, d.address), s))
+    r.rt.memory().read_u64(s).map_err(|_| {
+        crate::ClrError::read(format!("slot {} of MethodDesc {:#x}", d.slot, d.address), s)
+    })
 }
 
 /// The primitive types the DAC names without their namespace in a signature.
@@ -604,11 +645,9 @@ fn array_method_name<M: Memory>(
     d: &MethodDescData,
     mt: &crate::data::types::MethodTableInfo,
 ) -> crate::Result<String> {
-    let a = mt
-        .array
-        .ok_or_else(|| {
-            crate::ClrError::corrupt("array MethodDesc", d.address, "of a non-array type")
-        })?;
+    let a = mt.array.ok_or_else(|| {
+        crate::ClrError::corrupt("array MethodDesc", d.address, "of a non-array type")
+    })?;
     let rank = a.rank.clamp(1, 32) as usize;
     let ints = |n: usize| vec!["Int32"; n].join(", ");
     let k = (d.slot as i64) - mt.num_virtuals as i64;
@@ -643,12 +682,10 @@ pub fn method_desc_name<M: Memory>(
     r: &ObjectReader<'_, M>,
     d: &MethodDescData,
 ) -> crate::Result<String> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
-    let mt = r
-        .rt
-        .method_table(d.method_table)
-        .map_err(|e| e.context(format!("its MethodTable {:#x}", d.method_table)))?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
+    let mt =
+        r.rt.method_table(d.method_table)
+            .map_err(|e| e.context(format!("its MethodTable {:#x}", d.method_table)))?;
     if d.classification == 4 {
         return array_method_name(r, d, &mt);
     }
@@ -673,7 +710,9 @@ pub fn method_desc_name<M: Memory>(
     let params = meta
         .method_sig(rid)
         .map(|sig| crate::metadata::format_method_params(&sig, &names))
-        .map_err(|e| crate::ClrError::metadata(format!("the signature of MethodDef {:#x}", d.token), e))?;
+        .map_err(|e| {
+            crate::ClrError::metadata(format!("the signature of MethodDef {:#x}", d.token), e)
+        })?;
     Ok(format!("{}.{name}{params}", r.type_name(d.method_table)))
 }
 
@@ -683,8 +722,7 @@ pub fn method_table_methods<M: Memory>(
     w: &StackWalker<'_, M>,
     mt: u64,
 ) -> crate::Result<MethodTableMethods> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let info = r.rt.method_table(mt)?;
     let (num_virtuals, num_vtable_slots, num_methods) = slot_counts(r, mt)?;
     let own = introduced_methods(r, info.ee_class)?;
@@ -937,8 +975,7 @@ pub fn available_param_types<M: Memory>(
     r: &ObjectReader<'_, M>,
     module: u64,
 ) -> crate::Result<Vec<u64>> {
-    r.rt.require(crate::discovery::layout::Capability::Methods)
-        ?;
+    r.rt.require(crate::discovery::layout::Capability::Methods)?;
     let Some(field) = r.rt.layout.methods.module_available_type_params else {
         return Err(crate::ClrError::MissingField {
             ty: "Module",
@@ -947,10 +984,7 @@ pub fn available_param_types<M: Memory>(
         });
     };
     let m = r.rt.memory();
-    let rd = |a: u64, what: &str| {
-        m.read_u64(a)
-            .map_err(|_| crate::ClrError::read(what, a))
-    };
+    let rd = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
     let table = rd(module.wrapping_add(field), "Module::m_pAvailableParamTypes")?;
     if table == 0 {
         return Ok(Vec::new());
@@ -966,7 +1000,11 @@ pub fn available_param_types<M: Memory>(
     let count = rd(table.wrapping_add(0x18), "EETypeHashTable::m_cEntries")? & 0xFFFF_FFFF;
     let n = rd(buckets, "EETypeHashTable bucket count")?;
     if n > MAX_BUCKETS || count as usize > MAX_PARAM_TYPES {
-        return Err(crate::ClrError::corrupt("EETypeHashTable", table, format!("{n} buckets, {count} entries (damaged?)")));
+        return Err(crate::ClrError::corrupt(
+            "EETypeHashTable",
+            table,
+            format!("{n} buckets, {count} entries (damaged?)"),
+        ));
     }
     let mut out = Vec::new();
     for i in 0..n {
@@ -976,7 +1014,11 @@ pub fn available_param_types<M: Memory>(
         )?;
         while e != 0 && e & 1 == 0 {
             if out.len() > count as usize {
-                return Err(crate::ClrError::corrupt("EETypeHashTable", table, format!("more entries than its {count} (a cycle?)")));
+                return Err(crate::ClrError::corrupt(
+                    "EETypeHashTable",
+                    table,
+                    format!("more entries than its {count} (a cycle?)"),
+                ));
             }
             out.push(rd(e, "EETypeHashEntry")?);
             e = rd(e.wrapping_add(8), "VolatileEntry::m_pNextEntry")?;

@@ -8,6 +8,7 @@ pub mod dso;
 pub mod dynamic;
 pub mod fields;
 pub mod heap;
+pub mod inspect;
 pub mod methods;
 pub mod names;
 pub mod objects;

@@ -58,19 +58,13 @@ impl TypeNames {
         if let Some(r) = lock(&self.modules).get(&module) {
             return r.clone();
         }
-        let r = read_module_metadata(rt, module)
-            .map(Arc::new)
-            ;
+        let r = read_module_metadata(rt, module).map(Arc::new);
         lock(&self.modules).insert(module, r.clone());
         r
     }
 
     /// The name of the type whose MethodTable is at `mt`.
-    pub fn name<M: Memory>(
-        &self,
-        rt: &Runtime<M>,
-        mt: u64,
-    ) -> crate::Result<Arc<str>> {
+    pub fn name<M: Memory>(&self, rt: &Runtime<M>, mt: u64) -> crate::Result<Arc<str>> {
         self.name_at_depth(rt, mt, 0)
     }
 
@@ -103,14 +97,8 @@ impl TypeNames {
         r
     }
 
-    fn compute<M: Memory>(
-        &self,
-        rt: &Runtime<M>,
-        mt: u64,
-        depth: usize,
-    ) -> crate::Result<String> {
-        rt.require(crate::discovery::layout::Capability::TypeNames)
-            ?;
+    fn compute<M: Memory>(&self, rt: &Runtime<M>, mt: u64, depth: usize) -> crate::Result<String> {
+        rt.require(crate::discovery::layout::Capability::TypeNames)?;
         if mt == rt.globals.free_mt {
             return Ok("Free".into());
         }
@@ -198,11 +186,7 @@ impl TypeNames {
     }
 
     /// The assembly simple name of a TypeHandle's type (for arrays, the element's).
-    fn handle_assembly<M: Memory>(
-        &self,
-        rt: &Runtime<M>,
-        th: u64,
-    ) -> crate::Result<String> {
+    fn handle_assembly<M: Memory>(&self, rt: &Runtime<M>, th: u64) -> crate::Result<String> {
         let mut cur = th;
         for _ in 0..MAX_DEPTH {
             if cur & 2 != 0 {

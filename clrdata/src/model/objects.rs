@@ -594,14 +594,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// Where a static field's value lives (for GC statics: the slot holding the reference;
     /// for a struct static, the slot holding its box).
-    pub fn static_address(
-        &self,
-        info: &MethodTableInfo,
-        f: &FieldInfo,
-    ) -> crate::Result<u64> {
+    pub fn static_address(&self, info: &MethodTableInfo, f: &FieldInfo) -> crate::Result<u64> {
         self.rt
-            .require(crate::discovery::layout::Capability::Statics)
-            ?;
+            .require(crate::discovery::layout::Capability::Statics)?;
         if f.is_thread_static {
             return Err(ClrError::unsupported(
                 "thread-static",
@@ -651,11 +646,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     /// loader module's DomainLocalModule dynamic class table; a NormalDynamicEntry starts with
     /// the pointer to its GC statics. Non-GC statics of such types are not read (their base is
     /// not verified against a dump).
-    fn generic_static_address(
-        &self,
-        info: &MethodTableInfo,
-        f: &FieldInfo,
-    ) -> crate::Result<u64> {
+    fn generic_static_address(&self, info: &MethodTableInfo, f: &FieldInfo) -> crate::Result<u64> {
         if info.flags & 6 != 4 && info.flags & 6 != 6 {
             return Err(ClrError::unsupported(
                 "statics of a dynamic (non-generic) type",
@@ -671,10 +662,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             ));
         }
         let m = self.mem();
-        let rd = |a: u64, what: &str| {
-            m.read_u64(a)
-                .map_err(|_| crate::ClrError::read(what, a))
-        };
+        let rd = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
         let l = &self.rt.layout.method_table;
         let gsi = info.address
             + crate::data::types::optional_members_offset(l, info.flags2, info.num_virtuals);
@@ -687,9 +675,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                  instantiation has its own)",
             ));
         }
-        let dlm = self
-            .domain_local_module(info.loader_module)
-            ?;
+        let dlm = self.domain_local_module(info.loader_module)?;
         let table = rd(
             dlm + self.layout.dlm_dynamic_class_table,
             "DomainLocalModule::m_pDynamicClassTable",
@@ -737,8 +723,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         et: u8,
     ) -> crate::Result<Vec<(u32, u64, u64)>> {
         self.rt
-            .require(crate::discovery::layout::Capability::Statics)
-            ?;
+            .require(crate::discovery::layout::Capability::Statics)?;
         let info = self.rt.method_table(mt)?;
         match &self.rt.layout.statics {
             StaticsScheme::DomainLocalModule => {}
@@ -765,9 +750,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             })?;
         let module = info.require_module()?;
         let m = self.mem();
-        let dlm = self
-            .domain_local_module(module)
-            ?;
+        let dlm = self.domain_local_module(module)?;
         let index = m
             .read_u64(dlm + self.layout.dlm_module_index)
             .map_err(|_| {
@@ -1141,8 +1124,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     /// The GC reference layout of `mt` (its GCDesc), cached.
     pub fn gc_layout(&self, mt: u64) -> crate::Result<GcLayout> {
         self.rt
-            .require(crate::discovery::layout::Capability::Roots)
-            ?;
+            .require(crate::discovery::layout::Capability::Roots)?;
         if let Some(v) = self.gc_layout.borrow().get(&mt) {
             return v.clone();
         }
@@ -1163,8 +1145,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         let m = self.mem();
         let n = m
             .read_u64(mt - 8)
-            .map_err(|_| ClrError::read("GCDesc series count", mt - 8))?
-            as i64;
+            .map_err(|_| ClrError::read("GCDesc series count", mt - 8))? as i64;
         if n > 0 {
             if n > MAX_SERIES {
                 return Err(ClrError::corrupt("GCDesc", mt, format!("{n} series")));
@@ -1174,7 +1155,8 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                 let s = mt - 8 - 16 * (i + 1);
                 let size = m
                     .read_u64(s)
-                    .map_err(|_| ClrError::read("GCDesc series", s))? as i64;
+                    .map_err(|_| ClrError::read("GCDesc series", s))?
+                    as i64;
                 let off = m
                     .read_u64(s + 8)
                     .map_err(|_| ClrError::read("GCDesc series", s + 8))?;
@@ -1185,7 +1167,11 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             // i64::MIN has no negation: compare magnitudes.
             let cnt = n.unsigned_abs();
             if cnt > MAX_SERIES as u64 {
-                return Err(ClrError::corrupt("GCDesc", mt, format!("{cnt} repeating items")));
+                return Err(ClrError::corrupt(
+                    "GCDesc",
+                    mt,
+                    format!("{cnt} repeating items"),
+                ));
             }
             let start = m
                 .read_u64(mt - 16)
@@ -1258,10 +1244,10 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                         while p < end {
                             if out.len() >= limit {
                                 return Err(ClrError::corrupt(
-                                "object",
-                                addr,
-                                format!("more than {limit} references"),
-                            ));
+                                    "object",
+                                    addr,
+                                    format!("more than {limit} references"),
+                                ));
                             }
                             out.push(p);
                             p += 8;

@@ -166,7 +166,8 @@ pub fn normalize_text(cmd: &str, text: &str, os: &str) -> String {
 pub fn compare(line: &str, ours: &str, theirs: &str, os: &str) -> Option<String> {
     let cmd = line.split_whitespace().next().unwrap_or("");
     if line.split_whitespace().any(|w| w == "--json") {
-        let parse = |s: &str| -> Result<Value, serde_json::Error> { serde_json::from_str(s.trim()) };
+        let parse =
+            |s: &str| -> Result<Value, serde_json::Error> { serde_json::from_str(s.trim()) };
         let (mut a, mut b) = match (parse(ours), parse(theirs)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return Some(format!("dbgext: not JSON ({e}): {ours:?}")),

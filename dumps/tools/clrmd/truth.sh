@@ -43,7 +43,14 @@ if [ "$stale" = 1 ]; then
         echo "truth.sh: building the ClrMD tool into $out_dir" >&2
         rm -rf "$out_dir.new"
         if [ "${dll##*.}" = exe ]; then
-            rt="$(ls ~/.nuget/packages/microsoft.netcore.app.runtime.win-x64/ 2>/dev/null | grep '^10\.' | sort -V | tail -1)"
+            # the newest 10.x whose win-x64 runtime, host and ASP.NET Core packs are all in the
+            # NuGet cache (the self-contained publish restores the three; a runtime pack alone,
+            # restored for some other build, is not enough)
+            local_pk=~/.nuget/packages
+            rt="$(comm -12 <(ls "$local_pk/microsoft.netcore.app.runtime.win-x64/" 2>/dev/null | sort) \
+                           <(ls "$local_pk/microsoft.netcore.app.host.win-x64/" 2>/dev/null | sort) \
+                  | comm -12 - <(ls "$local_pk/microsoft.aspnetcore.app.runtime.win-x64/" 2>/dev/null | sort) \
+                  | grep '^10\.' | sort -V | tail -1)"
             dotnet publish "$here/clrmd-truth.csproj" -c Release -r win-x64 --self-contained true \
                 ${rt:+-p:RuntimeFrameworkVersion=$rt} -o "$out_dir.new" --nologo -v quiet >&2
         else

@@ -129,7 +129,9 @@ def main():
     core = dp.Core(args.dump)
     dac_dir = os.path.dirname(os.path.abspath(args.dac))
     rt_dirs = [dac_dir]
-    rp = core.module_path('libcoreclr.so')
+    # a single-file app: the runtime is the host executable (dacprobe.find_runtime_module)
+    dp.RUNTIME_MODULE = dp.find_runtime_module(core)
+    rp = core.module_path(dp.RUNTIME_MODULE)
     if rp:
         rt_dirs.append(os.path.dirname(rp))
     target = dp.DataTarget(core, rt_dirs, use_runtime_locator=True, use_metadata_locator=True)

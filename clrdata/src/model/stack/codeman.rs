@@ -137,14 +137,14 @@ impl CodeIndex {
             .read_u32(rs + l.rs_flags)
             .map_err(|_| crate::ClrError::read("RangeSection", rs))?;
         if flags & RS_CODEHEAP != 0 {
-            let hl = m
-                .read_u64(rs + l.rs_heap_list)
-                .map_err(|_| crate::ClrError::corrupt("RangeSection", rs, "HeapList not in the dump"))?;
+            let hl = m.read_u64(rs + l.rs_heap_list).map_err(|_| {
+                crate::ClrError::corrupt("RangeSection", rs, "HeapList not in the dump")
+            })?;
             return self.jit_lookup(rt, hl, ip).map(Some);
         }
-        let module = m
-            .read_u64(rs + l.rs_r2r_module)
-            .map_err(|_| crate::ClrError::corrupt("RangeSection", rs, "R2R module not in the dump"))?;
+        let module = m.read_u64(rs + l.rs_r2r_module).map_err(|_| {
+            crate::ClrError::corrupt("RangeSection", rs, "R2R module not in the dump")
+        })?;
         if module == 0 {
             // A range list (stubs): managed-looking but no method.
             return Ok(None);
@@ -215,10 +215,7 @@ impl CodeIndex {
     fn jit_lookup<M: Memory>(&self, rt: &Runtime<M>, hl: u64, ip: u64) -> crate::Result<CodeInfo> {
         let l = rt.layout.stack();
         let m = rt.memory();
-        let rd = |a: u64, what: &str| {
-            m.read_u64(a)
-                .map_err(|_| crate::ClrError::read(what, a))
-        };
+        let rd = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
         let map_base = rd(hl + l.heap_list_map_base, "HeapList::mapBase")?;
         let hdr_map = rd(hl + l.heap_list_hdr_map, "HeapList::pHdrMap")?;
         let module_base = rd(
@@ -241,14 +238,13 @@ impl CodeIndex {
             NibbleMapEncoding::Linear => nibble_map_linear(read_unit, map_base, ip)?,
             NibbleMapEncoding::ConstantLookup => nibble_map_constant(read_unit, map_base, ip)?,
         };
-        let start =
-            start.ok_or_else(|| {
-                crate::ClrError::not_found_at(
-                    "method start",
-                    ip,
-                    "no entry in the code heap's nibble map",
-                )
-            })?;
+        let start = start.ok_or_else(|| {
+            crate::ClrError::not_found_at(
+                "method start",
+                ip,
+                "no entry in the code heap's nibble map",
+            )
+        })?;
         let hdr = rd(start - 8, "the code header pointer")?;
         let md = rd(hdr + l.code_header_method_desc, "RealCodeHeader::phdrMDesc")?;
         let n = m

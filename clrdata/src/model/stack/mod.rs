@@ -112,6 +112,14 @@ impl ThreadStack {
     pub fn methods(&self) -> impl Iterator<Item = &str> {
         self.frames.iter().filter_map(|f| f.method.as_deref())
     }
+
+    /// The methods of [`ThreadStack::methods`], outermost (the thread's root) first: the order
+    /// merged stacks (`pstacks`) are built in.
+    pub fn methods_root_first(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.methods().collect();
+        v.reverse();
+        v
+    }
 }
 
 /// Walks stacks with caches (code lookups, names); one per command or session.
@@ -795,7 +803,34 @@ pub struct MixedStack {
     pub incomplete: Option<String>,
 }
 
+impl MixedStack {
+    /// The return address into the caller of frame `i`: the IP of the next frame that is not
+    /// an explicit Frame (none for an explicit Frame, nor for the outermost frame).
+    pub fn return_address(&self, i: usize) -> Option<u64> {
+        if self.frames.get(i)?.kind == FrameKind::Explicit {
+            return None;
+        }
+        self.frames[i + 1..]
+            .iter()
+            .find(|f| f.kind != FrameKind::Explicit)
+            .map(|f| f.ip)
+    }
+}
+
 impl<'a, M: Memory> StackWalker<'a, M> {
+    /// Walks the OS threads `os_ids` as [`StackWalker::walk_mixed`] does, each with its
+    /// managed Thread when it has one; fails only when the thread list cannot be read.
+    pub fn walk_mixed_threads(&self, os_ids: &[u64]) -> crate::Result<Vec<MixedStack>> {
+        let managed = self.rt.threads()?;
+        Ok(os_ids
+            .iter()
+            .map(|&id| {
+                let td = managed.iter().find(|t| t.os_id == id && id != 0);
+                self.walk_mixed(id, td)
+            })
+            .collect())
+    }
+
     /// A frame with nothing known yet (kind Native).
     pub(crate) fn blank_frame(&self) -> StackFrame {
         StackFrame {
@@ -962,6 +997,23 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     pub fn native(&self) -> Option<&NativeModules<'a>> {
         self.native.as_ref()
     }
+}
+
+/// Walks the OS threads `os_ids` of `target` with [`walk_native`] (no CLR needed), each from
+/// the registers the dump holds for it.
+pub fn walk_native_threads(target: &dyn dumpreader::Target, os_ids: &[u64]) -> Vec<MixedStack> {
+    let modules = NativeModules::new(target);
+    os_ids
+        .iter()
+        .map(|&id| {
+            let regs = target
+                .threads()
+                .iter()
+                .find(|t| t.id as u64 == id)
+                .map(|t| Regs::from_context(&t.context));
+            walk_native(&modules, id, regs)
+        })
+        .collect()
 }
 
 /// Walks a thread's native frames only (no CLR needed): from `regs`, with `modules`' unwind

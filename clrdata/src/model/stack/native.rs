@@ -77,15 +77,13 @@ impl EhFrameInfo {
         let hdr = EhFrameHdr::new(&self.hdr, LittleEndian)
             .parse(&bases, 8)
             .map_err(|e| crate::ClrError::corrupt(".eh_frame_hdr", self.hdr_addr, e.to_string()))?;
-        let table = hdr
-            .table()
-            .ok_or_else(|| {
-                crate::ClrError::unsupported(
-                    ".eh_frame_hdr",
-                    Some(self.hdr_addr),
-                    "it has no search table",
-                )
-            })?;
+        let table = hdr.table().ok_or_else(|| {
+            crate::ClrError::unsupported(
+                ".eh_frame_hdr",
+                Some(self.hdr_addr),
+                "it has no search table",
+            )
+        })?;
         let eh = EhFrame::new(&self.eh, LittleEndian);
         let mut ctx = UnwindContext::new();
         let pc = if is_return {

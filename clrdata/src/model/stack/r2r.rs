@@ -141,15 +141,13 @@ impl R2rImage {
             sections.insert(ty, (r, sz));
         }
         let read_section = |ty: u32| -> crate::Result<Vec<u8>> {
-            let (r, sz) = *sections
-                .get(&ty)
-                .ok_or_else(|| {
-                    crate::ClrError::not_found_at(
-                        format!("ReadyToRun section {ty}"),
-                        base,
-                        "the image has none",
-                    )
-                })?;
+            let (r, sz) = *sections.get(&ty).ok_or_else(|| {
+                crate::ClrError::not_found_at(
+                    format!("ReadyToRun section {ty}"),
+                    base,
+                    "the image has none",
+                )
+            })?;
             if sz > MAX_SECTION_BYTES {
                 return Err(crate::ClrError::corrupt(
                     format!("ReadyToRun section {ty}"),
@@ -229,22 +227,21 @@ impl R2rImage {
     /// RUNTIME_FUNCTION `i` (read from `mem` when the table is sparse).
     fn function<M: Memory + ?Sized>(&self, mem: &M, i: u32) -> crate::Result<(u32, u32, u32)> {
         match &self.functions {
-            Functions::Full(v) => v
-                .get(i as usize)
-                .copied()
-                .ok_or_else(|| {
-                    crate::ClrError::not_found_at(
-                        format!("RUNTIME_FUNCTION {i}"),
-                        self.base,
-                        "past the image's table",
-                    )
-                }),
+            Functions::Full(v) => v.get(i as usize).copied().ok_or_else(|| {
+                crate::ClrError::not_found_at(
+                    format!("RUNTIME_FUNCTION {i}"),
+                    self.base,
+                    "past the image's table",
+                )
+            }),
             Functions::Sparse { table, .. } => {
                 let a = table + 12 * i as u64;
                 let mut b = [0u8; 12];
                 mem.read_exact(a, &mut b).map_err(|_| {
                     crate::ClrError::read(
-                        format!("RUNTIME_FUNCTION {i} (the image file would have it: --image-path)"),
+                        format!(
+                            "RUNTIME_FUNCTION {i} (the image file would have it: --image-path)"
+                        ),
                         a,
                     )
                 })?;
@@ -332,11 +329,7 @@ impl R2rImage {
     /// The RUNTIME_FUNCTION covering `ip`, the method's start and the end of its entry
     /// RUNTIME_FUNCTION, and its MethodDef rid (when the method is in MethodDefEntryPoints;
     /// generic instantiations are not).
-    pub fn lookup<M: Memory + ?Sized>(
-        &self,
-        mem: &M,
-        ip: u64,
-    ) -> crate::Result<Option<R2rMethod>> {
+    pub fn lookup<M: Memory + ?Sized>(&self, mem: &M, ip: u64) -> crate::Result<Option<R2rMethod>> {
         let Some(rva) = ip
             .checked_sub(self.base)
             .and_then(|r| u32::try_from(r).ok())
@@ -394,17 +387,18 @@ fn entry_point_map<M: Memory>(
     // READYTORUN_HEADER, both checked on use; .NET 10: the descriptor's, `m_pHeader` checked).
     let l = rt.layout.stack();
     let (info_off, buckets_off) = (l.module_r2r_info, l.r2r_info_entry_map_buckets);
-    let rd = |a: u64, what: &str| {
-        m.read_u64(a)
-            .map_err(|_| crate::ClrError::read(what, a))
-    };
+    let rd = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
     let info = rd(module + info_off, "Module::m_pReadyToRunInfo")?;
     let module_ok = match l.r2r_info_module {
         Some(o) => rd(info + o, "ReadyToRunInfo::m_pModule")? == module,
         None => true,
     };
     if !module_ok || rd(info + l.r2r_info_header, "ReadyToRunInfo::m_pHeader")? != header {
-        return Err(crate::ClrError::corrupt("Module", module, format!("{info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)")));
+        return Err(crate::ClrError::corrupt(
+            "Module",
+            module,
+            format!("{info:#x} is not its ReadyToRunInfo (m_pModule, m_pHeader differ)"),
+        ));
     }
     let buckets = rd(info + buckets_off, "the entry point map's buckets")?;
     let count = rd(buckets, "the entry point map's bucket count")?;

@@ -128,7 +128,11 @@ pub fn unwind_frame<M: Memory + ?Sized>(
                 _ => 1,
             };
             if i + slots > count {
-                return Err(crate::ClrError::corrupt("UNWIND_INFO", ui, format!("truncated unwind code {i}")));
+                return Err(crate::ClrError::corrupt(
+                    "UNWIND_INFO",
+                    ui,
+                    format!("truncated unwind code {i}"),
+                ));
             }
             // A prolog operation not yet executed is skipped (offset = end of the instruction).
             if op != UWOP_EPILOG && ip_off < off {
@@ -167,7 +171,13 @@ pub fn unwind_frame<M: Memory + ?Sized>(
                     regs.gpr[RSP] = rd64(base + 24)?;
                     machframe = true;
                 }
-                _ => return Err(crate::ClrError::corrupt("UNWIND_INFO", ui, format!("unknown unwind op {op}"))),
+                _ => {
+                    return Err(crate::ClrError::corrupt(
+                        "UNWIND_INFO",
+                        ui,
+                        format!("unknown unwind op {op}"),
+                    ))
+                }
             }
             i += slots;
         }
