@@ -27,6 +27,7 @@
 //! listings built over state machine boxes take them as they are: the box's continuations
 //! lead to the caller, the innermost one's awaiters name what it awaits.
 
+use crate::data::types::ReadTypes;
 use crate::model::fields::{field, int, obj as ref_field};
 use crate::model::objects::{FieldValue, ObjectReader};
 use crate::model::stack::StackWalker;
@@ -583,4 +584,348 @@ fn running<M: Memory>(r: &ObjectReader<'_, M>) -> crate::Result<Vec<(u64, u32, u
         }
     }
     Ok(out)
+}
+
+/// A variable a suspended runtime-async method holds across its await, as its continuation
+/// saved it (`--fields`).
+#[derive(Debug, Clone)]
+pub struct HeldVariable {
+    /// What the JIT's async debug info calls it (IL numbering): `arg 1`, `loc 3`, `this`,
+    /// or a synthetic variable (`generic context`).
+    pub raw: String,
+    /// The name as the program wrote it: an argument's from the metadata's Param rows, a
+    /// local's from the app's portable PDB (without one, `local N`).
+    pub name: String,
+    /// Argument, local, `this`, or other (synthetic).
+    pub kind: crate::analysis::asyncsm::HoistedKind,
+    /// Its declared type (the method's signature, or its locals signature).
+    pub type_name: String,
+    /// Where it is in the continuation object (from the object's start).
+    pub offset: u32,
+    /// The value read there.
+    pub value: FieldValue,
+}
+
+/// Reads the variables runtime-async frames hold, with per-module caches (metadata, PDBs).
+pub struct HeldReader<'a, 'r, M> {
+    r: &'a ObjectReader<'r, M>,
+    walker: StackWalker<'r, M>,
+    pdbs: HashMap<u64, Option<std::sync::Arc<crate::metadata::PdbFile>>>,
+}
+
+/// Bytes of a method's debug info read at most (the blob decodes its own size).
+const MAX_DEBUG_INFO: usize = 64 << 10;
+
+impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
+    /// A reader over `r`'s runtime.
+    pub fn new(r: &'a ObjectReader<'r, M>) -> Self {
+        HeldReader {
+            r,
+            walker: StackWalker::new(r.rt, r.names, HashMap::new()),
+            pdbs: HashMap::new(),
+        }
+    }
+
+    /// The variables the continuation at `address` (frame `f`) holds: the suspension point
+    /// of its method's async debug info (.NET 11 `DebugInfo` "c1" AsyncInfo chunk, the point
+    /// whose native offset is `DiagnosticIP` − the code's start; docs/clr-layout-net11.md
+    /// 3.2) lists each saved variable's IL number and offset in the object; the method's
+    /// signature, locals signature and Param rows type and name them, the app's PDB names
+    /// its locals.
+    pub fn held(&mut self, address: u64, f: &RuntimeAsyncFrame) -> crate::Result<Vec<HeldVariable>> {
+        use clrcodeinfo::debuginfo::{DebugInfo, DebugInfoFormat, VarNumber};
+        let r = self.r;
+        let m = r.rt.memory();
+        let ip = f.diagnostic_ip;
+        if ip == 0 {
+            return Err(crate::ClrError::not_found(
+                format!("the method of continuation {address:#x}"),
+                "its ResumeInfo.DiagnosticIP was not read",
+            ));
+        }
+        let (ci, _) = self.walker.ip_to_method(ip)?.ok_or_else(|| {
+            crate::ClrError::not_found_at("method", ip, "the DiagnosticIP is not in managed code")
+        })?;
+        if ci.kind != crate::model::stack::codeman::CodeKind::Jit {
+            return Err(crate::ClrError::not_found(
+                "the async debug info",
+                "ReadyToRun code's debug info is not read yet (JIT'd code's is)",
+            ));
+        }
+        // RealCodeHeader.DebugInfo (the code header: the word before the method's start).
+        let hdr = m
+            .read_u64(ci.method_start - 8)
+            .map_err(|_| crate::ClrError::read("the code header pointer", ci.method_start - 8))?;
+        let off = r
+            .rt
+            .descriptor()
+            .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
+            .unwrap_or(0);
+        let blob = m
+            .read_u64(hdr + off)
+            .map_err(|_| crate::ClrError::read("RealCodeHeader.DebugInfo", hdr + off))?;
+        if blob == 0 {
+            return Err(crate::ClrError::not_found_at(
+                "debug info",
+                hdr,
+                "the method's code header has none",
+            ));
+        }
+        let mut bytes = vec![0u8; MAX_DEBUG_INFO];
+        // The blob may end near the end of a mapping: read what is there.
+        let mut got = m.read(blob, &mut bytes);
+        if got == 0 {
+            // a partial first page: read byte ranges page by page
+            let first = (0x1000 - (blob & 0xFFF)) as usize;
+            got = m.read(blob, &mut bytes[..first]);
+        }
+        bytes.truncate(got);
+        let di = DebugInfo::decode(&bytes, DebugInfoFormat::Net11)
+            .map_err(|e| crate::ClrError::corrupt("the method's debug info", blob, e.to_string()))?;
+        let native = (ip - ci.method_start) as u32;
+        let point = di
+            .async_suspension_points
+            .iter()
+            .find(|p| p.native_offset == native)
+            .ok_or_else(|| {
+                crate::ClrError::corrupt(
+                    "the method's async debug info",
+                    blob,
+                    format!(
+                        "no suspension point at native offset {native:#x} (State {}; {} points)",
+                        f.state,
+                        di.async_suspension_points.len()
+                    ),
+                )
+            })?;
+        // The method's metadata.
+        let md_addr = f.method_desc.ok_or_else(|| {
+            crate::ClrError::not_found_at("MethodDesc", ip, "the code names none")
+        })?;
+        let md = crate::model::methods::method_desc(r, md_addr)?;
+        let mt = r
+            .rt
+            .method_table(md.method_table)
+            .map_err(|e| e.context(format!("its MethodTable {:#x}", md.method_table)))?;
+        let module = mt.require_module()?;
+        let mm = r.names.module_metadata(r.rt, module)?;
+        let meta = mm.metadata()?;
+        let rid = md.token & 0x00FF_FFFF;
+        let mdef = |e| crate::ClrError::metadata(format!("MethodDef {:#x}", md.token), e);
+        let def = meta.method_def(rid).map_err(mdef)?;
+        let sig = meta.method_sig(rid).map_err(mdef)?;
+        let has_this = sig.calling_convention & 0x20 != 0;
+        let mut param_names: HashMap<u16, String> = HashMap::new();
+        for p in meta.method_params(rid).map_err(mdef)? {
+            if let Ok(row) = meta.param(p) {
+                param_names.insert(row.sequence, row.name.to_string());
+            }
+        }
+        let locals = self.locals_sig(module, &meta, def.rva)?;
+        let args: Vec<String> = mt.type_args.iter().map(|&a| r.type_name(a)).collect();
+        let names = crate::metadata::MetadataNames::new(&meta).with_generic_args(args, Vec::new());
+        let type_of = |t: &crate::metadata::SigType| {
+            crate::metadata::type_to_string(t, crate::metadata::SigStyle::TypeName, &names)
+        };
+        let pdb = self.pdb(module);
+        let method_token = crate::metadata::Token(md.token);
+        let mut out = Vec::new();
+        use crate::analysis::asyncsm::HoistedKind as K;
+        for l in &point.locals {
+            let at = address + l.offset as u64;
+            let (raw, name, kind, ty) = match l.var_number {
+                VarNumber::Il(n) => {
+                    let n = n as usize;
+                    if has_this && n == 0 {
+                        ("this".to_owned(), "this".to_owned(), K::This, None)
+                    } else {
+                        let i = n - usize::from(has_this);
+                        if i < sig.params.len() {
+                            let name = param_names
+                                .get(&(i as u16 + 1))
+                                .cloned()
+                                .unwrap_or_else(|| format!("argument {i}"));
+                            (format!("arg {i}"), name, K::Argument, Some(&sig.params[i]))
+                        } else {
+                            let li = i - sig.params.len();
+                            let name = pdb
+                                .as_ref()
+                                .and_then(|p| p.reader().ok())
+                                .and_then(|p| p.local_name(method_token, li as u16).ok().flatten().map(str::to_owned))
+                                .unwrap_or_else(|| format!("local {li}"));
+                            (format!("loc {li}"), name, K::Local, locals.get(li))
+                        }
+                    }
+                }
+                VarNumber::TypeContext => {
+                    ("generic context".into(), "generic context".into(), K::Other, None)
+                }
+                other => {
+                    let s = format!("{other:?}");
+                    (s.clone(), s, K::Other, None)
+                }
+            };
+            let (type_name, value) = match (kind, ty) {
+                (K::This, _) => (
+                    r.type_name(md.method_table),
+                    if mt.is_value_type() {
+                        r.read_value(at, crate::model::objects::elem::I, None)
+                    } else {
+                        r.read_value(at, crate::model::objects::elem::CLASS, None)
+                    },
+                ),
+                (_, Some(t)) => (type_of(t), self.value(module, t, at)),
+                (_, None) => (
+                    "System.IntPtr".to_owned(),
+                    r.read_value(at, crate::model::objects::elem::I, None),
+                ),
+            };
+            out.push(HeldVariable {
+                raw,
+                name,
+                kind,
+                type_name,
+                offset: l.offset,
+                value,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The value of declared type `t` at `at`.
+    fn value(&self, module: u64, t: &crate::metadata::SigType, at: u64) -> FieldValue {
+        use crate::metadata::sig::element_type as et;
+        use crate::metadata::{Primitive as P, SigType as S};
+        let r = self.r;
+        match t.unmodified() {
+            S::Primitive(p) => {
+                let e = match p {
+                    P::Boolean => et::BOOLEAN,
+                    P::Char => et::CHAR,
+                    P::I1 => et::I1,
+                    P::U1 => et::U1,
+                    P::I2 => et::I2,
+                    P::U2 => et::U2,
+                    P::I4 => et::I4,
+                    P::U4 => et::U4,
+                    P::I8 => et::I8,
+                    P::U8 => et::U8,
+                    P::R4 => et::R4,
+                    P::R8 => et::R8,
+                    P::I => et::I,
+                    P::U => et::U,
+                    P::String | P::Object => et::CLASS,
+                    _ => {
+                        return FieldValue::Unavailable {
+                            reason: format!("a {} is not read", p.short_name()),
+                        }
+                    }
+                };
+                r.read_value(at, e, None)
+            }
+            S::Class(_) | S::SzArray(_) | S::Array { .. } => r.read_value(at, et::CLASS, None),
+            S::GenericInst { value_type: false, .. } => r.read_value(at, et::CLASS, None),
+            S::Ptr(_) | S::ByRef(_) | S::FnPtr(_) => r.read_value(at, et::I, None),
+            S::ValueType(tok) if tok.table_byte() == 0x02 => {
+                // an enum reads as its underlying primitive (EEClass::m_NormType)
+                let mt = r.typedef_mt(module, tok.0 & 0x00FF_FFFF);
+                let e = mt.map(|m| r.norm_type(m)).unwrap_or(et::VALUETYPE);
+                r.read_value(at, e, mt.filter(|_| e == et::VALUETYPE))
+            }
+            _ => FieldValue::Unavailable {
+                reason: "a value of this type is not read here (generic or another module's struct)"
+                    .into(),
+            },
+        }
+    }
+
+    /// The method's locals signature (its IL body's `LocalVarSigTok`), empty for a tiny body.
+    fn locals_sig(
+        &self,
+        module: u64,
+        meta: &crate::metadata::Metadata<'_>,
+        rva: u32,
+    ) -> crate::Result<Vec<crate::metadata::SigType>> {
+        if rva == 0 {
+            return Ok(Vec::new());
+        }
+        let data = self.r.rt.module(module)?;
+        let body = rva_address(self.r.rt, data.image_base, data.mapped, rva)?;
+        let m = self.r.rt.memory();
+        let first = m
+            .read_u8(body)
+            .map_err(|_| crate::ClrError::read("the method's IL header", body))?;
+        if first & 3 != 3 {
+            return Ok(Vec::new()); // tiny: no locals
+        }
+        let tok = m
+            .read_u32(body + 8)
+            .map_err(|_| crate::ClrError::read("the method's LocalVarSigTok", body + 8))?;
+        if tok == 0 {
+            return Ok(Vec::new());
+        }
+        let what = || format!("the locals signature {tok:#x}");
+        let s = meta
+            .stand_alone_sig(tok & 0x00FF_FFFF)
+            .map_err(|e| crate::ClrError::metadata(what(), e))?;
+        crate::metadata::sig::decode_local_sig(s.signature)
+            .map_err(|e| crate::ClrError::metadata(what(), e))
+    }
+
+    /// The app's portable PDB for `module`: found by its CodeView entry in the session's
+    /// PDB folders (`DiscoverOptions::pdb_dirs`), taken only when its id matches.
+    fn pdb(&mut self, module: u64) -> Option<std::sync::Arc<crate::metadata::PdbFile>> {
+        if let Some(p) = self.pdbs.get(&module) {
+            return p.clone();
+        }
+        let opts = &self.r.rt.options;
+        let found = (opts.files && !opts.pdb_dirs.is_empty())
+            .then(|| {
+                let data = self.r.rt.module(module).ok()?;
+                let info = crate::metadata::read_debug_info_from_memory(
+                    self.r.rt.memory(),
+                    data.image_base,
+                    (data.image_size != 0).then_some(data.image_size as u64),
+                )
+                .ok()?;
+                let cv = info.codeview?;
+                crate::metadata::find_pdb(&cv, &opts.pdb_dirs, false)
+                    .found
+                    .map(std::sync::Arc::new)
+            })
+            .flatten();
+        self.pdbs.insert(module, found.clone());
+        found
+    }
+}
+
+/// The address of `rva` in the image at `base` (mapped: base + rva; flat: through the
+/// section headers).
+fn rva_address<M: Memory>(
+    rt: &crate::discovery::runtime::Runtime<M>,
+    base: u64,
+    mapped: bool,
+    rva: u32,
+) -> crate::Result<u64> {
+    if mapped {
+        return Ok(base + rva as u64);
+    }
+    let m = rt.memory();
+    let r32 = |a: u64| m.read_u32(a).map_err(|_| crate::ClrError::read("the PE headers", a));
+    let r16 = |a: u64| m.read_u16(a).map_err(|_| crate::ClrError::read("the PE headers", a));
+    let nt = base + r32(base + 0x3C)? as u64;
+    let nsec = r16(nt + 6)? as u64;
+    let sec = nt + 24 + r16(nt + 20)? as u64;
+    for i in 0..nsec.min(96) {
+        let s = sec + 40 * i;
+        let (vsize, va, rsize, raw) = (r32(s + 8)?, r32(s + 12)?, r32(s + 16)?, r32(s + 20)?);
+        if rva >= va && rva < va + vsize.max(rsize) {
+            return Ok(base + (rva - va + raw) as u64);
+        }
+    }
+    Err(crate::ClrError::corrupt(
+        "PE image",
+        base,
+        format!("no section holds RVA {rva:#x}"),
+    ))
 }
