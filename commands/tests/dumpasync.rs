@@ -563,7 +563,17 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
             .iter()
             .flat_map(|c| c["boxes"].as_array().unwrap().iter())
             .collect();
-        for h in e.manifest["hoisted"].as_array().unwrap() {
+        // The program's hoisted values, and those its chains record (runtime-async chains
+        // list the locals each method holds across its await: `ticks` of TickOuter).
+        let mut hoisted: Vec<Value> = e.manifest["hoisted"].as_array().unwrap().clone();
+        for c in e.manifest["async_chains"].as_array().into_iter().flatten() {
+            for h in c["hoisted"].as_array().into_iter().flatten() {
+                if !hoisted.iter().any(|x| x["method"] == h["method"] && x["name"] == h["name"]) {
+                    hoisted.push(h.clone());
+                }
+            }
+        }
+        for h in &hoisted {
             let method = h["method"].as_str().unwrap();
             let want_name = h["name"].as_str().unwrap();
             let of_method: Vec<&&Value> = boxes.iter().filter(|b| b["method"] == method).collect();
@@ -598,7 +608,7 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
         }
     }
     eprintln!("{compared} hoisted values equal the programs' ({runtime_async} of runtime-async frames)");
-    assert!(runtime_async >= 7, "{runtime_async} runtime-async values compared");
+    assert!(runtime_async >= 8, "{runtime_async} runtime-async values compared");
 }
 
 /// .NET 11's runtime-async methods (no state machine: the runtime suspends them into
@@ -702,4 +712,76 @@ fn runtime_async_frames_are_the_dacs_methods() {
     }
     eprintln!("runtime-async frames: {checked} on {dumps} dumps equal the DAC's methods");
     assert!(dumps >= 4 && checked >= 90, "{dumps} dumps, {checked} frames");
+}
+
+/// Every .NET 11 manifest chain holding runtime-async methods (hang, async, asyncreal,
+/// aspnethang): found as many times as the program made it (`count`), innermost first (a
+/// runtime-async frame identified by its method, a state machine by its type; a chain may go
+/// on into callers the manifest leaves out, such as Kestrel's), each frame awaiting, and the
+/// innermost one naming the object it awaits by the manifest's `awaited_type`.
+#[test]
+fn runtime_async_manifest_chains_innermost_first_with_what_they_await() {
+    let mut checked = 0;
+    let mut dumps = 0;
+    for e in tests::all() {
+        let Some(expected) = e.manifest["async_chains"].as_array() else {
+            continue;
+        };
+        let has_ra = expected.iter().any(|c| {
+            c["async_kinds"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "runtime-async"))
+        });
+        if !has_ra {
+            continue;
+        }
+        dumps += 1;
+        let name = &e.name;
+        let s = session(&e);
+        let r = run(&s, "dumpasync");
+        let chains = r["chains"].as_array().unwrap();
+        for m in expected {
+            let want = tests::chain_identity(m);
+            let n = m["count"].as_u64().unwrap_or(1) as usize;
+            let found: Vec<&Value> = chains
+                .iter()
+                .filter(|c| {
+                    let t = types(c);
+                    t.len() >= want.len() && t[..want.len()] == want[..]
+                })
+                .collect();
+            assert_eq!(
+                found.len(),
+                n,
+                "{name}: chain {} ({want:?}): {} found; chains: {:?}",
+                m["name"],
+                found.len(),
+                chains.iter().map(types).collect::<Vec<_>>()
+            );
+            for c in found {
+                let boxes = c["boxes"].as_array().unwrap();
+                for b in &boxes[..want.len()] {
+                    assert_eq!(b["state_name"], "awaiting", "{name}: {b}");
+                    if b["kind"] == "runtime_async" {
+                        assert!(b["runtime_async"]["method"].is_string(), "{name}: {b}");
+                    }
+                }
+                if let Some(t) = m["awaited_type"].as_str() {
+                    let inner = &boxes[0];
+                    assert!(
+                        inner["awaiters"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|a| a["object_type"] == t),
+                        "{name}: chain {}: the innermost frame awaits no {t}: {inner}",
+                        m["name"]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("{checked} runtime-async manifest chains on {dumps} dumps, innermost first, awaiting the manifest's objects");
+    assert!(dumps >= 4 && checked >= 70, "{dumps} dumps, {checked} chains");
 }
