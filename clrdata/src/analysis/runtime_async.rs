@@ -646,43 +646,62 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         let (ci, _) = self.walker.ip_to_method(ip)?.ok_or_else(|| {
             crate::ClrError::not_found_at("method", ip, "the DiagnosticIP is not in managed code")
         })?;
-        if ci.kind != crate::model::stack::codeman::CodeKind::Jit {
-            return Err(crate::ClrError::not_found(
-                "the async debug info",
-                "ReadyToRun code's debug info is not read yet (JIT'd code's is)",
-            ));
-        }
-        // RealCodeHeader.DebugInfo (the code header: the word before the method's start).
-        let hdr = m
-            .read_u64(ci.method_start - 8)
-            .map_err(|_| crate::ClrError::read("the code header pointer", ci.method_start - 8))?;
-        let off = r
-            .rt
-            .descriptor()
-            .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
-            .unwrap_or(0);
-        let blob = m
-            .read_u64(hdr + off)
-            .map_err(|_| crate::ClrError::read("RealCodeHeader.DebugInfo", hdr + off))?;
-        if blob == 0 {
-            return Err(crate::ClrError::not_found_at(
-                "debug info",
-                hdr,
-                "the method's code header has none",
-            ));
-        }
-        let mut bytes = vec![0u8; MAX_DEBUG_INFO];
-        // The blob may end near the end of a mapping: read what is there.
-        let mut got = m.read(blob, &mut bytes);
-        if got == 0 {
-            // a partial first page: read byte ranges page by page
-            let first = (0x1000 - (blob & 0xFFF)) as usize;
-            got = m.read(blob, &mut bytes[..first]);
-        }
-        bytes.truncate(got);
+        let (bytes, blob) = if ci.kind == crate::model::stack::codeman::CodeKind::Jit {
+            // RealCodeHeader.DebugInfo (the code header: the word before the method's start).
+            let hdr = m.read_u64(ci.method_start - 8).map_err(|_| {
+                crate::ClrError::read("the code header pointer", ci.method_start - 8)
+            })?;
+            let off = r
+                .rt
+                .descriptor()
+                .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
+                .unwrap_or(0);
+            let blob = m
+                .read_u64(hdr + off)
+                .map_err(|_| crate::ClrError::read("RealCodeHeader.DebugInfo", hdr + off))?;
+            if blob == 0 {
+                return Err(crate::ClrError::not_found_at(
+                    "debug info",
+                    hdr,
+                    "the method's code header has none",
+                ));
+            }
+            let mut bytes = vec![0u8; MAX_DEBUG_INFO];
+            // The blob may end near the end of a mapping: read what is there.
+            let mut got = m.read(blob, &mut bytes);
+            if got == 0 {
+                let first = (0x1000 - (blob & 0xFFF)) as usize;
+                got = m.read(blob, &mut bytes[..first]);
+            }
+            bytes.truncate(got);
+            (bytes, blob)
+        } else {
+            // ReadyToRun: the image's DebugInfo section (its file when the dump lacks it).
+            let module = ci.module.ok_or_else(|| {
+                crate::ClrError::not_found_at("the ReadyToRun module", ip, "the code names none")
+            })?;
+            let b = self.walker.code().r2r_debug_info(r.rt, module, ci.method_start)?;
+            (b, ci.method_start)
+        };
         let di = DebugInfo::decode(&bytes, DebugInfoFormat::Net11)
             .map_err(|e| crate::ClrError::corrupt("the method's debug info", blob, e.to_string()))?;
         let native = (ip - ci.method_start) as u32;
+        if di.async_suspension_points.is_empty() {
+            // Seen on aspnethang-net11: the ReadyToRun framework methods' blobs decode with
+            // no async chunk (their JIT'd, re-jitted peers have one).
+            return Err(crate::ClrError::not_found_at(
+                "the method's suspension points",
+                blob,
+                format!(
+                    "its {} debug info lists none",
+                    if ci.kind == crate::model::stack::codeman::CodeKind::Jit {
+                        "JIT'd code's"
+                    } else {
+                        "ReadyToRun code's"
+                    }
+                ),
+            ));
+        }
         let point = di
             .async_suspension_points
             .iter()
@@ -851,7 +870,8 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         }
         let data = self.r.rt.module(module)?;
         let body = rva_address(self.r.rt, data.image_base, data.mapped, rva)?;
-        let m = self.r.rt.memory();
+        // the image's file stands in for pages the dump lacks (a ReadyToRun framework image)
+        let m = self.walker.code().memory(self.r.rt.memory());
         let first = m
             .read_u8(body)
             .map_err(|_| crate::ClrError::read("the method's IL header", body))?;
