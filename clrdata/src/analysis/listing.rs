@@ -210,10 +210,16 @@ pub fn runtime_async_fields<M: Memory>(
                     FieldValue::Object { string, .. } => string.clone(),
                     _ => None,
                 };
+                use crate::analysis::runtime_async::HeldKind;
                 HoistedField {
                     name: format!("{} at +{:#x}", v.raw, v.offset),
                     display_name: v.name,
-                    kind: v.kind,
+                    kind: match v.kind {
+                        HeldKind::Argument => asyncsm::HoistedKind::Argument,
+                        HeldKind::Local => asyncsm::HoistedKind::Local,
+                        HeldKind::This => asyncsm::HoistedKind::This,
+                        HeldKind::Other => asyncsm::HoistedKind::Other,
+                    },
                     type_name: v.type_name,
                     value: v.value.display(),
                     string,

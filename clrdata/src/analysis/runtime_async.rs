@@ -597,13 +597,26 @@ pub struct HeldVariable {
     /// local's from the app's portable PDB (without one, `local N`).
     pub name: String,
     /// Argument, local, `this`, or other (synthetic).
-    pub kind: crate::analysis::asyncsm::HoistedKind,
+    pub kind: HeldKind,
     /// Its declared type (the method's signature, or its locals signature).
     pub type_name: String,
     /// Where it is in the continuation object (from the object's start).
     pub offset: u32,
     /// The value read there.
     pub value: FieldValue,
+}
+
+/// What a held variable is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldKind {
+    /// An argument of the method.
+    Argument,
+    /// A local variable of the method.
+    Local,
+    /// `this` of an instance method.
+    This,
+    /// A synthetic variable (the generic context, ...).
+    Other,
 }
 
 /// Reads the variables runtime-async frames hold, with per-module caches (metadata, PDBs).
@@ -749,7 +762,7 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         let pdb = self.pdb(module);
         let method_token = crate::metadata::Token(md.token);
         let mut out = Vec::new();
-        use crate::analysis::asyncsm::HoistedKind as K;
+        use HeldKind as K;
         for l in &point.locals {
             let at = address + l.offset as u64;
             let (raw, name, kind, ty) = match l.var_number {
