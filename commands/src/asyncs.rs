@@ -305,6 +305,8 @@ pub struct Result {
     pub idle_pooled_boxes: usize,
     /// Why `blocked_threads` is null, when it is.
     pub blocked_threads_unavailable: Option<String>,
+    /// Damaged places the heap walk met (each in `errors`): the listing may be incomplete.
+    pub heap_walk_errors: usize,
     pub errors: Vec<String>,
 }
 
@@ -396,6 +398,7 @@ impl DumpAsync {
                 .collect(),
             idle_pooled_boxes: a.idle_pooled_boxes,
             blocked_threads_unavailable: l.blocked_unavailable.as_ref().map(|e| e.to_string()),
+            heap_walk_errors: a.heap_walk_errors,
             errors: a.errors.clone(),
         }
     }
@@ -493,11 +496,12 @@ impl crate::output::Render for DumpAsync {
                 ));
             }
             t.push_str(&format!(
-                "{} chains, {} boxes shown of {} ({} completed skipped)\n",
+                "{} chains, {} boxes shown of {} ({} completed skipped){}\n",
                 l.chains.len(),
                 l.shown_boxes,
                 a.boxes.len(),
-                l.completed_skipped
+                l.completed_skipped,
+                incomplete(a.heap_walk_errors)
             ));
         }
         if let Some(tasks) = &l.tasks {
@@ -1136,4 +1140,15 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         errors: a.errors.clone(),
     };
     Ok(Output::rendered("causality", res))
+}
+
+/// What a count says when the heap walk met damage: the count may be short.
+pub(crate) fn incomplete(heap_walk_errors: usize) -> String {
+    match heap_walk_errors {
+        0 => String::new(),
+        n => format!(
+            "; incomplete: the heap walk met {n} damaged place{} (errors below)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }

@@ -644,8 +644,10 @@ impl Render for DumpHeap {
             t.push_str(&render(&tb));
         }
         t.push_str(&format!(
-            "Total {} objects, {} bytes\n",
-            r.total_objects, r.total_size
+            "Total {} objects, {} bytes{}\n",
+            r.total_objects,
+            r.total_size,
+            crate::asyncs::incomplete(r.errors.len())
         ));
         if r.frozen_objects > 0 {
             t.push_str(&format!(

@@ -214,6 +214,9 @@ pub struct AsyncAnalysis {
     pub errors: Vec<String>,
     /// Runtime-async chains the runtime is running on threads now (.NET 11).
     pub running: Vec<crate::analysis::runtime_async::RunningChain>,
+    /// How many damaged places the heap walk met (each also in `errors`): the boxes listed
+    /// may then be incomplete.
+    pub heap_walk_errors: usize,
     /// What else the walk learnt about tasks and what completes them (for `causality`).
     #[serde(skip)]
     pub facts: TaskFacts,
@@ -868,6 +871,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
             Err(e) => out.errors.push(e.to_string()),
         }
     }
+    out.heap_walk_errors = iter.errors().len();
     for e in iter.errors() {
         out.errors.push(format!("heap walk: {e}"));
     }

@@ -772,14 +772,69 @@ fn load_mt<M: Memory>(
         ));
     }
     // The free-object MethodTable is a bare, EEClass-less MT.
-    if mt != free_mt && canon & !1 == 0 {
-        return Err(crate::ClrError::corrupt(
-            "MethodTable",
-            mt,
-            "null EEClass / canonical MT",
-        ));
+    if mt != free_mt {
+        if canon & !1 == 0 {
+            return Err(crate::ClrError::corrupt(
+                "MethodTable",
+                mt,
+                "null EEClass / canonical MT",
+            ));
+        }
+        check_class_backlink(mem, rt_layout, mt, canon)?;
     }
     Ok(MtSize { base, comp })
+}
+
+/// The DAC's own test of a MethodTable (`MethodTable::ValidateWithPossibleAV`, used by
+/// `DacValidateMethodTable` on every object it reads): its class's MethodTable is the MT
+/// itself, or (a generic instantiation, whose class belongs to the canonical MT) an MT of the
+/// same class. A damaged object's MethodTable word rarely passes it: the walk then reports the
+/// object instead of taking garbage as a type whose size would swallow the objects behind it.
+fn check_class_backlink<M: Memory>(
+    mem: &M,
+    rt_layout: &crate::discovery::layout::Layout,
+    mt: u64,
+    ee_class_or_canon: u64,
+) -> crate::Result<()> {
+    let l = &rt_layout.method_table;
+    // GetClass(): the EEClass, through the canonical MT when the word is tagged.
+    let class_of = |word: u64| -> Option<u64> {
+        if word & 1 == 0 {
+            return Some(word);
+        }
+        let canon = word & !1;
+        mem.read_u64(canon.wrapping_add(l.ee_class_or_canon))
+            .ok()
+            .filter(|w| w & 1 == 0 && *w != 0)
+    };
+    let bad = |detail: String| Err(crate::ClrError::corrupt("MethodTable", mt, detail));
+    let Some(ee) = class_of(ee_class_or_canon).filter(|&e| e != 0) else {
+        return bad(format!(
+            "its canonical MethodTable ({:#x}) has no EEClass",
+            ee_class_or_canon & !1
+        ));
+    };
+    let at = ee.wrapping_add(rt_layout.ee_class.method_table);
+    let Ok(back) = mem.read_u64(at) else {
+        return bad(format!("its EEClass {ee:#x} is not readable"));
+    };
+    if back == mt {
+        return Ok(());
+    }
+    let back_class = if back == 0 {
+        None
+    } else {
+        mem.read_u64(back.wrapping_add(l.ee_class_or_canon))
+            .ok()
+            .and_then(class_of)
+    };
+    if back_class == Some(ee) {
+        return Ok(());
+    }
+    bad(format!(
+        "its EEClass {ee:#x} leads to MethodTable {back:#x}, which is neither it nor of the \
+         same class"
+    ))
 }
 
 /// A small open-addressing map from MethodTable to its size info and census counters.
@@ -793,6 +848,9 @@ struct MtCache {
 struct MtEntry {
     /// None: implausible MT.
     size: Option<MtSize>,
+    /// Whether the walk has taken an object of this MethodTable (not only read it while
+    /// resynchronising): evidence for a resynchronisation point.
+    seen: bool,
     count: u64,
     bytes: u64,
 }
@@ -838,6 +896,7 @@ impl MtCache {
             size,
             count: 0,
             bytes: 0,
+            seen: false,
         };
         self.len += 1;
         i
@@ -937,7 +996,7 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
 
     fn error(&mut self, kind: WalkErrorKind, mt: u64, detail: String, cache: &mut MtCache) -> Step {
         let at = self.a;
-        let resume = self.resync(at + 8, cache);
+        let resume = self.resync(at + 8, u64::MAX, cache);
         let skipped = resume.unwrap_or(self.seg.walk_end).saturating_sub(at);
         self.a = resume.unwrap_or(self.seg.walk_end);
         Step::Error(WalkError {
@@ -950,32 +1009,107 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
         })
     }
 
-    /// Looks for the next word from `from` that is a MethodTable already seen valid and whose
-    /// object fits in the segment: the walk resumes there.
-    fn resync(&mut self, from: u64, cache: &mut MtCache) -> Option<u64> {
+    /// The size of the object at `p` when its header names a valid MethodTable (one the walk
+    /// has seen, or one that passes [`load_mt`]'s checks now) and the object fits in the
+    /// segment; None otherwise. A MethodTable found valid here joins the cache; an invalid
+    /// word does not (a damaged region must not fill the cache with garbage).
+    fn object_size_at(&mut self, p: u64, cache: &mut MtCache) -> Option<u64> {
         let end = self.seg.walk_end;
+        let (w, cnt) = self.header(p)?;
+        let mt = method_table_of(w);
+        if mt == 0 || mt & 7 != 0 {
+            return None;
+        }
+        let i = cache.slot(mt);
+        let s = if cache.keys[i] == mt {
+            cache.vals[i].size?
+        } else {
+            let s = load_mt(self.mem, self.layout, self.heap.free_mt, mt).ok()?;
+            cache.index(mt, || Some(s));
+            s
+        };
+        let size = align8(s.base as u64 + s.comp as u64 * cnt as u64);
+        let is_free = mt == self.heap.free_mt;
+        (size >= self.heap.min_object_size || is_free)
+            .then_some(size.max(8))
+            .filter(|&size| p + size <= end)
+    }
+
+    /// Whether an object may start at `q`: the walk's end, an allocation context's start, or a
+    /// header naming a valid MethodTable.
+    fn object_may_start_at(&mut self, q: u64, cache: &mut MtCache) -> bool {
+        q == self.seg.walk_end
+            || self
+                .heap
+                .alloc_contexts
+                .binary_search_by_key(&q, |c| c.ptr)
+                .is_ok()
+            || self.object_size_at(q, cache).is_some()
+    }
+
+    /// Whether the walk has taken an object of the MethodTable named at `p`.
+    fn seen_at(&mut self, p: u64, cache: &MtCache) -> bool {
+        let Some((w, _)) = self.header(p) else {
+            return false;
+        };
+        let mt = method_table_of(w);
+        let i = cache.slot(mt);
+        cache.keys[i] == mt && cache.vals[i].seen
+    }
+
+    /// Looks for the first address from `from` (below `limit`) where an object starts again
+    /// after damage; the walk resumes there. A candidate is a header naming a valid
+    /// MethodTable ([`load_mt`]: plausible sizes, and its class leads back to it) whose object
+    /// fits in the segment ([`Self::object_size_at`]). The evidence for one is that its type
+    /// is one the walk has taken objects of (*seen*) and that its end is where an object may
+    /// start (*proven*: the walk's end, an allocation context or another candidate).
+    ///
+    /// A candidate with both wins at once. Otherwise, once the scan has passed the end of the
+    /// first candidate, the one with the most evidence among those that start inside it wins
+    /// (the earliest of equals): a damaged object's field may hold a MethodTable pointer (a
+    /// `RuntimeType`'s handle) whose type's size happens to end where a real object does, and
+    /// a real object next to further damage has no valid successor.
+    fn resync(&mut self, from: u64, limit: u64, cache: &mut MtCache) -> Option<u64> {
+        let end = self.seg.walk_end.min(limit);
         let mut p = align8(from);
+        // (address, evidence) of the candidates starting inside the first one, and its end.
+        let mut weak: Vec<(u64, u8)> = Vec::new();
+        let mut first_end = u64::MAX;
+        let best = |weak: &[(u64, u8)]| {
+            weak.iter()
+                .copied()
+                .fold(None, |b: Option<(u64, u8)>, c| match b {
+                    Some(b) if b.1 >= c.1 => Some(b),
+                    _ => Some(c),
+                })
+                .map(|(a, _)| a)
+        };
         while p + 12 <= end {
-            let Some((w, cnt)) = self.header(p) else {
+            if p >= first_end {
+                return best(&weak);
+            }
+            if self.header(p).is_none() {
+                if !weak.is_empty() {
+                    break;
+                }
                 // Unreadable here: skip to the next page.
                 p = (p | 0xFFF) + 1;
                 continue;
-            };
-            let mt = method_table_of(w);
-            if mt != 0 {
-                let i = cache.slot(mt);
-                if cache.keys[i] == mt {
-                    if let Some(s) = cache.vals[i].size {
-                        let size = align8(s.base as u64 + s.comp as u64 * cnt as u64);
-                        if size >= self.heap.min_object_size && p + size <= end {
-                            return Some(p);
-                        }
-                    }
+            }
+            if let Some(size) = self.object_size_at(p, cache) {
+                let seen = self.seen_at(p, cache);
+                let proven = self.object_may_start_at(p + size, cache);
+                if seen && proven {
+                    return Some(p);
                 }
+                if weak.is_empty() {
+                    first_end = p + size;
+                }
+                weak.push((p, seen as u8 + proven as u8));
             }
             p += 8;
         }
-        None
+        best(&weak)
     }
 
     #[inline]
@@ -1034,7 +1168,36 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
                 return self.error(WalkErrorKind::BadSize, mt, detail, cache);
             }
             let size = size.max(8);
+            // An array or string whose end is not where an object may start: its count may be
+            // damaged. When an object is proven to start inside it, it is reported (with what
+            // it would have swallowed) and the walk resumes there; else the damage is the next
+            // object's, reported in its turn.
+            if s.comp != 0 && !self.object_may_start_at(a + size, cache) {
+                if let Some(p) = self.resync(a + self.heap.min_object_size, a + size, cache) {
+                    self.a = p;
+                    return Step::Error(WalkError {
+                        address: a,
+                        segment: self.seg.address,
+                        kind: WalkErrorKind::BadSize,
+                        mt,
+                        detail: format!(
+                            "size {size:#x} ({cnt} elements) runs over an object proven to \
+                             start at {p:#x} (its end {:#x} starts no object): the count is \
+                             damaged",
+                            a + size
+                        ),
+                        skipped: p - a,
+                    });
+                }
+            }
             self.a = a + size;
+            // The checks above may have grown the cache: the slot is looked up again.
+            let slot = if cache.keys[slot] == mt {
+                slot
+            } else {
+                cache.slot(mt)
+            };
+            cache.vals[slot].seen = true;
             return Step::Object(
                 HeapObject {
                     address: a,
