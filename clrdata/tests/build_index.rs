@@ -182,6 +182,7 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
             build_index: false,
             files: false,
             symbol_server: None,
+            pdb_dirs: Vec::new(),
         };
         match Runtime::discover_with_options(&d, &none) {
             Ok(r) => {
@@ -212,6 +213,7 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
                 build_index: false,
                 files: true,
                 symbol_server: None,
+                pdb_dirs: Vec::new(),
             };
             let by_file = Runtime::discover_with_options(&f, &no_index)
                 .unwrap_or_else(|err| panic!("{name}: with files: {err}"));
@@ -331,6 +333,7 @@ fn a_single_file_host_is_found_by_its_indexed_identity() {
         build_index: false,
         files: false,
         symbol_server: None,
+        pdb_dirs: Vec::new(),
     };
     match clrdata::discovery::runtime::find_runtime_with(&view, &no_index) {
         Err(ClrError::NoRuntime { .. }) => {}

@@ -131,6 +131,7 @@ fn with_server(server: SymbolServer) -> DiscoverOptions {
         build_index: false,
         files: true,
         symbol_server: Some(server),
+        pdb_dirs: Vec::new(),
     }
 }
 
@@ -180,6 +181,7 @@ fn downloads_verifies_and_uses_a_libcoreclr_and_refuses_another_build() {
         build_index: false,
         files: true,
         symbol_server: None,
+        pdb_dirs: Vec::new(),
     };
     match Runtime::discover_with_options(&d, &none) {
         Err(ClrError::NoLayout { tried, needed, .. }) => {

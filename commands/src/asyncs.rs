@@ -138,8 +138,33 @@ pub struct BoxOut {
     /// its continuation).
     pub sync_waiters: usize,
     pub awaiters: Vec<AwaiterOut>,
+    /// A runtime-async method's frame (.NET 11, kind `runtime_async`): its continuation's
+    /// DiagnosticIP, suspension point, method and owning task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_async: Option<RuntimeAsyncOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fields: Option<Vec<FieldOut>>,
+}
+
+/// A runtime-async method's frame (its `Continuation`).
+#[derive(Serialize)]
+pub struct RuntimeAsyncOut {
+    /// `ResumeInfo->DiagnosticIP`: where in the method's code it suspended.
+    pub diagnostic_ip: String,
+    /// `Continuation.State`: the suspension point's index.
+    pub state: i32,
+    /// `Continuation.Flags`.
+    pub flags: String,
+    /// The method's MethodDesc.
+    pub method_desc: Option<String>,
+    /// The method as the DAC names its code (with its parameters).
+    pub method: Option<String>,
+    /// Why the method is not named, when it is not.
+    pub method_error: Option<String>,
+    /// The `AsyncHelpers+RuntimeAsyncTask` owning the chain.
+    pub task: Option<String>,
+    /// The Thread whose dispatcher runs the chain now (`AsyncDispatcherInfo.t_current`).
+    pub running_on_thread: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -187,6 +212,16 @@ fn box_out(b: &AsyncBox, facts: &asyncsm::TaskFacts) -> BoxOut {
                 channel: a.object.and_then(|o| facts.channel_of(o)).map(channel_json),
             })
             .collect(),
+        runtime_async: b.runtime_async.as_ref().map(|f| RuntimeAsyncOut {
+            diagnostic_ip: hex(f.diagnostic_ip),
+            state: f.state,
+            flags: hex(f.flags as u64),
+            method_desc: f.method_desc.map(hex),
+            method: f.method.clone(),
+            method_error: f.method_error.clone(),
+            task: (f.task != 0).then(|| hex(f.task)),
+            running_on_thread: f.running_on_thread.map(hex),
+        }),
         fields: None,
     }
 }
@@ -258,7 +293,10 @@ pub struct Result {
     pub chains: Vec<ChainOut>,
     pub stats: Option<Vec<StatOut>>,
     pub tasks: Option<Vec<TaskOut>>,
+    /// State machine boxes (Task and pooled ValueTask boxes).
     pub total_boxes: usize,
+    /// Runtime-async methods' frames (.NET 11), listed among the boxes of the chains.
+    pub runtime_async_frames: usize,
     pub shown_boxes: usize,
     pub completed_skipped: usize,
     /// Rings of boxes awaiting each other (addresses, in continuation order).
@@ -341,7 +379,16 @@ impl DumpAsync {
                     })
                     .collect()
             }),
-            total_boxes: a.boxes.len(),
+            total_boxes: a
+                .boxes
+                .iter()
+                .filter(|b| b.kind != asyncsm::BoxKind::RuntimeAsync)
+                .count(),
+            runtime_async_frames: a
+                .boxes
+                .iter()
+                .filter(|b| b.kind == asyncsm::BoxKind::RuntimeAsync)
+                .count(),
             shown_boxes: l.shown_boxes,
             completed_skipped: l.completed_skipped,
             cycles: a
@@ -494,10 +541,10 @@ fn render_box(t: &mut String, b: &AsyncBox, depth: usize) {
             b.state_name()
         },
         asyncsm::async_method_name(&b.state_machine_type),
-        if b.kind == asyncsm::BoxKind::Pooling {
-            " [pooled ValueTask box]"
-        } else {
-            ""
+        match b.kind {
+            asyncsm::BoxKind::Pooling => " [pooled ValueTask box]",
+            asyncsm::BoxKind::RuntimeAsync => " [runtime-async]",
+            asyncsm::BoxKind::Task => "",
         },
         indent = depth * 2
     ));

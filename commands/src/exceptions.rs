@@ -56,6 +56,9 @@ pub struct FrameOut {
     pub ip: String,
     pub method_desc: String,
     pub flags: u32,
+    /// A runtime-async method's frame the runtime appended as the exception unwound through
+    /// its continuation (.NET 11, `STEF_CONTINUATION`): `ip` its DiagnosticIP, `sp` 0.
+    pub continuation: bool,
     pub module: Option<String>,
     pub method: Option<String>,
     pub offset: Option<u64>,
@@ -99,6 +102,7 @@ fn exception_out(e: &ExceptionData) -> ExceptionOut {
                 ip: hex(f.ip),
                 method_desc: hex(f.method_desc),
                 flags: f.flags,
+                continuation: f.flags & clrdata::analysis::exceptions::STEF_CONTINUATION != 0,
                 module: f.module.clone(),
                 method: f.method.clone(),
                 offset: f.offset,
@@ -150,9 +154,14 @@ fn exception_text(e: &ExceptionData) -> String {
                 ),
             };
             t.push_str(&format!(
-                "    {} {} {func}\n",
+                "    {} {} {func}{}\n",
                 fmt_addr(f.sp).to_uppercase(),
-                fmt_addr(f.ip).to_uppercase()
+                fmt_addr(f.ip).to_uppercase(),
+                if f.flags & clrdata::analysis::exceptions::STEF_CONTINUATION != 0 {
+                    " [async continuation]"
+                } else {
+                    ""
+                }
             ));
         }
     }

@@ -50,7 +50,7 @@ fn waits(e: &tests::Entry) -> Vec<Value> {
 
 #[test]
 fn blocked_threads_are_linked_to_the_chains_they_wait_on() {
-    for name in ["hang", "async", "servergc", "windows-hang"] {
+    for name in ["hang", "async", "servergc", "windows-hang", "hang-net11", "async-net11"] {
         let e = tests::entry(name);
         let s = session(&e);
         let r = run(&s, "causality");
@@ -58,6 +58,21 @@ fn blocked_threads_are_linked_to_the_chains_they_wait_on() {
         let chains = r["chains"].as_array().unwrap();
         let want = waits(&e);
         assert!(!want.is_empty(), "{name}: manifest names no blocked thread");
+        // runtime-async frames' owning tasks, by frame
+        let ra_tasks: std::collections::HashMap<String, Value> = run(&s, "dumpasync --completed")
+            ["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+            .filter(|b| b["kind"] == "runtime_async")
+            .map(|b| {
+                (
+                    b["address"].as_str().unwrap().to_owned(),
+                    b["runtime_async"]["task"].clone(),
+                )
+            })
+            .collect();
         assert_eq!(threads.len(), want.len(), "{name}: {r}");
         for w in &want {
             let os = w["os_id"].as_u64().unwrap();
@@ -77,13 +92,12 @@ fn blocked_threads_are_linked_to_the_chains_they_wait_on() {
                 linked.contains(&want_methods),
                 "{name}: thread {os} linked to {linked:?}, manifest says {want_methods:?}"
             );
-            // The waited task is the chain's outermost box.
+            // The waited task is the chain's outermost box; for a runtime-async chain (.NET
+            // 11, frames are Continuations) the RuntimeAsyncTask owning the outermost frame.
             let c = chains.iter().find(|c| methods(c) == want_methods).unwrap();
-            assert_eq!(
-                c["boxes"].as_array().unwrap().last().unwrap(),
-                &t["task"],
-                "{name}"
-            );
+            let outer = c["boxes"].as_array().unwrap().last().unwrap();
+            let owner = ra_tasks.get(outer.as_str().unwrap()).cloned();
+            assert_eq!(owner.as_ref().unwrap_or(outer), &t["task"], "{name}");
             assert!(c["waited_by_threads"]
                 .as_array()
                 .unwrap()
@@ -109,7 +123,8 @@ fn expected_kind(awaits: &str) -> &'static str {
 
 #[test]
 fn every_chain_says_what_it_waits_for() {
-    for name in ["hang", "async", "windows-hang"] {
+    // .NET 11's runtime-async chains (hang-net11, async-net11) as the state machines' chains
+    for name in ["hang", "async", "windows-hang", "hang-net11", "async-net11"] {
         let e = tests::entry(name);
         let s = session(&e);
         let r = run(&s, "causality");
@@ -134,7 +149,14 @@ fn every_chain_says_what_it_waits_for() {
 
 #[test]
 fn pstacks_async_merges_logical_stacks() {
-    let e = tests::entry("async");
+    // the state machines' chains, and .NET 11's runtime-async ones
+    for name in ["async", "async-net11"] {
+        pstacks_async_of(name);
+    }
+}
+
+fn pstacks_async_of(name: &str) {
+    let e = tests::entry(name);
     let s = session(&e);
     let r = run(&s, "pstacks --async");
     let roots = r["roots"].as_array().unwrap();

@@ -60,12 +60,7 @@ fn every_manifest_chain_is_found_innermost_first_and_awaiting() {
         let expected = e.manifest["async_chains"].as_array().unwrap();
         assert!(!expected.is_empty(), "{name}: manifest lists no chain");
         for m in expected {
-            let want: Vec<String> = m["state_machine_types"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t.as_str().unwrap().to_owned())
-                .collect();
+            let want = tests::chain_identity(m);
             let found = chains.iter().find(|c| types(c) == want).unwrap_or_else(|| {
                 panic!(
                     "{name}: chain {} ({want:?}) not found; chains: {:?}",
@@ -215,10 +210,9 @@ fn a_box_awaited_twice_starts_two_chains_and_counts_once() {
         .unwrap()
         .iter()
         .find(|c| c["name"] == "fanout-1")
-        .unwrap()["state_machine_types"][0]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .map(tests::chain_identity)
+        .unwrap()[0]
+        .clone();
     let with_inner = chains.iter().filter(|c| types(c)[0] == inner).count();
     assert_eq!(with_inner, 2, "{r}");
     let distinct: BTreeSet<u64> = addresses(&r);
@@ -373,12 +367,7 @@ fn roslyn_async_as_real_code_writes_it() {
         // iterator object) unless a WhenAll/WhenAny promise stands between them.
         let by_addr = |a: &str| boxes().find(|b| b["address"] == a).unwrap();
         for m in e.manifest["async_chains"].as_array().unwrap() {
-            let want: Vec<String> = m["state_machine_types"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t.as_str().unwrap().to_owned())
-                .collect();
+            let want = tests::chain_identity(m);
             if m["cycle"] == true {
                 let rings = r["cycles"].as_array().unwrap();
                 assert_eq!(rings.len(), 1, "{name}: cycles {rings:?}");
@@ -433,10 +422,17 @@ fn roslyn_async_as_real_code_writes_it() {
                 if count == 1 {
                     for pair in bs.windows(2) {
                         let inner = &pair[0];
-                        let ok = pair[1]["awaiters"].as_array().unwrap().iter().any(|a| {
-                            a["object"] == inner["address"]
-                                || a["object_type"] == inner["state_machine_type"]
-                        });
+                        // A runtime-async method (.NET 11) is awaited through its task (its
+                        // frame's owner); one calling another directly shares that task.
+                        let inner_task = &inner["runtime_async"]["task"];
+                        let same_task = !inner_task.is_null()
+                            && pair[1]["runtime_async"]["task"] == *inner_task;
+                        let ok = same_task
+                            || pair[1]["awaiters"].as_array().unwrap().iter().any(|a| {
+                                a["object"] == inner["address"]
+                                    || (!inner_task.is_null() && a["object"] == *inner_task)
+                                    || a["object_type"] == inner["state_machine_type"]
+                            });
                         assert!(
                             ok,
                             "{name}: chain {}: {} awaits {}",
@@ -461,13 +457,8 @@ fn roslyn_async_as_real_code_writes_it() {
                 .iter()
                 .find(|c| c["name"] == w["waits_on_chain"])
                 .unwrap();
-            let outer = chain["state_machine_types"]
-                .as_array()
-                .unwrap()
-                .last()
-                .unwrap()
-                .as_str()
-                .unwrap();
+            let identity = tests::chain_identity(chain);
+            let outer = identity.last().unwrap().as_str();
             let ch = chains
                 .iter()
                 .find(|c| {
@@ -520,10 +511,15 @@ fn roslyn_async_as_real_code_writes_it() {
                 .unwrap_or_else(|| panic!("{name}: no box named {readable}"));
             let smt = b["state_machine_type"].as_str().unwrap();
             let short = raw_method.rsplit(['.', '+']).next().unwrap();
-            assert!(
-                smt.contains(&format!("<{short}>d")),
-                "{name}: {smt} vs {raw_method}"
-            );
+            if b["kind"] == "runtime_async" {
+                // no state machine (.NET 11): the frame is the method itself
+                assert_eq!(smt, raw_method, "{name}");
+            } else {
+                assert!(
+                    smt.contains(&format!("<{short}>d")),
+                    "{name}: {smt} vs {raw_method}"
+                );
+            }
             assert!(
                 out.text.contains(&readable),
                 "{name}: {readable} not in the text"
@@ -551,9 +547,15 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
         "no asyncreal dump records hoisted values"
     );
     let mut compared = 0;
+    let mut runtime_async = 0;
     for e in dumps {
         let name = &e.name;
-        let s = session(&e);
+        // The kept PDBs name a runtime-async method's locals (.NET 11: its continuation holds
+        // them where the JIT's async debug info says; the metadata names its arguments).
+        let s = session(&e).with_discover_options(clrdata::DiscoverOptions {
+            pdb_dirs: vec![tests::dumps_dir().join("pdbs")],
+            ..Default::default()
+        });
         let r = run(&s, "dumpasync --fields");
         let boxes: Vec<&Value> = r["chains"]
             .as_array()
@@ -561,7 +563,17 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
             .iter()
             .flat_map(|c| c["boxes"].as_array().unwrap().iter())
             .collect();
-        for h in e.manifest["hoisted"].as_array().unwrap() {
+        // The program's hoisted values, and those its chains record (runtime-async chains
+        // list the locals each method holds across its await: `ticks` of TickOuter).
+        let mut hoisted: Vec<Value> = e.manifest["hoisted"].as_array().unwrap().clone();
+        for c in e.manifest["async_chains"].as_array().into_iter().flatten() {
+            for h in c["hoisted"].as_array().into_iter().flatten() {
+                if !hoisted.iter().any(|x| x["method"] == h["method"] && x["name"] == h["name"]) {
+                    hoisted.push(h.clone());
+                }
+            }
+        }
+        for h in &hoisted {
             let method = h["method"].as_str().unwrap();
             let want_name = h["name"].as_str().unwrap();
             let of_method: Vec<&&Value> = boxes.iter().filter(|b| b["method"] == method).collect();
@@ -590,7 +602,186 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
                 ),
             }
             compared += 1;
+            if of_method[0]["kind"] == "runtime_async" {
+                runtime_async += 1;
+            }
         }
     }
-    eprintln!("{compared} hoisted values equal the programs'");
+    eprintln!("{compared} hoisted values equal the programs' ({runtime_async} of runtime-async frames)");
+    assert!(runtime_async >= 8, "{runtime_async} runtime-async values compared");
+}
+
+/// .NET 11's runtime-async methods (no state machine: the runtime suspends them into
+/// `Continuation` objects): every frame `dumpasync` lists is named as the runtime's DAC names
+/// the code its continuation resumes at (`<name>.ips.dac.json`, made by
+/// `dumps/tools/dacips.py` from each frame's `ResumeInfo->DiagnosticIP`: GetCodeHeaderData's
+/// MethodDesc and GetMethodDescName); each manifest chain's runtime-async methods are those
+/// names without their signatures; and where no framework method is suspended (hang, async,
+/// asyncreal) there is one frame per continuation object the runtime made
+/// (`Continuation_<layout>` in the DAC's census).
+#[test]
+fn runtime_async_frames_are_the_dacs_methods() {
+    let mut checked = 0;
+    let mut dumps = 0;
+    for e in tests::all() {
+        let p = tests::dumps_dir().join(format!("{}.ips.dac.json", e.name));
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let t: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            t["dump_sha256"], e.dac["dump_file"]["sha256"],
+            "{}.ips.dac.json was written for another dump: regenerate it",
+            e.name
+        );
+        let dac: std::collections::BTreeMap<u64, (u64, String)> = t["ips"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["hr"] == "0x00000000")
+            .map(|x| {
+                (
+                    parse(x["ip"].as_str().unwrap()),
+                    (
+                        parse(x["method_desc"].as_str().unwrap()),
+                        x["method"].as_str().unwrap().to_owned(),
+                    ),
+                )
+            })
+            .collect();
+        let s = session(&e);
+        let r = run(&s, "dumpasync --completed");
+        let frames: Vec<&Value> = r["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["boxes"].as_array().unwrap().iter())
+            .filter(|b| b["kind"] == "runtime_async")
+            .collect();
+        assert!(!frames.is_empty(), "{}: no runtime-async frame", e.name);
+        let mut distinct = BTreeSet::new();
+        for b in &frames {
+            let ra = &b["runtime_async"];
+            let ip = parse(ra["diagnostic_ip"].as_str().unwrap());
+            let (md, name) = dac
+                .get(&ip)
+                .unwrap_or_else(|| panic!("{}: {ip:#x} not in the DAC truth: {b}", e.name));
+            assert_eq!(ra["method"].as_str(), Some(name.as_str()), "{}: {b}", e.name);
+            assert_eq!(
+                parse(ra["method_desc"].as_str().unwrap()),
+                *md,
+                "{}: {b}",
+                e.name
+            );
+            assert!(ra["state"].as_i64().unwrap() >= 0, "{}: {b}", e.name);
+            assert_ne!(ra["task"], Value::Null, "{}: {b}", e.name);
+            distinct.insert(b["address"].as_str().unwrap().to_owned());
+            checked += 1;
+        }
+        // The manifest's runtime-async methods: the DAC's names without their signatures.
+        for m in e.manifest["async_chains"].as_array().unwrap() {
+            let kinds = m["async_kinds"].as_array().unwrap();
+            for (method, k) in m["methods"].as_array().unwrap().iter().zip(kinds) {
+                if k != "runtime-async" {
+                    continue;
+                }
+                let method = method.as_str().unwrap();
+                assert!(
+                    dac.values().any(|(_, n)| {
+                        clrdata::analysis::runtime_async::method_without_signature(n) == method
+                    }),
+                    "{}: the DAC names no suspended method {method}",
+                    e.name
+                );
+            }
+        }
+        // One frame per continuation the runtime made, where only the program's methods are
+        // suspended (dumps/README.md: the census holds as many as the chains' invocations).
+        if ["hang", "async", "asyncreal"].contains(&e.program()) {
+            let census: u64 = e.dac["heap_stat"]["types"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["type"].as_str().unwrap().starts_with("Continuation_"))
+                .map(|t| t["count"].as_u64().unwrap())
+                .sum();
+            assert_eq!(distinct.len() as u64, census, "{}: frames vs the census", e.name);
+            assert_eq!(r["runtime_async_frames"].as_u64(), Some(census), "{}", e.name);
+        }
+        dumps += 1;
+    }
+    eprintln!("runtime-async frames: {checked} on {dumps} dumps equal the DAC's methods");
+    assert!(dumps >= 4 && checked >= 90, "{dumps} dumps, {checked} frames");
+}
+
+/// Every .NET 11 manifest chain holding runtime-async methods (hang, async, asyncreal,
+/// aspnethang): found as many times as the program made it (`count`), innermost first (a
+/// runtime-async frame identified by its method, a state machine by its type; a chain may go
+/// on into callers the manifest leaves out, such as Kestrel's), each frame awaiting, and the
+/// innermost one naming the object it awaits by the manifest's `awaited_type`.
+#[test]
+fn runtime_async_manifest_chains_innermost_first_with_what_they_await() {
+    let mut checked = 0;
+    let mut dumps = 0;
+    for e in tests::all() {
+        let Some(expected) = e.manifest["async_chains"].as_array() else {
+            continue;
+        };
+        let has_ra = expected.iter().any(|c| {
+            c["async_kinds"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "runtime-async"))
+        });
+        if !has_ra {
+            continue;
+        }
+        dumps += 1;
+        let name = &e.name;
+        let s = session(&e);
+        let r = run(&s, "dumpasync");
+        let chains = r["chains"].as_array().unwrap();
+        for m in expected {
+            let want = tests::chain_identity(m);
+            let n = m["count"].as_u64().unwrap_or(1) as usize;
+            let found: Vec<&Value> = chains
+                .iter()
+                .filter(|c| {
+                    let t = types(c);
+                    t.len() >= want.len() && t[..want.len()] == want[..]
+                })
+                .collect();
+            assert_eq!(
+                found.len(),
+                n,
+                "{name}: chain {} ({want:?}): {} found; chains: {:?}",
+                m["name"],
+                found.len(),
+                chains.iter().map(types).collect::<Vec<_>>()
+            );
+            for c in found {
+                let boxes = c["boxes"].as_array().unwrap();
+                for b in &boxes[..want.len()] {
+                    assert_eq!(b["state_name"], "awaiting", "{name}: {b}");
+                    if b["kind"] == "runtime_async" {
+                        assert!(b["runtime_async"]["method"].is_string(), "{name}: {b}");
+                    }
+                }
+                if let Some(t) = m["awaited_type"].as_str() {
+                    let inner = &boxes[0];
+                    assert!(
+                        inner["awaiters"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|a| a["object_type"] == t),
+                        "{name}: chain {}: the innermost frame awaits no {t}: {inner}",
+                        m["name"]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("{checked} runtime-async manifest chains on {dumps} dumps, innermost first, awaiting the manifest's objects");
+    assert!(dumps >= 4 && checked >= 70, "{dumps} dumps, {checked} chains");
 }

@@ -68,6 +68,11 @@ struct OpenArgs {
     /// and used only if its build id (PE: timestamp and size) equals the dump's.
     #[arg(long, value_name = "URL")]
     symbol_server: Option<String>,
+    /// A folder to search for the apps' portable PDBs (repeatable; or DUMPSHELL_PDB_PATH,
+    /// separated by ':'): `dumpasync --fields` names a runtime-async method's locals from
+    /// them. A PDB is used only when its id equals the module's CodeView entry.
+    #[arg(long, value_name = "DIR")]
+    pdb_path: Vec<PathBuf>,
 }
 
 impl OpenArgs {
@@ -85,8 +90,13 @@ impl OpenArgs {
             .or_else(default_cache_dir)
             .unwrap_or_else(std::env::temp_dir)
             .join("symbols");
+        let mut pdb_dirs = self.pdb_path.clone();
+        if let Some(v) = std::env::var_os("DUMPSHELL_PDB_PATH") {
+            pdb_dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
+        }
         clrdata::DiscoverOptions {
             symbol_server: url.map(|u| clrdata::discovery::symbols::SymbolServer::new(u, cache)),
+            pdb_dirs,
             ..Default::default()
         }
     }

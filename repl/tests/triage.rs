@@ -353,3 +353,116 @@ fn thread_pool_starvation_is_a_finding_with_the_manifests_counts() {
     assert!(clean >= 10, "dumps without starvation checked: {clean}");
     assert!(compared >= 70, "{compared}");
 }
+
+/// .NET 11's runtime-async chains (no state machine: the runtime's Continuation objects)
+/// grouped as state-machine chains are: as many pending chains as the manifest records, each
+/// shown group's method lists (innermost first) a manifest chain's methods, and the group a
+/// thread is blocked on first, with that thread.
+#[test]
+fn triage_groups_runtime_async_chains() {
+    let entries: Vec<tests::Entry> = tests::all()
+        .into_iter()
+        .filter(|e| {
+            e.manifest["async_chains"].as_array().is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c["async_kinds"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "runtime-async"))
+                })
+            })
+        })
+        .collect();
+    assert!(entries.len() >= 3, "{} dumps with runtime-async chains", entries.len());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
+    cmd.args(["triage", "--json"]);
+    for e in &entries {
+        cmd.arg(e.dump_path());
+    }
+    let out = cmd.output().unwrap();
+    let docs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs.len(), entries.len());
+    let mut stacks_checked = 0;
+    for (e, d) in entries.iter().zip(&docs) {
+        let name = &e.name;
+        let r = &d["result"];
+        let chains = e.manifest["async_chains"].as_array().unwrap();
+        let want: u64 = chains.iter().map(|c| c["count"].as_u64().unwrap_or(1)).sum();
+        // An ASP.NET Core app also has the server's own pending chains (Kestrel's), which
+        // its manifest does not list.
+        let server = e.program() == "aspnethang";
+        let count = r["async_chain_count"].as_u64().unwrap();
+        if server {
+            assert!(count >= want, "{name}: {count} chains, the manifest's {want}");
+        } else {
+            assert_eq!(count, want, "{name}");
+        }
+        let groups = r["async_groups"].as_array().unwrap();
+        assert!(!groups.is_empty(), "{name}: no group");
+        if r["async_group_count"].as_u64() == Some(groups.len() as u64) {
+            let sum: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+            assert_eq!(sum, count, "{name}");
+        }
+        for c in chains.iter().filter(|_| server) {
+            let n = c["count"].as_u64().unwrap_or(1);
+            let cm = &c["methods"];
+            assert!(
+                groups.iter().any(|g| g["count"].as_u64() == Some(n)
+                    && g["stacks"].as_array().unwrap().iter().all(|st| {
+                        let (sm, cm) = (st["methods"].as_array().unwrap(), cm.as_array().unwrap());
+                        sm.len() >= cm.len() && sm[..cm.len()] == cm[..]
+                    })),
+                "{name}: no group of {n} chains {cm}"
+            );
+        }
+        for g in groups {
+            for st in g["stacks"].as_array().unwrap() {
+                let methods: Vec<&str> = st["methods"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap())
+                    .collect();
+                // compiler-made names (lambdas, local functions) are shown readable
+                if methods.iter().any(|m| m.contains(" (")) {
+                    continue;
+                }
+                // the server's own chains
+                if server && !methods[0].starts_with("AspnetHang.") {
+                    continue;
+                }
+                assert!(
+                    chains.iter().any(|c| {
+                        let cm: Vec<&str> = c["methods"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|m| m.as_str().unwrap())
+                            .collect();
+                        // a chain may continue into framework frames the manifest leaves out
+                        methods.len() >= cm.len() && methods[..cm.len()] == cm[..]
+                    }),
+                    "{name}: group stack {methods:?} is no manifest chain"
+                );
+                stacks_checked += 1;
+            }
+        }
+        if let Some(w) = match &e.manifest["sync_over_async"] {
+            Value::Array(a) => a.first().cloned(),
+            Value::Null => None,
+            v => Some(v.clone()),
+        } {
+            let blocked = groups[0]["stacks"][0]["waited_by_threads"].as_array().unwrap();
+            assert!(
+                blocked.iter().any(|t| *t == w["os_id"]),
+                "{name}: the first group is not the one {w} waits on: {}",
+                groups[0]
+            );
+        }
+    }
+    eprintln!("{} dumps, {stacks_checked} runtime-async group stacks equal manifest chains", entries.len());
+    assert!(stacks_checked >= 10, "{stacks_checked}");
+}

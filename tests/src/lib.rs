@@ -743,6 +743,36 @@ pub fn of_program(program: &str) -> Vec<Entry> {
         .collect()
 }
 
+/// What identifies each async method of a manifest chain in dumpshell's chains, innermost
+/// first: a state machine's type (its box's `state_machine_type`), or, for a method the
+/// runtime suspends itself (.NET 11 runtime-async, `async_kinds`), the method as the manifest
+/// names it (`Type.Method`: what dumpshell gives such a frame). Before .NET 11 every method has
+/// its state machine, `state_machine_types`.
+pub fn chain_identity(chain: &Value) -> Vec<String> {
+    let methods = chain["methods"].as_array().cloned().unwrap_or_default();
+    let mut sms = chain["state_machine_types"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter();
+    match chain["async_kinds"].as_array() {
+        None => sms.filter_map(|t| t.as_str().map(str::to_owned)).collect(),
+        Some(kinds) => kinds
+            .iter()
+            .zip(&methods)
+            .map(|(k, m)| {
+                if k == "runtime-async" {
+                    m.as_str().unwrap_or_default().to_owned()
+                } else {
+                    sms.next()
+                        .and_then(|t| t.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                }
+            })
+            .collect(),
+    }
+}
+
 fn load_json(path: &Path) -> Value {
     let text = fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("truth file {} cannot be read: {e}", path.display()));

@@ -76,6 +76,9 @@ pub enum BoxKind {
     Task,
     /// A `PoolingAsyncValueTaskMethodBuilder`1+StateMachineBox`1` (no Task).
     Pooling,
+    /// Not a box: a runtime-async method suspended by the runtime (.NET 11), its
+    /// `Continuation` object ([`crate::analysis::runtime_async`]).
+    RuntimeAsync,
 }
 
 /// The status of a `ManualResetValueTaskSourceCore` (`ValueTaskSourceStatus`).
@@ -140,8 +143,13 @@ pub struct AsyncBox {
     pub wait_events: Vec<u64>,
     /// The boxes the continuation leads to (the awaiting methods).
     pub continuations: Vec<u64>,
-    /// Non-empty awaiter fields.
+    /// Non-empty awaiter fields (a runtime-async method's innermost frame: what its chain's
+    /// plumbing continuation says it awaits).
     pub awaiters: Vec<Awaiter>,
+    /// A runtime-async method's frame ([`BoxKind::RuntimeAsync`]): its continuation's
+    /// DiagnosticIP, suspension point, method and owning task. Its `state_machine_type` is
+    /// then the method (`Type.Method`, as the program's manifests write it).
+    pub runtime_async: Option<crate::analysis::runtime_async::RuntimeAsyncFrame>,
 }
 
 impl AsyncBox {
@@ -149,7 +157,7 @@ impl AsyncBox {
     /// box, its value task source completed).
     pub fn completed(&self) -> bool {
         match self.kind {
-            BoxKind::Task => {
+            BoxKind::Task | BoxKind::RuntimeAsync => {
                 crate::analysis::tasks::TaskStatus::from_flags(self.task_flags).is_completed()
             }
             BoxKind::Pooling => self
@@ -179,7 +187,7 @@ impl AsyncBox {
         match (self.kind, self.source_status) {
             (BoxKind::Pooling, Some(s)) => s.name(),
             (BoxKind::Pooling, None) => "unknown",
-            (BoxKind::Task, _) => task_status_of(self.task_flags),
+            (BoxKind::Task | BoxKind::RuntimeAsync, _) => task_status_of(self.task_flags),
         }
     }
 }
@@ -204,6 +212,8 @@ pub struct AsyncAnalysis {
     pub idle_pooled_boxes: usize,
     /// Problems met (objects that could not be read, cycles, walk errors).
     pub errors: Vec<String>,
+    /// Runtime-async chains the runtime is running on threads now (.NET 11).
+    pub running: Vec<crate::analysis::runtime_async::RunningChain>,
     /// How many damaged places the heap walk met (each also in `errors`): the boxes listed
     /// may then be incomplete.
     pub heap_walk_errors: usize,
@@ -266,6 +276,8 @@ struct Finder<'a, 'r, M> {
     modules: Vec<u64>,
     /// Problems met looking instantiations up (said where they leave a box unread).
     lookup_errors: BTreeSet<String>,
+    /// Where resuming a RuntimeAsyncTask leads: its chain's innermost frame (.NET 11).
+    first_frame: HashMap<u64, u64>,
 }
 
 /// A type name in signature spelling (`A`1[System.Int32]`) from the runtime's
@@ -320,6 +332,7 @@ enum Kind {
     Semaphore,
     WaitEvent,
     Channel,
+    RuntimeAsyncTask,
     Other,
 }
 
@@ -332,6 +345,9 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             return Kind::Box;
         }
         if self.derives_from_task(mt) {
+            if crate::analysis::runtime_async::is_runtime_async_task(&self.r.type_name(mt)) {
+                return Kind::RuntimeAsyncTask;
+            }
             return Kind::Task;
         }
         let name = self.r.type_name(mt);
@@ -678,6 +694,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             wait_events: Vec::new(),
             continuations: Vec::new(),
             awaiters,
+            runtime_async: None,
         }))
     }
 
@@ -705,6 +722,15 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
         }
         if events.contains(&obj) {
             waits.push(obj);
+            return;
+        }
+        // A RuntimeAsyncTask met as a continuation (its dispatch Action's target, an awaited
+        // source's continuation state, a RuntimeAsyncTaskContinuation's owner): resuming it
+        // resumes its chain's innermost method.
+        if let Some(&first) = self.first_frame.get(&obj) {
+            if boxes.contains(&first) && !out.contains(&first) {
+                out.push(first);
+            }
             return;
         }
         let Ok((mt, info)) = self.r.object_mt(obj) else {
@@ -746,6 +772,7 @@ impl<'a, 'r, M: Memory> Finder<'a, 'r, M> {
             "m_stateMachine",
             "StateMachine",
             "_continuationState",
+            "RuntimeAsyncTask",
         ] {
             let c = ref_field(&fields, n);
             if c != 0 {
@@ -773,6 +800,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
         param_types: HashMap::new(),
         modules: reader.corelib_module().into_iter().collect(),
         lookup_errors: BTreeSet::new(),
+        first_frame: HashMap::new(),
     };
     let mut out = AsyncAnalysis::default();
     let mut iter = heap.objects(rt);
@@ -781,6 +809,7 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
     let mut tcs = Vec::new();
     let mut sems = Vec::new();
     let mut chans = Vec::new();
+    let mut runtime_async_tasks = Vec::new();
     for o in iter.by_ref() {
         if o.is_free {
             continue;
@@ -790,6 +819,10 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
             Kind::Box => candidates.push((o.address, o.mt)),
             Kind::Task => {
                 out.facts.tasks.insert(o.address);
+            }
+            Kind::RuntimeAsyncTask => {
+                out.facts.tasks.insert(o.address);
+                runtime_async_tasks.push(o.address);
             }
             Kind::Tcs => tcs.push((o.address, o.mt)),
             Kind::Semaphore => sems.push((o.address, o.mt)),
@@ -854,6 +887,38 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
             Err(e) => out.errors.push(e.to_string()),
         }
     }
+    // .NET 11: the runtime-async methods' frames, as boxes of their own kind.
+    let found = crate::analysis::runtime_async::find(&reader, &runtime_async_tasks);
+    out.boxes.extend(found.frames.into_iter().map(|f| AsyncBox {
+        address: f.address,
+        mt: f.mt,
+        box_type: f.type_name,
+        kind: BoxKind::RuntimeAsync,
+        source_status: None,
+        state_machine_type: f.display,
+        state_machine_mt: None,
+        state_machine_address: None,
+        state: Some(f.frame.state as i64),
+        task_flags: f.task_flags,
+        continuation_object: f.continuation_object,
+        continuation_via: f.continuation_via,
+        wait_events: Vec::new(),
+        continuations: Vec::new(),
+        awaiters: f
+            .awaited
+            .into_iter()
+            .map(|w| Awaiter {
+                field: w.field,
+                type_name: w.type_name,
+                object: Some(w.object),
+                object_type: w.object_type,
+            })
+            .collect(),
+        runtime_async: Some(f.frame),
+    }));
+    out.running = found.running;
+    out.errors.extend(found.errors);
+    f.first_frame = found.first_frame;
     let set: HashSet<u64> = out.boxes.iter().map(|b| b.address).collect();
     for i in 0..out.boxes.len() {
         let mut seen = HashSet::new();
@@ -1097,6 +1162,13 @@ pub fn hoisted_field(raw: &str) -> (String, HoistedKind) {
 /// `Ns.Type.Main.Fetch (local function)`. A type not shaped like a compiler's state machine is
 /// returned as it is (the raw name stays in the JSON's `state_machine_type`).
 pub fn async_method_name(state_machine_type: &str) -> String {
+    // A runtime-async method's own name (.NET 11: no state machine), `Type.Method`: a
+    // lambda's `Ns.Type+<>c.<Main>b__80_0`, a local function's `Ns.Type.<Outer>g__Fetch|62_0`.
+    if let Some(dot) = state_machine_type.rfind(".<") {
+        if let Some(n) = compiler_method_name(&state_machine_type[..dot], &state_machine_type[dot + 1..]) {
+            return n;
+        }
+    }
     // Generic arguments of the state machine (`...d__3`1[[...]]`) are not part of the name.
     let base = state_machine_type
         .split_once("`1[")
@@ -1135,6 +1207,26 @@ pub fn async_method_name(state_machine_type: &str) -> String {
     }
 }
 
+/// A compiler-generated method's name as its author wrote it: `<Main>b__80_0` (a lambda, in
+/// `owner` or its closure class `owner+<>c...`) → `Owner.Main (lambda)`; `<Outer>g__Fetch|62_0`
+/// (a local function) → `Owner.Outer.Fetch (local function)`; `None` for other names.
+fn compiler_method_name(owner: &str, method: &str) -> Option<String> {
+    let inner = method.strip_prefix('<')?;
+    let (outer, tail) = inner.split_once('>')?;
+    if outer.is_empty() || outer.contains('<') {
+        return None;
+    }
+    let owner = match owner.rfind("+<>c") {
+        Some(i) if !owner[i + 4..].contains('+') => &owner[..i],
+        _ => owner,
+    };
+    if tail.starts_with("b__") {
+        return Some(format!("{owner}.{outer} (lambda)"));
+    }
+    let name = tail.strip_prefix("g__")?.split_once('|')?.0;
+    (!name.is_empty()).then(|| format!("{owner}.{outer}.{name} (local function)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::async_method_name;
@@ -1166,6 +1258,20 @@ mod tests {
             "RealAsync.Program.LocalOuter.Fetch (local function)"
         );
         assert_eq!(async_method_name("X+<<>b__1>d"), "X+<<>b__1>d");
+        // runtime-async methods (.NET 11) by their own names (asyncreal-net11's manifest
+        // compiler_names)
+        assert_eq!(
+            async_method_name("RealAsync.Program+<>c.<Main>b__80_0"),
+            "RealAsync.Program.Main (lambda)"
+        );
+        assert_eq!(
+            async_method_name("RealAsync.Program.<LocalOuter>g__Fetch|62_0"),
+            "RealAsync.Program.LocalOuter.Fetch (local function)"
+        );
+        assert_eq!(
+            async_method_name("RealAsync.Program.LocalsOuter"),
+            "RealAsync.Program.LocalsOuter"
+        );
         assert_eq!(async_method_name("X+<>d"), "X+<>d");
     }
 }

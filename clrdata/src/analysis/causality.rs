@@ -435,7 +435,14 @@ pub fn analyze<M: Memory>(
             Some((task, event)) => {
                 let mut chains: Vec<usize> = Vec::new();
                 for (ci, ch) in a.chains.iter().enumerate() {
-                    let holds = ch.iter().any(|&b| a.boxes[b].address == task);
+                    // a state machine box is its task; a runtime-async frame's task owns it
+                    let holds = ch.iter().any(|&b| {
+                        a.boxes[b].address == task
+                            || a.boxes[b]
+                                .runtime_async
+                                .as_ref()
+                                .is_some_and(|f| f.task == task)
+                    });
                     let awaits = ch.first().is_some_and(|&b| {
                         a.boxes[b].awaiters.iter().any(|w| w.object == Some(task))
                     });
@@ -476,6 +483,50 @@ pub fn analyze<M: Memory>(
                 task,
                 os_id: *os_id,
                 managed_id: *managed_id,
+            };
+        }
+    }
+    // .NET 11: a chain awaiting a RuntimeAsyncTask whose chain a thread's dispatcher runs now
+    // (AsyncDispatcherInfo.t_current's CurrentTask): what it waits for is that thread.
+    for cc in out.chains.iter_mut() {
+        let awaited = match &cc.cause {
+            Cause::Other { object, .. } => *object,
+            Cause::Running { task } => *task,
+            _ => continue,
+        };
+        let Some(rc) = a.running.iter().find(|rc| rc.task == awaited) else {
+            continue;
+        };
+        if let Some(t) = threads.iter().find(|t| t.managed_id == rc.managed_id) {
+            cc.cause = Cause::RunningOnThread {
+                task: awaited,
+                os_id: t.os_id,
+                managed_id: t.managed_id,
+            };
+        }
+    }
+    // .NET 11: a runtime-async chain a thread's dispatcher runs now (its innermost frame
+    // resumes after the method that thread runs; AsyncDispatcherInfo.t_current).
+    for (ci, ch) in a.chains.iter().enumerate() {
+        let Some(f) = ch
+            .first()
+            .and_then(|&b| a.boxes[b].runtime_async.as_ref())
+            .filter(|f| f.running_on_thread.is_some())
+        else {
+            continue;
+        };
+        let Some(rc) = a
+            .running
+            .iter()
+            .find(|rc| rc.frames.first() == Some(&a.boxes[ch[0]].address))
+        else {
+            continue;
+        };
+        if let Some(t) = threads.iter().find(|t| t.managed_id == rc.managed_id) {
+            out.chains[ci].cause = Cause::RunningOnThread {
+                task: f.task,
+                os_id: t.os_id,
+                managed_id: t.managed_id,
             };
         }
     }
@@ -563,7 +614,15 @@ fn chain_cause<M: Memory>(
     let ring = a
         .cycles
         .iter()
-        .find(|ring| ring.iter().any(|&k| a.boxes[k].address == obj));
+        .find(|ring| {
+            ring.iter().any(|&k| {
+                a.boxes[k].address == obj
+                    || a.boxes[k]
+                        .runtime_async
+                        .as_ref()
+                        .is_some_and(|f| f.task == obj)
+            })
+        });
     let cause = match ring {
         Some(ring) => Cause::Cycle {
             task: obj,

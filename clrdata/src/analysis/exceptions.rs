@@ -31,6 +31,13 @@ const TRACE_ELEMENT: u64 = 32;
 pub const STEF_LAST_FRAME_FROM_FOREIGN_STACK_TRACE: u32 = 1;
 /// `STEF_IP_ADJUSTED`.
 pub const STEF_IP_ADJUSTED: u32 = 2;
+/// `STEF_CONTINUATION` (.NET 11, `clrex.h`; the cDAC's `Exception_1.cs` at v11.0.0 keeps the
+/// same value): a runtime-async method's frame the runtime appended while the exception
+/// unwound through its continuation chain (`AsyncHelpers_AddContinuationToExInternal` →
+/// `StackTraceInfo::AppendElement` with no crawl frame): `ip` is the continuation's
+/// `ResumeInfo.DiagnosticIP` (not adjusted), `sp` 0, the MethodDesc the code's
+/// (docs/clr-layout-net11.md 4.6). Named as any element, by its MethodDesc.
+pub const STEF_CONTINUATION: u32 = 8;
 
 /// One element of an exception's recorded stack trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

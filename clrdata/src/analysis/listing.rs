@@ -130,10 +130,12 @@ impl AsyncListing {
         &self.analysis.boxes[i]
     }
 
-    /// Whether `object` is one of the async boxes (an awaited object that is not is shown as
-    /// what the chain waits on).
+    /// Whether `object` is one of the async boxes, or the task owning a runtime-async method's
+    /// frame (an awaited object that is neither is shown as what the chain waits on).
     pub fn is_box(&self, object: u64) -> bool {
-        self.analysis.boxes.iter().any(|b| b.address == object)
+        self.analysis.boxes.iter().any(|b| {
+            b.address == object || b.runtime_async.as_ref().is_some_and(|f| f.task == object)
+        })
     }
 }
 
@@ -190,6 +192,49 @@ pub fn state_machine_fields<M: Memory>(r: &ObjectReader<'_, M>, b: &AsyncBox) ->
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The variables a runtime-async frame's continuation holds (.NET 11), as `--fields` lines:
+/// `name` says where the async debug info puts it (`var 3 at +0x40`), `display_name` is the
+/// program's name; when they cannot be read, one line says why.
+pub fn runtime_async_fields<M: Memory>(
+    h: &mut crate::analysis::runtime_async::HeldReader<'_, '_, M>,
+    address: u64,
+    f: &crate::analysis::runtime_async::RuntimeAsyncFrame,
+) -> Vec<HoistedField> {
+    match h.held(address, f) {
+        Ok(vs) => vs
+            .into_iter()
+            .map(|v| {
+                let string = match &v.value {
+                    FieldValue::Object { string, .. } => string.clone(),
+                    _ => None,
+                };
+                use crate::analysis::runtime_async::HeldKind;
+                HoistedField {
+                    name: format!("{} at +{:#x}", v.raw, v.offset),
+                    display_name: v.name,
+                    kind: match v.kind {
+                        HeldKind::Argument => asyncsm::HoistedKind::Argument,
+                        HeldKind::Local => asyncsm::HoistedKind::Local,
+                        HeldKind::This => asyncsm::HoistedKind::This,
+                        HeldKind::Other => asyncsm::HoistedKind::Other,
+                    },
+                    type_name: v.type_name,
+                    value: v.value.display(),
+                    string,
+                }
+            })
+            .collect(),
+        Err(e) => vec![HoistedField {
+            name: "locals".into(),
+            display_name: "locals not read".into(),
+            kind: asyncsm::HoistedKind::Other,
+            type_name: String::new(),
+            value: format!("<{e}>"),
+            string: None,
+        }],
+    }
 }
 
 /// Lists the async chains of the heap as `q` asks.
@@ -299,6 +344,7 @@ pub fn list<M: Memory + Target>(
         Some(v)
     };
     let tasks = q.tasks.then(|| other_tasks(&r, names, rt, &a, q.completed));
+    let mut held = None;
     let listed = groups
         .iter()
         .map(|(ch, n)| ListedChain {
@@ -308,7 +354,16 @@ pub fn list<M: Memory + Target>(
             blocked_threads: blocked_of(ch),
             fields: q.fields.then(|| {
                 ch.iter()
-                    .map(|&i| state_machine_fields(&r, &a.boxes[i]))
+                    .map(|&i| match &a.boxes[i].runtime_async {
+                        Some(f) => runtime_async_fields(
+                            held.get_or_insert_with(|| {
+                                crate::analysis::runtime_async::HeldReader::new(&r)
+                            }),
+                            a.boxes[i].address,
+                            f,
+                        ),
+                        None => state_machine_fields(&r, &a.boxes[i]),
+                    })
                     .collect()
             }),
         })

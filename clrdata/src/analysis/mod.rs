@@ -10,6 +10,7 @@ pub mod heapstat;
 pub mod listing;
 pub mod locks;
 pub mod roots;
+pub mod runtime_async;
 pub mod starvation;
 pub mod tasks;
 pub mod threadlist;

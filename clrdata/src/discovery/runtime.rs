@@ -177,6 +177,10 @@ pub struct DiscoverOptions {
     /// A symbol server to download the runtime module from when neither the dump nor the
     /// index describes its layout (off by default; never used when `files` is off).
     pub symbol_server: Option<crate::discovery::symbols::SymbolServer>,
+    /// Folders to search for the apps' portable PDBs (local variable names of runtime-async
+    /// frames: `clrdata::metadata::find_pdb`, a PDB taken only when its id equals the
+    /// module's CodeView entry; never used when `files` is off).
+    pub pdb_dirs: Vec<std::path::PathBuf>,
 }
 
 impl Default for DiscoverOptions {
@@ -185,6 +189,7 @@ impl Default for DiscoverOptions {
             build_index: true,
             files: true,
             symbol_server: None,
+            pdb_dirs: Vec::new(),
         }
     }
 }
@@ -196,6 +201,7 @@ impl DiscoverOptions {
             build_index: true,
             files: false,
             symbol_server: None,
+            pdb_dirs: Vec::new(),
         }
     }
 }

@@ -187,6 +187,19 @@ impl CodeIndex {
         }))
     }
 
+    /// The debug info blob of the ReadyToRun method of `module` whose code starts at
+    /// `method_start` (see [`R2rImage::debug_info`]), running to its section's end.
+    pub fn r2r_debug_info<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        module: u64,
+        method_start: u64,
+    ) -> crate::Result<Vec<u8>> {
+        let img = self.r2r_image(rt, module)?;
+        let mem = self.memory(rt.memory());
+        img.debug_info(&mem, method_start).map(<[u8]>::to_vec)
+    }
+
     fn r2r_image<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> crate::Result<Arc<R2rImage>> {
         if let Some(r) = self
             .r2r

@@ -97,6 +97,32 @@ impl ImageFile {
         })
     }
 
+    /// The file's preferred load address (the PE32+ OptionalHeader.ImageBase): what its
+    /// absolute addresses are relative to before the loader relocates them.
+    pub fn preferred_base(&self) -> Option<u64> {
+        let b = &self.bytes;
+        let e_lfanew = u32::from_le_bytes(b.get(0x3C..0x40)?.try_into().ok()?) as usize;
+        let opt = e_lfanew.checked_add(24)?;
+        // PE32+ (magic 0x20B): ImageBase is a u64 at +24 of the optional header.
+        if b.get(opt..opt + 2)? != [0x0B, 0x02] {
+            return None;
+        }
+        Some(u64::from_le_bytes(b.get(opt + 24..opt + 32)?.try_into().ok()?))
+    }
+
+    /// A pointer-sized value the file holds at target address `addr`, relocated to where the
+    /// image is mapped (the file holds it relative to [`ImageFile::preferred_base`]); `None`
+    /// when the file has no such bytes or the value is not an address inside the image.
+    pub fn relocated_pointer(&self, addr: u64) -> Option<u64> {
+        let mut b = [0u8; 8];
+        if self.read(addr, &mut b) != 8 {
+            return None;
+        }
+        let v = u64::from_le_bytes(b);
+        let rva = v.checked_sub(self.preferred_base()?)?;
+        (rva < self.size).then(|| self.base + rva)
+    }
+
     /// Reads target bytes at `addr` from the file; returns how many were read.
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         if addr < self.base || addr >= self.base + self.size {

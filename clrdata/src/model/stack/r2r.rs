@@ -23,6 +23,8 @@ use std::sync::Arc;
 const RTR_SIGNATURE: u32 = 0x0052_5452;
 const SECTION_RUNTIME_FUNCTIONS: u32 = 102;
 const SECTION_METHODDEF_ENTRYPOINTS: u32 = 103;
+/// `READYTORUN_SECTION_DEBUG_INFO`: a NativeArray indexed by RUNTIME_FUNCTION index.
+const SECTION_DEBUG_INFO: u32 = 105;
 /// Bound on sections read from an R2R header.
 const MAX_SECTIONS: u32 = 256;
 /// Bound on RUNTIME_FUNCTIONS (CoreLib has about 100,000).
@@ -55,6 +57,8 @@ pub struct R2rImage {
     entry_to_md: crate::Result<HashMap<u64, u64>>,
     /// The image file, when the dump lacks the image's pages (see [`ImageFile`]).
     pub file: Option<Arc<ImageFile>>,
+    /// The DebugInfo section's bytes, or why they were not read.
+    debug_info: crate::Result<Vec<u8>>,
 }
 
 impl R2rImage {
@@ -215,12 +219,14 @@ impl R2rImage {
                 }
             }
         }
+        let debug_info = read_section(SECTION_DEBUG_INFO);
         Ok(R2rImage {
             base,
             functions,
             entry_to_rid,
             entry_to_md,
             file,
+            debug_info,
         })
     }
 
@@ -309,6 +315,39 @@ impl R2rImage {
             self.base,
             "the runtime's entry point map has none for it (or the 64 before it)",
         ))
+    }
+
+    /// The debug info blob of the method whose code starts at `method_start`
+    /// (`ReadyToRunInfo::GetDebugInfo`: the DebugInfo section's NativeArray entry at the
+    /// method's RUNTIME_FUNCTION index is a NativeFormat unsigned `lookBack`; the blob is
+    /// `lookBack` bytes before the entry when non-zero, else right after it). The slice runs
+    /// to the section's end: the blob decodes its own size.
+    pub fn debug_info<M: Memory + ?Sized>(&self, mem: &M, method_start: u64) -> crate::Result<&[u8]> {
+        let sec = self.debug_info.as_ref().map_err(|e| e.clone())?;
+        let what = "the ReadyToRun DebugInfo section";
+        let i = self.function_index(mem, method_start)?.ok_or_else(|| {
+            crate::ClrError::not_found_at("RUNTIME_FUNCTION", method_start, "none covers the method")
+        })?;
+        let arr = NativeArray::new(sec)
+            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, "no NativeArray header"))?;
+        let off = arr.get(i).ok_or_else(|| {
+            crate::ClrError::not_found_at(
+                "debug info",
+                method_start,
+                format!("{what} has no entry {i} (of {})", arr.count),
+            )
+        })?;
+        let (look_back, next) = decode_unsigned(sec, off)
+            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, format!("entry {i} truncated")))?;
+        let at = if look_back != 0 {
+            off.checked_sub(look_back).ok_or_else(|| {
+                crate::ClrError::corrupt(what, self.base, format!("entry {i} looks back {look_back} bytes"))
+            })?
+        } else {
+            next
+        };
+        sec.get(at as usize..)
+            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, format!("entry {i} at {at}")))
     }
 
     /// The index of the RUNTIME_FUNCTION covering `ip`.
