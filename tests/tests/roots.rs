@@ -470,7 +470,9 @@ fn heap_finalizables(e: &tests::Entry) {
 
 // ------------------------------------------------------------------------------------ gcroot
 
-use clrdata::analysis::roots::{gcroot, static_slot_names, ObjectIndex, RootSource};
+use clrdata::analysis::roots::{
+    gcroot, gcroot_with, static_slot_names, GcRootOptions, ObjectIndex, RootSource,
+};
 use clrdata::model::objects::ObjectReader;
 use clrdata::prelude::*;
 
@@ -835,5 +837,178 @@ fn gcroot_on_the_windows_dump_and_server_gc() {
             res.paths.iter().any(|p| handle_root(p).is_some()),
             "{name}: no handle root"
         );
+    }
+}
+
+/// An independent oracle for gcroot's paths: the whole heap's references (every object's,
+/// from `ObjectReader::references`, plus the dependent handles' edges), then each object's
+/// distance to `target` by a breadth-first search backwards from it.
+struct Oracle {
+    /// object -> the objects referring to it
+    referrers: std::collections::HashMap<u64, Vec<u64>>,
+}
+
+impl Oracle {
+    fn new(rt: &Runtime<&dumpreader::Dump>, names: &TypeNames) -> Oracle {
+        let heap = rt.gc_heap().unwrap();
+        let r = ObjectReader::new(rt, names);
+        let mut referrers: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        for o in heap.objects(rt).filter(|o| !o.is_free) {
+            for (_, v) in r.references(o.address).unwrap_or_default() {
+                referrers.entry(v).or_default().push(o.address);
+            }
+        }
+        for h in rt.gc_handles().unwrap().handles {
+            if h.kind == HandleKind::Dependent && h.object != 0 && h.secondary != 0 {
+                referrers.entry(h.secondary).or_default().push(h.object);
+            }
+        }
+        Oracle { referrers }
+    }
+
+    fn distances(&self, target: u64) -> std::collections::HashMap<u64, u64> {
+        let mut dist = std::collections::HashMap::from([(target, 0u64)]);
+        let mut q = std::collections::VecDeque::from([target]);
+        while let Some(x) = q.pop_front() {
+            let d = dist[&x];
+            for &p in self.referrers.get(&x).map(|v| v.as_slice()).unwrap_or(&[]) {
+                if let std::collections::hash_map::Entry::Vacant(e) = dist.entry(p) {
+                    e.insert(d + 1);
+                    q.push_back(p);
+                }
+            }
+        }
+        dist
+    }
+}
+
+/// gcroot against the oracle on every readable heap and hang dump, without stacks (handles and
+/// the f-reachable queue): for many targets, a root gets a path exactly when its object reaches
+/// the target, each path is a shortest one, and each step's slot holds the next object.
+#[test]
+fn gcroot_gives_each_root_a_shortest_path() {
+    use dumpreader::Memory;
+    let (mut targets_checked, mut paths_checked) = (0, 0);
+    for e in tests::readable_for(tests::Capability::GcRoots)
+        .into_iter()
+        .filter(|e| ["heap", "hang"].contains(&e.program()))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let oracle = Oracle::new(&rt, &names);
+        let opts = GcRootOptions {
+            stacks: false,
+            max_roots: None,
+        };
+        // Every 97th object, and the heap scenario's own.
+        let mut targets: Vec<u64> = heap
+            .objects(&rt)
+            .filter(|o| !o.is_free)
+            .step_by(97)
+            .map(|o| o.address)
+            .take(60)
+            .collect();
+        for t in ["Heap.HandleTarget", "Heap.WeakTarget", "Heap.Finalizable", "Hang.Gate"] {
+            targets.extend(find_object(&rt, &names, t, None));
+        }
+        let mut with_path = 0;
+        for &t in &targets {
+            let res = gcroot_with(&rt, &heap, &names, t, opts).unwrap();
+            assert!(!res.stacks && res.stacks_scanned.is_empty(), "{}", e.name);
+            let dist = oracle.distances(t);
+            // The roots the search considered: every strong handle and f-reachable object.
+            let h = rt.gc_handles().unwrap();
+            let q = rt.finalize_queue().unwrap();
+            let mut roots: Vec<u64> = h
+                .handles
+                .iter()
+                .filter(|x| x.object != 0 && x.is_strong() && x.kind != HandleKind::Dependent)
+                .map(|x| x.object)
+                .collect();
+            roots.extend(
+                q.entries
+                    .iter()
+                    .filter(|x| x.segment.is_ready() && x.object != 0)
+                    .map(|x| x.object),
+            );
+            assert_eq!(res.roots_considered, roots.len(), "{}", e.name);
+            let expected = roots.iter().filter(|o| dist.contains_key(o)).count();
+            assert_eq!(
+                res.paths.len(),
+                expected,
+                "{}: target {t:#x}: roots with a path vs roots whose object reaches it",
+                e.name
+            );
+            for p in &res.paths {
+                assert!(p.root.source != RootSource::FinalizerQueue { slot: 0 });
+                assert_eq!(p.path.first(), Some(&p.root.object), "{}", e.name);
+                assert_eq!(p.path.last(), Some(&t), "{}", e.name);
+                assert_eq!(
+                    p.length,
+                    dist[&p.root.object] + 1,
+                    "{}: target {t:#x}: root object {:#x}: not a shortest path: {:x?}",
+                    e.name,
+                    p.root.object,
+                    p.path
+                );
+                assert!(p.elided.is_none());
+                assert_eq!(p.path.len() as u64, p.length);
+                for (i, w) in p.path.windows(2).enumerate() {
+                    match p.slots[i] {
+                        Some(slot) => {
+                            assert!(slot > w[0], "{}", e.name);
+                            assert_eq!(d.read_u64(slot).unwrap(), w[1], "{}: slot", e.name);
+                        }
+                        // A dependent handle's edge.
+                        None => assert!(h.handles.iter().any(|x| x.kind
+                            == HandleKind::Dependent
+                            && x.object == w[0]
+                            && x.secondary == w[1])),
+                    }
+                }
+                paths_checked += 1;
+            }
+            with_path += usize::from(!res.paths.is_empty());
+            targets_checked += 1;
+        }
+        assert!(with_path > 0, "{}: no target reached from any root", e.name);
+    }
+    eprintln!("gcroot: {targets_checked} targets, {paths_checked} paths against the oracle");
+    assert!(targets_checked >= 100, "only {targets_checked} targets");
+}
+
+/// `max_roots` stops the search at that many roots, the first ones found without it.
+#[test]
+fn gcroot_output_is_bounded() {
+    for e in of_programs(&["heap"])
+        .into_iter()
+        .filter(|e| tests::claims(e, tests::Capability::GcRoots))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let pinned = find_object(&rt, &names, "Heap.HandleTarget", None);
+        let all = gcroot(&rt, &heap, &names, pinned[0]).unwrap();
+        assert!(all.stacks && !all.stacks_scanned.is_empty(), "{}", e.name);
+        let one = gcroot_with(
+            &rt,
+            &heap,
+            &names,
+            pinned[0],
+            GcRootOptions {
+                stacks: true,
+                max_roots: Some(1),
+            },
+        )
+        .unwrap();
+        assert_eq!(one.paths.len(), 1, "{}", e.name);
+        assert_eq!(one.paths[0], all.paths[0], "{}", e.name);
+        if all.paths.len() > 1 {
+            assert!(one.stopped_at_max, "{}", e.name);
+        }
+        assert!(!all.stopped_at_max, "{}", e.name);
     }
 }
