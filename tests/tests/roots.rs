@@ -1012,3 +1012,184 @@ fn gcroot_output_is_bounded() {
         assert!(!all.stopped_at_max, "{}", e.name);
     }
 }
+
+/// ClrMD's root set (`dumps/<name>.roots.clrmd.json`: `ClrHeap.EnumerateRoots()` through the
+/// build's own DAC, `dumps/tools/clrmd/truth.sh --roots`), when committed for the dump.
+fn clrmd_roots(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.roots.clrmd.json", e.name));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).unwrap();
+    assert_eq!(
+        v["dump"]["sha256"], e.dac["dump_file"]["sha256"],
+        "{}.roots.clrmd.json was written for another dump: regenerate it",
+        e.name
+    );
+    Some(v)
+}
+
+/// ClrMD's name of a root that is a handle (`ClrRootKind`).
+fn clrmd_root_kind(k: HandleKind) -> &'static str {
+    match k {
+        HandleKind::Pinned => "PinnedHandle",
+        HandleKind::AsyncPinned => "AsyncPinnedHandle",
+        HandleKind::RefCounted => "RefCountedHandle",
+        HandleKind::SizedRef => "SizedRefHandle",
+        _ => "StrongHandle",
+    }
+}
+
+/// The roots that are no stack's (handles, the f-reachable queue) equal ClrMD's on every dump
+/// whose roots are claimed (.NET 8-11) and have ClrMD's truth; on the dumps whose whole root
+/// set is claimed, every stack root ClrMD reports is among the stack scan's.
+#[test]
+fn root_set_is_clrmds() {
+    let (mut dumps, mut compared, mut stack_checked, mut not_into_heap) = (0, 0, 0, 0);
+    let mut families = BTreeSet::new();
+    for e in roots_claimed() {
+        let Some(truth) = clrmd_roots(&e) else {
+            continue;
+        };
+        assert_eq!(truth["errors"], serde_json::json!([]), "{}", e.name);
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let ours = rt.handle_roots().unwrap();
+        assert!(ours.notes.is_empty(), "{}: {:?}", e.name, ours.notes);
+        let ours_set: BTreeSet<(String, u64, u64)> = ours
+            .roots
+            .iter()
+            .map(|r| match &r.source {
+                RootSource::Handle {
+                    handle,
+                    handle_kind,
+                } => (clrmd_root_kind(*handle_kind).to_owned(), *handle, r.object),
+                RootSource::FinalizerQueue { slot } => ("FinalizerQueue".to_owned(), *slot, r.object),
+                RootSource::Stack { .. } => unreachable!(),
+            })
+            .collect();
+        let roots = truth["roots"].as_array().unwrap();
+        let theirs: BTreeSet<(String, u64, u64)> = roots
+            .iter()
+            .filter(|r| r["kind"] != "Stack")
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_owned(),
+                    hex(&r["address"]),
+                    hex(&r["object"]),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ours_set, theirs,
+            "{}: handle and f-reachable roots (kind, address, object) vs ClrMD's",
+            e.name
+        );
+        compared += theirs.len();
+        families.insert(e.family());
+        dumps += 1;
+        if tests::claims(&e, tests::Capability::GcRoots) {
+            let names = TypeNames::new();
+            let heap = rt.gc_heap().unwrap();
+            let index = ObjectIndex::build(&rt, &heap).unwrap();
+            let all = rt.roots(&index, &names).unwrap();
+            let reader = ObjectReader::new(&rt, &names);
+            for r in roots.iter().filter(|r| r["kind"] == "Stack") {
+                let (slot, obj, os) = (
+                    hex(&r["address"]),
+                    hex(&r["object"]),
+                    r["os_id"].as_u64().unwrap(),
+                );
+                // ClrMD names an object for an interior pointer even when the slot points
+                // outside the heap (a byref to the stack): no GC root (the GC promotes only
+                // pointers into its heap); its object is then one the slot does not point into.
+                if r["is_interior"] == true && slot != 0 {
+                    use dumpreader::Memory;
+                    let v = d.read_u64(slot).unwrap();
+                    let size = reader
+                        .object_mt(obj)
+                        .ok()
+                        .and_then(|(_, i)| reader.object_size(obj, &i).ok())
+                        .unwrap_or(0);
+                    if !(obj..obj + size).contains(&v) {
+                        not_into_heap += 1;
+                        continue;
+                    }
+                }
+                let found = all.roots.iter().any(|x| {
+                    matches!(x.source, RootSource::Stack { os_id, slot: s, .. }
+                        if os_id == os && (s == Some(slot) || slot == 0))
+                        && x.object == obj
+                });
+                assert!(
+                    found,
+                    "{}: ClrMD's stack root {obj:#x} at {slot:#x} (thread {os}) is not among \
+                     the stack scan's",
+                    e.name
+                );
+                stack_checked += 1;
+            }
+        }
+    }
+    eprintln!(
+        "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's, \
+         {stack_checked} ClrMD stack roots found by the scan ({not_into_heap} interior ones \
+         pointing outside the heap left out)"
+    );
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump's roots against ClrMD");
+    }
+}
+
+/// `gcroot -nostacks` needs only the handles and the f-reachable queue, verified on .NET 9-11
+/// too: the oracle's shortest paths there.
+#[test]
+fn gcroot_without_stacks_on_every_family() {
+    let mut families = BTreeSet::new();
+    for e in roots_claimed()
+        .into_iter()
+        .filter(|e| ["heap", "hang"].contains(&e.program()))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let oracle = Oracle::new(&rt, &names);
+        let roots = rt.handle_roots().unwrap();
+        let opts = GcRootOptions {
+            stacks: false,
+            max_roots: None,
+        };
+        let targets: Vec<u64> = heap
+            .objects(&rt)
+            .filter(|o| !o.is_free)
+            .step_by(131)
+            .map(|o| o.address)
+            .take(25)
+            .collect();
+        for t in targets {
+            let res = gcroot_with(&rt, &heap, &names, t, opts)
+                .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            let dist = oracle.distances(t);
+            let expected = roots
+                .roots
+                .iter()
+                .filter(|r| dist.contains_key(&r.object))
+                .count();
+            assert_eq!(res.paths.len(), expected, "{}: target {t:#x}", e.name);
+            for p in &res.paths {
+                assert_eq!(p.length, dist[&p.root.object] + 1, "{}", e.name);
+            }
+        }
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            let t = heap.objects(&rt).find(|o| !o.is_free).unwrap().address;
+            let err = gcroot(&rt, &heap, &names, t).unwrap_err();
+            assert!(
+                matches!(err, clrdata::ClrError::NotVerified { .. }),
+                "{}: gcroot with stacks: {err}",
+                e.name
+            );
+        }
+        families.insert(e.family());
+    }
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
+    }
+}

@@ -438,9 +438,26 @@ pub trait FindRoots {
     /// Every root: strong handles, the f-reachable queue and the conservative stack scan of
     /// every managed thread that has an OS thread in the dump.
     fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots>;
+
+    /// The roots that are no stack's: strong handles (dependent handles as edges) and the
+    /// f-reachable queue. Needs only what `gchandles` and `finalizequeue` need (verified on
+    /// .NET 8-11 against the DAC and ClrMD), not the stack scan's root set.
+    fn handle_roots(&self) -> Result<Roots>;
 }
 
 impl<M: Memory + Target> FindRoots for Runtime<M> {
+    fn handle_roots(&self) -> Result<Roots> {
+        self.require(crate::discovery::layout::Capability::Roots)?;
+        let mut res = Roots {
+            roots: Vec::new(),
+            dependent: Vec::new(),
+            stacks_scanned: Vec::new(),
+            notes: Vec::new(),
+        };
+        handle_and_queue_roots(self, &mut res);
+        Ok(res)
+    }
+
     fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots> {
         self.require(crate::discovery::layout::Capability::GcRoots)?;
         let mut res = Roots {
@@ -1014,7 +1031,13 @@ pub fn gcroot_with<M: Memory + Target>(
     target: u64,
     opts: GcRootOptions,
 ) -> Result<GcRootResult> {
-    rt.require(crate::discovery::layout::Capability::GcRoots)?;
+    // Without stacks the root set is the handles' and the f-reachable queue's, verified
+    // where `gchandles` and `finalizequeue` are; the stack scan needs the whole root set.
+    rt.require(if opts.stacks {
+        crate::discovery::layout::Capability::GcRoots
+    } else {
+        crate::discovery::layout::Capability::Roots
+    })?;
     if !is_object_start(rt, heap, target) {
         return Err(ClrError::corrupt(
             "gcroot target",
@@ -1033,14 +1056,7 @@ pub fn gcroot_with<M: Memory + Target>(
         }
         r
     } else {
-        let mut r = Roots {
-            roots: Vec::new(),
-            dependent: Vec::new(),
-            stacks_scanned: Vec::new(),
-            notes: Vec::new(),
-        };
-        handle_and_queue_roots(rt, &mut r);
-        r
+        rt.handle_roots()?
     };
     let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
     for &(p, s) in &roots.dependent {
