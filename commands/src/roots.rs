@@ -625,6 +625,8 @@ impl Render for GcRootJson {
 fn gcroot_text(o: &GcRootJson) -> String {
     let mut t = String::new();
     let mut last: Option<String> = None;
+    // The frame line last printed in this thread's section (a frame's slots share it).
+    let mut last_frame: Option<&str> = None;
     for row in &o.roots {
         let (section, line) = match &row.source {
             RootSource::Handle {
@@ -647,8 +649,15 @@ fn gcroot_text(o: &GcRootJson) -> String {
                 ..
             } => {
                 let mut l = String::new();
+                let section = format!("Thread {os_id:x}:");
+                if last.as_deref() != Some(section.as_str()) {
+                    last_frame = None;
+                }
                 if let Some(f) = &row.frame {
-                    l.push_str(&format!("    {f}\n"));
+                    if last_frame != Some(f.as_str()) {
+                        l.push_str(&format!("    {f}\n"));
+                    }
+                    last_frame = Some(f.as_str());
                 }
                 let place = match (slot, register) {
                     (Some(s), _) => format!("{s:x}"),

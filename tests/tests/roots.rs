@@ -1193,3 +1193,75 @@ fn gcroot_without_stacks_on_every_family() {
         assert!(families.contains(&f), "no .NET {f} dump");
     }
 }
+
+/// The command: `-nostacks` reads no stack (on every family whose handles are claimed), a
+/// frame's several stack roots print its frame line once, `-all` lifts the limit.
+#[test]
+fn gcroot_command_json_and_text() {
+    use commands::session::Session;
+    let mut families = BTreeSet::new();
+    let mut frames_checked = 0;
+    for e in roots_of_programs(&["heap"]) {
+        let s = Session::open_with(&e.dump_path(), &e.open_options())
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
+        let (out, _) = commands::execute(&s, &format!("gcroot -nostacks {t:#x} --json"))
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name))
+            .unwrap();
+        let j = out.json_document()["result"].clone();
+        assert_eq!(j["stack_scan"], "none (-nostacks)", "{}", e.name);
+        assert_eq!(j["stacks_scanned"], serde_json::json!([]), "{}", e.name);
+        assert!(j["found"].as_u64().unwrap() >= 1, "{}: {j}", e.name);
+        assert_eq!(j["limited"], false, "{}", e.name);
+        for r in j["roots"].as_array().unwrap() {
+            assert_ne!(r["root"]["kind"], "stack", "{}", e.name);
+            assert_eq!(
+                r["length"].as_u64().unwrap() as usize,
+                r["path"].as_array().unwrap().len(),
+                "{}",
+                e.name
+            );
+        }
+        families.insert(e.family());
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            continue;
+        }
+        // A local of Main held in several of its slots: Main's frame line once per thread.
+        let truth = clrmd_roots(&e);
+        let Some(local) = truth.as_ref().and_then(|v| {
+            let stack: Vec<&Value> = v["roots"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["kind"] == "Stack" && r["is_interior"] == false)
+                .collect();
+            stack
+                .iter()
+                .find(|r| {
+                    stack
+                        .iter()
+                        .filter(|x| x["object"] == r["object"] && x["frame_sp"] == r["frame_sp"])
+                        .count()
+                        > 1
+                })
+                .map(|r| (hex(&r["object"]), hex(&r["frame_sp"])))
+        }) else {
+            continue;
+        };
+        let (out, _) = commands::execute(&s, &format!("gcroot -all {:#x}", local.0))
+            .unwrap()
+            .unwrap();
+        let text = out.text.clone();
+        let frame_lines = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("    {:x} ", local.1)))
+            .count();
+        assert_eq!(frame_lines, 1, "{}: {text}", e.name);
+        frames_checked += 1;
+    }
+    assert!(families.len() >= 3, "{families:?}");
+    assert!(frames_checked >= 1, "no frame with two stack roots of one object");
+}
