@@ -1265,3 +1265,56 @@ fn gcroot_command_json_and_text() {
     assert!(families.len() >= 3, "{families:?}");
     assert!(frames_checked >= 1, "no frame with two stack roots of one object");
 }
+
+/// Precise stack roots start from each frame's GC info: found where the DAC found it
+/// (`clrcodeinfo/tests/data/<dump>.json`: each method's GC info address, from the DAC's
+/// GetCodeHeaderData and the ReadyToRun image), JIT'd and ReadyToRun code, .NET 8-11.
+#[test]
+fn gc_info_is_where_the_dac_has_it() {
+    use clrdata::model::stack::{CodeIndex, CodeKind};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrcodeinfo/tests/data");
+    let names = tests::names();
+    let (mut checked, mut jit, mut r2r) = (0, 0, 0);
+    let mut families = BTreeSet::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let d: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let name = d["dump"].as_str().unwrap();
+        if !names.iter().any(|n| n == name) {
+            continue;
+        }
+        let e = tests::entry(name);
+        if !tests::claims(&e, tests::Capability::Stacks) {
+            continue;
+        }
+        let dump = e.open();
+        let rt = tests::discover(&dump).unwrap();
+        let index = CodeIndex::new();
+        for m in d["methods"].as_array().unwrap() {
+            let start = hex(&m["start"]);
+            let want = hex(&m["gc_info"]["address"]);
+            let info = index
+                .lookup(&rt, start)
+                .unwrap_or_else(|err| panic!("{name}: {start:#x}: {err}"))
+                .unwrap_or_else(|| panic!("{name}: {start:#x}: not managed code"));
+            let got = index
+                .gc_info(&rt, &info)
+                .unwrap_or_else(|err| panic!("{name}: {} ({start:#x}): {err}", m["name"]));
+            assert_eq!(got, want, "{name}: {} ({start:#x}): GC info", m["name"]);
+            match info.kind {
+                CodeKind::Jit => jit += 1,
+                CodeKind::ReadyToRun => r2r += 1,
+            }
+            checked += 1;
+        }
+        families.insert(e.family());
+    }
+    eprintln!("GC info: {checked} methods ({jit} JIT'd, {r2r} ReadyToRun) where the DAC has it");
+    assert!(jit >= 10 && r2r >= 10, "{jit} JIT'd, {r2r} ReadyToRun");
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
+    }
+}
