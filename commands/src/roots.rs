@@ -570,6 +570,16 @@ fn root_json(r: &RootSource) -> serde_json::Value {
         RootSource::FinalizerQueue { slot } => {
             serde_json::json!({"kind": "finalizer_queue", "slot": hex(*slot)})
         }
+        RootSource::ThreadStatics {
+            os_id,
+            managed_id,
+            slot,
+        } => serde_json::json!({
+            "kind": "thread_statics",
+            "os_id": os_id,
+            "managed_id": managed_id,
+            "slot": hex(*slot),
+        }),
         RootSource::Stack {
             os_id,
             managed_id,
@@ -639,6 +649,10 @@ fn gcroot_text(o: &GcRootJson) -> String {
             RootSource::FinalizerQueue { slot } => (
                 "Finalizer Queue:".to_string(),
                 format!("    {} (finalizer root)", fmt_addr(*slot)),
+            ),
+            RootSource::ThreadStatics { os_id, slot, .. } => (
+                "Thread statics:".to_string(),
+                format!("    {} (thread {os_id:x})", fmt_addr(*slot)),
             ),
             RootSource::Stack {
                 os_id,

@@ -1043,6 +1043,7 @@ fn clrmd_root_kind(k: HandleKind) -> &'static str {
 #[test]
 fn root_set_is_clrmds() {
     let (mut dumps, mut compared, mut stack_checked, mut not_into_heap) = (0, 0, 0, 0);
+    let mut thread_statics = 0;
     let mut families = BTreeSet::new();
     for e in roots_claimed() {
         let Some(truth) = clrmd_roots(&e) else {
@@ -1053,16 +1054,25 @@ fn root_set_is_clrmds() {
         let rt = tests::discover(&d).unwrap();
         let ours = rt.handle_roots().unwrap();
         assert!(ours.notes.is_empty(), "{}: {:?}", e.name, ours.notes);
+        // Thread-statics arrays (.NET 9+): roots the GC scans that ClrMD does not report.
+        let tls = ours
+            .roots
+            .iter()
+            .filter(|r| matches!(r.source, RootSource::ThreadStatics { .. }))
+            .count();
+        assert_eq!(tls > 0, e.family() >= 9, "{}: thread-statics roots", e.name);
+        thread_statics += tls;
         let ours_set: BTreeSet<(String, u64, u64)> = ours
             .roots
             .iter()
+            .filter(|r| !matches!(r.source, RootSource::ThreadStatics { .. }))
             .map(|r| match &r.source {
                 RootSource::Handle {
                     handle,
                     handle_kind,
                 } => (clrmd_root_kind(*handle_kind).to_owned(), *handle, r.object),
                 RootSource::FinalizerQueue { slot } => ("FinalizerQueue".to_owned(), *slot, r.object),
-                RootSource::Stack { .. } => unreachable!(),
+                _ => unreachable!(),
             })
             .collect();
         let roots = truth["roots"].as_array().unwrap();
@@ -1131,7 +1141,7 @@ fn root_set_is_clrmds() {
     eprintln!(
         "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's, \
          {stack_checked} ClrMD stack roots found by the scan ({not_into_heap} interior ones \
-         pointing outside the heap left out)"
+         pointing outside the heap left out); {thread_statics} thread-statics roots (9+) beside"
     );
     for f in [8, 9, 10, 11] {
         assert!(families.contains(&f), "no .NET {f} dump's roots against ClrMD");
@@ -1316,5 +1326,75 @@ fn gc_info_is_where_the_dac_has_it() {
     assert!(jit >= 10 && r2r >= 10, "{jit} JIT'd, {r2r} ReadyToRun");
     for f in [8, 9, 10, 11] {
         assert!(families.contains(&f), "no .NET {f} dump");
+    }
+}
+
+/// .NET 9+ keeps thread statics in each thread's ThreadLocalData, held by no handle: the heap
+/// scenario's `Registry.CurrentUser` (Person 1 on managed thread 1, Person 2 on the
+/// thread-static holder, as its manifest records) each have a thread-statics root of their own
+/// thread, with or without stacks.
+#[test]
+fn thread_statics_root_their_objects_on_9_and_later() {
+    let mut checked = BTreeSet::new();
+    for e in roots_of_programs(&["heap"]) {
+        if e.family() < 9 {
+            continue;
+        }
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        for s in e.manifest["statics"].as_array().unwrap() {
+            if s["kind"] != "thread-static" || s["value_type"] != "Heap.Person" {
+                continue;
+            }
+            let managed = s["managed_id"].as_u64().unwrap() as u32;
+            let id = s["value_id"].as_i64().unwrap();
+            let person = find_object(&rt, &names, "Heap.Person", Some(id));
+            assert_eq!(person.len(), 1, "{}", e.name);
+            let res = gcroot_with(
+                &rt,
+                &heap,
+                &names,
+                person[0],
+                GcRootOptions {
+                    stacks: false,
+                    max_roots: None,
+                },
+            )
+            .unwrap();
+            let mine: Vec<_> = res
+                .paths
+                .iter()
+                .filter(|p| {
+                    matches!(p.root.source, RootSource::ThreadStatics { managed_id, .. }
+                        if managed_id == managed)
+                })
+                .collect();
+            assert_eq!(
+                mine.len(),
+                1,
+                "{}: Person {id} (thread static of managed thread {managed}): {:#x?}",
+                e.name,
+                res.paths
+            );
+            // The array of the thread's thread statics, the type's own object[], the Person.
+            assert_eq!(mine[0].path.len(), 3, "{}", e.name);
+            // Another thread's statics reach it only through more objects (no thread static
+            // of theirs holds it).
+            for p in &res.paths {
+                if matches!(p.root.source, RootSource::ThreadStatics { managed_id, .. }
+                    if managed_id != managed)
+                {
+                    assert!(p.path.len() > 3, "{}: Person {id}: {:#x?}", e.name, p.path);
+                }
+            }
+            checked.insert((e.family(), id));
+        }
+    }
+    for f in [9, 10, 11] {
+        for id in [1, 2] {
+            assert!(checked.contains(&(f, id)), "{checked:?}");
+        }
     }
 }

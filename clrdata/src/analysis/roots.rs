@@ -389,6 +389,17 @@ pub enum RootSource {
         /// The queue slot's address.
         slot: u64,
     },
+    /// A thread's thread statics (.NET 9+): the `object[]` its ThreadLocalData holds (each
+    /// type's thread statics), which the GC reports per thread (`ScanThreadStaticRoots`),
+    /// held by no handle.
+    ThreadStatics {
+        /// OS thread id.
+        os_id: u64,
+        /// Managed thread id.
+        managed_id: u32,
+        /// ThreadLocalData.NonCollectibleTlsArrayData's address.
+        slot: u64,
+    },
     /// A thread's stack slot or register (conservative scan).
     Stack {
         /// OS thread id.
@@ -439,8 +450,8 @@ pub trait FindRoots {
     /// every managed thread that has an OS thread in the dump.
     fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots>;
 
-    /// The roots that are no stack's: strong handles (dependent handles as edges) and the
-    /// f-reachable queue. Needs only what `gchandles` and `finalizequeue` need (verified on
+    /// The roots that are no stack's: strong handles (dependent handles as edges), the
+    /// f-reachable queue and (.NET 9+) each thread's thread-statics array. Needs only what `gchandles` and `finalizequeue` need (verified on
     /// .NET 8-11 against the DAC and ClrMD), not the stack scan's root set.
     fn handle_roots(&self) -> Result<Roots>;
 }
@@ -798,6 +809,54 @@ fn handle_and_queue_roots<M: Memory + Target>(rt: &Runtime<M>, res: &mut Roots) 
             }
         }
         Err(e) => res.notes.push(format!("finalization queue not read: {e}")),
+    }
+    thread_static_roots(rt, res);
+}
+
+/// .NET 9+: each thread's ThreadLocalData array of thread statics (src/coreclr/vm/
+/// threadstatics.cpp `ScanThreadStaticRoots`, called per thread by `GcScanRoots` in
+/// gcenv.ee.cpp): a root no handle holds. Collectible types' thread statics are held by
+/// loader allocator handles, in-flight ones by object handles: both among the handles.
+fn thread_static_roots<M: Memory + Target>(rt: &Runtime<M>, res: &mut Roots) {
+    let crate::discovery::layout::StaticsScheme::PerType(p) = rt.layout.statics else {
+        return; // .NET 8: thread statics live in handle-held object[]s
+    };
+    let threads = match rt.threads() {
+        Ok(t) => t,
+        Err(e) => {
+            res.notes
+                .push(format!("threads not read, no thread-static roots: {e}"));
+            return;
+        }
+    };
+    let mem = rt.memory();
+    for t in threads.iter().filter(|t| t.os_id != 0) {
+        let Ok(tld) = mem.read_u64(t.address + p.thread_local_data) else {
+            res.notes.push(format!(
+                "thread {:#x}: ThreadLocalDataPtr not in the dump: its thread statics unread",
+                t.os_id
+            ));
+            continue;
+        };
+        if tld == 0 {
+            continue;
+        }
+        let slot = tld + p.tld_non_collectible_data;
+        match mem.read_u64(slot) {
+            Ok(0) => {}
+            Ok(arr) => res.roots.push(Root {
+                source: RootSource::ThreadStatics {
+                    os_id: t.os_id,
+                    managed_id: t.managed_id,
+                    slot,
+                },
+                object: arr,
+            }),
+            Err(_) => res.notes.push(format!(
+                "thread {:#x}: ThreadLocalData at {tld:#x} not in the dump: its thread statics unread",
+                t.os_id
+            )),
+        }
     }
 }
 
