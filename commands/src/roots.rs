@@ -7,7 +7,9 @@ use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::analysis::roots::{gcroot as find_roots, static_slot_names, RootSource};
+use clrdata::analysis::roots::{
+    gcroot_with as find_roots, static_slot_names, GcRootOptions, RootSource,
+};
 use clrdata::data::handles::{FinalizerSegment, HandleKind};
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::{StackWalker, ThreadStack};
@@ -43,7 +45,15 @@ pub static SPECS: &[CommandSpec] = &[
                         .required(true)
                         .help("the object's address"),
                 )
-                .arg(flag("nostacks", "leave out the stack roots"))
+                .arg(flag(
+                    "nostacks",
+                    "leave out the stack roots (no stack is read: handles and the f-reachable \
+                     queue only)",
+                ))
+                .arg(flag(
+                    "all",
+                    "every root keeping the object alive (by default the first 64 found)",
+                ))
         },
         run: gcroot,
     },
@@ -385,13 +395,16 @@ impl Render for QueueResult {
 
 // ------------------------------------------------------------------------------------- gcroot
 
+/// Roots printed without `-all`.
+pub const DEFAULT_MAX_ROOTS: usize = 64;
+
 #[derive(Serialize)]
 pub struct PathStep {
     pub object: String,
     #[serde(rename = "type")]
     pub type_name: String,
-    /// The slot of the previous object holding this reference (None for the root's object
-    /// and for a dependent handle's edge).
+    /// The slot of the previous object holding this reference (None for the root's object,
+    /// for a dependent handle's edge and for the first object after an elision).
     pub via_slot: Option<String>,
     /// "static variable: Type.Field" or "dependent handle".
     pub note: Option<String>,
@@ -405,6 +418,10 @@ pub struct RootRow {
     /// For a stack root: the frame holding the slot, when the stack walk places it.
     pub frame: Option<String>,
     pub path: Vec<PathStep>,
+    /// The path's length in objects (root object and target included).
+    pub length: u64,
+    /// Objects left out of a long path: `{"after": index in path, "objects": n}`.
+    pub elided: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -415,8 +432,10 @@ pub struct GcRootJson {
     pub roots: Vec<RootRow>,
     pub found: usize,
     pub roots_considered: usize,
-    pub objects: u64,
-    pub references: u64,
+    /// Whether more roots may hold the target (the search stopped at the limit; `-all`).
+    pub limited: bool,
+    pub objects_expanded: u64,
+    pub bitmap_bytes: u64,
     pub stacks_scanned: Vec<serde_json::Value>,
     pub stack_scan: &'static str,
     pub notes: Vec<String>,
@@ -431,25 +450,30 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .ok_or_else(|| CommandError::Usage {
             message: "missing <address>".into(),
         })?;
-    let no_stacks = m.get_flag("nostacks");
+    let opts = GcRootOptions {
+        stacks: !m.get_flag("nostacks"),
+        max_roots: (!m.get_flag("all")).then_some(DEFAULT_MAX_ROOTS),
+    };
     let heap = c.heap()?;
-    let res = find_roots(&c.rt, heap, &c.names, target)?;
+    let res = find_roots(&c.rt, heap, &c.names, target, opts)?;
     let r = ObjectReader::new(&c.rt, &c.names);
     let mut statics: Option<HashMap<u64, String>> = None;
     let mut stacks: HashMap<u64, Option<ThreadStack>> = HashMap::new();
     let walker = StackWalker::for_target(&c.rt, &c.names);
-    let threads = c.rt.threads().unwrap_or_default();
+    let threads = if opts.stacks {
+        c.rt.threads().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mut rows = Vec::new();
     for p in &res.paths {
-        if no_stacks && matches!(p.root.source, RootSource::Stack { .. }) {
-            continue;
-        }
         let mut path = Vec::new();
+        let gap = p.elided.map(|(at, _)| at);
         for (i, &o) in p.path.iter().enumerate() {
             let type_name = c.type_name(obj_mt(&c, o));
             let via = if i == 0 { None } else { p.slots[i - 1] };
             let mut note = None;
-            if i > 0 && via.is_none() {
+            if i > 0 && via.is_none() && gap != Some(i) {
                 note = Some("dependent handle".to_string());
             }
             // .NET 8 keeps statics in object[]s held by handles: the slot names the static.
@@ -458,8 +482,18 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 && path_is_object_array(&path)
             {
                 if let Some(slot) = via {
-                    let map = statics.get_or_insert_with(|| static_slots(&c, &r));
-                    if let Some(name) = map.get(&slot) {
+                    // The modules of the path's own types first (no heap walk), then those of
+                    // every type on the heap.
+                    let path_mts: Vec<u64> = p.path.iter().map(|&o| obj_mt(&c, o)).collect();
+                    let name = static_slot_names(&r, &path_mts)
+                        .remove(&slot)
+                        .or_else(|| {
+                            statics
+                                .get_or_insert_with(|| static_slots(&c, &r))
+                                .get(&slot)
+                                .cloned()
+                        });
+                    if let Some(name) = name {
                         note = Some(format!("static variable: {name}"));
                     }
                 }
@@ -492,6 +526,10 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             source: p.root.source.clone(),
             frame,
             path,
+            length: p.length,
+            elided: p
+                .elided
+                .map(|(at, n)| serde_json::json!({"after": at - 1, "objects": n})),
         });
     }
     let out = GcRootJson {
@@ -500,8 +538,9 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         found: rows.len(),
         roots: rows,
         roots_considered: res.roots_considered,
-        objects: res.objects,
-        references: res.references,
+        limited: res.stopped_at_max,
+        objects_expanded: res.objects_expanded,
+        bitmap_bytes: res.bitmap_bytes,
         stacks_scanned: res
             .stacks_scanned
             .iter()
@@ -509,7 +548,11 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 serde_json::json!({"os_id": os, "managed_id": managed, "from": hex(from), "to": hex(to)})
             })
             .collect(),
-        stack_scan: "conservative: every stack word and register pointing at or into an object",
+        stack_scan: if res.stacks {
+            "conservative: every stack word and register pointing at or into an object"
+        } else {
+            "none (-nostacks)"
+        },
         notes: res.notes.clone(),
     };
     Ok(Output::rendered("gcroot", out))
@@ -527,6 +570,16 @@ fn root_json(r: &RootSource) -> serde_json::Value {
         RootSource::FinalizerQueue { slot } => {
             serde_json::json!({"kind": "finalizer_queue", "slot": hex(*slot)})
         }
+        RootSource::ThreadStatics {
+            os_id,
+            managed_id,
+            slot,
+        } => serde_json::json!({
+            "kind": "thread_statics",
+            "os_id": os_id,
+            "managed_id": managed_id,
+            "slot": hex(*slot),
+        }),
         RootSource::Stack {
             os_id,
             managed_id,
@@ -582,6 +635,8 @@ impl Render for GcRootJson {
 fn gcroot_text(o: &GcRootJson) -> String {
     let mut t = String::new();
     let mut last: Option<String> = None;
+    // The frame line last printed in this thread's section (a frame's slots share it).
+    let mut last_frame: Option<&str> = None;
     for row in &o.roots {
         let (section, line) = match &row.source {
             RootSource::Handle {
@@ -595,6 +650,10 @@ fn gcroot_text(o: &GcRootJson) -> String {
                 "Finalizer Queue:".to_string(),
                 format!("    {} (finalizer root)", fmt_addr(*slot)),
             ),
+            RootSource::ThreadStatics { os_id, slot, .. } => (
+                "Thread statics:".to_string(),
+                format!("    {} (thread {os_id:x})", fmt_addr(*slot)),
+            ),
             RootSource::Stack {
                 os_id,
                 slot,
@@ -604,8 +663,15 @@ fn gcroot_text(o: &GcRootJson) -> String {
                 ..
             } => {
                 let mut l = String::new();
+                let section = format!("Thread {os_id:x}:");
+                if last.as_deref() != Some(section.as_str()) {
+                    last_frame = None;
+                }
                 if let Some(f) = &row.frame {
-                    l.push_str(&format!("    {f}\n"));
+                    if last_frame != Some(f.as_str()) {
+                        l.push_str(&format!("    {f}\n"));
+                    }
+                    last_frame = Some(f.as_str());
                 }
                 let place = match (slot, register) {
                     (Some(s), _) => format!("{s:x}"),
@@ -630,7 +696,15 @@ fn gcroot_text(o: &GcRootJson) -> String {
         }
         t.push_str(&line);
         t.push('\n');
-        for step in &row.path {
+        for (i, step) in row.path.iter().enumerate() {
+            if let Some(e) = &row.elided {
+                if e["after"].as_u64().map(|a| a as usize + 1) == Some(i) {
+                    t.push_str(&format!(
+                        "          -> ... {} more objects ...\n",
+                        e["objects"].as_u64().unwrap_or(0)
+                    ));
+                }
+            }
             t.push_str(&format!(
                 "          -> {:x} {}{}\n",
                 parse_address(&step.object).unwrap_or(0),
@@ -646,14 +720,26 @@ fn gcroot_text(o: &GcRootJson) -> String {
         t.push('\n');
     }
     t.push_str(&format!("Found {} unique roots.\n", o.found));
-    t.push_str(&format!(
-        "(stack roots from a conservative scan of {} thread stacks: a stale slot can appear as a \
-         root; {} roots, {} objects, {} references searched)\n",
-        o.stacks_scanned.len(),
-        o.roots_considered,
-        o.objects,
-        o.references
-    ));
+    if o.limited {
+        t.push_str(&format!(
+            "(stopped at {} roots; -all lists every root)\n",
+            o.found
+        ));
+    }
+    if o.stacks_scanned.is_empty() && o.stack_scan.starts_with("none") {
+        t.push_str(&format!(
+            "(no stack roots: -nostacks; {} roots, {} objects expanded)\n",
+            o.roots_considered, o.objects_expanded
+        ));
+    } else {
+        t.push_str(&format!(
+            "(stack roots from a conservative scan of {} thread stacks: a stale slot can appear \
+             as a root; {} roots, {} objects expanded)\n",
+            o.stacks_scanned.len(),
+            o.roots_considered,
+            o.objects_expanded
+        ));
+    }
     for n in &o.notes {
         t.push_str(&format!("note: {n}\n"));
     }

@@ -470,7 +470,9 @@ fn heap_finalizables(e: &tests::Entry) {
 
 // ------------------------------------------------------------------------------------ gcroot
 
-use clrdata::analysis::roots::{gcroot, static_slot_names, ObjectIndex, RootSource};
+use clrdata::analysis::roots::{
+    gcroot, gcroot_with, static_slot_names, GcRootOptions, ObjectIndex, RootSource,
+};
 use clrdata::model::objects::ObjectReader;
 use clrdata::prelude::*;
 
@@ -835,5 +837,564 @@ fn gcroot_on_the_windows_dump_and_server_gc() {
             res.paths.iter().any(|p| handle_root(p).is_some()),
             "{name}: no handle root"
         );
+    }
+}
+
+/// An independent oracle for gcroot's paths: the whole heap's references (every object's,
+/// from `ObjectReader::references`, plus the dependent handles' edges), then each object's
+/// distance to `target` by a breadth-first search backwards from it.
+struct Oracle {
+    /// object -> the objects referring to it
+    referrers: std::collections::HashMap<u64, Vec<u64>>,
+}
+
+impl Oracle {
+    fn new(rt: &Runtime<&dumpreader::Dump>, names: &TypeNames) -> Oracle {
+        let heap = rt.gc_heap().unwrap();
+        let r = ObjectReader::new(rt, names);
+        let mut referrers: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        for o in heap.objects(rt).filter(|o| !o.is_free) {
+            for (_, v) in r.references(o.address).unwrap_or_default() {
+                referrers.entry(v).or_default().push(o.address);
+            }
+        }
+        for h in rt.gc_handles().unwrap().handles {
+            if h.kind == HandleKind::Dependent && h.object != 0 && h.secondary != 0 {
+                referrers.entry(h.secondary).or_default().push(h.object);
+            }
+        }
+        Oracle { referrers }
+    }
+
+    fn distances(&self, target: u64) -> std::collections::HashMap<u64, u64> {
+        let mut dist = std::collections::HashMap::from([(target, 0u64)]);
+        let mut q = std::collections::VecDeque::from([target]);
+        while let Some(x) = q.pop_front() {
+            let d = dist[&x];
+            for &p in self.referrers.get(&x).map(|v| v.as_slice()).unwrap_or(&[]) {
+                if let std::collections::hash_map::Entry::Vacant(e) = dist.entry(p) {
+                    e.insert(d + 1);
+                    q.push_back(p);
+                }
+            }
+        }
+        dist
+    }
+}
+
+/// gcroot against the oracle on every readable heap and hang dump, without stacks (handles and
+/// the f-reachable queue): for many targets, a root gets a path exactly when its object reaches
+/// the target, each path is a shortest one, and each step's slot holds the next object.
+#[test]
+fn gcroot_gives_each_root_a_shortest_path() {
+    use dumpreader::Memory;
+    let (mut targets_checked, mut paths_checked) = (0, 0);
+    for e in tests::readable_for(tests::Capability::GcRoots)
+        .into_iter()
+        .filter(|e| ["heap", "hang"].contains(&e.program()))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let oracle = Oracle::new(&rt, &names);
+        let opts = GcRootOptions {
+            stacks: false,
+            max_roots: None,
+        };
+        // Every 97th object, and the heap scenario's own.
+        let mut targets: Vec<u64> = heap
+            .objects(&rt)
+            .filter(|o| !o.is_free)
+            .step_by(97)
+            .map(|o| o.address)
+            .take(60)
+            .collect();
+        for t in ["Heap.HandleTarget", "Heap.WeakTarget", "Heap.Finalizable", "Hang.Gate"] {
+            targets.extend(find_object(&rt, &names, t, None));
+        }
+        let mut with_path = 0;
+        for &t in &targets {
+            let res = gcroot_with(&rt, &heap, &names, t, opts).unwrap();
+            assert!(!res.stacks && res.stacks_scanned.is_empty(), "{}", e.name);
+            let dist = oracle.distances(t);
+            // The roots the search considered: every strong handle and f-reachable object.
+            let h = rt.gc_handles().unwrap();
+            let q = rt.finalize_queue().unwrap();
+            let mut roots: Vec<u64> = h
+                .handles
+                .iter()
+                .filter(|x| x.object != 0 && x.is_strong() && x.kind != HandleKind::Dependent)
+                .map(|x| x.object)
+                .collect();
+            roots.extend(
+                q.entries
+                    .iter()
+                    .filter(|x| x.segment.is_ready() && x.object != 0)
+                    .map(|x| x.object),
+            );
+            assert_eq!(res.roots_considered, roots.len(), "{}", e.name);
+            let expected = roots.iter().filter(|o| dist.contains_key(o)).count();
+            assert_eq!(
+                res.paths.len(),
+                expected,
+                "{}: target {t:#x}: roots with a path vs roots whose object reaches it",
+                e.name
+            );
+            for p in &res.paths {
+                assert!(p.root.source != RootSource::FinalizerQueue { slot: 0 });
+                assert_eq!(p.path.first(), Some(&p.root.object), "{}", e.name);
+                assert_eq!(p.path.last(), Some(&t), "{}", e.name);
+                assert_eq!(
+                    p.length,
+                    dist[&p.root.object] + 1,
+                    "{}: target {t:#x}: root object {:#x}: not a shortest path: {:x?}",
+                    e.name,
+                    p.root.object,
+                    p.path
+                );
+                assert!(p.elided.is_none());
+                assert_eq!(p.path.len() as u64, p.length);
+                for (i, w) in p.path.windows(2).enumerate() {
+                    match p.slots[i] {
+                        Some(slot) => {
+                            assert!(slot > w[0], "{}", e.name);
+                            assert_eq!(d.read_u64(slot).unwrap(), w[1], "{}: slot", e.name);
+                        }
+                        // A dependent handle's edge.
+                        None => assert!(h.handles.iter().any(|x| x.kind
+                            == HandleKind::Dependent
+                            && x.object == w[0]
+                            && x.secondary == w[1])),
+                    }
+                }
+                paths_checked += 1;
+            }
+            with_path += usize::from(!res.paths.is_empty());
+            targets_checked += 1;
+        }
+        assert!(with_path > 0, "{}: no target reached from any root", e.name);
+    }
+    eprintln!("gcroot: {targets_checked} targets, {paths_checked} paths against the oracle");
+    assert!(targets_checked >= 100, "only {targets_checked} targets");
+}
+
+/// `max_roots` stops the search at that many roots, the first ones found without it.
+#[test]
+fn gcroot_output_is_bounded() {
+    for e in of_programs(&["heap"])
+        .into_iter()
+        .filter(|e| tests::claims(e, tests::Capability::GcRoots))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let pinned = find_object(&rt, &names, "Heap.HandleTarget", None);
+        let all = gcroot(&rt, &heap, &names, pinned[0]).unwrap();
+        assert!(all.stacks && !all.stacks_scanned.is_empty(), "{}", e.name);
+        let one = gcroot_with(
+            &rt,
+            &heap,
+            &names,
+            pinned[0],
+            GcRootOptions {
+                stacks: true,
+                max_roots: Some(1),
+            },
+        )
+        .unwrap();
+        assert_eq!(one.paths.len(), 1, "{}", e.name);
+        assert_eq!(one.paths[0], all.paths[0], "{}", e.name);
+        if all.paths.len() > 1 {
+            assert!(one.stopped_at_max, "{}", e.name);
+        }
+        assert!(!all.stopped_at_max, "{}", e.name);
+    }
+}
+
+/// ClrMD's root set (`dumps/<name>.roots.clrmd.json`: `ClrHeap.EnumerateRoots()` through the
+/// build's own DAC, `dumps/tools/clrmd/truth.sh --roots`), when committed for the dump.
+fn clrmd_roots(e: &tests::Entry) -> Option<Value> {
+    let p = tests::dumps_dir().join(format!("{}.roots.clrmd.json", e.name));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(p).ok()?).unwrap();
+    assert_eq!(
+        v["dump"]["sha256"], e.dac["dump_file"]["sha256"],
+        "{}.roots.clrmd.json was written for another dump: regenerate it",
+        e.name
+    );
+    Some(v)
+}
+
+/// ClrMD's name of a root that is a handle (`ClrRootKind`).
+fn clrmd_root_kind(k: HandleKind) -> &'static str {
+    match k {
+        HandleKind::Pinned => "PinnedHandle",
+        HandleKind::AsyncPinned => "AsyncPinnedHandle",
+        HandleKind::RefCounted => "RefCountedHandle",
+        HandleKind::SizedRef => "SizedRefHandle",
+        _ => "StrongHandle",
+    }
+}
+
+/// The roots that are no stack's (handles, the f-reachable queue) equal ClrMD's on every dump
+/// whose roots are claimed (.NET 8-11) and have ClrMD's truth; on the dumps whose whole root
+/// set is claimed, every stack root ClrMD reports is among the stack scan's.
+#[test]
+fn root_set_is_clrmds() {
+    let (mut dumps, mut compared, mut stack_checked, mut not_into_heap) = (0, 0, 0, 0);
+    let mut thread_statics = 0;
+    let mut families = BTreeSet::new();
+    for e in roots_claimed() {
+        let Some(truth) = clrmd_roots(&e) else {
+            continue;
+        };
+        assert_eq!(truth["errors"], serde_json::json!([]), "{}", e.name);
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let ours = rt.handle_roots().unwrap();
+        assert!(ours.notes.is_empty(), "{}: {:?}", e.name, ours.notes);
+        // Thread-statics arrays (.NET 9+): roots the GC scans that ClrMD does not report.
+        let tls = ours
+            .roots
+            .iter()
+            .filter(|r| matches!(r.source, RootSource::ThreadStatics { .. }))
+            .count();
+        assert_eq!(tls > 0, e.family() >= 9, "{}: thread-statics roots", e.name);
+        thread_statics += tls;
+        let ours_set: BTreeSet<(String, u64, u64)> = ours
+            .roots
+            .iter()
+            .filter(|r| !matches!(r.source, RootSource::ThreadStatics { .. }))
+            .map(|r| match &r.source {
+                RootSource::Handle {
+                    handle,
+                    handle_kind,
+                } => (clrmd_root_kind(*handle_kind).to_owned(), *handle, r.object),
+                RootSource::FinalizerQueue { slot } => ("FinalizerQueue".to_owned(), *slot, r.object),
+                _ => unreachable!(),
+            })
+            .collect();
+        let roots = truth["roots"].as_array().unwrap();
+        let theirs: BTreeSet<(String, u64, u64)> = roots
+            .iter()
+            .filter(|r| r["kind"] != "Stack")
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_owned(),
+                    hex(&r["address"]),
+                    hex(&r["object"]),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ours_set, theirs,
+            "{}: handle and f-reachable roots (kind, address, object) vs ClrMD's",
+            e.name
+        );
+        compared += theirs.len();
+        families.insert(e.family());
+        dumps += 1;
+        if tests::claims(&e, tests::Capability::GcRoots) {
+            let names = TypeNames::new();
+            let heap = rt.gc_heap().unwrap();
+            let index = ObjectIndex::build(&rt, &heap).unwrap();
+            let all = rt.roots(&index, &names).unwrap();
+            let reader = ObjectReader::new(&rt, &names);
+            for r in roots.iter().filter(|r| r["kind"] == "Stack") {
+                let (slot, obj, os) = (
+                    hex(&r["address"]),
+                    hex(&r["object"]),
+                    r["os_id"].as_u64().unwrap(),
+                );
+                // ClrMD names an object for an interior pointer even when the slot points
+                // outside the heap (a byref to the stack): no GC root (the GC promotes only
+                // pointers into its heap); its object is then one the slot does not point into.
+                if r["is_interior"] == true && slot != 0 {
+                    use dumpreader::Memory;
+                    let v = d.read_u64(slot).unwrap();
+                    let size = reader
+                        .object_mt(obj)
+                        .ok()
+                        .and_then(|(_, i)| reader.object_size(obj, &i).ok())
+                        .unwrap_or(0);
+                    if !(obj..obj + size).contains(&v) {
+                        not_into_heap += 1;
+                        continue;
+                    }
+                }
+                let found = all.roots.iter().any(|x| {
+                    matches!(x.source, RootSource::Stack { os_id, slot: s, .. }
+                        if os_id == os && (s == Some(slot) || slot == 0))
+                        && x.object == obj
+                });
+                assert!(
+                    found,
+                    "{}: ClrMD's stack root {obj:#x} at {slot:#x} (thread {os}) is not among \
+                     the stack scan's",
+                    e.name
+                );
+                stack_checked += 1;
+            }
+        }
+    }
+    eprintln!(
+        "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's, \
+         {stack_checked} ClrMD stack roots found by the scan ({not_into_heap} interior ones \
+         pointing outside the heap left out); {thread_statics} thread-statics roots (9+) beside"
+    );
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump's roots against ClrMD");
+    }
+}
+
+/// `gcroot -nostacks` needs only the handles and the f-reachable queue, verified on .NET 9-11
+/// too: the oracle's shortest paths there.
+#[test]
+fn gcroot_without_stacks_on_every_family() {
+    let mut families = BTreeSet::new();
+    for e in roots_claimed()
+        .into_iter()
+        .filter(|e| ["heap", "hang"].contains(&e.program()))
+    {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let oracle = Oracle::new(&rt, &names);
+        let roots = rt.handle_roots().unwrap();
+        let opts = GcRootOptions {
+            stacks: false,
+            max_roots: None,
+        };
+        let targets: Vec<u64> = heap
+            .objects(&rt)
+            .filter(|o| !o.is_free)
+            .step_by(131)
+            .map(|o| o.address)
+            .take(25)
+            .collect();
+        for t in targets {
+            let res = gcroot_with(&rt, &heap, &names, t, opts)
+                .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            let dist = oracle.distances(t);
+            let expected = roots
+                .roots
+                .iter()
+                .filter(|r| dist.contains_key(&r.object))
+                .count();
+            assert_eq!(res.paths.len(), expected, "{}: target {t:#x}", e.name);
+            for p in &res.paths {
+                assert_eq!(p.length, dist[&p.root.object] + 1, "{}", e.name);
+            }
+        }
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            let t = heap.objects(&rt).find(|o| !o.is_free).unwrap().address;
+            let err = gcroot(&rt, &heap, &names, t).unwrap_err();
+            assert!(
+                matches!(err, clrdata::ClrError::NotVerified { .. }),
+                "{}: gcroot with stacks: {err}",
+                e.name
+            );
+        }
+        families.insert(e.family());
+    }
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
+    }
+}
+
+/// The command: `-nostacks` reads no stack (on every family whose handles are claimed), a
+/// frame's several stack roots print its frame line once, `-all` lifts the limit.
+#[test]
+fn gcroot_command_json_and_text() {
+    use commands::session::Session;
+    let mut families = BTreeSet::new();
+    let mut frames_checked = 0;
+    for e in roots_of_programs(&["heap"]) {
+        let s = Session::open_with(&e.dump_path(), &e.open_options())
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let t = find_object(&rt, &names, "Heap.WeakTarget", None)[0];
+        let (out, _) = commands::execute(&s, &format!("gcroot -nostacks {t:#x} --json"))
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name))
+            .unwrap();
+        let j = out.json_document()["result"].clone();
+        assert_eq!(j["stack_scan"], "none (-nostacks)", "{}", e.name);
+        assert_eq!(j["stacks_scanned"], serde_json::json!([]), "{}", e.name);
+        assert!(j["found"].as_u64().unwrap() >= 1, "{}: {j}", e.name);
+        assert_eq!(j["limited"], false, "{}", e.name);
+        for r in j["roots"].as_array().unwrap() {
+            assert_ne!(r["root"]["kind"], "stack", "{}", e.name);
+            assert_eq!(
+                r["length"].as_u64().unwrap() as usize,
+                r["path"].as_array().unwrap().len(),
+                "{}",
+                e.name
+            );
+        }
+        families.insert(e.family());
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            continue;
+        }
+        // A local of Main held in several of its slots: Main's frame line once per thread.
+        let truth = clrmd_roots(&e);
+        let Some(local) = truth.as_ref().and_then(|v| {
+            let stack: Vec<&Value> = v["roots"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["kind"] == "Stack" && r["is_interior"] == false)
+                .collect();
+            stack
+                .iter()
+                .find(|r| {
+                    stack
+                        .iter()
+                        .filter(|x| x["object"] == r["object"] && x["frame_sp"] == r["frame_sp"])
+                        .count()
+                        > 1
+                })
+                .map(|r| (hex(&r["object"]), hex(&r["frame_sp"])))
+        }) else {
+            continue;
+        };
+        let (out, _) = commands::execute(&s, &format!("gcroot -all {:#x}", local.0))
+            .unwrap()
+            .unwrap();
+        let text = out.text.clone();
+        let frame_lines = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("    {:x} ", local.1)))
+            .count();
+        assert_eq!(frame_lines, 1, "{}: {text}", e.name);
+        frames_checked += 1;
+    }
+    assert!(families.len() >= 3, "{families:?}");
+    assert!(frames_checked >= 1, "no frame with two stack roots of one object");
+}
+
+/// Precise stack roots start from each frame's GC info: found where the DAC found it
+/// (`clrcodeinfo/tests/data/<dump>.json`: each method's GC info address, from the DAC's
+/// GetCodeHeaderData and the ReadyToRun image), JIT'd and ReadyToRun code, .NET 8-11.
+#[test]
+fn gc_info_is_where_the_dac_has_it() {
+    use clrdata::model::stack::{CodeIndex, CodeKind};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrcodeinfo/tests/data");
+    let names = tests::names();
+    let (mut checked, mut jit, mut r2r) = (0, 0, 0);
+    let mut families = BTreeSet::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let d: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let name = d["dump"].as_str().unwrap();
+        if !names.iter().any(|n| n == name) {
+            continue;
+        }
+        let e = tests::entry(name);
+        if !tests::claims(&e, tests::Capability::Stacks) {
+            continue;
+        }
+        let dump = e.open();
+        let rt = tests::discover(&dump).unwrap();
+        let index = CodeIndex::new();
+        for m in d["methods"].as_array().unwrap() {
+            let start = hex(&m["start"]);
+            let want = hex(&m["gc_info"]["address"]);
+            let info = index
+                .lookup(&rt, start)
+                .unwrap_or_else(|err| panic!("{name}: {start:#x}: {err}"))
+                .unwrap_or_else(|| panic!("{name}: {start:#x}: not managed code"));
+            let got = index
+                .gc_info(&rt, &info)
+                .unwrap_or_else(|err| panic!("{name}: {} ({start:#x}): {err}", m["name"]));
+            assert_eq!(got, want, "{name}: {} ({start:#x}): GC info", m["name"]);
+            match info.kind {
+                CodeKind::Jit => jit += 1,
+                CodeKind::ReadyToRun => r2r += 1,
+            }
+            checked += 1;
+        }
+        families.insert(e.family());
+    }
+    eprintln!("GC info: {checked} methods ({jit} JIT'd, {r2r} ReadyToRun) where the DAC has it");
+    assert!(jit >= 10 && r2r >= 10, "{jit} JIT'd, {r2r} ReadyToRun");
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
+    }
+}
+
+/// .NET 9+ keeps thread statics in each thread's ThreadLocalData, held by no handle: the heap
+/// scenario's `Registry.CurrentUser` (Person 1 on managed thread 1, Person 2 on the
+/// thread-static holder, as its manifest records) each have a thread-statics root of their own
+/// thread, with or without stacks.
+#[test]
+fn thread_statics_root_their_objects_on_9_and_later() {
+    let mut checked = BTreeSet::new();
+    for e in roots_of_programs(&["heap"]) {
+        if e.family() < 9 {
+            continue;
+        }
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        for s in e.manifest["statics"].as_array().unwrap() {
+            if s["kind"] != "thread-static" || s["value_type"] != "Heap.Person" {
+                continue;
+            }
+            let managed = s["managed_id"].as_u64().unwrap() as u32;
+            let id = s["value_id"].as_i64().unwrap();
+            let person = find_object(&rt, &names, "Heap.Person", Some(id));
+            assert_eq!(person.len(), 1, "{}", e.name);
+            let res = gcroot_with(
+                &rt,
+                &heap,
+                &names,
+                person[0],
+                GcRootOptions {
+                    stacks: false,
+                    max_roots: None,
+                },
+            )
+            .unwrap();
+            let mine: Vec<_> = res
+                .paths
+                .iter()
+                .filter(|p| {
+                    matches!(p.root.source, RootSource::ThreadStatics { managed_id, .. }
+                        if managed_id == managed)
+                })
+                .collect();
+            assert_eq!(
+                mine.len(),
+                1,
+                "{}: Person {id} (thread static of managed thread {managed}): {:#x?}",
+                e.name,
+                res.paths
+            );
+            // The array of the thread's thread statics, the type's own object[], the Person.
+            assert_eq!(mine[0].path.len(), 3, "{}", e.name);
+            // Another thread's statics reach it only through more objects (no thread static
+            // of theirs holds it).
+            for p in &res.paths {
+                if matches!(p.root.source, RootSource::ThreadStatics { managed_id, .. }
+                    if managed_id != managed)
+                {
+                    assert!(p.path.len() > 3, "{}: Person {id}: {:#x?}", e.name, p.path);
+                }
+            }
+            checked.insert((e.family(), id));
+        }
+    }
+    for f in [9, 10, 11] {
+        for id in [1, 2] {
+            assert!(checked.contains(&(f, id)), "{checked:?}");
+        }
     }
 }

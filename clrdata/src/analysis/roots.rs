@@ -12,16 +12,20 @@
 //!   returned frame can show up as a root (never the reverse: a live slot is always seen).
 //!   Statics are no separate kind: .NET 8 keeps them in `object[]`s held by pinned handles.
 //!
-//! The search (one pass over the heap, then work proportional to the target's ancestors):
-//! 1. an [`ObjectIndex`]: a bitmap of object starts per segment (one bit per 8 bytes of heap)
-//!    with per-word ranks, numbering the objects 0..n;
-//! 2. the reverse reference graph over those numbers in compressed form (per object, the
-//!    objects referring to it: 4 bytes per reference), built by two parallel passes over the
-//!    heap (count, then fill), references read from each type's GCDesc, plus the dependent
-//!    handles' primary→secondary edges;
-//! 3. a breadth-first search backwards from the target gives every object's distance to it;
-//! 4. each root whose object has a distance gets its path by walking forward from it, each step
-//!    to a referenced object one step closer: a shortest path from that root.
+//! The search (`gcroot`), forward from the roots, root by root, breadth first, so each root
+//! gets a shortest path from its object to the target:
+//! - the marks are one bitmap over the heap's segments (one bit per 8-byte-aligned address),
+//!   numbering no object and walking no heap beforehand; `--nostacks` builds nothing else;
+//! - a search that fails leaves its objects marked (nothing they reach reaches the target, so
+//!   every later root skips them: all roots together expand each such object once); a search
+//!   that succeeds unmarks its objects and records its path's objects with their distance to
+//!   the target, so a later root stops where it meets one (when no shorter way remains);
+//! - the search keeps each level's marks (4-8 bytes per object reached) and finds the path
+//!   back level by level, rereading only the objects of the levels above;
+//! - a path longer than [`PATH_KEEP`] objects keeps its two ends.
+//!
+//! [`ObjectIndex`] (object starts numbered, for the conservative scan's interior pointers) is
+//! built only for the stack scan.
 
 use crate::data::handles::HandleKind;
 use crate::data::handles::ReadHandles;
@@ -33,11 +37,9 @@ use crate::model::heap::{GcHeap, WalkError};
 use crate::model::names::TypeNames;
 use crate::model::objects::{GcLayout, ObjectReader};
 use dumpreader::{Memory, Target};
-use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Largest object whose references are read (the heap walk checked sizes against segments;
 /// this bounds what a corrupt count could make the reader allocate).
@@ -139,38 +141,6 @@ impl ObjectIndex {
         let i = self.segs.partition_point(|s| s.start <= addr);
         let s = self.segs.get(i.checked_sub(1)?)?;
         (addr < s.end).then_some(s)
-    }
-
-    /// [`ObjectIndex::index_of`] trying segment `*hint` first (and remembering the hit):
-    /// references mostly stay near each other.
-    #[inline]
-    fn index_of_hinted(&self, addr: u64, hint: &mut usize) -> Option<u32> {
-        if addr & 7 != 0 {
-            return None;
-        }
-        let s = match self.segs.get(*hint) {
-            Some(s) if s.start <= addr && addr < s.end => s,
-            _ => {
-                let i = self
-                    .segs
-                    .partition_point(|s| s.start <= addr)
-                    .checked_sub(1)?;
-                let s = &self.segs[i];
-                if addr >= s.end {
-                    return None;
-                }
-                *hint = i;
-                s
-            }
-        };
-        let off = (addr - s.start) / 8;
-        let (w, b) = ((off / 64) as usize, off % 64);
-        let word = *s.bits.get(w)?;
-        if word >> b & 1 == 0 {
-            return None;
-        }
-        let below = (word & ((1u64 << b) - 1)).count_ones();
-        Some((s.base + s.ranks[w] as u64 + below as u64) as u32)
     }
 
     /// Whether `addr` lies in the walked part of a heap segment.
@@ -401,113 +371,6 @@ impl<'r, M: Memory> RefReader<'r, M> {
     }
 }
 
-// ---------------------------------------------------------------------------- reverse graph
-
-/// The reverse reference graph: for each object number, the numbers of the objects (and
-/// dependent-handle primaries) referring to it.
-pub struct ReverseGraph {
-    /// After the fill, `ends[i]` is the end of object `i`'s run in `edges` (its start is
-    /// `ends[i-1]`, 0 for the first).
-    ends: Vec<u32>,
-    edges: Vec<u32>,
-    /// Objects whose references could not be read.
-    pub unreadable: u64,
-}
-
-impl ReverseGraph {
-    /// Builds the graph in two parallel passes over the heap.
-    pub fn build<M: Memory>(
-        rt: &Runtime<M>,
-        heap: &GcHeap,
-        index: &ObjectIndex,
-        names: &TypeNames,
-        dependent: &[(u64, u64)],
-    ) -> Result<ReverseGraph> {
-        let n = index.len() as usize;
-        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
-        let dep: Vec<(u32, u32)> = dependent
-            .iter()
-            .filter_map(|&(p, s)| Some((index.index_of(p)?, index.index_of(s)?)))
-            .collect();
-        let unreadable = AtomicU32::new(0);
-        let pass = |fill: Option<&[AtomicU32]>, out: Option<&[AtomicU32]>| {
-            (0..heap.segments.len()).into_par_iter().for_each(|si| {
-                let mut rr = RefReader::new(rt, names);
-                let mut bad = 0u32;
-                let (mut src_hint, mut dst_hint) = (0usize, 0usize);
-                heap.visit_segment(rt, si, |o| {
-                    if o.is_free {
-                        return;
-                    }
-                    let Some(src) = index.index_of_hinted(o.address, &mut src_hint) else {
-                        return;
-                    };
-                    let ok = rr.for_each(o.address, o.mt, |_, v| {
-                        if let Some(dst) = index.index_of_hinted(v, &mut dst_hint) {
-                            match (fill, out) {
-                                (Some(pos), Some(edges)) => {
-                                    let at = pos[dst as usize].fetch_add(1, Ordering::Relaxed);
-                                    edges[at as usize].store(src, Ordering::Relaxed);
-                                }
-                                _ => {
-                                    counts[dst as usize].fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                        }
-                    });
-                    if !ok {
-                        bad += 1;
-                    }
-                });
-                unreadable.fetch_add(bad, Ordering::Relaxed);
-            });
-        };
-        pass(None, None);
-        for &(_, s) in &dep {
-            counts[s as usize].fetch_add(1, Ordering::Relaxed);
-        }
-        // Exclusive prefix sums: counts becomes each run's start (the fill cursor).
-        let mut total = 0u64;
-        for c in &counts {
-            let v = c.load(Ordering::Relaxed) as u64;
-            c.store(total as u32, Ordering::Relaxed);
-            total += v;
-            if total > u32::MAX as u64 {
-                return Err(ClrError::corrupt(
-                    "GC heap",
-                    0,
-                    "more than 2^32 references: beyond this graph's numbering",
-                ));
-            }
-        }
-        let edges: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
-        unreadable.store(0, Ordering::Relaxed);
-        pass(Some(&counts), Some(&edges));
-        for &(p, s) in &dep {
-            let at = counts[s as usize].fetch_add(1, Ordering::Relaxed);
-            edges[at as usize].store(p, Ordering::Relaxed);
-        }
-        Ok(ReverseGraph {
-            ends: counts.into_iter().map(AtomicU32::into_inner).collect(),
-            edges: edges.into_iter().map(AtomicU32::into_inner).collect(),
-            unreadable: unreadable.load(Ordering::Relaxed) as u64,
-        })
-    }
-
-    /// The objects referring to object `i`.
-    pub fn referrers(&self, i: u32) -> &[u32] {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        let end = self.ends.get(i).copied().unwrap_or(0) as usize;
-        self.edges.get(start..end).unwrap_or(&[])
-    }
-
-    /// Number of references (edges).
-    pub fn edge_count(&self) -> usize {
-        self.edges.len()
-    }
-}
-
 // ------------------------------------------------------------------------------------ roots
 
 /// Where a root is.
@@ -524,6 +387,17 @@ pub enum RootSource {
     /// The f-reachable queue (ready for finalization).
     FinalizerQueue {
         /// The queue slot's address.
+        slot: u64,
+    },
+    /// A thread's thread statics (.NET 9+): the `object[]` its ThreadLocalData holds (each
+    /// type's thread statics), which the GC reports per thread (`ScanThreadStaticRoots`),
+    /// held by no handle.
+    ThreadStatics {
+        /// OS thread id.
+        os_id: u64,
+        /// Managed thread id.
+        managed_id: u32,
+        /// ThreadLocalData.NonCollectibleTlsArrayData's address.
         slot: u64,
     },
     /// A thread's stack slot or register (conservative scan).
@@ -575,9 +449,26 @@ pub trait FindRoots {
     /// Every root: strong handles, the f-reachable queue and the conservative stack scan of
     /// every managed thread that has an OS thread in the dump.
     fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots>;
+
+    /// The roots that are no stack's: strong handles (dependent handles as edges), the
+    /// f-reachable queue and (.NET 9+) each thread's thread-statics array. Needs only what `gchandles` and `finalizequeue` need (verified on
+    /// .NET 8-11 against the DAC and ClrMD), not the stack scan's root set.
+    fn handle_roots(&self) -> Result<Roots>;
 }
 
 impl<M: Memory + Target> FindRoots for Runtime<M> {
+    fn handle_roots(&self) -> Result<Roots> {
+        self.require(crate::discovery::layout::Capability::Roots)?;
+        let mut res = Roots {
+            roots: Vec::new(),
+            dependent: Vec::new(),
+            stacks_scanned: Vec::new(),
+            notes: Vec::new(),
+        };
+        handle_and_queue_roots(self, &mut res);
+        Ok(res)
+    }
+
     fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots> {
         self.require(crate::discovery::layout::Capability::GcRoots)?;
         let mut res = Roots {
@@ -586,48 +477,7 @@ impl<M: Memory + Target> FindRoots for Runtime<M> {
             stacks_scanned: Vec::new(),
             notes: Vec::new(),
         };
-        match self.gc_handles() {
-            Ok(h) => {
-                res.notes
-                    .extend(h.errors.iter().map(|e| format!("handle table: {e}")));
-                for x in &h.handles {
-                    if x.object == 0 {
-                        continue;
-                    }
-                    if x.kind == HandleKind::Dependent {
-                        if x.secondary != 0 {
-                            res.dependent.push((x.object, x.secondary));
-                        }
-                    } else if x.is_strong() {
-                        res.roots.push(Root {
-                            source: RootSource::Handle {
-                                handle: x.address,
-                                handle_kind: x.kind,
-                            },
-                            object: x.object,
-                        });
-                    }
-                }
-            }
-            Err(e) => res.notes.push(format!("handle table not read: {e}")),
-        }
-        match self.finalize_queue() {
-            Ok(q) => {
-                res.notes
-                    .extend(q.errors.iter().map(|e| format!("finalization queue: {e}")));
-                for x in q
-                    .entries
-                    .iter()
-                    .filter(|x| x.segment.is_ready() && x.object != 0)
-                {
-                    res.roots.push(Root {
-                        source: RootSource::FinalizerQueue { slot: x.slot },
-                        object: x.object,
-                    });
-                }
-            }
-            Err(e) => res.notes.push(format!("finalization queue not read: {e}")),
-        }
+        handle_and_queue_roots(self, &mut res);
         let threads = match self.threads() {
             Ok(t) => t,
             Err(e) => {
@@ -721,16 +571,147 @@ fn resolve<M: Memory>(
 
 // ----------------------------------------------------------------------------------- gcroot
 
+/// One bit per 8-byte-aligned address of every heap segment (region), numbered across the
+/// segments: the search's marks, with no per-object table.
+struct HeapBits {
+    /// `(start, end, first bit)` per segment, sorted by start.
+    ranges: Vec<(u64, u64, u64)>,
+    bits: Vec<u64>,
+}
+
+impl HeapBits {
+    fn new(heap: &GcHeap) -> HeapBits {
+        let mut spans: Vec<(u64, u64)> = heap
+            .segments
+            .iter()
+            .filter(|s| s.walk_end > s.mem)
+            .map(|s| (s.mem & !7, s.walk_end))
+            .collect();
+        spans.sort();
+        let mut ranges: Vec<(u64, u64, u64)> = Vec::with_capacity(spans.len());
+        let mut total = 0u64;
+        for (start, end) in spans {
+            // Overlapping ranges (a damaged segment list): keep the first.
+            let start = match ranges.last() {
+                Some(&(_, e, _)) if start < e => e.max(start),
+                _ => start,
+            };
+            if end <= start {
+                continue;
+            }
+            ranges.push((start, end, total));
+            total += (end - start).div_ceil(8);
+        }
+        HeapBits {
+            ranges,
+            bits: vec![0u64; total.div_ceil(64) as usize],
+        }
+    }
+
+    /// The bit of an 8-byte-aligned address in a segment.
+    #[inline]
+    fn id(&self, addr: u64) -> Option<u64> {
+        if addr & 7 != 0 {
+            return None;
+        }
+        let i = self.ranges.partition_point(|r| r.0 <= addr).checked_sub(1)?;
+        let (start, end, base) = self.ranges[i];
+        (addr < end).then(|| base + (addr - start) / 8)
+    }
+
+    fn addr(&self, id: u64) -> u64 {
+        let i = self
+            .ranges
+            .partition_point(|r| r.2 <= id)
+            .saturating_sub(1);
+        let (start, _, base) = self.ranges[i];
+        start + 8 * (id - base)
+    }
+
+    fn get(&self, id: u64) -> bool {
+        self.bits[(id / 64) as usize] >> (id % 64) & 1 != 0
+    }
+
+    /// Sets the bit; whether it was clear.
+    fn set(&mut self, id: u64) -> bool {
+        let w = &mut self.bits[(id / 64) as usize];
+        let m = 1u64 << (id % 64);
+        let was = *w & m == 0;
+        *w |= m;
+        was
+    }
+
+    fn clear(&mut self, id: u64) {
+        self.bits[(id / 64) as usize] &= !(1u64 << (id % 64));
+    }
+
+    fn bytes(&self) -> usize {
+        self.bits.len() * 8
+    }
+}
+
+/// A bit number as a level of the search keeps it.
+trait LevelId: Copy {
+    fn of(id: u64) -> Self;
+    fn id(self) -> u64;
+}
+
+impl LevelId for u32 {
+    fn of(id: u64) -> Self {
+        id as u32
+    }
+    fn id(self) -> u64 {
+        self as u64
+    }
+}
+
+impl LevelId for u64 {
+    fn of(id: u64) -> Self {
+        id
+    }
+    fn id(self) -> u64 {
+        self
+    }
+}
+
+/// Options of [`gcroot_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcRootOptions {
+    /// Scan the threads' stacks for roots (`--nostacks` turns it off: then no stack work at
+    /// all, not even the object index the scan needs).
+    pub stacks: bool,
+    /// Stop after this many roots with a path (None: every root).
+    pub max_roots: Option<usize>,
+}
+
+impl Default for GcRootOptions {
+    fn default() -> Self {
+        GcRootOptions {
+            stacks: true,
+            max_roots: None,
+        }
+    }
+}
+
+/// Longest path kept whole; a longer one keeps its first and last [`PATH_KEEP`]/2 objects.
+pub const PATH_KEEP: usize = 256;
+
 /// One root that keeps the target alive, with the shortest path from it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RootPath {
     /// The root.
     pub root: Root,
-    /// The objects from the root's object to the target, both included.
+    /// The objects from the root's object to the target, both included (at most
+    /// [`PATH_KEEP`]: a longer path leaves out `elided` objects after `path[elided_at - 1]`).
     pub path: Vec<u64>,
     /// For each step `path[i] -> path[i+1]`, the slot of `path[i]` holding the reference (None
-    /// for a dependent handle's edge).
+    /// for a dependent handle's edge, and for the step across an elision).
     pub slots: Vec<Option<u64>>,
+    /// The path's length in objects (the root's object and the target included).
+    pub length: u64,
+    /// Where objects are left out of `path` (the index of the first object after the gap)
+    /// and how many.
+    pub elided: Option<(usize, u64)>,
 }
 
 /// What `gcroot` found.
@@ -738,154 +719,494 @@ pub struct RootPath {
 pub struct GcRootResult {
     /// The object asked about.
     pub target: u64,
-    /// Every root keeping it alive, in root order (handles, finalizer queue, stacks).
+    /// Every root keeping it alive, in root order (handles, finalizer queue, stacks), each
+    /// with a shortest path from its object.
     pub paths: Vec<RootPath>,
     /// Roots considered.
     pub roots_considered: usize,
-    /// Objects indexed and references in the graph.
-    pub objects: u64,
-    /// References in the graph.
-    pub references: u64,
-    /// Objects that can reach the target (its ancestors, itself included).
-    pub ancestors: u64,
+    /// Whether the search stopped at `max_roots` before trying every root.
+    pub stopped_at_max: bool,
+    /// Objects the search expanded (read the references of), all roots together.
+    pub objects_expanded: u64,
+    /// Bytes of the search's mark bitmap (one bit per 8 bytes of the heap's segments).
+    pub bitmap_bytes: u64,
+    /// Whether the stacks were scanned (false with `--nostacks`).
+    pub stacks: bool,
     /// Threads whose stacks were scanned.
     pub stacks_scanned: Vec<(u64, u32, u64, u64)>,
     /// What could not be read (the search used everything else).
     pub notes: Vec<String>,
 }
 
-/// Finds every root keeping `target` alive and the shortest path from each.
+/// Finds every root keeping `target` alive and a shortest path from each (stacks included).
 pub fn gcroot<M: Memory + Target>(
     rt: &Runtime<M>,
     heap: &GcHeap,
     names: &TypeNames,
     target: u64,
 ) -> Result<GcRootResult> {
-    let index = ObjectIndex::build(rt, heap)?;
-    let Some(t) = index.index_of(target) else {
+    gcroot_with(rt, heap, names, target, GcRootOptions::default())
+}
+
+/// Whether `addr` is the start of a (non-free) object of its segment (one segment walked).
+fn is_object_start<M: Memory>(rt: &Runtime<M>, heap: &GcHeap, addr: u64) -> bool {
+    let Some(si) = heap
+        .segments
+        .iter()
+        .position(|s| s.mem <= addr && addr < s.walk_end)
+    else {
+        return false;
+    };
+    let mut found = false;
+    heap.visit_segment(rt, si, |o| {
+        if o.address == addr && !o.is_free {
+            found = true;
+        }
+    });
+    found
+}
+
+/// The non-stack roots: strong handles (and dependent handles' edges), the f-reachable queue.
+fn handle_and_queue_roots<M: Memory + Target>(rt: &Runtime<M>, res: &mut Roots) {
+    match rt.gc_handles() {
+        Ok(h) => {
+            res.notes
+                .extend(h.errors.iter().map(|e| format!("handle table: {e}")));
+            for x in &h.handles {
+                if x.object == 0 {
+                    continue;
+                }
+                if x.kind == HandleKind::Dependent {
+                    if x.secondary != 0 {
+                        res.dependent.push((x.object, x.secondary));
+                    }
+                } else if x.is_strong() {
+                    res.roots.push(Root {
+                        source: RootSource::Handle {
+                            handle: x.address,
+                            handle_kind: x.kind,
+                        },
+                        object: x.object,
+                    });
+                }
+            }
+        }
+        Err(e) => res.notes.push(format!("handle table not read: {e}")),
+    }
+    match rt.finalize_queue() {
+        Ok(q) => {
+            res.notes
+                .extend(q.errors.iter().map(|e| format!("finalization queue: {e}")));
+            for x in q
+                .entries
+                .iter()
+                .filter(|x| x.segment.is_ready() && x.object != 0)
+            {
+                res.roots.push(Root {
+                    source: RootSource::FinalizerQueue { slot: x.slot },
+                    object: x.object,
+                });
+            }
+        }
+        Err(e) => res.notes.push(format!("finalization queue not read: {e}")),
+    }
+    thread_static_roots(rt, res);
+}
+
+/// .NET 9+: each thread's ThreadLocalData array of thread statics (src/coreclr/vm/
+/// threadstatics.cpp `ScanThreadStaticRoots`, called per thread by `GcScanRoots` in
+/// gcenv.ee.cpp): a root no handle holds. Collectible types' thread statics are held by
+/// loader allocator handles, in-flight ones by object handles: both among the handles.
+fn thread_static_roots<M: Memory + Target>(rt: &Runtime<M>, res: &mut Roots) {
+    let crate::discovery::layout::StaticsScheme::PerType(p) = rt.layout.statics else {
+        return; // .NET 8: thread statics live in handle-held object[]s
+    };
+    let threads = match rt.threads() {
+        Ok(t) => t,
+        Err(e) => {
+            res.notes
+                .push(format!("threads not read, no thread-static roots: {e}"));
+            return;
+        }
+    };
+    let mem = rt.memory();
+    for t in threads.iter().filter(|t| t.os_id != 0) {
+        let Ok(tld) = mem.read_u64(t.address + p.thread_local_data) else {
+            res.notes.push(format!(
+                "thread {:#x}: ThreadLocalDataPtr not in the dump: its thread statics unread",
+                t.os_id
+            ));
+            continue;
+        };
+        if tld == 0 {
+            continue;
+        }
+        let slot = tld + p.tld_non_collectible_data;
+        match mem.read_u64(slot) {
+            Ok(0) => {}
+            Ok(arr) => res.roots.push(Root {
+                source: RootSource::ThreadStatics {
+                    os_id: t.os_id,
+                    managed_id: t.managed_id,
+                    slot,
+                },
+                object: arr,
+            }),
+            Err(_) => res.notes.push(format!(
+                "thread {:#x}: ThreadLocalData at {tld:#x} not in the dump: its thread statics unread",
+                t.os_id
+            )),
+        }
+    }
+}
+
+/// What the search knows reaches the target: the next object toward it, the slot holding it,
+/// and the distance (objects known reach it by a shortest path).
+type Known = HashMap<u64, (u64, Option<u64>, u64)>;
+
+struct Search<'a, 'r, M> {
+    bits: HeapBits,
+    known: Known,
+    deps: HashMap<u64, Vec<u64>>,
+    rr: RefReader<'r, M>,
+    target: u64,
+    expanded: u64,
+    unreadable: u64,
+    _p: std::marker::PhantomData<&'a ()>,
+}
+
+impl<M: Memory> Search<'_, '_, M> {
+    /// Calls `f(slot, value)` for every reference of `addr` and its dependent handles' edges
+    /// (slot None). False when the object could not be read.
+    fn refs(&mut self, addr: u64, mut f: impl FnMut(Option<u64>, u64)) -> bool {
+        let Ok(mt) = crate::model::heap::read_method_table(self.rr.reader.rt.memory(), addr)
+        else {
+            return false;
+        };
+        let ok = self.rr.for_each(addr, mt, |slot, v| f(Some(slot), v));
+        if let Some(d) = self.deps.get(&addr) {
+            for &s in d {
+                f(None, s);
+            }
+        }
+        ok
+    }
+
+    /// A shortest path from `root` to the target: breadth first over the objects not yet
+    /// proven unable to reach it, stopping at the target or where what is known reaches it
+    /// no shorter. Objects of a search that fails stay marked: nothing they reach reaches the
+    /// target, so later roots skip them; a search that succeeds unmarks its objects and
+    /// records its path's objects as known.
+    fn path_from(&mut self, root: u64) -> Option<(Vec<u64>, Vec<Option<u64>>)> {
+        // The levels hold bit numbers: 4 bytes each while the heap's ranges number fewer
+        // than 2^32 granules (32 GB).
+        if self.bits.bits.len() as u64 * 64 <= u32::MAX as u64 {
+            self.path_from_in::<u32>(root)
+        } else {
+            self.path_from_in::<u64>(root)
+        }
+    }
+
+    fn path_from_in<I: LevelId>(&mut self, root: u64) -> Option<(Vec<u64>, Vec<Option<u64>>)> {
+        if root == self.target {
+            return Some((vec![root], Vec::new()));
+        }
+        if self.known.contains_key(&root) {
+            return Some(self.known_chain(root, Vec::new(), Vec::new()));
+        }
+        let id = self.bits.id(root)?;
+        if !self.bits.set(id) {
+            return None; // proven not to reach the target
+        }
+        let mut levels: Vec<Vec<I>> = vec![vec![I::of(id)]];
+        // (total length in steps, the object found, its referrer, the referrer's level, the slot)
+        let mut best: Option<(u64, u64, u64, usize, Option<u64>)> = None;
+        let target = self.target;
+        let mut news: Vec<u64> = Vec::new();
+        'search: loop {
+            let l = levels.len() - 1;
+            if best.is_some_and(|b| b.0 <= l as u64 + 1) {
+                break;
+            }
+            let mut next = Vec::new();
+            for i in 0..levels[l].len() {
+                let addr = self.bits.addr(levels[l][i].id());
+                self.expanded += 1;
+                let mut found: Option<(u64, u64, Option<u64>)> = None;
+                news.clear();
+                let known = &self.known;
+                let bits = &self.bits;
+                let mut visit = |slot: Option<u64>, v: u64| {
+                    if found.is_some_and(|f| f.1 == 0) {
+                        return;
+                    }
+                    if v == target {
+                        found = Some((v, 0, slot));
+                    } else if let Some(k) = known.get(&v) {
+                        if found.is_none_or(|f| k.2 < f.1) {
+                            found = Some((v, k.2, slot));
+                        }
+                    } else if let Some(id) = bits.id(v) {
+                        if !bits.get(id) {
+                            news.push(id);
+                        }
+                    }
+                };
+                let ok = match crate::model::heap::read_method_table(
+                    self.rr.reader.rt.memory(),
+                    addr,
+                ) {
+                    Ok(mt) => {
+                        let ok = self.rr.for_each(addr, mt, |slot, v| visit(Some(slot), v));
+                        if let Some(d) = self.deps.get(&addr) {
+                            for &s in d {
+                                visit(None, s);
+                            }
+                        }
+                        ok
+                    }
+                    Err(_) => false,
+                };
+                if !ok {
+                    self.unreadable += 1;
+                }
+                for &id in &news {
+                    if self.bits.set(id) {
+                        next.push(I::of(id));
+                    }
+                }
+                if let Some((obj, d, slot)) = found {
+                    let total = l as u64 + 1 + d;
+                    if best.is_none_or(|b| total < b.0) {
+                        best = Some((total, obj, addr, l, slot));
+                    }
+                    if d == 0 {
+                        levels.push(next);
+                        break 'search;
+                    }
+                }
+            }
+            let empty = next.is_empty();
+            levels.push(next);
+            if empty {
+                break;
+            }
+        }
+        let result = best.and_then(|(_, found, parent, parent_level, slot)| {
+            // Back from the referrer to the root, one level up each time.
+            let mut chain = vec![parent];
+            let mut chain_slots = Vec::new();
+            let mut cur = parent;
+            for lvl in (0..parent_level).rev() {
+                let mut hit = None;
+                for i in 0..levels[lvl].len() {
+                    let a = self.bits.addr(levels[lvl][i].id());
+                    let mut s = None;
+                    self.refs(a, |slot, v| {
+                        if s.is_none() && v == cur {
+                            s = Some(slot);
+                        }
+                    });
+                    if let Some(s) = s {
+                        hit = Some((a, s));
+                        break;
+                    }
+                }
+                let (a, s) = hit?; // the references changed between two reads
+                chain.push(a);
+                chain_slots.push(s);
+                cur = a;
+            }
+            chain.reverse();
+            chain_slots.reverse();
+            chain.push(found);
+            chain_slots.push(slot);
+            Some((found, chain, chain_slots))
+        });
+        match result {
+            Some((found, path, slots)) => {
+                for lv in &levels {
+                    for &x in lv {
+                        self.bits.clear(x.id());
+                    }
+                }
+                Some(self.known_chain(found, path, slots))
+            }
+            // Every object marked stays marked: none of them reaches the target.
+            None if best.is_none() => None,
+            None => {
+                for lv in &levels {
+                    for &x in lv {
+                        self.bits.clear(x.id());
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Extends `path` (ending at `from`, or empty) along what is known to the target, and
+    /// records the prefix's objects as known.
+    fn known_chain(
+        &mut self,
+        from: u64,
+        mut path: Vec<u64>,
+        mut slots: Vec<Option<u64>>,
+    ) -> (Vec<u64>, Vec<Option<u64>>) {
+        if path.last() != Some(&from) {
+            path.push(from);
+        }
+        let prefix = path.len();
+        let mut x = from;
+        let mut guard = 0u64;
+        while x != self.target {
+            let Some(&(next, slot, _)) = self.known.get(&x) else {
+                break;
+            };
+            slots.push(slot);
+            path.push(next);
+            x = next;
+            guard += 1;
+            if guard > 1 << 32 {
+                break;
+            }
+        }
+        let total = path.len() as u64 - 1;
+        for i in 0..prefix.saturating_sub(1) {
+            self.known
+                .entry(path[i])
+                .or_insert((path[i + 1], slots[i], total - i as u64));
+        }
+        (path, slots)
+    }
+}
+
+/// Finds the roots keeping `target` alive and a shortest path from each (see
+/// [`GcRootOptions`]).
+pub fn gcroot_with<M: Memory + Target>(
+    rt: &Runtime<M>,
+    heap: &GcHeap,
+    names: &TypeNames,
+    target: u64,
+    opts: GcRootOptions,
+) -> Result<GcRootResult> {
+    // Without stacks the root set is the handles' and the f-reachable queue's, verified
+    // where `gchandles` and `finalizequeue` are; the stack scan needs the whole root set.
+    rt.require(if opts.stacks {
+        crate::discovery::layout::Capability::GcRoots
+    } else {
+        crate::discovery::layout::Capability::Roots
+    })?;
+    if !is_object_start(rt, heap, target) {
         return Err(ClrError::corrupt(
             "gcroot target",
             target,
             "is not the start of an object of the GC heap",
         ));
+    }
+    let roots = if opts.stacks {
+        let index = ObjectIndex::build(rt, heap)?;
+        let mut r = rt.roots(&index, names)?;
+        if !index.errors.is_empty() {
+            r.notes.push(format!(
+                "the heap walk met {} bad place(s); stack values there are not resolved",
+                index.errors.len()
+            ));
+        }
+        r
+    } else {
+        rt.handle_roots()?
     };
-    let roots = rt.roots(&index, names)?;
-    let graph = ReverseGraph::build(rt, heap, &index, names, &roots.dependent)?;
-    let mut notes = roots.notes.clone();
-    if !index.errors.is_empty() {
-        notes.push(format!(
-            "the heap walk met {} bad place(s); objects there are not in the search",
-            index.errors.len()
-        ));
-    }
-    if graph.unreadable > 0 {
-        notes.push(format!(
-            "{} object(s) whose references could not be read",
-            graph.unreadable
-        ));
-    }
-    // Distances to the target, backwards.
-    let mut dist: HashMap<u32, u32> = HashMap::new();
-    dist.insert(t, 0);
-    let mut queue = VecDeque::from([t]);
-    while let Some(x) = queue.pop_front() {
-        let d = dist[&x];
-        for &p in graph.referrers(x) {
-            dist.entry(p).or_insert_with(|| {
-                queue.push_back(p);
-                d + 1
-            });
-        }
-    }
-    // Forward from each root, one step closer each time.
-    let mut deps: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
     for &(p, s) in &roots.dependent {
-        if let (Some(p), Some(s)) = (index.index_of(p), index.index_of(s)) {
-            deps.entry(p).or_default().push(s);
-        }
+        deps.entry(p).or_default().push(s);
     }
-    let mut rr = RefReader::new(rt, names);
+    let mut search = Search {
+        bits: HeapBits::new(heap),
+        known: HashMap::new(),
+        deps,
+        rr: RefReader::new(rt, names),
+        target,
+        expanded: 0,
+        unreadable: 0,
+        _p: std::marker::PhantomData,
+    };
+    let mut notes = roots.notes.clone();
     let mut paths = Vec::new();
-    let mut memo: HashMap<u32, Option<Path>> = HashMap::new();
+    let mut memo: HashMap<u64, Option<(Vec<u64>, Vec<Option<u64>>)>> = HashMap::new();
+    let mut stopped_at_max = false;
     for root in &roots.roots {
-        let Some(ri) = index.index_of(root.object) else {
-            continue;
-        };
-        if !dist.contains_key(&ri) {
-            continue;
+        if opts.max_roots.is_some_and(|m| paths.len() >= m) {
+            stopped_at_max = true;
+            break;
         }
-        let found = memo
-            .entry(ri)
-            .or_insert_with(|| descend(&index, &mut rr, &dist, &deps, ri, t))
-            .clone();
-        match found {
-            Some((path, slots)) => paths.push(RootPath {
+        let found = match memo.get(&root.object) {
+            Some(f) => f.clone(),
+            None => {
+                let f = search.path_from(root.object).map(|(p, s)| bound(p, s));
+                memo.insert(root.object, f.clone());
+                f
+            }
+        };
+        if let Some((path, slots, length, elided)) = found.map(|(p, s)| unbound(p, s)) {
+            paths.push(RootPath {
                 root: root.clone(),
                 path,
                 slots,
-            }),
-            None => notes.push(format!(
-                "root object {:#x}: lost the way to the target (its references changed reading)",
-                root.object
-            )),
+                length,
+                elided,
+            });
         }
+    }
+    if search.unreadable > 0 {
+        notes.push(format!(
+            "{} object(s) whose references could not be read",
+            search.unreadable
+        ));
     }
     Ok(GcRootResult {
         target,
         paths,
         roots_considered: roots.roots.len(),
-        objects: index.len(),
-        references: graph.edge_count() as u64,
-        ancestors: dist.len() as u64,
+        stopped_at_max,
+        objects_expanded: search.expanded,
+        bitmap_bytes: search.bits.bytes() as u64,
+        stacks: opts.stacks,
         stacks_scanned: roots.stacks_scanned,
         notes,
     })
 }
 
-type Path = (Vec<u64>, Vec<Option<u64>>);
-
-fn descend<M: Memory>(
-    index: &ObjectIndex,
-    rr: &mut RefReader<'_, M>,
-    dist: &HashMap<u32, u32>,
-    deps: &HashMap<u32, Vec<u32>>,
-    from: u32,
-    target: u32,
-) -> Option<Path> {
-    let mut x = from;
-    let mut path = vec![index.address_of(x)?];
-    let mut slots = Vec::new();
-    let mut guard = 0u32;
-    while x != target {
-        guard += 1;
-        if guard > 1 << 26 {
-            return None;
-        }
-        let want = dist.get(&x)?.checked_sub(1)?;
-        let addr = index.address_of(x)?;
-        let mt = crate::model::heap::read_method_table(rr.reader.rt.memory(), addr).ok()?;
-        let mut next = None;
-        rr.for_each(addr, mt, |slot, v| {
-            if next.is_none() {
-                if let Some(j) = index.index_of(v) {
-                    if dist.get(&j) == Some(&want) {
-                        next = Some((j, Some(slot)));
-                    }
-                }
-            }
-        });
-        if next.is_none() {
-            next = deps
-                .get(&x)
-                .and_then(|v| v.iter().find(|j| dist.get(j) == Some(&want)))
-                .map(|&j| (j, None));
-        }
-        let (j, slot) = next?;
-        slots.push(slot);
-        path.push(index.address_of(j)?);
-        x = j;
+/// A path kept within [`PATH_KEEP`] objects: `(path, slots)` with an elision marker encoded
+/// as the length in a trailing pseudo-slot (see [`unbound`]).
+fn bound(path: Vec<u64>, slots: Vec<Option<u64>>) -> (Vec<u64>, Vec<Option<u64>>) {
+    let n = path.len();
+    let mut slots = slots;
+    slots.push(Some(n as u64));
+    if n <= PATH_KEEP {
+        return (path, slots);
     }
-    Some((path, slots))
+    let h = PATH_KEEP / 2;
+    let mut p = path[..h].to_vec();
+    p.extend_from_slice(&path[n - h..]);
+    let mut s = slots[..h].to_vec();
+    s.extend_from_slice(&slots[n - h..]);
+    (p, s)
+}
+
+fn unbound(
+    path: Vec<u64>,
+    mut slots: Vec<Option<u64>>,
+) -> (Vec<u64>, Vec<Option<u64>>, u64, Option<(usize, u64)>) {
+    let n = slots.pop().flatten().unwrap_or(path.len() as u64);
+    let elided = (n > path.len() as u64).then(|| (PATH_KEEP / 2, n - path.len() as u64));
+    if let Some((at, _)) = elided {
+        // The step across the gap has no slot.
+        if let Some(s) = slots.get_mut(at - 1) {
+            *s = None;
+        }
+    }
+    (path, slots, n, elided)
 }
 
 /// The modules types `mts` come from, CoreLib's first: each type's own (an array's element
@@ -948,4 +1269,38 @@ pub fn static_slot_names<M: Memory>(r: &ObjectReader<'_, M>, mts: &[u64]) -> Has
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_keep_their_ends() {
+        let n = PATH_KEEP as u64 * 3;
+        let path: Vec<u64> = (0..n).map(|i| 0x1000 + 8 * i).collect();
+        let slots: Vec<Option<u64>> = (0..n - 1).map(|i| Some(0x9000 + i)).collect();
+        let (p, s) = bound(path.clone(), slots.clone());
+        let (p, s, len, elided) = unbound(p, s);
+        assert_eq!(len, n);
+        assert_eq!(p.len(), PATH_KEEP);
+        assert_eq!(elided, Some((PATH_KEEP / 2, n - PATH_KEEP as u64)));
+        assert_eq!(p[..PATH_KEEP / 2], path[..PATH_KEEP / 2]);
+        assert_eq!(p[PATH_KEEP / 2..], path[path.len() - PATH_KEEP / 2..]);
+        assert_eq!(s.len(), PATH_KEEP - 1);
+        assert_eq!(s[..PATH_KEEP / 2 - 1], slots[..PATH_KEEP / 2 - 1]);
+        assert_eq!(s[PATH_KEEP / 2 - 1], None, "no slot across the gap");
+        assert_eq!(s[PATH_KEEP / 2..], slots[slots.len() - (PATH_KEEP / 2 - 1)..]);
+        // A short path is kept whole.
+        let (p, s, len, elided) = unbound_of(&path[..5], &slots[..4]);
+        assert_eq!((p.len(), s.len(), len, elided), (5, 4, 5, None));
+    }
+
+    fn unbound_of(
+        p: &[u64],
+        s: &[Option<u64>],
+    ) -> (Vec<u64>, Vec<Option<u64>>, u64, Option<(usize, u64)>) {
+        let (p, s) = bound(p.to_vec(), s.to_vec());
+        unbound(p, s)
+    }
 }

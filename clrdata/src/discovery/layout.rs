@@ -1022,6 +1022,11 @@ pub struct StackLayout {
     pub heap_list_module_base: u64,
     /// RealCodeHeader: phdrMDesc.
     pub code_header_method_desc: u64,
+    /// RealCodeHeader: phdrJitGCInfo (the GC info of JIT'd code; [`NOT_PUBLISHED`] where
+    /// neither the descriptor nor the supplement gives it: only `gc_info` needs it).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub code_header_gc_info: u64,
     /// RealCodeHeader: DWORD nUnwindInfos.
     pub code_header_unwind_count: u64,
     /// RealCodeHeader: RUNTIME_FUNCTION unwindInfos[].
@@ -1207,6 +1212,7 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     heap_list_hdr_map: 0x28,
     heap_list_module_base: 0x48,
     code_header_method_desc: 0x18,
+    code_header_gc_info: 0x10,
     code_header_unwind_count: 0x20,
     code_header_unwind_infos: 0x24,
     method_desc_chunk_size: 0x18,

@@ -310,6 +310,9 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("CodeHeapListNode", "HeaderMap", 0x28),
     ("CodeHeapListNode", "ModuleBase", 0x48),
     ("RealCodeHeader", "MethodDesc", 0x18),
+    // _hpRealCodeHdr: phdrDebugInfo, phdrJitEHInfo, phdrJitGCInfo, phdrMDesc (codeman.h;
+    // checked against the DAC's GC info addresses, tests/tests/roots.rs).
+    ("RealCodeHeader", "GCInfo", 0x10),
     ("RealCodeHeader", "NumUnwindInfos", 0x20),
     ("RealCodeHeader", "UnwindInfos", 0x24),
     ("Frame", "Next", 8),
@@ -915,6 +918,9 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             .field("CodeHeapListNode", "CLRPersonalityRoutine")
             .unwrap_or_else(|| f("CodeHeapListNode", "ModuleBase")),
         code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
+        code_header_gc_info: l
+            .field("RealCodeHeader", "GCInfo")
+            .unwrap_or(NOT_PUBLISHED),
         code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
         code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
         method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),

@@ -47,7 +47,10 @@ static class Program
         int rc = 0;
         try
         {
-            Run(jw, dumpPath, dacPath, bench, args.Contains("--file-fallback"), errors);
+            if (args.Contains("--roots"))
+                RunRoots(jw, dumpPath, dacPath, errors);
+            else
+                Run(jw, dumpPath, dacPath, bench, args.Contains("--file-fallback"), errors);
         }
         catch (Exception e)
         {
@@ -69,6 +72,69 @@ static class Program
             File.WriteAllBytes(outPath, bytes.Concat(new byte[] { (byte)'\n' }).ToArray());
         }
         return rc;
+    }
+
+    // --roots: ClrHeap.EnumerateRoots(), every root as ClrMD reports it (handles, the
+    // finalizer queue's f-reachable objects, stack roots from the DAC's GC stack walk), in
+    // its order, for gcroot's root set (tests/tests/roots.rs).
+    static void RunRoots(Utf8JsonWriter w, string dumpPath, string dacPath, List<string> errors)
+    {
+        var fi = new FileInfo(dumpPath);
+        w.WriteStartObject();
+        w.WriteStartObject("tool");
+        w.WriteString("name", "clrmd-truth --roots");
+        var clrmdAsm = typeof(DataTarget).Assembly;
+        w.WriteString("clrmd_version",
+            clrmdAsm.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion?.Split('+')[0]
+            ?? clrmdAsm.GetName().Version?.ToString());
+        w.WriteEndObject();
+        w.WriteStartObject("dump");
+        w.WriteString("file", fi.Name);
+        w.WriteNumber("size", fi.Length);
+        using (var fs = File.OpenRead(dumpPath))
+            w.WriteString("sha256", Convert.ToHexString(SHA256.HashData(fs)).ToLowerInvariant());
+        w.WriteEndObject();
+        w.WriteString("dac", dacPath);
+        using var dt = DataTarget.LoadDump(dumpPath, new DataTargetOptions { VerifyDacOnWindows = false });
+        var clr = dt.ClrVersions[0];
+        using var runtime = clr.CreateRuntime(dacPath, true);
+        w.WriteString("runtime", clr.Version.ToString());
+        w.WriteStartArray("roots");
+        try
+        {
+            foreach (var r in runtime.Heap.EnumerateRoots())
+            {
+                w.WriteStartObject();
+                w.WriteString("kind", r.RootKind.ToString());
+                w.WriteString("address", Hex(r.Address));
+                w.WriteString("object", Hex(r.Object.Address));
+                w.WriteString("object_type", r.Object.Type?.Name);
+                w.WriteBoolean("is_interior", r.IsInterior);
+                w.WriteBoolean("is_pinned", r.IsPinned);
+                if (r is ClrStackRoot sr)
+                {
+                    var f = sr.StackFrame;
+                    w.WriteNumber("os_id", f?.Thread?.OSThreadId ?? 0);
+                    w.WriteString("frame_sp", Hex(f?.StackPointer ?? 0));
+                    w.WriteString("frame_ip", Hex(f?.InstructionPointer ?? 0));
+                    w.WriteString("frame_method", f?.Method?.Signature);
+                    w.WriteString("frame_name", f?.FrameName);
+                    w.WriteString("register", sr.RegisterName);
+                    w.WriteNumber("register_offset", sr.RegisterOffset);
+                }
+                else if (r is ClrHandle h)
+                {
+                    w.WriteString("handle_kind", h.HandleKind.ToString());
+                }
+                w.WriteEndObject();
+            }
+        }
+        catch (Exception e) { errors.Add("roots: " + e.Message); }
+        w.WriteEndArray();
+        w.WriteStartArray("errors");
+        foreach (var e in errors) w.WriteStringValue(e);
+        w.WriteEndArray();
+        w.WriteEndObject();
     }
 
     static void Run(Utf8JsonWriter w, string dumpPath, string dacPath, bool bench, bool fileFallback, List<string> errors)

@@ -126,6 +126,64 @@ impl CodeIndex {
         self.range_section(rt, ip).is_some()
     }
 
+    /// Where the GC info of the method at `info` starts (the blob clrcodeinfo::gcinfo
+    /// decodes, of the whole method: its funclets share it):
+    /// - JIT'd code: the RealCodeHeader's phdrJitGCInfo (the header's address is the word
+    ///   before the method's first instruction);
+    /// - ReadyToRun code: right after the UNWIND_INFO of the method's main RUNTIME_FUNCTION
+    ///   (ReadyToRunJitManager::GetGCInfoToken: unwind codes, then a DWORD-aligned personality
+    ///   routine or chained RUNTIME_FUNCTION when the flags say so).
+    pub fn gc_info<M: Memory>(&self, rt: &Runtime<M>, info: &CodeInfo) -> crate::Result<u64> {
+        let m = rt.memory();
+        match info.kind {
+            CodeKind::Jit => {
+                let off = rt.layout.stack().code_header_gc_info;
+                if off == crate::discovery::supplement::NOT_PUBLISHED {
+                    return Err(crate::ClrError::corrupt(
+                        "RealCodeHeader",
+                        0,
+                        "this runtime's layout gives no GCInfo field",
+                    ));
+                }
+                let a = info.method_start - 8;
+                let hdr = m
+                    .read_u64(a)
+                    .map_err(|_| crate::ClrError::read("the code header pointer", a))?;
+                m.read_u64(hdr + off)
+                    .map_err(|_| crate::ClrError::read("RealCodeHeader::phdrJitGCInfo", hdr))
+            }
+            CodeKind::ReadyToRun => {
+                let module = info.module.ok_or_else(|| {
+                    crate::ClrError::corrupt("R2R code", info.method_start, "no module")
+                })?;
+                let img = self.r2r_image(rt, module)?;
+                let mem = self.memory(m);
+                let Some((rf, _, _, _)) = img.lookup(&mem, info.method_start)? else {
+                    return Err(crate::ClrError::not_found_at(
+                        "RUNTIME_FUNCTION",
+                        info.method_start,
+                        "no entry of the image covers the method's start",
+                    ));
+                };
+                let unwind = rf.base + rf.unwind as u64;
+                let mut head = [0u8; 4];
+                if mem.read(unwind, &mut head) != 4 {
+                    return Err(crate::ClrError::read("UNWIND_INFO", unwind));
+                }
+                let (flags, codes) = (head[0] >> 3, head[2] as u64);
+                let mut size = 4 + 2 * codes;
+                if flags & 4 != 0 {
+                    // UNW_FLAG_CHAININFO: a RUNTIME_FUNCTION follows.
+                    size = size.next_multiple_of(4) + 12;
+                } else if flags & 3 != 0 {
+                    // UNW_FLAG_EHANDLER | UNW_FLAG_UHANDLER: a personality routine RVA.
+                    size = size.next_multiple_of(4) + 4;
+                }
+                Ok(unwind + size)
+            }
+        }
+    }
+
     /// The method and unwind info of the managed code at `ip`. `Ok(None)`: not managed code.
     pub fn lookup<M: Memory>(&self, rt: &Runtime<M>, ip: u64) -> crate::Result<Option<CodeInfo>> {
         let Some(rs) = self.range_section(rt, ip) else {
