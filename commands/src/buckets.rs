@@ -199,7 +199,9 @@ pub fn signature(t: &Triage) -> Option<Signature> {
         sig.text = format!(
             "{}: {}",
             sig.kind.word(),
-            sig.exception_type.as_deref().unwrap_or("no exception recorded")
+            sig.exception_type
+                .as_deref()
+                .unwrap_or("no exception recorded")
         );
     } else if let Some(code) = crash_code {
         sig.kind = BucketKind::Crash;

@@ -469,10 +469,7 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
             leaves(r, &mut Vec::new(), &mut all);
         }
         all.retain(|m| m.count > 0);
-        let crashing = t
-            .dump_exception
-            .as_ref()
-            .map(|e| u64::from(e.thread_id));
+        let crashing = t.dump_exception.as_ref().map(|e| u64::from(e.thread_id));
         if let Some(os) = crashing {
             if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
                 t.crash_thread_frames = m.frames.clone();
@@ -609,7 +606,10 @@ fn app_name(s: &Session) -> Option<String> {
         let (stem, ext) = lower.rsplit_once('.')?;
         let framework = stem.starts_with("system.")
             || stem.starts_with("microsoft.")
-            || matches!(stem, "system" | "netstandard" | "mscorlib" | "dotnet" | "windowsbase")
+            || matches!(
+                stem,
+                "system" | "netstandard" | "mscorlib" | "dotnet" | "windowsbase"
+            )
             || path.contains("/shared/Microsoft.");
         (matches!(ext, "dll" | "exe") && !framework).then(|| file[..stem.len()].to_owned())
     })

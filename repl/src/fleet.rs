@@ -25,7 +25,9 @@ fn looks_like_dump(p: &Path) -> bool {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    matches!(ext.as_str(), "dmp" | "mdmp" | "core" | "zst") || name == "core" || name.starts_with("core.")
+    matches!(ext.as_str(), "dmp" | "mdmp" | "core" | "zst")
+        || name == "core"
+        || name.starts_with("core.")
 }
 
 /// The dumps named: files as given, folders searched (recursively, sorted) for files that look
@@ -355,7 +357,11 @@ pub fn parse_time(s: &str) -> Option<u64> {
         Some((d, t)) => (d, t),
         None => (s, "00:00:00"),
     };
-    let d: Vec<i64> = date.split('-').map(str::parse).collect::<Result<_, _>>().ok()?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
     let t: Vec<i64> = time
         .trim_end_matches('Z')
         .split(':')
@@ -366,7 +372,11 @@ pub fn parse_time(s: &str) -> Option<u64> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
         return None;
     }
-    let (h, mi, se) = (t.first().copied()?, t.get(1).copied().unwrap_or(0), t.get(2).copied().unwrap_or(0));
+    let (h, mi, se) = (
+        t.first().copied()?,
+        t.get(1).copied().unwrap_or(0),
+        t.get(2).copied().unwrap_or(0),
+    );
     // days from civil (Howard Hinnant's algorithm)
     let y2 = if m <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);
@@ -383,7 +393,10 @@ mod tests {
     #[test]
     fn times_parse() {
         assert_eq!(super::parse_time("1795772465"), Some(1_795_772_465));
-        assert_eq!(super::parse_time("2026-11-27T09:41:05"), Some(1_795_772_465));
+        assert_eq!(
+            super::parse_time("2026-11-27T09:41:05"),
+            Some(1_795_772_465)
+        );
         assert_eq!(super::parse_time("2026-11-27"), Some(1_795_737_600));
         assert_eq!(super::parse_time("yesterday"), None);
     }

@@ -209,7 +209,12 @@ struct ReportCli {
     #[arg(required = true)]
     dumps: Vec<PathBuf>,
     /// The page to write.
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "report.html")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
     output: PathBuf,
     /// Title of a page of several dumps.
     #[arg(long)]
@@ -277,11 +282,7 @@ fn run_triage(cli: TriageCli) -> i32 {
     let discover = cli.open.discover();
     if !cli.buckets {
         return i32::from(fleet::triage_pages(
-            &dumps,
-            &opts,
-            &discover,
-            cli.jobs,
-            cli.json,
+            &dumps, &opts, &discover, cli.jobs, cli.json,
         ));
     }
     let store = match cli.store.path(cli.open.cache_dir.as_ref()) {
@@ -352,7 +353,9 @@ fn run_buckets(cli: BucketsCli) -> i32 {
     let mut buckets = commands::buckets::group(&records);
     if let Some(since) = &cli.since {
         let Some(t) = fleet::parse_time(since) else {
-            eprintln!("dumpshell: --since {since}: not seconds since 1970 nor YYYY-MM-DD[THH:MM[:SS]]");
+            eprintln!(
+                "dumpshell: --since {since}: not seconds since 1970 nor YYYY-MM-DD[THH:MM[:SS]]"
+            );
             return 2;
         };
         buckets.retain(|b| b.first_seen.is_some_and(|f| f >= t));
@@ -401,7 +404,9 @@ fn report_of(
 ) -> (report::Report, commands::triage::Triage) {
     let mut r = report::Report::new(name);
     let t = commands::triage::triage_with(path, opts, discover);
-    r.triage = Some(serde_json::json!({"schema": commands::JSON_SCHEMA_VERSION, "command": "triage", "result": t}));
+    r.triage = Some(
+        serde_json::json!({"schema": commands::JSON_SCHEMA_VERSION, "command": "triage", "result": t}),
+    );
     if t.error.is_some() {
         return (r, t);
     }
@@ -426,8 +431,10 @@ fn run_report(cli: ReportCli) -> i32 {
     let opts = cli.open.options();
     let discover = cli.open.discover();
     let name_of = |p: &PathBuf| {
-        p.file_name()
-            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
     };
     let page = if let [one] = dumps.as_slice() {
         let (r, t) = report_of(one, &name_of(one), &opts, &discover);

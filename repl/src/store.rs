@@ -134,7 +134,12 @@ impl Store {
     }
 
     /// The content hash recorded for `path` when its size and modification time are unchanged.
-    pub fn known_hash(&self, path: &str, size: u64, mtime_ns: i64) -> Result<Option<String>, StoreError> {
+    pub fn known_hash(
+        &self,
+        path: &str,
+        size: u64,
+        mtime_ns: i64,
+    ) -> Result<Option<String>, StoreError> {
         self.conn
             .query_row(
                 "SELECT sha256 FROM files WHERE path = ?1 AND size = ?2 AND mtime_ns = ?3",
@@ -178,7 +183,14 @@ impl Store {
                 "INSERT INTO files (path, size, mtime_ns, sha256, time, added)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(path) DO UPDATE SET size = ?2, mtime_ns = ?3, sha256 = ?4, time = ?5",
-                params![path, size as i64, mtime_ns, sha256, time.map(|t| t as i64), now()],
+                params![
+                    path,
+                    size as i64,
+                    mtime_ns,
+                    sha256,
+                    time.map(|t| t as i64),
+                    now()
+                ],
             )
             .map(drop)
             .map_err(|e| self.sql(e))

@@ -32,7 +32,11 @@ fn copy_dump(from: &Path, to: &Path, age_days: u64) {
 }
 
 fn secs_ago(days: u64) -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() - days * 86_400
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - days * 86_400
 }
 
 struct Run {
@@ -137,16 +141,27 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
         20,
     );
     expected.push(("core.4242".into(), "order"));
-    copy_dump(&fleet.join("crash.dmp"), &fleet.join("host-b/orders.dmp"), 2);
+    copy_dump(
+        &fleet.join("crash.dmp"),
+        &fleet.join("host-b/orders.dmp"),
+        2,
+    );
     expected.push(("orders.dmp".into(), "order"));
-    copy_dump(&fleet.join("hang-net10.dmp"), &fleet.join("host-c/hang.dmp"), 1);
+    copy_dump(
+        &fleet.join("hang-net10.dmp"),
+        &fleet.join("host-c/hang.dmp"),
+        1,
+    );
     expected.push(("hang.dmp".into(), "hang"));
     // and a file that is no dump: reported once, the others go on
     std::fs::write(fleet.join("broken.dmp"), b"not a dump at all").unwrap();
 
     let first = run(&fleet, &store, &dirs, &[]);
     let r = &first.doc;
-    assert_eq!(first.status, 1, "a dump that cannot be read makes the status 1");
+    assert_eq!(
+        first.status, 1,
+        "a dump that cannot be read makes the status 1"
+    );
     let failed = r["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert!(failed[0]["dump"].as_str().unwrap().ends_with("broken.dmp"));
@@ -163,7 +178,12 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
             .map(|(f, _)| f.clone())
             .collect();
         want.sort();
-        assert_eq!(names(b), want, "the bucket of {file} ({bug}): {}", b["signature"]);
+        assert_eq!(
+            names(b),
+            want,
+            "the bucket of {file} ({bug}): {}",
+            b["signature"]
+        );
     }
     let buckets = r["buckets"].as_array().unwrap();
     assert_eq!(buckets.len(), 5, "{buckets:#?}");
@@ -180,14 +200,25 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
         .unwrap();
     let frames = order["detail"]["frames"].as_array().unwrap();
     assert!(
-        frames[0].as_str().unwrap().starts_with(&format!("{thrown_in}(")),
+        frames[0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{thrown_in}(")),
         "{frames:?}"
     );
     assert_eq!(order["detail"]["app_frames"], true);
     // first and last seen: the dumps' own times (20 days ago; 2 days ago)
     let near = |v: &Value, want: u64| v.as_u64().unwrap().abs_diff(want) < 120;
-    assert!(near(&order["first_seen"], secs_ago(20)), "{}", order["first_seen"]);
-    assert!(near(&order["last_seen"], secs_ago(2)), "{}", order["last_seen"]);
+    assert!(
+        near(&order["first_seen"], secs_ago(20)),
+        "{}",
+        order["first_seen"]
+    );
+    assert!(
+        near(&order["last_seen"], secs_ago(2)),
+        "{}",
+        order["last_seen"]
+    );
     assert!(order["example"].as_str().unwrap().ends_with("orders.dmp"));
     let mut runtimes: Vec<String> = ["crash", "crash-net10", "crash-net11"]
         .iter()
@@ -215,12 +246,19 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
 
     // the second run reads no dump: every content is in the store
     let second = run(&fleet, &store, &dirs, &[]);
-    assert_eq!(second.doc["read"], 1, "only the file that is no dump is tried again");
+    assert_eq!(
+        second.doc["read"], 1,
+        "only the file that is no dump is tried again"
+    );
     assert_eq!(second.doc["reused"], expected.len() as u64);
     assert_eq!(second.doc["buckets"], first.doc["buckets"]);
 
     // a copy under a new name is not read either; the store's query sees it
-    copy_dump(&fleet.join("deadlock-net10.dmp"), &fleet.join("host-d/dl.core"), 0);
+    copy_dump(
+        &fleet.join("deadlock-net10.dmp"),
+        &fleet.join("host-d/dl.core"),
+        0,
+    );
     std::fs::remove_file(fleet.join("broken.dmp")).unwrap();
     let third = run(&fleet, &store, &dirs, &[]);
     assert_eq!(third.status, 0);
@@ -237,7 +275,11 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
             .args(args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let top: Value = serde_json::from_str(&buckets_cmd(&["--json", "--top", "1"])).unwrap();
@@ -251,7 +293,10 @@ fn a_fleet_falls_into_the_buckets_of_its_bugs_and_is_read_once() {
     assert!(new.iter().all(|b| b["id"] != order["id"]));
     let one = buckets_cmd(&["--bucket", &order["id"].as_str().unwrap()[..8]]);
     assert_eq!(one.lines().count(), 1 + 5, "{one}");
-    assert!(one.lines().nth(1).unwrap().ends_with("orders.dmp"), "the latest first: {one}");
+    assert!(
+        one.lines().nth(1).unwrap().ends_with("orders.dmp"),
+        "the latest first: {one}"
+    );
     let records = buckets_cmd(&["--records"]);
     assert_eq!(records.lines().count(), expected.len() + 1);
     for l in records.lines() {

@@ -89,7 +89,10 @@ fn selfcheck(bin: &Path, profile: &Path, page: &Path) -> Value {
 
 fn report_cmd(dumps: &[PathBuf], dirs: &[PathBuf], out: &Path) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
-    cmd.arg("report").arg("-o").arg(out).arg("--no-recorded-paths");
+    cmd.arg("report")
+        .arg("-o")
+        .arg(out)
+        .arg("--no-recorded-paths");
     for d in dirs {
         cmd.arg("--image-path").arg(d);
     }
@@ -121,7 +124,10 @@ fn the_cli_report_draws_in_chromium_what_the_documents_hold() {
     let profile = std::env::temp_dir().join(format!("dumpshell-cli-report-{}", std::process::id()));
     std::fs::create_dir_all(&profile).unwrap();
     let dirs_of = |e: &tests::Entry| -> Vec<PathBuf> {
-        e.image_dir().into_iter().chain(e.framework_dirs()).collect()
+        e.image_dir()
+            .into_iter()
+            .chain(e.framework_dirs())
+            .collect()
     };
     // one dump's page: the counts the documents hold
     for e in &entries[..2] {
@@ -129,10 +135,21 @@ fn the_cli_report_draws_in_chromium_what_the_documents_hold() {
         report_cmd(&[e.dump_path()], &dirs_of(e), &page);
         let c = selfcheck(&bin, &profile, &page);
         let x = common::expect(&common::report_of(e));
-        assert_eq!(c["errors"], serde_json::json!([]), "{}: script errors", e.name);
+        assert_eq!(
+            c["errors"],
+            serde_json::json!([]),
+            "{}: script errors",
+            e.name
+        );
         assert_eq!(n(&c, "failed"), 0, "{}: a command failed: {c}", e.name);
         assert_eq!(n(&c, "sections"), report::SECTIONS.len() as u64);
-        assert_eq!(n(&c, "overflow"), 0, "{}: {}", e.name, c["overflow_examples"]);
+        assert_eq!(
+            n(&c, "overflow"),
+            0,
+            "{}: {}",
+            e.name,
+            c["overflow_examples"]
+        );
         for (k, want) in [
             ("ps_boxes", x.ps_boxes as u64),
             ("ps_edges", x.ps_edges as u64),
