@@ -12,9 +12,10 @@
 //!   stack; else, when no frame is the app's, the innermost frames there are);
 //! - deadlock (a Monitor cycle and no crash): each lock's type with the method that waits
 //!   for it, sorted (the thread order of a cycle is arbitrary);
-//! - hang (neither): what the most threads wait in (the innermost frame of the merged stack
-//!   holding the most threads) with that stack's innermost app frames, and what the largest
-//!   group of pending async chains waits for.
+//! - hang (neither): what the most threads wait in (on the merged stack holding the most
+//!   threads, the framework call the app's innermost frame made: `Monitor.Wait`, not the
+//!   runtime's frames below it, which differ between versions) with that stack's innermost app
+//!   frames, and what the largest group of pending async chains waits for.
 //!
 //! Frames are normalised ([`normalize_frame`]): no module prefix, address, offset, file or
 //! line; a generic instantiation's arguments dropped, its arity kept.
@@ -78,7 +79,8 @@ pub struct Signature {
     pub app_frames: bool,
     /// Deadlock: each lock's type and the method waiting for it (`Type in Method`), sorted.
     pub locks: Vec<String>,
-    /// Hang: the frame the most threads wait in (normalised).
+    /// Hang: the call the most threads wait in (normalised): on the merged stack holding the
+    /// most threads, the frame just outside the app's innermost one, else the innermost.
     pub threads_wait_in: Option<String>,
     /// Hang: what the largest group of pending async chains waits for (causality's cause kind
     /// and the innermost method of its chains).
@@ -248,7 +250,15 @@ pub fn signature(t: &Triage) -> Option<Signature> {
     } else {
         sig.kind = BucketKind::Hang;
         if let Some(top) = t.top_stacks.first() {
-            sig.threads_wait_in = top.frames.first().map(|f| normalize_frame(f));
+            // The call the app made (the framework frame just outside the app's innermost
+            // frame: `Monitor.Wait`, not the runtime-specific frames below it), else the
+            // innermost frame.
+            let first_app = top.frames.iter().position(|f| !is_framework_frame(f));
+            let called = match first_app {
+                Some(k) if k > 0 => top.frames.get(k - 1),
+                _ => top.frames.first(),
+            };
+            sig.threads_wait_in = called.map(|f| normalize_frame(f));
             let (frames, app) = signature_frames(top.frames.iter().map(String::as_str));
             sig.frames = frames;
             sig.app_frames = app;

@@ -128,7 +128,7 @@ pub fn sign_all(
     // 1. hashes, and what the store knows of each content
     let seen: Vec<Mutex<Option<(Seen, Option<Record>)>>> =
         paths.iter().map(|_| Mutex::new(None)).collect();
-    if store.is_some() && paths.len() > 1 {
+    if store.is_some() {
         let pb = bar(paths.len(), "hashing");
         triage::parallel(paths.len(), jobs, &|i| {
             let p = &paths[i];

@@ -313,7 +313,11 @@ fn run_triage(cli: TriageCli) -> i32 {
             f.read, f.reused
         );
         for (d, e) in &failed {
-            println!("not read: {d}: {e}");
+            if e.contains(d.as_str()) {
+                println!("not read: {e}");
+            } else {
+                println!("not read: {d}: {e}");
+            }
         }
     }
     i32::from(!failed.is_empty())
