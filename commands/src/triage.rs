@@ -982,3 +982,24 @@ pub fn render(t: &Triage) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_failure_of_many_sections_is_one_line() {
+        let why = "memory read at 0x10: wanted 8 bytes, got 0";
+        let merged = super::merge_problems(vec![
+            format!("pstacks: {why}"),
+            format!("causality: {why}"),
+            "dumpheap -stat: no heap".to_owned(),
+            format!("deadlock: {why}"),
+        ]);
+        assert_eq!(
+            merged,
+            vec![
+                format!("pstacks, causality, deadlock: {why}"),
+                "dumpheap -stat: no heap".to_owned()
+            ]
+        );
+    }
+}
