@@ -39,6 +39,17 @@ pub struct Triage {
     pub os: Option<String>,
     /// Process id.
     pub pid: Option<u64>,
+    /// The process's name as the dump records it.
+    pub process_name: Option<String>,
+    /// The app: the file name (without extension) of the first managed assembly the dump maps
+    /// that is not the framework's (a framework-dependent app runs as `dotnet`), else the
+    /// process's name.
+    pub app: Option<String>,
+    /// When the dump was written, in seconds since 1970 (UTC): the dump file's modification
+    /// time (neither an ELF core nor the minidump fields read here carry a creation time).
+    pub dump_time: Option<u64>,
+    /// The dump file's size in bytes.
+    pub dump_size: Option<u64>,
     /// The runtime (".NET 8.0.4") and GC mode, or why the CLR could not be read.
     pub runtime: Option<String>,
     /// GC mode.
@@ -56,6 +67,9 @@ pub struct Triage {
     pub thread_pool_starvation: Option<StarvationOut>,
     /// The merged stacks holding the most threads, innermost frame first.
     pub top_stacks: Vec<MergedStack>,
+    /// The managed stack of the thread the dump records as crashing (its exception or fatal
+    /// signal), innermost first; empty when there is none or it has no managed frame.
+    pub crash_thread_frames: Vec<String>,
     /// Pending async logical stacks grouped by what they wait for (see [`AsyncGroup`]), those
     /// with threads blocked on them or running them first, then the largest (at most
     /// [`TOP_ASYNC_GROUPS`]).
@@ -149,6 +163,10 @@ pub struct CurrentException {
     pub inner_exception_type: Option<String>,
     /// The innermost frames of its trace (method names; none where unknown).
     pub frames: Vec<Option<String>>,
+    /// The innermost frames of its trace that are the app's own (not the runtime's or a
+    /// framework's: see [`is_framework_frame`]), at most [`TOP`], searched through the whole
+    /// trace.
+    pub app_frames: Vec<String>,
 }
 
 /// Pending async logical stacks that wait for the same thing: the same object (one
@@ -184,7 +202,7 @@ pub struct AsyncGroupStack {
 }
 
 /// Whether a frame is the runtime's or a framework's (System, Microsoft, interop), not the app's.
-fn is_framework_frame(f: &str) -> bool {
+pub fn is_framework_frame(f: &str) -> bool {
     [
         "System.",
         "Microsoft.",
@@ -402,6 +420,14 @@ pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
 /// [`triage`] with what discovery may read besides the dump.
 pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::DiscoverOptions) -> Triage {
     let mut t = empty(path);
+    if let Ok(m) = std::fs::metadata(path) {
+        t.dump_size = Some(m.len());
+        t.dump_time = m
+            .modified()
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+    }
     let s = match Session::open_with(path, opts) {
         Ok(s) => s.with_discover_options(discover.clone()),
         Err(e) => {
@@ -414,6 +440,8 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
         t.format = Some(i.format.to_owned());
         t.os = Some(i.os.clone());
         t.pid = i.pid.map(u64::from);
+        t.process_name = i.process_name.clone();
+        t.app = app_name(&s).or_else(|| i.process_name.clone());
         t.os_threads = Some(i.threads as u64);
         t.dump_exception = i.exception.clone();
     }
@@ -441,6 +469,12 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
             leaves(r, &mut Vec::new(), &mut all);
         }
         all.retain(|m| m.count > 0);
+        let crashing = t.dump_exception.as_ref().map(|e| u64::from(e.thread_id));
+        if let Some(os) = crashing {
+            if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
+                t.crash_thread_frames = m.frames.clone();
+            }
+        }
         all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
         all.truncate(TOP);
         t.top_stacks = all;
@@ -507,6 +541,13 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
                         .take(TOP)
                         .map(|f| f.method.clone())
                         .collect(),
+                    app_frames: x
+                        .stack_trace
+                        .iter()
+                        .filter_map(|f| f.method.clone())
+                        .filter(|m| !is_framework_frame(m))
+                        .take(TOP)
+                        .collect(),
                 });
             }
         }
@@ -521,7 +562,57 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
         t.problems.retain(|p| !p.ends_with(&no_heap));
         t.heap_absent = Some(no_heap);
     }
+    t.problems = merge_problems(std::mem::take(&mut t.problems));
     t
+}
+
+/// One line per distinct failure: commands that failed for the same reason (a structure every
+/// section needs) are named together on one line, `pstacks, causality: <why>`, in the order met.
+fn merge_problems(problems: Vec<String>) -> Vec<String> {
+    let mut order: Vec<(Vec<String>, String)> = Vec::new();
+    for p in problems {
+        let (cmd, why) = match p.split_once(": ") {
+            Some((c, w)) => (c.to_owned(), w.to_owned()),
+            None => (String::new(), p.clone()),
+        };
+        match order.iter_mut().find(|(_, w)| *w == why) {
+            Some((cmds, _)) if !cmd.is_empty() => cmds.push(cmd),
+            _ => order.push((if cmd.is_empty() { vec![] } else { vec![cmd] }, why)),
+        }
+    }
+    order
+        .into_iter()
+        .map(|(cmds, why)| {
+            if cmds.is_empty() {
+                why
+            } else {
+                format!("{}: {why}", cmds.join(", "))
+            }
+        })
+        .collect()
+}
+
+/// The app's own assembly among the modules the dump maps: the first `.dll` or `.exe` (by load
+/// address) that is not the framework's (no `System.`/`Microsoft.`/`netstandard`/`mscorlib`
+/// name, not under a `shared/Microsoft.*` folder) nor the `dotnet` host.
+fn app_name(s: &Session) -> Option<String> {
+    let t: &dyn dumpreader::Target = &*s.target;
+    let mut mods: Vec<&dumpreader::ModuleInfo> = t.modules().iter().collect();
+    mods.sort_by_key(|m| m.base);
+    mods.into_iter().find_map(|m| {
+        let path = m.path.replace('\\', "/");
+        let file = path.rsplit('/').next()?;
+        let lower = file.to_ascii_lowercase();
+        let (stem, ext) = lower.rsplit_once('.')?;
+        let framework = stem.starts_with("system.")
+            || stem.starts_with("microsoft.")
+            || matches!(
+                stem,
+                "system" | "netstandard" | "mscorlib" | "dotnet" | "windowsbase"
+            )
+            || path.contains("/shared/Microsoft.");
+        (matches!(ext, "dll" | "exe") && !framework).then(|| file[..stem.len()].to_owned())
+    })
 }
 
 /// The statement of a dump that holds no GC heap (the heap commands' own refusal), when it is
@@ -538,35 +629,17 @@ pub fn triage_all(paths: &[PathBuf], opts: &OpenOptions) -> Vec<Triage> {
     triage_all_with(paths, opts, &clrdata::DiscoverOptions::default())
 }
 
-/// [`triage_all`] with what discovery may read besides each dump (a symbol server, ...).
+/// [`triage_all`] with what discovery may read besides each dump (a symbol server, ...): one
+/// worker per core.
 pub fn triage_all_with(
     paths: &[PathBuf],
     opts: &OpenOptions,
     discover: &clrdata::DiscoverOptions,
 ) -> Vec<Triage> {
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(paths.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Triage>>> =
         paths.iter().map(|_| Default::default()).collect();
-    std::thread::scope(|sc| {
-        for _ in 0..workers {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(p) = paths.get(i) else { break };
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    triage_with(p, opts, discover)
-                }))
-                .unwrap_or_else(|_| {
-                    let mut t = triage_failed(p);
-                    t.error =
-                        Some("internal error while triaging (a bug: please report it)".into());
-                    t
-                });
-                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
-        }
+    triage_each(paths, opts, discover, 0, &|i, t| {
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
     });
     results
         .into_iter()
@@ -580,7 +653,53 @@ pub fn triage_all_with(
         .collect()
 }
 
-fn triage_failed(p: &Path) -> Triage {
+/// Triages `paths` on `jobs` worker threads (0: one per core), handing each summary to `done`
+/// (with its index in `paths`) as soon as it is made, in the order they finish. Each worker
+/// holds one dump open at a time, so memory is bounded by the number of workers, not of dumps;
+/// a dump that cannot be read (or a bug while reading it) gives a summary with `error` set and
+/// the others go on.
+pub fn triage_each(
+    paths: &[PathBuf],
+    opts: &OpenOptions,
+    discover: &clrdata::DiscoverOptions,
+    jobs: usize,
+    done: &(dyn Fn(usize, Triage) + Sync),
+) {
+    parallel(paths.len(), jobs, &|i| {
+        let p = &paths[i];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            triage_with(p, opts, discover)
+        }))
+        .unwrap_or_else(|_| {
+            let mut t = triage_failed(p);
+            t.error = Some("internal error while triaging (a bug: please report it)".into());
+            t
+        });
+        done(i, r);
+    });
+}
+
+/// Runs `work(i)` for every `i` below `count` on `jobs` worker threads (0: one per core), each
+/// worker taking the next index when it is free.
+pub fn parallel(count: usize, jobs: usize, work: &(dyn Fn(usize) + Sync)) {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = if jobs == 0 { cores } else { jobs }.min(count.max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= count {
+                    break;
+                }
+                work(i);
+            });
+        }
+    });
+}
+
+/// The summary of a dump that was not triaged (`error` says why).
+pub fn triage_failed(p: &Path) -> Triage {
     let mut t = empty(p);
     t.error = Some("not triaged".into());
     t
@@ -593,6 +712,10 @@ fn empty(p: &Path) -> Triage {
         format: None,
         os: None,
         pid: None,
+        process_name: None,
+        app: None,
+        dump_time: None,
+        dump_size: None,
         runtime: None,
         gc: None,
         os_threads: None,
@@ -601,6 +724,7 @@ fn empty(p: &Path) -> Triage {
         thread_exceptions: Vec::new(),
         thread_pool_starvation: None,
         top_stacks: Vec::new(),
+        crash_thread_frames: Vec::new(),
         async_groups: Vec::new(),
         async_group_count: None,
         async_chain_count: None,
@@ -857,4 +981,25 @@ pub fn render(t: &Triage) -> String {
         s.push_str(&format!("Not read: {p}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_failure_of_many_sections_is_one_line() {
+        let why = "memory read at 0x10: wanted 8 bytes, got 0";
+        let merged = super::merge_problems(vec![
+            format!("pstacks: {why}"),
+            format!("causality: {why}"),
+            "dumpheap -stat: no heap".to_owned(),
+            format!("deadlock: {why}"),
+        ]);
+        assert_eq!(
+            merged,
+            vec![
+                format!("pstacks, causality, deadlock: {why}"),
+                "dumpheap -stat: no heap".to_owned()
+            ]
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! The command library's modules import only downwards: the shared pieces (output, text,
 //! argument parsing, the session) at the bottom, one module per command family above them,
-//! the registry of them all, and on top triage, which composes their typed results. No cycle.
+//! the registry of them all, triage, which composes their typed results, and on top buckets,
+//! which signs triage's summaries. No cycle.
 
 use std::path::Path;
 use tests::modgraph::{ModuleGraph, ROOT};
@@ -15,7 +16,8 @@ fn layer(m: &str) -> Option<usize> {
         | "threadpool" | "about" => 2,
         "registry" => 4,
         "triage" => 5,
-        _ if m == ROOT => 6,
+        "buckets" => 6,
+        _ if m == ROOT => 7,
         _ => return None,
     })
 }

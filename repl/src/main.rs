@@ -5,7 +5,9 @@
 //! The commands themselves are the `commands` library's (the WinDbg extension runs the same);
 //! this binary adds the terminal: line editing, Ctrl-C, progress bars, table width.
 
+mod fleet;
 mod progress;
+mod store;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
@@ -21,7 +23,10 @@ use std::sync::Arc;
     version,
     about = "A .NET crash and hang dump analyzer that needs no DAC: Linux ELF cores and Windows minidumps.",
     after_help = "Without -c, --script or piped input, dumpshell opens an interactive session: type 'help'.\n\
-                  `dumpshell triage <dump>...` prints a one-page summary of each of many dumps.\n\
+                  `dumpshell triage <dump>...` prints a one-page summary of each of many dumps;\n\
+                  `dumpshell triage --buckets <dumps or folders>` groups them by signature;\n\
+                  `dumpshell buckets` queries the triage store; `dumpshell report <dump> -o page.html`\n\
+                  draws a dump (or a set of dumps) as one HTML page.\n\
                   `dumpshell completions <shell>` prints shell completions; `dumpshell man` the man page."
 )]
 struct Cli {
@@ -120,16 +125,113 @@ fn default_cache_dir() -> Option<PathBuf> {
 }
 
 /// `dumpshell triage <dump>...`: a one-page summary of each dump (runtime and OS, threads,
-/// exceptions, the top merged stacks, the heaviest heap types), several dumps at a time.
+/// exceptions, the top merged stacks, the heaviest heap types), several dumps at a time; with
+/// `--buckets`, each dump's signature and the dumps grouped by it.
 #[derive(Parser, Debug)]
 #[command(name = "dumpshell triage")]
 struct TriageCli {
-    /// The dumps.
+    /// The dumps, or folders of dumps (searched recursively for .dmp, .mdmp, .core, .zst and
+    /// core.* files).
     #[arg(required = true)]
     dumps: Vec<PathBuf>,
-    /// One JSON document per dump, one per line.
+    /// One JSON document per dump, one per line (with --buckets: one document of buckets).
     #[arg(long)]
     json: bool,
+    /// Group the dumps by signature (crash: exception type and the app's innermost frames;
+    /// deadlock: the cycle's locks and methods; hang: what the most threads and async chains
+    /// wait on; docs/buckets.md) and print the buckets instead of a page per dump. A dump whose
+    /// content the store holds is not read again.
+    #[arg(long)]
+    buckets: bool,
+    /// How many dumps to read at once (default: one per core). Each worker holds one dump.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    jobs: usize,
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+/// Where the triage store is.
+#[derive(Args, Debug)]
+struct StoreArgs {
+    /// The triage store (SQLite) --buckets reads and adds to (default: triage.sqlite in the
+    /// cache folder).
+    #[arg(long, value_name = "FILE")]
+    store: Option<PathBuf>,
+    /// Use no store: every dump is read.
+    #[arg(long, conflicts_with = "store")]
+    no_store: bool,
+}
+
+impl StoreArgs {
+    fn path(&self, cache_dir: Option<&PathBuf>) -> Option<PathBuf> {
+        if self.no_store {
+            return None;
+        }
+        self.store.clone().or_else(|| {
+            cache_dir
+                .cloned()
+                .or_else(default_cache_dir)
+                .map(|d| d.join("triage.sqlite"))
+        })
+    }
+}
+
+/// `dumpshell buckets`: the buckets of every dump the triage store holds (`dumpshell triage
+/// --buckets` fills it), the largest first.
+#[derive(Parser, Debug)]
+#[command(name = "dumpshell buckets")]
+struct BucketsCli {
+    /// The triage store (default: triage.sqlite in the cache folder).
+    #[arg(long, value_name = "FILE")]
+    store: Option<PathBuf>,
+    /// The cache folder whose triage.sqlite to read (default: $XDG_CACHE_HOME/dumpshell or
+    /// ~/.cache/dumpshell).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Show at most this many buckets.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Only buckets first seen at or after this time (seconds since 1970, or a UTC date
+    /// YYYY-MM-DD[THH:MM[:SS]]): the new ones.
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// The dumps of one bucket (its id, or a prefix of it), the latest first.
+    #[arg(long, value_name = "ID")]
+    bucket: Option<String>,
+    /// Print the store's records instead, one JSON document per dump per line (for DuckDB's
+    /// read_json_auto or ClickHouse's JSONEachRow: docs/buckets.md).
+    #[arg(long, conflicts_with_all = ["json", "bucket", "top", "since"])]
+    records: bool,
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `dumpshell report <dump>... -o page.html`: one self-contained HTML page (parallel stacks,
+/// async chains, causality graph, heap, exceptions, locks, thread pool); for several dumps, a
+/// page of their buckets and then each dump.
+#[derive(Parser, Debug)]
+#[command(name = "dumpshell report")]
+struct ReportCli {
+    /// The dump, or dumps (and folders of dumps) for a page of a set.
+    #[arg(required = true)]
+    dumps: Vec<PathBuf>,
+    /// The page to write.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
+    output: PathBuf,
+    /// Title of a page of several dumps.
+    #[arg(long)]
+    title: Option<String>,
+    /// How many dumps to read at once (default: one per core).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    jobs: usize,
     #[command(flatten)]
     open: OpenArgs,
 }
@@ -150,6 +252,16 @@ fn full_cli() -> clap::Command {
             TriageCli::command()
                 .name("triage")
                 .about("a one-page summary of each of many dumps"),
+        )
+        .subcommand(
+            BucketsCli::command()
+                .name("buckets")
+                .about("the buckets of the dumps in the triage store"),
+        )
+        .subcommand(
+            ReportCli::command()
+                .name("report")
+                .about("one self-contained HTML page of a dump or of a set of dumps"),
         )
         .subcommand(
             CompletionsCli::command()
@@ -175,21 +287,224 @@ fn with_version(cmd: clap::Command) -> clap::Command {
 }
 
 fn run_triage(cli: TriageCli) -> i32 {
-    let results =
-        commands::triage::triage_all_with(&cli.dumps, &cli.open.options(), &cli.open.discover());
-    let mut failed = false;
-    for t in &results {
-        failed |= t.error.is_some();
-        if cli.json {
-            println!(
-                "{}",
-                serde_json::json!({"schema": commands::JSON_SCHEMA_VERSION, "command": "triage", "result": t})
-            );
-        } else {
-            println!("{}", commands::triage::render(t));
+    let dumps = fleet::expand(&cli.dumps);
+    let opts = cli.open.options();
+    let discover = cli.open.discover();
+    if !cli.buckets {
+        return i32::from(fleet::triage_pages(
+            &dumps, &opts, &discover, cli.jobs, cli.json,
+        ));
+    }
+    let store = match cli.store.path(cli.open.cache_dir.as_ref()) {
+        None => None,
+        Some(p) => match store::Store::open(&p) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("dumpshell: {e} (going on without it)");
+                None
+            }
+        },
+    };
+    let f = fleet::sign_all(&dumps, &opts, &discover, cli.jobs, store);
+    if let Some(e) = &f.store_error {
+        eprintln!("dumpshell: {e}");
+    }
+    let buckets = commands::buckets::group(&f.records);
+    let failed = fleet::failures(&f.records);
+    if cli.json {
+        println!(
+            "{}",
+            fleet::buckets_document(&buckets, &failed, Some(f.read), Some(f.reused))
+        );
+    } else {
+        print!("{}", commands::buckets::render(&buckets));
+        println!(
+            "{} dumps read, {} not read again (their content was read before)",
+            f.read, f.reused
+        );
+        for (d, e) in &failed {
+            if e.contains(d.as_str()) {
+                println!("not read: {e}");
+            } else {
+                println!("not read: {d}: {e}");
+            }
         }
     }
-    i32::from(failed)
+    i32::from(!failed.is_empty())
+}
+
+fn run_buckets(cli: BucketsCli) -> i32 {
+    let path = cli
+        .store
+        .clone()
+        .or_else(|| {
+            cli.cache_dir
+                .clone()
+                .or_else(default_cache_dir)
+                .map(|d| d.join("triage.sqlite"))
+        })
+        .unwrap_or_else(|| PathBuf::from("triage.sqlite"));
+    if !path.is_file() {
+        eprintln!(
+            "dumpshell: no triage store at {} (dumpshell triage --buckets <dumps> makes it)",
+            path.display()
+        );
+        return 2;
+    }
+    let records = match store::Store::open(&path).and_then(|s| s.records()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("dumpshell: {e}");
+            return 2;
+        }
+    };
+    if cli.records {
+        for r in &records {
+            println!("{}", serde_json::to_string(r).unwrap_or_default());
+        }
+        return 0;
+    }
+    let mut buckets = commands::buckets::group(&records);
+    if let Some(since) = &cli.since {
+        let Some(t) = fleet::parse_time(since) else {
+            eprintln!(
+                "dumpshell: --since {since}: not seconds since 1970 nor YYYY-MM-DD[THH:MM[:SS]]"
+            );
+            return 2;
+        };
+        buckets.retain(|b| b.first_seen.is_some_and(|f| f >= t));
+    }
+    if let Some(id) = &cli.bucket {
+        buckets.retain(|b| b.id.starts_with(id.as_str()));
+        if buckets.is_empty() {
+            eprintln!("dumpshell: no bucket {id} in {}", path.display());
+            return 1;
+        }
+        if !cli.json {
+            for b in &buckets {
+                println!("{} ({} dumps): {}", b.id, b.count, b.signature);
+                for d in &b.dumps {
+                    let r = records.iter().find(|r| &r.dump == d);
+                    println!(
+                        "  {}  {}  {}",
+                        r.and_then(|r| r.time)
+                            .map_or("?".into(), commands::buckets::utc),
+                        r.and_then(|r| r.runtime.clone()).unwrap_or_default(),
+                        d
+                    );
+                }
+            }
+            return 0;
+        }
+    }
+    if let Some(n) = cli.top {
+        buckets.truncate(n);
+    }
+    if cli.json {
+        println!("{}", fleet::buckets_document(&buckets, &[], None, None));
+    } else {
+        print!("{}", commands::buckets::render(&buckets));
+    }
+    0
+}
+
+/// The documents of one dump's report: every command [`report::COMMANDS`] names, run through
+/// the command library, and its triage.
+fn report_of(
+    path: &std::path::Path,
+    name: &str,
+    opts: &dumpreader::OpenOptions,
+    discover: &clrdata::DiscoverOptions,
+) -> (report::Report, commands::triage::Triage) {
+    let mut r = report::Report::new(name);
+    let t = commands::triage::triage_with(path, opts, discover);
+    r.triage = Some(
+        serde_json::json!({"schema": commands::JSON_SCHEMA_VERSION, "command": "triage", "result": t}),
+    );
+    if t.error.is_some() {
+        return (r, t);
+    }
+    let Ok(s) = Session::open_with(path, opts) else {
+        return (r, t);
+    };
+    let s = s.with_discover_options(discover.clone());
+    for cmd in report::COMMANDS {
+        let doc = match commands::execute(&s, cmd) {
+            Ok(Some((out, _))) => out.json_document(),
+            Ok(None) => continue,
+            Err(e) => e.json_document(cmd.split_whitespace().next().unwrap_or(cmd)),
+        };
+        // every command of COMMANDS has its slot
+        let _ = r.add(doc);
+    }
+    (r, t)
+}
+
+fn run_report(cli: ReportCli) -> i32 {
+    let dumps = fleet::expand(&cli.dumps);
+    let opts = cli.open.options();
+    let discover = cli.open.discover();
+    let name_of = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let page = if let [one] = dumps.as_slice() {
+        let (r, t) = report_of(one, &name_of(one), &opts, &discover);
+        if let Some(e) = &t.error {
+            eprintln!("dumpshell: {e}");
+            return 1;
+        }
+        r.render()
+    } else {
+        let pb = fleet::bar(dumps.len(), "report");
+        let slots: Vec<std::sync::Mutex<Option<(report::Report, commands::buckets::Record)>>> =
+            dumps.iter().map(|_| Default::default()).collect();
+        commands::triage::parallel(dumps.len(), cli.jobs, &|i| {
+            let (r, t) = report_of(&dumps[i], &name_of(&dumps[i]), &opts, &discover);
+            let mut rec = commands::buckets::Record::of(&t, None);
+            rec.dump = name_of(&dumps[i]);
+            *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some((r, rec));
+            pb.inc(1);
+        });
+        pb.finish_and_clear();
+        let mut reports = Vec::new();
+        let mut records = Vec::new();
+        for s in slots {
+            if let Some((r, rec)) = s.into_inner().ok().flatten() {
+                reports.push((rec.dump.clone(), r));
+                records.push(rec);
+            }
+        }
+        let buckets = commands::buckets::group(&records)
+            .into_iter()
+            .map(|b| report::Bucket {
+                signature: b.signature,
+                count: b.count,
+                dumps: b.dumps,
+            })
+            .collect();
+        report::BucketSet {
+            title: cli
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("{} dumps", reports.len())),
+            buckets,
+            dumps: reports,
+        }
+        .render()
+    };
+    match std::fs::write(&cli.output, page) {
+        Ok(()) => {
+            eprintln!("wrote {}", cli.output.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("dumpshell: writing {}: {e}", cli.output.display());
+            2
+        }
+    }
 }
 
 fn main() {
@@ -198,6 +513,14 @@ fn main() {
         Some("triage") => {
             let cli = TriageCli::parse_from(args.iter().skip(1));
             std::process::exit(run_triage(cli));
+        }
+        Some("buckets") => {
+            let cli = BucketsCli::parse_from(args.iter().skip(1));
+            std::process::exit(run_buckets(cli));
+        }
+        Some("report") => {
+            let cli = ReportCli::parse_from(args.iter().skip(1));
+            std::process::exit(run_report(cli));
         }
         Some("completions") => {
             let cli = CompletionsCli::parse_from(args.iter().skip(1));

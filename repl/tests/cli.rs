@@ -31,6 +31,11 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     for word in [
         "_dumpshell",
         "triage",
+        "buckets",
+        "report",
+        "--buckets",
+        "--store",
+        "--jobs",
         "completions",
         "--image-path",
         "--cache-dir",
@@ -41,7 +46,7 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
     assert!(zsh.contains("#compdef dumpshell"), "{zsh}");
     let man = dumpshell(&["man"]);
     assert!(man.contains(".TH dumpshell 1"), "{man}");
-    for word in ["triage", "completions", "image\\-path"] {
+    for word in ["triage", "buckets", "report", "completions", "image\\-path"] {
         assert!(man.contains(word), "the man page lacks {word}");
     }
 }
