@@ -485,14 +485,12 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     // The modules of the path's own types first (no heap walk), then those of
                     // every type on the heap.
                     let path_mts: Vec<u64> = p.path.iter().map(|&o| obj_mt(&c, o)).collect();
-                    let name = static_slot_names(&r, &path_mts)
-                        .remove(&slot)
-                        .or_else(|| {
-                            statics
-                                .get_or_insert_with(|| static_slots(&c, &r))
-                                .get(&slot)
-                                .cloned()
-                        });
+                    let name = static_slot_names(&r, &path_mts).remove(&slot).or_else(|| {
+                        statics
+                            .get_or_insert_with(|| static_slots(&c, &r))
+                            .get(&slot)
+                            .cloned()
+                    });
                     if let Some(name) = name {
                         note = Some(format!("static variable: {name}"));
                     }

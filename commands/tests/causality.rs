@@ -50,7 +50,14 @@ fn waits(e: &tests::Entry) -> Vec<Value> {
 
 #[test]
 fn blocked_threads_are_linked_to_the_chains_they_wait_on() {
-    for name in ["hang", "async", "servergc", "windows-hang", "hang-net11", "async-net11"] {
+    for name in [
+        "hang",
+        "async",
+        "servergc",
+        "windows-hang",
+        "hang-net11",
+        "async-net11",
+    ] {
         let e = tests::entry(name);
         let s = session(&e);
         let r = run(&s, "causality");

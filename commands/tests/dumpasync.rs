@@ -568,7 +568,10 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
         let mut hoisted: Vec<Value> = e.manifest["hoisted"].as_array().unwrap().clone();
         for c in e.manifest["async_chains"].as_array().into_iter().flatten() {
             for h in c["hoisted"].as_array().into_iter().flatten() {
-                if !hoisted.iter().any(|x| x["method"] == h["method"] && x["name"] == h["name"]) {
+                if !hoisted
+                    .iter()
+                    .any(|x| x["method"] == h["method"] && x["name"] == h["name"])
+                {
                     hoisted.push(h.clone());
                 }
             }
@@ -607,8 +610,13 @@ fn fields_show_hoisted_arguments_and_locals_with_their_values() {
             }
         }
     }
-    eprintln!("{compared} hoisted values equal the programs' ({runtime_async} of runtime-async frames)");
-    assert!(runtime_async >= 8, "{runtime_async} runtime-async values compared");
+    eprintln!(
+        "{compared} hoisted values equal the programs' ({runtime_async} of runtime-async frames)"
+    );
+    assert!(
+        runtime_async >= 8,
+        "{runtime_async} runtime-async values compared"
+    );
 }
 
 /// .NET 11's runtime-async methods (no state machine: the runtime suspends them into
@@ -666,7 +674,12 @@ fn runtime_async_frames_are_the_dacs_methods() {
             let (md, name) = dac
                 .get(&ip)
                 .unwrap_or_else(|| panic!("{}: {ip:#x} not in the DAC truth: {b}", e.name));
-            assert_eq!(ra["method"].as_str(), Some(name.as_str()), "{}: {b}", e.name);
+            assert_eq!(
+                ra["method"].as_str(),
+                Some(name.as_str()),
+                "{}: {b}",
+                e.name
+            );
             assert_eq!(
                 parse(ra["method_desc"].as_str().unwrap()),
                 *md,
@@ -705,13 +718,26 @@ fn runtime_async_frames_are_the_dacs_methods() {
                 .filter(|t| t["type"].as_str().unwrap().starts_with("Continuation_"))
                 .map(|t| t["count"].as_u64().unwrap())
                 .sum();
-            assert_eq!(distinct.len() as u64, census, "{}: frames vs the census", e.name);
-            assert_eq!(r["runtime_async_frames"].as_u64(), Some(census), "{}", e.name);
+            assert_eq!(
+                distinct.len() as u64,
+                census,
+                "{}: frames vs the census",
+                e.name
+            );
+            assert_eq!(
+                r["runtime_async_frames"].as_u64(),
+                Some(census),
+                "{}",
+                e.name
+            );
         }
         dumps += 1;
     }
     eprintln!("runtime-async frames: {checked} on {dumps} dumps equal the DAC's methods");
-    assert!(dumps >= 4 && checked >= 90, "{dumps} dumps, {checked} frames");
+    assert!(
+        dumps >= 4 && checked >= 90,
+        "{dumps} dumps, {checked} frames"
+    );
 }
 
 /// Every .NET 11 manifest chain holding runtime-async methods (hang, async, asyncreal,
@@ -783,5 +809,8 @@ fn runtime_async_manifest_chains_innermost_first_with_what_they_await() {
         }
     }
     eprintln!("{checked} runtime-async manifest chains on {dumps} dumps, innermost first, awaiting the manifest's objects");
-    assert!(dumps >= 4 && checked >= 70, "{dumps} dumps, {checked} chains");
+    assert!(
+        dumps >= 4 && checked >= 70,
+        "{dumps} dumps, {checked} chains"
+    );
 }

@@ -372,7 +372,11 @@ fn triage_groups_runtime_async_chains() {
             })
         })
         .collect();
-    assert!(entries.len() >= 3, "{} dumps with runtime-async chains", entries.len());
+    assert!(
+        entries.len() >= 3,
+        "{} dumps with runtime-async chains",
+        entries.len()
+    );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dumpshell"));
     cmd.args(["triage", "--json"]);
     for e in &entries {
@@ -390,13 +394,19 @@ fn triage_groups_runtime_async_chains() {
         let name = &e.name;
         let r = &d["result"];
         let chains = e.manifest["async_chains"].as_array().unwrap();
-        let want: u64 = chains.iter().map(|c| c["count"].as_u64().unwrap_or(1)).sum();
+        let want: u64 = chains
+            .iter()
+            .map(|c| c["count"].as_u64().unwrap_or(1))
+            .sum();
         // An ASP.NET Core app also has the server's own pending chains (Kestrel's), which
         // its manifest does not list.
         let server = e.program() == "aspnethang";
         let count = r["async_chain_count"].as_u64().unwrap();
         if server {
-            assert!(count >= want, "{name}: {count} chains, the manifest's {want}");
+            assert!(
+                count >= want,
+                "{name}: {count} chains, the manifest's {want}"
+            );
         } else {
             assert_eq!(count, want, "{name}");
         }
@@ -455,7 +465,9 @@ fn triage_groups_runtime_async_chains() {
             Value::Null => None,
             v => Some(v.clone()),
         } {
-            let blocked = groups[0]["stacks"][0]["waited_by_threads"].as_array().unwrap();
+            let blocked = groups[0]["stacks"][0]["waited_by_threads"]
+                .as_array()
+                .unwrap();
             assert!(
                 blocked.iter().any(|t| *t == w["os_id"]),
                 "{name}: the first group is not the one {w} waits on: {}",
@@ -463,6 +475,9 @@ fn triage_groups_runtime_async_chains() {
             );
         }
     }
-    eprintln!("{} dumps, {stacks_checked} runtime-async group stacks equal manifest chains", entries.len());
+    eprintln!(
+        "{} dumps, {stacks_checked} runtime-async group stacks equal manifest chains",
+        entries.len()
+    );
     assert!(stacks_checked >= 10, "{stacks_checked}");
 }

@@ -387,18 +387,14 @@ fn dumpasync_boxes_equal_the_dacs() {
                 e.name,
                 m["name"]
             );
-            let found = a
-                .chains
-                .iter()
-                .find(|c| matches(c))
-                .unwrap_or_else(|| {
-                    panic!(
-                        "{}: chain {} ({want:?}) not found; chains: {:?}",
-                        e.name,
-                        m["name"],
-                        a.chains.iter().map(types).collect::<Vec<_>>()
-                    )
-                });
+            let found = a.chains.iter().find(|c| matches(c)).unwrap_or_else(|| {
+                panic!(
+                    "{}: chain {} ({want:?}) not found; chains: {:?}",
+                    e.name,
+                    m["name"],
+                    a.chains.iter().map(types).collect::<Vec<_>>()
+                )
+            });
             for &i in found {
                 let b = &a.boxes[i];
                 assert!(

@@ -910,7 +910,12 @@ fn gcroot_gives_each_root_a_shortest_path() {
             .map(|o| o.address)
             .take(60)
             .collect();
-        for t in ["Heap.HandleTarget", "Heap.WeakTarget", "Heap.Finalizable", "Hang.Gate"] {
+        for t in [
+            "Heap.HandleTarget",
+            "Heap.WeakTarget",
+            "Heap.Finalizable",
+            "Hang.Gate",
+        ] {
             targets.extend(find_object(&rt, &names, t, None));
         }
         let mut with_path = 0;
@@ -962,8 +967,7 @@ fn gcroot_gives_each_root_a_shortest_path() {
                             assert_eq!(d.read_u64(slot).unwrap(), w[1], "{}: slot", e.name);
                         }
                         // A dependent handle's edge.
-                        None => assert!(h.handles.iter().any(|x| x.kind
-                            == HandleKind::Dependent
+                        None => assert!(h.handles.iter().any(|x| x.kind == HandleKind::Dependent
                             && x.object == w[0]
                             && x.secondary == w[1])),
                     }
@@ -1071,7 +1075,9 @@ fn root_set_is_clrmds() {
                     handle,
                     handle_kind,
                 } => (clrmd_root_kind(*handle_kind).to_owned(), *handle, r.object),
-                RootSource::FinalizerQueue { slot } => ("FinalizerQueue".to_owned(), *slot, r.object),
+                RootSource::FinalizerQueue { slot } => {
+                    ("FinalizerQueue".to_owned(), *slot, r.object)
+                }
                 _ => unreachable!(),
             })
             .collect();
@@ -1144,7 +1150,10 @@ fn root_set_is_clrmds() {
          pointing outside the heap left out); {thread_statics} thread-statics roots (9+) beside"
     );
     for f in [8, 9, 10, 11] {
-        assert!(families.contains(&f), "no .NET {f} dump's roots against ClrMD");
+        assert!(
+            families.contains(&f),
+            "no .NET {f} dump's roots against ClrMD"
+        );
     }
 }
 
@@ -1273,7 +1282,10 @@ fn gcroot_command_json_and_text() {
         frames_checked += 1;
     }
     assert!(families.len() >= 3, "{families:?}");
-    assert!(frames_checked >= 1, "no frame with two stack roots of one object");
+    assert!(
+        frames_checked >= 1,
+        "no frame with two stack roots of one object"
+    );
 }
 
 /// Precise stack roots start from each frame's GC info: found where the DAC found it

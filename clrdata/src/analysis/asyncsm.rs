@@ -889,32 +889,34 @@ pub fn analyze<M: Memory>(rt: &Runtime<M>, names: &TypeNames, heap: &GcHeap) -> 
     }
     // .NET 11: the runtime-async methods' frames, as boxes of their own kind.
     let found = crate::analysis::runtime_async::find(&reader, &runtime_async_tasks);
-    out.boxes.extend(found.frames.into_iter().map(|f| AsyncBox {
-        address: f.address,
-        mt: f.mt,
-        box_type: f.type_name,
-        kind: BoxKind::RuntimeAsync,
-        source_status: None,
-        state_machine_type: f.display,
-        state_machine_mt: None,
-        state_machine_address: None,
-        state: Some(f.frame.state as i64),
-        task_flags: f.task_flags,
-        continuation_object: f.continuation_object,
-        continuation_via: f.continuation_via,
-        wait_events: Vec::new(),
-        continuations: Vec::new(),
-        awaiters: f
-            .awaited
-            .into_iter()
-            .map(|w| Awaiter {
-                field: w.field,
-                type_name: w.type_name,
-                object: Some(w.object),
-                object_type: w.object_type,
-            })
-            .collect(),
-        runtime_async: Some(f.frame),
+    out.boxes.extend(found.frames.into_iter().map(|f| {
+        AsyncBox {
+            address: f.address,
+            mt: f.mt,
+            box_type: f.type_name,
+            kind: BoxKind::RuntimeAsync,
+            source_status: None,
+            state_machine_type: f.display,
+            state_machine_mt: None,
+            state_machine_address: None,
+            state: Some(f.frame.state as i64),
+            task_flags: f.task_flags,
+            continuation_object: f.continuation_object,
+            continuation_via: f.continuation_via,
+            wait_events: Vec::new(),
+            continuations: Vec::new(),
+            awaiters: f
+                .awaited
+                .into_iter()
+                .map(|w| Awaiter {
+                    field: w.field,
+                    type_name: w.type_name,
+                    object: Some(w.object),
+                    object_type: w.object_type,
+                })
+                .collect(),
+            runtime_async: Some(f.frame),
+        }
     }));
     out.running = found.running;
     out.errors.extend(found.errors);
@@ -1165,7 +1167,9 @@ pub fn async_method_name(state_machine_type: &str) -> String {
     // A runtime-async method's own name (.NET 11: no state machine), `Type.Method`: a
     // lambda's `Ns.Type+<>c.<Main>b__80_0`, a local function's `Ns.Type.<Outer>g__Fetch|62_0`.
     if let Some(dot) = state_machine_type.rfind(".<") {
-        if let Some(n) = compiler_method_name(&state_machine_type[..dot], &state_machine_type[dot + 1..]) {
+        if let Some(n) =
+            compiler_method_name(&state_machine_type[..dot], &state_machine_type[dot + 1..])
+        {
             return n;
         }
     }

@@ -611,18 +611,15 @@ fn chain_cause<M: Memory>(
         Err(e) => return unknown(&format!("awaited object {obj:#x}: {e}")),
     };
     let ty = r.type_name(mt);
-    let ring = a
-        .cycles
-        .iter()
-        .find(|ring| {
-            ring.iter().any(|&k| {
-                a.boxes[k].address == obj
-                    || a.boxes[k]
-                        .runtime_async
-                        .as_ref()
-                        .is_some_and(|f| f.task == obj)
-            })
-        });
+    let ring = a.cycles.iter().find(|ring| {
+        ring.iter().any(|&k| {
+            a.boxes[k].address == obj
+                || a.boxes[k]
+                    .runtime_async
+                    .as_ref()
+                    .is_some_and(|f| f.task == obj)
+        })
+    });
     let cause = match ring {
         Some(ring) => Cause::Cycle {
             task: obj,

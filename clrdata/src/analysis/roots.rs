@@ -614,16 +614,16 @@ impl HeapBits {
         if addr & 7 != 0 {
             return None;
         }
-        let i = self.ranges.partition_point(|r| r.0 <= addr).checked_sub(1)?;
+        let i = self
+            .ranges
+            .partition_point(|r| r.0 <= addr)
+            .checked_sub(1)?;
         let (start, end, base) = self.ranges[i];
         (addr < end).then(|| base + (addr - start) / 8)
     }
 
     fn addr(&self, id: u64) -> u64 {
-        let i = self
-            .ranges
-            .partition_point(|r| r.2 <= id)
-            .saturating_sub(1);
+        let i = self.ranges.partition_point(|r| r.2 <= id).saturating_sub(1);
         let (start, _, base) = self.ranges[i];
         start + 8 * (id - base)
     }
@@ -879,8 +879,7 @@ impl<M: Memory> Search<'_, '_, M> {
     /// Calls `f(slot, value)` for every reference of `addr` and its dependent handles' edges
     /// (slot None). False when the object could not be read.
     fn refs(&mut self, addr: u64, mut f: impl FnMut(Option<u64>, u64)) -> bool {
-        let Ok(mt) = crate::model::heap::read_method_table(self.rr.reader.rt.memory(), addr)
-        else {
+        let Ok(mt) = crate::model::heap::read_method_table(self.rr.reader.rt.memory(), addr) else {
             return false;
         };
         let ok = self.rr.for_each(addr, mt, |slot, v| f(Some(slot), v));
@@ -952,21 +951,19 @@ impl<M: Memory> Search<'_, '_, M> {
                         }
                     }
                 };
-                let ok = match crate::model::heap::read_method_table(
-                    self.rr.reader.rt.memory(),
-                    addr,
-                ) {
-                    Ok(mt) => {
-                        let ok = self.rr.for_each(addr, mt, |slot, v| visit(Some(slot), v));
-                        if let Some(d) = self.deps.get(&addr) {
-                            for &s in d {
-                                visit(None, s);
+                let ok =
+                    match crate::model::heap::read_method_table(self.rr.reader.rt.memory(), addr) {
+                        Ok(mt) => {
+                            let ok = self.rr.for_each(addr, mt, |slot, v| visit(Some(slot), v));
+                            if let Some(d) = self.deps.get(&addr) {
+                                for &s in d {
+                                    visit(None, s);
+                                }
                             }
+                            ok
                         }
-                        ok
-                    }
-                    Err(_) => false,
-                };
+                        Err(_) => false,
+                    };
                 if !ok {
                     self.unreadable += 1;
                 }
@@ -1290,7 +1287,10 @@ mod tests {
         assert_eq!(s.len(), PATH_KEEP - 1);
         assert_eq!(s[..PATH_KEEP / 2 - 1], slots[..PATH_KEEP / 2 - 1]);
         assert_eq!(s[PATH_KEEP / 2 - 1], None, "no slot across the gap");
-        assert_eq!(s[PATH_KEEP / 2..], slots[slots.len() - (PATH_KEEP / 2 - 1)..]);
+        assert_eq!(
+            s[PATH_KEEP / 2..],
+            slots[slots.len() - (PATH_KEEP / 2 - 1)..]
+        );
         // A short path is kept whole.
         let (p, s, len, elided) = unbound_of(&path[..5], &slots[..4]);
         assert_eq!((p.len(), s.len(), len, elided), (5, 4, 5, None));

@@ -36,7 +36,8 @@ use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
 /// `AsyncHelpers+RuntimeAsyncTask<T>`'s name (its instantiations add `[[...]]`).
-pub const RUNTIME_ASYNC_TASK: &str = "System.Runtime.CompilerServices.AsyncHelpers+RuntimeAsyncTask`1";
+pub const RUNTIME_ASYNC_TASK: &str =
+    "System.Runtime.CompilerServices.AsyncHelpers+RuntimeAsyncTask`1";
 /// The plumbing continuation of an awaited Task.
 pub const TASK_CONTINUATION: &str = "System.Runtime.CompilerServices.RuntimeAsyncTaskContinuation";
 /// The plumbing continuation of an awaited `IValueTaskSource`.
@@ -202,12 +203,10 @@ impl<M: Memory> Reader<'_, '_, M> {
             .r
             .fields(mt, a + 8, false)
             .map_err(|e| e.context(format!("the Continuation {a:#x}")))?;
-        let need = |name: &str| {
-            crate::ClrError::NoSuchField {
-                type_name: "System.Runtime.CompilerServices.Continuation".into(),
-                field: name.into(),
-                is_static: false,
-            }
+        let need = |name: &str| crate::ClrError::NoSuchField {
+            type_name: "System.Runtime.CompilerServices.Continuation".into(),
+            field: name.into(),
+            is_static: false,
         };
         let resume_info = int(&f, "ResumeInfo").ok_or_else(|| need("ResumeInfo"))? as u64;
         let diagnostic_ip = if resume_info == 0 {
@@ -216,9 +215,10 @@ impl<M: Memory> Reader<'_, '_, M> {
             self.diagnostic_ip(resume_info)
         };
         let is_frame = mt != self.continuation_mt
-            && self.r.mt(mt).is_some_and(|i| {
-                i.parent == self.continuation_mt && i.token.is_none()
-            });
+            && self
+                .r
+                .mt(mt)
+                .is_some_and(|i| i.parent == self.continuation_mt && i.token.is_none());
         Ok(Cont {
             mt,
             next: ref_field(&f, "Next"),
@@ -283,11 +283,7 @@ impl<M: Memory> Reader<'_, '_, M> {
     /// The method of a DiagnosticIP, as a stack frame there would be named.
     fn method(&self, ip: u64) -> (Option<u64>, Option<String>, Option<String>) {
         match self.walker.ip_to_method(ip) {
-            Ok(Some((ci, f))) => (
-                f.method_desc.or(ci.method_desc),
-                f.method,
-                f.method_error,
-            ),
+            Ok(Some((ci, f))) => (f.method_desc.or(ci.method_desc), f.method, f.method_error),
             Ok(None) => (None, None, Some(format!("{ip:#x} is not in managed code"))),
             Err(e) => (None, None, Some(e.to_string())),
         }
@@ -339,7 +335,8 @@ impl<M: Memory> Reader<'_, '_, M> {
             let c = match self.continuation(cur) {
                 Ok(c) => c,
                 Err(e) => {
-                    out.errors.push(format!("continuation chain of task {task:#x}: {e}"));
+                    out.errors
+                        .push(format!("continuation chain of task {task:#x}: {e}"));
                     break;
                 }
             };
@@ -366,7 +363,11 @@ impl<M: Memory> Reader<'_, '_, M> {
                         format!("<method at {diagnostic_ip:#x}>")
                     }
                 });
-            let awaited = if frames.is_empty() { awaited.take() } else { None };
+            let awaited = if frames.is_empty() {
+                awaited.take()
+            } else {
+                None
+            };
             frames.push(cur);
             out.frames.push(Frame {
                 address: cur,
@@ -455,8 +456,7 @@ pub fn find<M: Memory>(r: &ObjectReader<'_, M>, tasks: &[u64]) -> Found {
         Ok(list) => {
             for (thread, managed_id, task, next) in list {
                 let (flags, cont) = task_fields(r, task);
-                let frames =
-                    rd.chain(next, task, flags, cont, Some(thread), &mut out, &mut seen);
+                let frames = rd.chain(next, task, flags, cont, Some(thread), &mut out, &mut seen);
                 if let Some(&f) = frames.first() {
                     out.first_frame.entry(task).or_insert(f);
                 }
@@ -468,21 +468,26 @@ pub fn find<M: Memory>(r: &ObjectReader<'_, M>, tasks: &[u64]) -> Found {
                 });
             }
         }
-        Err(e) => out
-            .errors
-            .push(format!("chains running on threads (AsyncDispatcherInfo.t_current): {e}")),
+        Err(e) => out.errors.push(format!(
+            "chains running on threads (AsyncDispatcherInfo.t_current): {e}"
+        )),
     }
     for &t in tasks {
-        let Ok((mt, _)) = r.object_mt(t) else { continue };
+        let Ok((mt, _)) = r.object_mt(t) else {
+            continue;
+        };
         let Ok(f) = r.fields(mt, t + 8, false) else {
-            out.errors.push(format!("RuntimeAsyncTask {t:#x}: fields not readable"));
+            out.errors
+                .push(format!("RuntimeAsyncTask {t:#x}: fields not readable"));
             continue;
         };
         let head = ref_field(&f, "m_stateObject");
         if head == 0 {
             continue;
         }
-        let Ok((hmt, _)) = r.object_mt(head) else { continue };
+        let Ok((hmt, _)) = r.object_mt(head) else {
+            continue;
+        };
         if !rd.is_continuation(hmt) {
             continue;
         }
@@ -517,7 +522,10 @@ mod tests {
     #[test]
     fn methods_without_their_signatures() {
         // the 11.0.0 DAC's names (asyncreal-net11, aspnethang-net11)
-        assert_eq!(f("RealAsync.Program.VtOuter()"), "RealAsync.Program.VtOuter");
+        assert_eq!(
+            f("RealAsync.Program.VtOuter()"),
+            "RealAsync.Program.VtOuter"
+        );
         assert_eq!(
             f("RealAsync.Program.GenInner[[System.__Canon, System.Private.CoreLib]]()"),
             "RealAsync.Program.GenInner"
@@ -645,7 +653,11 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
     /// 3.2) lists each saved variable's IL number and offset in the object; the method's
     /// signature, locals signature and Param rows type and name them, the app's PDB names
     /// its locals.
-    pub fn held(&mut self, address: u64, f: &RuntimeAsyncFrame) -> crate::Result<Vec<HeldVariable>> {
+    pub fn held(
+        &mut self,
+        address: u64,
+        f: &RuntimeAsyncFrame,
+    ) -> crate::Result<Vec<HeldVariable>> {
         use clrcodeinfo::debuginfo::{DebugInfo, DebugInfoFormat, VarNumber};
         let r = self.r;
         let m = r.rt.memory();
@@ -664,11 +676,10 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
             let hdr = m.read_u64(ci.method_start - 8).map_err(|_| {
                 crate::ClrError::read("the code header pointer", ci.method_start - 8)
             })?;
-            let off = r
-                .rt
-                .descriptor()
-                .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
-                .unwrap_or(0);
+            let off =
+                r.rt.descriptor()
+                    .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
+                    .unwrap_or(0);
             let blob = m
                 .read_u64(hdr + off)
                 .map_err(|_| crate::ClrError::read("RealCodeHeader.DebugInfo", hdr + off))?;
@@ -693,11 +704,15 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
             let module = ci.module.ok_or_else(|| {
                 crate::ClrError::not_found_at("the ReadyToRun module", ip, "the code names none")
             })?;
-            let b = self.walker.code().r2r_debug_info(r.rt, module, ci.method_start)?;
+            let b = self
+                .walker
+                .code()
+                .r2r_debug_info(r.rt, module, ci.method_start)?;
             (b, ci.method_start)
         };
-        let di = DebugInfo::decode(&bytes, DebugInfoFormat::Net11)
-            .map_err(|e| crate::ClrError::corrupt("the method's debug info", blob, e.to_string()))?;
+        let di = DebugInfo::decode(&bytes, DebugInfoFormat::Net11).map_err(|e| {
+            crate::ClrError::corrupt("the method's debug info", blob, e.to_string())
+        })?;
         let native = (ip - ci.method_start) as u32;
         if di.async_suspension_points.is_empty() {
             // Seen on aspnethang-net11: the ReadyToRun framework methods' blobs decode with
@@ -735,10 +750,9 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
             crate::ClrError::not_found_at("MethodDesc", ip, "the code names none")
         })?;
         let md = crate::model::methods::method_desc(r, md_addr)?;
-        let mt = r
-            .rt
-            .method_table(md.method_table)
-            .map_err(|e| e.context(format!("its MethodTable {:#x}", md.method_table)))?;
+        let mt =
+            r.rt.method_table(md.method_table)
+                .map_err(|e| e.context(format!("its MethodTable {:#x}", md.method_table)))?;
         let module = mt.require_module()?;
         let mm = r.names.module_metadata(r.rt, module)?;
         let meta = mm.metadata()?;
@@ -783,15 +797,23 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
                             let name = pdb
                                 .as_ref()
                                 .and_then(|p| p.reader().ok())
-                                .and_then(|p| p.local_name(method_token, li as u16).ok().flatten().map(str::to_owned))
+                                .and_then(|p| {
+                                    p.local_name(method_token, li as u16)
+                                        .ok()
+                                        .flatten()
+                                        .map(str::to_owned)
+                                })
                                 .unwrap_or_else(|| format!("local {li}"));
                             (format!("loc {li}"), name, K::Local, locals.get(li))
                         }
                     }
                 }
-                VarNumber::TypeContext => {
-                    ("generic context".into(), "generic context".into(), K::Other, None)
-                }
+                VarNumber::TypeContext => (
+                    "generic context".into(),
+                    "generic context".into(),
+                    K::Other,
+                    None,
+                ),
                 other => {
                     let s = format!("{other:?}");
                     (s.clone(), s, K::Other, None)
@@ -856,7 +878,9 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
                 r.read_value(at, e, None)
             }
             S::Class(_) | S::SzArray(_) | S::Array { .. } => r.read_value(at, et::CLASS, None),
-            S::GenericInst { value_type: false, .. } => r.read_value(at, et::CLASS, None),
+            S::GenericInst {
+                value_type: false, ..
+            } => r.read_value(at, et::CLASS, None),
             S::Ptr(_) | S::ByRef(_) | S::FnPtr(_) => r.read_value(at, et::I, None),
             S::ValueType(tok) if tok.table_byte() == 0x02 => {
                 // an enum reads as its underlying primitive (EEClass::m_NormType)
@@ -865,8 +889,9 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
                 r.read_value(at, e, mt.filter(|_| e == et::VALUETYPE))
             }
             _ => FieldValue::Unavailable {
-                reason: "a value of this type is not read here (generic or another module's struct)"
-                    .into(),
+                reason:
+                    "a value of this type is not read here (generic or another module's struct)"
+                        .into(),
             },
         }
     }
@@ -944,8 +969,14 @@ fn rva_address<M: Memory>(
         return Ok(base + rva as u64);
     }
     let m = rt.memory();
-    let r32 = |a: u64| m.read_u32(a).map_err(|_| crate::ClrError::read("the PE headers", a));
-    let r16 = |a: u64| m.read_u16(a).map_err(|_| crate::ClrError::read("the PE headers", a));
+    let r32 = |a: u64| {
+        m.read_u32(a)
+            .map_err(|_| crate::ClrError::read("the PE headers", a))
+    };
+    let r16 = |a: u64| {
+        m.read_u16(a)
+            .map_err(|_| crate::ClrError::read("the PE headers", a))
+    };
     let nt = base + r32(base + 0x3C)? as u64;
     let nsec = r16(nt + 6)? as u64;
     let sec = nt + 24 + r16(nt + 20)? as u64;

@@ -107,7 +107,9 @@ impl ImageFile {
         if b.get(opt..opt + 2)? != [0x0B, 0x02] {
             return None;
         }
-        Some(u64::from_le_bytes(b.get(opt + 24..opt + 32)?.try_into().ok()?))
+        Some(u64::from_le_bytes(
+            b.get(opt + 24..opt + 32)?.try_into().ok()?,
+        ))
     }
 
     /// A pointer-sized value the file holds at target address `addr`, relocated to where the

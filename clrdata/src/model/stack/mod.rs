@@ -397,19 +397,20 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         if !(2..=4).contains(&kind) {
             return Ok(Vec::new());
         }
-        let n = m
-            .read_u16(md + nga)
-            .map_err(|_| crate::ClrError::read("InstantiatedMethodDesc::m_wNumGenericArgs", md + nga))?;
-        let dict = m
-            .read_u64(md + pii)
-            .map_err(|_| crate::ClrError::read("InstantiatedMethodDesc::m_pPerInstInfo", md + pii))?;
+        let n = m.read_u16(md + nga).map_err(|_| {
+            crate::ClrError::read("InstantiatedMethodDesc::m_wNumGenericArgs", md + nga)
+        })?;
+        let dict = m.read_u64(md + pii).map_err(|_| {
+            crate::ClrError::read("InstantiatedMethodDesc::m_pPerInstInfo", md + pii)
+        })?;
         if n == 0 || n > 64 || dict == 0 {
             return Ok(Vec::new());
         }
         (0..n as u64)
             .map(|i| {
-                m.read_u64(dict + 8 * i)
-                    .map_err(|_| crate::ClrError::read("a generic method's dictionary", dict + 8 * i))
+                m.read_u64(dict + 8 * i).map_err(|_| {
+                    crate::ClrError::read("a generic method's dictionary", dict + 8 * i)
+                })
             })
             .collect()
     }

@@ -322,11 +322,19 @@ impl R2rImage {
     /// method's RUNTIME_FUNCTION index is a NativeFormat unsigned `lookBack`; the blob is
     /// `lookBack` bytes before the entry when non-zero, else right after it). The slice runs
     /// to the section's end: the blob decodes its own size.
-    pub fn debug_info<M: Memory + ?Sized>(&self, mem: &M, method_start: u64) -> crate::Result<&[u8]> {
+    pub fn debug_info<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        method_start: u64,
+    ) -> crate::Result<&[u8]> {
         let sec = self.debug_info.as_ref().map_err(|e| e.clone())?;
         let what = "the ReadyToRun DebugInfo section";
         let i = self.function_index(mem, method_start)?.ok_or_else(|| {
-            crate::ClrError::not_found_at("RUNTIME_FUNCTION", method_start, "none covers the method")
+            crate::ClrError::not_found_at(
+                "RUNTIME_FUNCTION",
+                method_start,
+                "none covers the method",
+            )
         })?;
         let arr = NativeArray::new(sec)
             .ok_or_else(|| crate::ClrError::corrupt(what, self.base, "no NativeArray header"))?;
@@ -337,11 +345,16 @@ impl R2rImage {
                 format!("{what} has no entry {i} (of {})", arr.count),
             )
         })?;
-        let (look_back, next) = decode_unsigned(sec, off)
-            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, format!("entry {i} truncated")))?;
+        let (look_back, next) = decode_unsigned(sec, off).ok_or_else(|| {
+            crate::ClrError::corrupt(what, self.base, format!("entry {i} truncated"))
+        })?;
         let at = if look_back != 0 {
             off.checked_sub(look_back).ok_or_else(|| {
-                crate::ClrError::corrupt(what, self.base, format!("entry {i} looks back {look_back} bytes"))
+                crate::ClrError::corrupt(
+                    what,
+                    self.base,
+                    format!("entry {i} looks back {look_back} bytes"),
+                )
             })?
         } else {
             next
