@@ -501,7 +501,7 @@ impl crate::output::Render for DumpAsync {
                 l.shown_boxes,
                 a.boxes.len(),
                 l.completed_skipped,
-                incomplete(a.heap_walk_errors)
+                crate::text::incomplete(a.heap_walk_errors)
             ));
         }
         if let Some(tasks) = &l.tasks {
@@ -1140,15 +1140,4 @@ fn causality(s: &Session, m: &ArgMatches) -> std::result::Result<Output, Command
         errors: a.errors.clone(),
     };
     Ok(Output::rendered("causality", res))
-}
-
-/// What a count says when the heap walk met damage: the count may be short.
-pub(crate) fn incomplete(heap_walk_errors: usize) -> String {
-    match heap_walk_errors {
-        0 => String::new(),
-        n => format!(
-            "; incomplete: the heap walk met {n} damaged place{} (errors below)",
-            if n == 1 { "" } else { "s" }
-        ),
-    }
 }

@@ -647,7 +647,7 @@ impl Render for DumpHeap {
             "Total {} objects, {} bytes{}\n",
             r.total_objects,
             r.total_size,
-            crate::asyncs::incomplete(r.errors.len())
+            crate::text::incomplete(r.errors.len())
         ));
         if r.frozen_objects > 0 {
             t.push_str(&format!(

@@ -43,3 +43,14 @@ pub fn render(t: &Table) -> String {
     }
     out
 }
+
+/// What a count says when the heap walk met damage: the count may be short.
+pub(crate) fn incomplete(heap_walk_errors: usize) -> String {
+    match heap_walk_errors {
+        0 => String::new(),
+        n => format!(
+            "; incomplete: the heap walk met {n} damaged place{} (errors below)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}

@@ -772,13 +772,7 @@ fn roots_net11(l: &Lookup<'_>) -> Result<&'static layout::RootsLayout> {
         return Ok(&layout::NET10_ROOTS);
     }
     static ROOTS: Mutex<Vec<&'static layout::RootsLayout>> = Mutex::new(Vec::new());
-    let mut v = ROOTS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(found) = v.iter().find(|x| ***x == r) {
-        return Ok(found);
-    }
-    let leaked: &'static layout::RootsLayout = Box::leak(Box::new(r));
-    v.push(leaked);
-    Ok(leaked)
+    Ok(intern_in(&ROOTS, r))
 }
 
 /// .NET 11 (Linux x64) monitors: the sync table from the descriptor (`SyncTableEntry`,
@@ -799,13 +793,7 @@ fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
         ..layout::NET10_LINUX_X64_LOCKS
     };
     static LOCKS: Mutex<Vec<&'static layout::LockLayout>> = Mutex::new(Vec::new());
-    let mut v = LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(found) = v.iter().find(|x| ***x == r) {
-        return Ok(found);
-    }
-    let leaked: &'static layout::LockLayout = Box::leak(Box::new(r));
-    v.push(leaked);
-    Ok(leaked)
+    Ok(intern_in(&LOCKS, r))
 }
 
 /// The per-type statics layout (.NET 9+). A missing field does not fail discovery: statics
@@ -918,9 +906,7 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             .field("CodeHeapListNode", "CLRPersonalityRoutine")
             .unwrap_or_else(|| f("CodeHeapListNode", "ModuleBase")),
         code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
-        code_header_gc_info: l
-            .field("RealCodeHeader", "GCInfo")
-            .unwrap_or(NOT_PUBLISHED),
+        code_header_gc_info: l.field("RealCodeHeader", "GCInfo").unwrap_or(NOT_PUBLISHED),
         code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
         code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
         method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),
@@ -1066,11 +1052,17 @@ static INTERNED: Mutex<Vec<&'static Layout>> = Mutex::new(Vec::new());
 
 /// One `&'static` table per distinct layout (a handful per process at most).
 fn intern(l: Layout) -> &'static Layout {
-    let mut v = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(found) = v.iter().find(|x| ***x == l) {
+    intern_in(&INTERNED, l)
+}
+
+/// The `&'static` copy of `value` kept in `set`, made (and leaked) the first time a value equal
+/// to it is asked for: one per distinct table, a handful per process at most.
+fn intern_in<T: PartialEq>(set: &Mutex<Vec<&'static T>>, value: T) -> &'static T {
+    let mut v = set.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = v.iter().find(|x| ***x == value) {
         return found;
     }
-    let leaked: &'static Layout = Box::leak(Box::new(l));
+    let leaked: &'static T = Box::leak(Box::new(value));
     v.push(leaked);
     leaked
 }

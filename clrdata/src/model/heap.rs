@@ -1075,14 +1075,11 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
         // (address, evidence) of the candidates starting inside the first one, and its end.
         let mut weak: Vec<(u64, u8)> = Vec::new();
         let mut first_end = u64::MAX;
+        // The most evidence; the earliest of equals.
         let best = |weak: &[(u64, u8)]| {
             weak.iter()
-                .copied()
-                .fold(None, |b: Option<(u64, u8)>, c| match b {
-                    Some(b) if b.1 >= c.1 => Some(b),
-                    _ => Some(c),
-                })
-                .map(|(a, _)| a)
+                .max_by_key(|&&(a, evidence)| (evidence, std::cmp::Reverse(a)))
+                .map(|&(a, _)| a)
         };
         while p + 12 <= end {
             if p >= first_end {
