@@ -38,6 +38,11 @@ fn walk(target: Arc<dyn Target>) -> (HashMap<u64, (u64, u64)>, usize, Vec<u64>) 
     let boxes = clrdata::analysis::asyncsm::analyze(&rt, &names, &heap)
         .boxes
         .iter()
+        // A runtime-async frame (.NET 11) is found only through its chain, from the
+        // RuntimeAsyncTask that owns it: a damaged continuation before it hides it though its
+        // own bytes are intact (a known limit: issue 24's note). State machine boxes are found
+        // by the heap walk itself.
+        .filter(|b| b.kind != clrdata::analysis::asyncsm::BoxKind::RuntimeAsync)
         .map(|b| b.address)
         .collect();
     (objects, errors, boxes)
@@ -46,7 +51,14 @@ fn walk(target: Arc<dyn Target>) -> (HashMap<u64, (u64, u64)>, usize, Vec<u64>) 
 #[test]
 fn random_writes_in_the_heap_cost_only_the_objects_they_touch() {
     let mut failures = Vec::new();
-    for name in ["async", "heap", "async-net10"] {
+    for name in [
+        "async",
+        "heap",
+        "async-net9",
+        "async-net10",
+        "async-net11",
+        "async-net11-classic",
+    ] {
         let e = tests::entry(name);
         let dump: Arc<dyn Target> = Arc::new(e.open());
         let lm = Landmarks::find(dump.clone(), &e.name);
@@ -57,7 +69,8 @@ fn random_writes_in_the_heap_cost_only_the_objects_they_touch() {
             "{name}: the undamaged heap walks without error"
         );
         assert!(
-            !clean_boxes.is_empty() || name == "heap",
+            // heap has no async work; async-net11's are all runtime-async frames (see walk).
+            !clean_boxes.is_empty() || name == "heap" || name == "async-net11",
             "{name}: no async boxes"
         );
         for seed in 1..=std::env::var("DUMPSHELL_RESYNC_SEEDS")

@@ -737,14 +737,28 @@ struct MtSize {
 fn load_mt<M: Memory>(
     mem: &M,
     rt_layout: &crate::discovery::layout::Layout,
-    free_mt: u64,
+    heap: &GcHeap,
     mt: u64,
 ) -> crate::Result<MtSize> {
+    let free_mt = heap.free_mt;
     if mt == 0 {
         return Err(crate::ClrError::corrupt(
             "MethodTable",
             mt,
             "null MethodTable",
+        ));
+    }
+    // A MethodTable never lies in the GC heap; a heap object whose fields link back to each
+    // other (a linked node's next and previous) can pass the class test below.
+    if let Some(g) = heap
+        .segments
+        .iter()
+        .find(|g| mt >= g.mem && mt < g.reserved.max(g.allocated))
+    {
+        return Err(crate::ClrError::corrupt(
+            "MethodTable",
+            mt,
+            format!("it lies in the GC heap (segment {:#x})", g.address),
         ));
     }
     let l = &rt_layout.method_table;
@@ -1024,7 +1038,7 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
         let s = if cache.keys[i] == mt {
             cache.vals[i].size?
         } else {
-            let s = load_mt(self.mem, self.layout, self.heap.free_mt, mt).ok()?;
+            let s = load_mt(self.mem, self.layout, self.heap, mt).ok()?;
             cache.index(mt, || Some(s));
             s
         };
@@ -1072,21 +1086,16 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
     fn resync(&mut self, from: u64, limit: u64, cache: &mut MtCache) -> Option<u64> {
         let end = self.seg.walk_end.min(limit);
         let mut p = align8(from);
-        // (address, evidence) of the candidates starting inside the first one, and its end.
-        let mut weak: Vec<(u64, u8)> = Vec::new();
+        // The best candidate starting inside the first one (the most evidence, the earliest
+        // of equals), and the first one's end.
+        let mut best: Option<(u64, u8)> = None;
         let mut first_end = u64::MAX;
-        // The most evidence; the earliest of equals.
-        let best = |weak: &[(u64, u8)]| {
-            weak.iter()
-                .max_by_key(|&&(a, evidence)| (evidence, std::cmp::Reverse(a)))
-                .map(|&(a, _)| a)
-        };
         while p + 12 <= end {
             if p >= first_end {
-                return best(&weak);
+                break;
             }
             if self.header(p).is_none() {
-                if !weak.is_empty() {
+                if best.is_some() {
                     break;
                 }
                 // Unreadable here: skip to the next page.
@@ -1099,14 +1108,19 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
                 if seen && proven {
                     return Some(p);
                 }
-                if weak.is_empty() {
-                    first_end = p + size;
+                let evidence = seen as u8 + proven as u8;
+                match best {
+                    None => {
+                        first_end = p + size;
+                        best = Some((p, evidence));
+                    }
+                    Some((_, e)) if evidence > e => best = Some((p, evidence)),
+                    Some(_) => {}
                 }
-                weak.push((p, seen as u8 + proven as u8));
             }
             p += 8;
         }
-        best(&weak)
+        best.map(|(a, _)| a)
     }
 
     #[inline]
@@ -1135,15 +1149,15 @@ impl<'a, M: Memory> SegmentWalker<'a, M> {
                 });
             };
             let mt = method_table_of(raw_mt);
-            let (mem, layout, free) = (self.mem, self.layout, self.heap.free_mt);
+            let (mem, layout, heap) = (self.mem, self.layout, self.heap);
             let slot = if cache.keys.get(self.last_slot) == Some(&mt) {
                 self.last_slot
             } else {
-                cache.index(mt, || load_mt(mem, layout, free, mt).ok())
+                cache.index(mt, || load_mt(mem, layout, heap, mt).ok())
             };
             self.last_slot = slot;
             let Some(s) = cache.vals[slot].size else {
-                let why = load_mt(mem, layout, free, mt)
+                let why = load_mt(mem, layout, heap, mt)
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_default();
