@@ -156,7 +156,7 @@ fn the_index_descriptor_equals_the_dumps_and_the_files() {
 /// globals from the pack's file; with neither, a refusal naming every source tried.
 #[test]
 fn discovery_takes_the_index_after_the_dump_and_before_files() {
-    let (mut from_index, mut from_index_9, mut from_dump, mut vs_file, mut refused) =
+    let (mut from_index, mut refused_expected, mut from_dump, mut vs_file, mut refused) =
         (0, 0, 0, 0, 0);
     for e in tests::all() {
         if !matches!(e.family(), 8..=10) {
@@ -169,10 +169,12 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
         assert_eq!(rt.info.version, e.runtime_version(), "{name}");
         let src = rt.layout_source.clone();
         eprintln!("{name}: {src}");
+        // A single-file host whose export table the dump lacks is found by the index alone.
+        let single_file = rt.info.host == clrdata::discovery::runtime::RuntimeHost::SingleFile;
         match src.from {
             LayoutFrom::BuildIndex => {
                 from_index += 1;
-                from_index_9 += usize::from(e.family() >= 9);
+                refused_expected += usize::from(e.family() >= 9 || single_file);
             }
             LayoutFrom::Dump => from_dump += 1,
             other => panic!("{name}: clean room, yet the layout came from {other:?}"),
@@ -204,10 +206,17 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
                 assert!(needed.contains("--image-path"), "{name}: {needed}");
                 refused += 1;
             }
+            // Without the index nothing names a single-file host whose exports the dump lacks.
+            Err(ClrError::NoRuntime { .. }) if single_file => {
+                assert_eq!(src.from, LayoutFrom::BuildIndex, "{name}");
+                refused += 1;
+            }
             Err(err) => panic!("{name}: without the index: {err}"),
         }
-        // Files and no index: the pack's file gives the same layout and globals.
-        if src.from == LayoutFrom::BuildIndex && !e.framework_dirs().is_empty() {
+        // Files and no index: the pack's file gives the same layout and globals (not a
+        // single-file app's: its runtime is its own executable, on no machine but the one
+        // that made the dump).
+        if src.from == LayoutFrom::BuildIndex && !e.framework_dirs().is_empty() && !single_file {
             let f = Dump::open_with(&e.dump_path(), &e.open_options()).expect("open");
             let no_index = DiscoverOptions {
                 build_index: false,
@@ -232,9 +241,10 @@ fn discovery_takes_the_index_after_the_dump_and_before_files() {
          either: {refused}; equal to the file's: {vs_file}"
     );
     assert!(from_index >= 20, "{from_index}");
-    // Without the index, .NET 8's g_dacTable is still found in the dump by its entries;
-    // every .NET 9/10 dump the index served is refused.
-    assert_eq!(refused, from_index_9);
+    // Without the index, .NET 8's g_dacTable is still found in the dump by its entries (but
+    // for a single-file host, not found at all); every .NET 9/10 dump the index served is
+    // refused.
+    assert_eq!(refused, refused_expected);
 }
 
 /// A view of a dump with one module's identity changed (and, `images: false`, no module's
@@ -399,4 +409,167 @@ fn the_dac_table_anchor_index_is_the_exports() {
     }
     eprintln!("{checked:?}");
     assert!(checked.get(&9).is_some_and(|&n| n > 0) && checked.get(&10).is_some_and(|&n| n > 0));
+}
+
+/// The .NET 9 g_dacTable map (`supplement::DAC_TABLE_GLOBALS_NET9_UNIX`), through which a .NET 9
+/// single-file host, which publishes no contract descriptor, is read with its release's
+/// libcoreclr.so descriptor: on every .NET 9 dump of libcoreclr.so, each indirect global of the
+/// descriptor (pointer_data, as the index holds it) is the address the process filled into the
+/// table at the map's entry (plus the map's offset), the map covers every one of them, and the
+/// table has the map's length. Over the index: every 9.x libcoreclr.so descriptor has the same
+/// indirect globals, every 9.x table the map's length, and every 9.x Linux single-file host
+/// names a libcoreclr.so of its own build (but 9.0.16, whose runtime pack NuGet does not
+/// serve).
+#[test]
+fn the_net9_dac_table_map_is_the_descriptors() {
+    use clrdata::discovery::supplement::{anchors_of, DAC_TABLE_GLOBALS_NET9_UNIX as MAP};
+    let indirect = |d: &index::Build| -> Vec<String> {
+        let main = d.main_descriptor().expect("a descriptor");
+        let n = main.pointer_data.len() as u64;
+        let own: Vec<u64> = (0..n).collect();
+        let p = descriptor::parse(main.json_text().as_bytes(), &own).unwrap();
+        p.globals
+            .iter()
+            .filter(|(_, g)| g.indirect)
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let table_size = |b: &index::Build| {
+        b.exports
+            .iter()
+            .find(|x| x.name == "g_dacTable")
+            .map(|x| x.size)
+    };
+    let mut mapped: Vec<&str> = MAP.globals.iter().map(|g| g.global).collect();
+    mapped.sort();
+    assert_eq!(
+        MAP.globals
+            .iter()
+            .find(|g| g.global == "ThreadStore")
+            .map(|g| g.index),
+        Some(anchors_of(MAP.family).unwrap().thread_store_index)
+    );
+    let idx = buildindex::index().unwrap();
+    let (mut runtimes, mut hosts) = (0, 0);
+    for b in idx.builds() {
+        if !b.package_version.starts_with("9.") {
+            continue;
+        }
+        match b.kind {
+            ModuleKind::LibCoreClr => {
+                assert_eq!(indirect(b), mapped, "{}", index::describe(b));
+                assert_eq!(
+                    table_size(b),
+                    Some(8 * MAP.entries),
+                    "{}",
+                    index::describe(b)
+                );
+                runtimes += 1;
+            }
+            ModuleKind::SingleFileHostElf => {
+                assert!(b.main_descriptor().is_none(), "{}", index::describe(b));
+                assert_eq!(
+                    table_size(b),
+                    Some(8 * MAP.entries),
+                    "{}",
+                    index::describe(b)
+                );
+                let ri = b.runtime_info.as_ref().expect("DotNetRuntimeInfo");
+                match buildindex::lookup(buildindex::Identity::ElfBuildId(&ri.runtime_module_index))
+                    .unwrap()
+                {
+                    Some(rb) => {
+                        assert_eq!(rb.kind, ModuleKind::LibCoreClr);
+                        assert_eq!((&rb.file_version, &rb.commit), (&b.file_version, &b.commit));
+                    }
+                    None => assert_eq!(b.package_version, "9.0.16", "{}", index::describe(b)),
+                }
+                hosts += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        runtimes >= 6 && hosts >= 7,
+        "{runtimes} runtimes, {hosts} hosts"
+    );
+    // Against the tables the processes filled.
+    let mut checked = 0;
+    for e in tests::all() {
+        if e.family() != 9 || e.os() != "linux" {
+            continue;
+        }
+        let d = Dump::open_with(&e.dump_path(), &bare()).expect("open");
+        let Some((m, b)) = d.modules().iter().find_map(|m| {
+            index::build_of(m, &[ModuleKind::LibCoreClr])
+                .ok()
+                .map(|b| (m, b))
+        }) else {
+            continue; // a single-file app: checked through its truths
+        };
+        let main = b.main_descriptor().unwrap();
+        let pd = main.pointer_data_at(m.base);
+        let by_index = descriptor::parse(
+            main.json_text().as_bytes(),
+            &(0..pd.len() as u64).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let table = m.base + b.export("g_dacTable").unwrap();
+        for g in MAP.globals {
+            let k = by_index.global_number(g.global).unwrap() as usize;
+            let want = pd[k].expect("an RVA");
+            let v = d
+                .read_u64(table + 8 * g.index)
+                .unwrap_or_else(|_| panic!("{}: g_dacTable[{}] not in the dump", e.name, g.index));
+            let at = if v >= m.base { v } else { m.base + v };
+            assert_eq!(
+                at + g.offset,
+                want,
+                "{}: {} ({}) at g_dacTable[{}]",
+                e.name,
+                g.global,
+                g.dac_var,
+                g.index
+            );
+        }
+        checked += 1;
+    }
+    eprintln!("the .NET 9 map: {runtimes} runtimes, {hosts} hosts indexed; {checked} dumps");
+    assert!(checked >= 5, "only {checked} .NET 9 dumps of libcoreclr.so");
+}
+
+/// The single-file apps of 8 and 9 dumped by the pack's createdump run by hand (no DAC beside
+/// the app: `-nodac`, in `tests::pending()`) lack the host's data pages holding the runtime's
+/// globals: their runtime is found through the index (9: its release's descriptor through the
+/// host's g_dacTable, which the dump holds) and refused naming the global that is missing,
+/// inside the host, and why (createdump wrote without the DAC).
+#[test]
+fn single_file_dumps_made_without_the_dac_are_refused_saying_why() {
+    for name in ["hang-net8-single-nodac", "hang-net9-single-nodac"] {
+        let e = tests::entry(name);
+        let d = Dump::open_with(&e.dump_path(), &bare()).expect("open");
+        let host = d.bundles().first().expect("a single-file host").host_base;
+        let end = d
+            .modules()
+            .iter()
+            .find(|m| m.base == host)
+            .expect("the host")
+            .end;
+        match Runtime::discover_with_options(&d, &DiscoverOptions::clean_room()) {
+            Err(ClrError::While { context, error }) => {
+                assert!(
+                    context.contains("without the runtime's DAC"),
+                    "{name}: {context}"
+                );
+                match *error {
+                    ClrError::Read { addr, .. } => {
+                        assert!((host..end).contains(&addr), "{name}: {addr:#x}")
+                    }
+                    other => panic!("{name}: {other}"),
+                }
+            }
+            Err(other) => panic!("{name}: refused otherwise: {other}"),
+            Ok(rt) => panic!("{name}: read as {}", rt.info.version),
+        }
+    }
 }

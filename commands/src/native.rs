@@ -477,6 +477,9 @@ pub struct BundleListOut {
     pub file_count: Option<usize>,
     pub compressed_count: Option<usize>,
     pub mapped_count: usize,
+    /// How many of the bundled files createdump named (it renames the mapping of each managed
+    /// image's header page to the DAC's name for it, when it ran with the DAC).
+    pub named_by_createdump: usize,
 }
 
 #[derive(Serialize)]
@@ -527,6 +530,10 @@ pub struct ModuleOut {
     /// A mapping of a single-file host's bundled file that no manifest names.
     #[serde(skip)]
     pub unnamed_bundled: bool,
+    /// A bundled file no manifest names, named by createdump (its path is the app's folder
+    /// and that name).
+    #[serde(skip)]
+    pub named_by_createdump: bool,
     /// Where the bytes in `missing` come from (for the text).
     #[serde(skip)]
     pub missing_source: Option<dumpreader::FileSource>,
@@ -608,6 +615,13 @@ impl Render for ModulesResult {
                     md.mappings.first().map_or(0, |x| x.file_offset)
                 ));
             }
+            if mo.bundle.is_none() && mo.named_by_createdump {
+                path.push_str(&format!(
+                    "\n  a bundled file, from host file offset {:#x} (no manifest: named by \
+                     createdump)",
+                    md.mappings.first().map_or(0, |x| x.file_offset)
+                ));
+            }
             if let Some(b) = &mo.bundle {
                 let host = b.host.rsplit(['/', '\\']).next().unwrap_or(&b.host);
                 path.push_str(&format!(
@@ -653,8 +667,14 @@ impl Render for ModulesResult {
             )),
                 (None, Some(e)) => text.push_str(&format!(
                 "{host} is a .NET single-file host (bundle manifest at file offset {:#x}), but \
-                 the manifest could not be read: {e}\n",
-                b.header_offset
+                 the manifest could not be read: {e}{}\n",
+                b.header_offset,
+                match b.named_by_createdump {
+                    0 => String::new(),
+                    n => format!(
+                        "; createdump named {n} of its files (the names the runtime's DAC gave it)"
+                    ),
+                }
             )),
                 (None, None) => {}
             }
@@ -782,6 +802,10 @@ fn module_row(t: &dyn Target, g: &[&ModuleInfo], sources: &[dumpreader::FileSour
         missing: missing.map(MissingOut::of),
         info: md.clone(),
         unnamed_bundled: unnamed_bundled(t, md),
+        named_by_createdump: t
+            .bundles()
+            .iter()
+            .any(|hb| hb.manifest.is_err() && hb.recorded_name_of(md).is_some()),
         missing_source: missing.cloned(),
     }
 }
@@ -822,6 +846,7 @@ fn bundle_out(hb: &dumpreader::HostBundle, list_files: bool) -> BundleListOut {
         file_count: man.map(|m| m.entries.len()),
         compressed_count: man.map(|m| m.entries.iter().filter(|e| e.is_compressed()).count()),
         mapped_count: hb.placements.len(),
+        named_by_createdump: hb.recorded_names.len(),
     }
 }
 

@@ -47,6 +47,10 @@ pub struct HostBundle {
     /// How many mappings of the host file lie outside its image (bundled files mapped from
     /// it): none in a compressed bundle, whose files are inflated into anonymous memory.
     pub bundle_mappings: usize,
+    /// The bundled files createdump named (see [`createdump_name`]): (the file's offset in the
+    /// host file, its name as the runtime's DAC gave it), sorted by offset. Empty when
+    /// createdump ran without the DAC, and in cores of other writers.
+    pub recorded_names: Vec<(u64, String)>,
 }
 
 /// One mapping (image or flat) of a bundled file in the process.
@@ -72,6 +76,23 @@ impl HostBundle {
         Some((p, self.entry(p)?))
     }
 
+    /// The name createdump gave the bundled file `module` starts (see
+    /// [`HostBundle::recorded_names`]), when it is one of the host's mappings so named.
+    pub fn recorded_name_of(&self, module: &ModuleInfo) -> Option<&str> {
+        let first = module.mappings.first()?;
+        if first.path != self.host_path {
+            return None;
+        }
+        let at = first
+            .file_offset
+            .checked_add(module.base.checked_sub(first.start)?)?;
+        let i = self
+            .recorded_names
+            .binary_search_by_key(&at, |n| n.0)
+            .ok()?;
+        Some(self.recorded_names[i].1.as_str())
+    }
+
     /// The folder the bundled files' paths are relative to (the host's folder).
     pub fn app_dir(&self) -> &str {
         match self.host_path.rfind(['/', '\\']) {
@@ -79,6 +100,18 @@ impl HostBundle {
             None => "",
         }
     }
+}
+
+/// The name createdump gave a mapping, when it is one of its renamed managed-module mappings.
+///
+/// createdump, when it has the DAC, renames the mapping that holds each managed image's header
+/// page to the name the DAC gives the module (dotnet/runtime src/coreclr/debug/createdump
+/// crashinfo.cpp, `AddOrReplaceModuleMapping`); for an assembly bundled in a single-file host
+/// that name is the bundle-relative file name, not a path, although the mapping is of the host
+/// file. The kernel records every mapped file by its absolute path (`/memfd:...` included), so
+/// a name without a directory is such a rename.
+pub fn createdump_name(path: &str) -> Option<&str> {
+    (!path.is_empty() && !path.contains(['/', '\\'])).then_some(path)
 }
 
 pub(crate) struct Built {
@@ -124,10 +157,27 @@ pub(crate) fn build(d: &Dump, mappings: &[FileMapping], opts: &OpenOptions) -> B
         }
         e.push(m);
     }
+    // createdump's renamed mappings last: a single-file host takes back those of its file.
+    order.sort_by_key(|p| createdump_name(p).is_some());
+    let renamed: Vec<&FileMapping> = mappings
+        .iter()
+        .filter(|m| createdump_name(&m.path).is_some())
+        .collect();
+    let mut taken_back: std::collections::HashSet<u64> = Default::default();
     let mut out = Vec::new();
     let mut bundles = Vec::new();
     for path in order {
-        let maps = &by_path[path];
+        let own: Vec<&FileMapping> = by_path[path]
+            .iter()
+            .copied()
+            .filter(|m| !taken_back.contains(&m.start))
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        // The host's own mappings, with those createdump renamed given back to it (step 2).
+        let mut given_back: Vec<FileMapping> = Vec::new();
+        let mut maps: Vec<&FileMapping> = own;
         let mut taken = vec![false; maps.len()];
         // 1. ELF images: the mappings within each one's PT_LOAD extent.
         let mut elf_heads = Vec::new();
@@ -167,18 +217,67 @@ pub(crate) fn build(d: &Dump, mappings: &[FileMapping], opts: &OpenOptions) -> B
                     .find(|m| m.base == *base && m.path == path)
                     .and_then(|m| m.identity.clone());
                 let Some(mut hb) =
-                    find_bundle(d, path, *base, *end, phdrs, *bias, identity, maps, opts)
+                    find_bundle(d, path, *base, *end, phdrs, *bias, identity, &maps, opts)
                 else {
                     continue;
                 };
+                // The bundled files lie in the host file after its ELF image and before the
+                // manifest: createdump's renamed mappings of those offsets are the host's. (A
+                // name createdump adds for an image it finds in no file mapping, as one
+                // inflated from a compressed bundle, has offset 0: not the host's.)
+                let image_end = phdrs
+                    .iter()
+                    .filter(|p| p.p_type == 1)
+                    .map(|p| p.p_offset.saturating_add(p.p_filesz))
+                    .max()
+                    .unwrap_or(0);
+                for m in &renamed {
+                    if m.file_offset >= image_end & !(PAGE - 1) && m.file_offset < hb.header_offset
+                    {
+                        if let Some(name) = createdump_name(&m.path) {
+                            if let Some(at) = pe_header_in_page(d, m) {
+                                hb.recorded_names.push((at, name.to_string()));
+                            }
+                        }
+                        taken_back.insert(m.start);
+                        given_back.push(FileMapping {
+                            path: path.to_string(),
+                            ..(*m).clone()
+                        });
+                    }
+                }
+                hb.recorded_names.sort();
+                hb.recorded_names.dedup();
+                if !given_back.is_empty() {
+                    let mut all: Vec<(&FileMapping, bool)> = maps
+                        .iter()
+                        .copied()
+                        .zip(taken.iter().copied())
+                        .chain(given_back.iter().map(|m| (m, false)))
+                        .collect();
+                    all.sort_by_key(|(m, _)| m.start);
+                    maps = all.iter().map(|(m, _)| *m).collect();
+                    taken = all.iter().map(|(_, t)| *t).collect();
+                }
                 hb.bundle_mappings = taken.iter().filter(|t| !**t).count();
                 match &hb.manifest {
                     Ok(man) => {
                         let dir = hb.app_dir().to_string();
-                        hb.placements = place_entries(d, &dir, man, maps, &mut taken, &mut out);
+                        hb.placements = place_entries(d, &dir, man, &maps, &mut taken, &mut out);
                     }
-                    // Unnamed: still one module per placement, never one spanning them all.
-                    Err(_) => place_unnamed(d, path, maps, &mut taken, &mut out),
+                    // Unnamed: still one module per placement, never one spanning them all; a
+                    // placement createdump named is named so.
+                    Err(_) => {
+                        let dir = hb.app_dir().to_string();
+                        place_unnamed(
+                            d,
+                            path,
+                            (&dir, &hb.recorded_names),
+                            &maps,
+                            &mut taken,
+                            &mut out,
+                        )
+                    }
                 }
                 bundles.push(hb);
                 break;
@@ -398,6 +497,7 @@ fn find_bundle(
                         manifest_source: format!("dump memory at {a:#x}"),
                         placements: Vec::new(),
                         bundle_mappings: 0,
+                        recorded_names: Vec::new(),
                     })
                 }
                 Err(e) => why.push(Refusal::ManifestInMemory {
@@ -455,6 +555,7 @@ fn find_bundle(
         manifest_source: source,
         placements: Vec::new(),
         bundle_mappings: 0,
+        recorded_names: Vec::new(),
     })
 }
 
@@ -693,57 +794,96 @@ fn place_entries(
     placements
 }
 
+/// Where a PE header lies in the first page of mapping `m`, as an offset in its file, when
+/// the dump holds that page (a bundled file need not start at a page: the single-file bundler
+/// aligns assemblies to 16 bytes on Linux).
+fn pe_header_in_page(d: &Dump, m: &FileMapping) -> Option<u64> {
+    let page = read_present(d, m.start, PAGE.min(m.end - m.start));
+    (0..page.len().saturating_sub(1))
+        .step_by(16)
+        .find(|&i| {
+            page[i..].starts_with(b"MZ")
+                && image::pe_identity(&d.raw(), m.start + i as u64).is_some()
+        })
+        .map(|i| m.file_offset + i as u64)
+}
+
 /// Without the manifest: the host's other mappings as one module per placement (a run of
 /// mappings whose file offsets go on rising, without a wide gap), of kind Pe when their first
-/// bytes are in the dump and are a PE header.
+/// bytes are in the dump and are a PE header. A placement whose file createdump named
+/// (`named`: the app's folder, and the bundled files' offsets in the host file with their
+/// names) is named `<folder>/<name>`, as the manifest would name it; the others keep the
+/// host's path.
 fn place_unnamed(
     d: &Dump,
     path: &str,
+    named: (&str, &[(u64, String)]),
     maps: &[&FileMapping],
     taken: &mut [bool],
     out: &mut Vec<ModuleInfo>,
 ) {
-    let mut runs: Vec<Vec<FileMapping>> = Vec::new();
+    let is_named = |at: u64| named.1.binary_search_by_key(&at, |n| n.0).is_ok();
+    // Runs, each with where its first mapping's PE header lies in the file.
+    let mut runs: Vec<(Option<u64>, Vec<FileMapping>)> = Vec::new();
     for (j, m) in maps.iter().enumerate() {
         if taken[j] {
             continue;
         }
         taken[j] = true;
-        let joins = runs.last().and_then(|r| r.last()).is_some_and(|p| {
+        let pe = pe_header_in_page(d, m);
+        let joins = runs.last().is_some_and(|(run_pe, r)| {
+            let Some(p) = r.last() else { return false };
             let contiguous_file = m.file_offset == p.file_offset + (p.end - p.start);
+            // A file createdump named starts its own run (unless this mapping continues the
+            // same image: a loaded image's sections may start with its header's bytes).
+            let other_named_file = pe.is_some_and(|at| is_named(at) && Some(at) != *run_pe);
             m.start >= p.end
                 && m.start - p.end <= PLACEMENT_GAP / 4
                 && m.file_offset >= p.file_offset
                 && (m.start > p.end || contiguous_file)
+                && !other_named_file
         });
         if joins {
-            if let Some(r) = runs.last_mut() {
+            if let Some((_, r)) = runs.last_mut() {
                 r.push((*m).clone());
             }
         } else {
-            runs.push(vec![(*m).clone()]);
+            runs.push((pe, vec![(*m).clone()]));
         }
     }
-    for mappings in runs {
+    for (pe, mappings) in runs {
         let first = &mappings[0];
         // A PE header lies within the first page when the file was mapped as an image.
         let mut base = first.start;
         let mut kind = ModuleKind::Other;
-        let page = read_present(d, first.start, PAGE.min(first.end - first.start));
-        if let Some(i) = (0..page.len().saturating_sub(1)).step_by(16).find(|&i| {
-            page[i..].starts_with(b"MZ")
-                && image::pe_identity(&d.raw(), first.start + i as u64).is_some()
-        }) {
-            base = first.start + i as u64;
+        let mut name = None;
+        if let Some(at) = pe {
+            base = first.start + (at - first.file_offset);
             kind = ModuleKind::Pe;
+            name = named
+                .1
+                .binary_search_by_key(&at, |n| n.0)
+                .ok()
+                .map(|i| named.1[i].1.as_str());
         }
         let end = mappings.iter().map(|m| m.end).max().unwrap_or(base);
         let identity = match kind {
             ModuleKind::Pe => image::pe_identity(&d.raw(), base),
             _ => None,
         };
+        let path = match name {
+            Some(n) => {
+                let sep = if named.0.contains('\\') && !named.0.contains('/') {
+                    '\\'
+                } else {
+                    '/'
+                };
+                format!("{}{sep}{n}", named.0)
+            }
+            None => path.to_string(),
+        };
         out.push(ModuleInfo {
-            path: path.to_string(),
+            path,
             base,
             end,
             kind,

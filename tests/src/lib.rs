@@ -76,9 +76,19 @@ impl Entry {
     /// Whether the dump holds the pages of the assemblies' images it loaded (their metadata,
     /// the ReadyToRun code the process touched): a gcore core leaves out unmodified file
     /// mappings, and a single-file app's assemblies live in its bundle (whose host file the
-    /// corpus does not carry).
+    /// corpus does not carry), so a dump of one holds what is read of them only where the
+    /// runtime's own DAC read the dump without any file (`memory_stats` of `<name>.dac.json`:
+    /// createdump had the DAC beside the app, the `hang-net*-single` dumps; not the `-nodac`
+    /// ones, made without it).
     pub fn images_in_dump(&self) -> bool {
-        self.kind() != "gcore" && !self.shape().starts_with("single-file")
+        match (self.kind(), self.shape().starts_with("single-file")) {
+            ("gcore", _) => false,
+            (_, false) => true,
+            (_, true) => {
+                self.dac["memory_stats"]["file_fallback_reads"].as_u64() == Some(0)
+                    && self.dac["memory_stats"]["failed_reads"].as_u64() == Some(0)
+            }
+        }
     }
 
     /// Whether every managed image's bytes can be read: in the dump ([`Entry::images_in_dump`]),
@@ -303,31 +313,18 @@ pub enum Shortfall {
 /// the reason. dumps/README.md ("Dumps for issues 24 and 27") says how each was made.
 pub fn pending() -> &'static [Pending] {
     use Shortfall::*;
-    const SINGLE: &str = "a single-file app dumped by its own runtime (dotnet-dump collect \
-        --type Heap, the DAC beside the app): the host's export table is only partly in the dump \
-        and the host file is on no machine but the one that made it, so no runtime is found \
-        (\"no .NET runtime found in the dump\"); the DAC, ClrMD and SOS read it; every corpus \
-        test would fail on it";
     const SINGLE_NODAC: &str = "a single-file app dumped by the pack's createdump --withheap \
-        run by hand (no --singlefile, no DAC beside the app): the host's data pages are not in \
-        it, so no runtime is found; the DAC lists the threads but reads neither the heap nor \
-        (8, 9) the stacks, so the manifest-against-DAC checks of tests/tests/truths.rs cannot \
-        hold on it either (dumps/README.md)";
-    const SINGLE_INDEXED: &str =
-        "a single-file app dumped by its own runtime (dotnet-dump collect \
-        --type Heap): its runtime is now found through the build index (the host's identity), but \
-        the stack walk still differs from the DAC's and info calls the app self-extracting";
+        run by hand (no --singlefile, no DAC beside the app): its runtime is found through the \
+        build index (9: with its release's descriptor through the host's g_dacTable), but the \
+        host's data pages holding AppDomain::m_pTheAppDomain are not in it, so the runtime is \
+        refused saying that createdump wrote it without the DAC; the DAC lists the threads but \
+        reads neither the heap nor (8, 9) the stacks, so the manifest-against-DAC checks of \
+        tests/tests/truths.rs cannot hold on it either (dumps/README.md)";
     const NODAC_NO_GC: &str = "a single-file app dumped by the pack's createdump --withheap by \
         hand: its runtime is now found through the build index, but the GC's own tables are not \
         in the dump, so the heap is refused (rightly: the DAC cannot read it either) and the \
         manifest-against-DAC checks cannot hold on it";
     &[
-        Pending {
-            name: "hang-net8-single",
-            issue: 24,
-            reason: SINGLE_INDEXED,
-            shortfall: StackWalk,
-        },
         Pending {
             name: "hang-net8-single-nodac",
             issue: 24,
@@ -335,22 +332,10 @@ pub fn pending() -> &'static [Pending] {
             shortfall: NoRuntime,
         },
         Pending {
-            name: "hang-net9-single",
-            issue: 24,
-            reason: SINGLE,
-            shortfall: NoRuntime,
-        },
-        Pending {
             name: "hang-net9-single-nodac",
             issue: 24,
             reason: SINGLE_NODAC,
             shortfall: NoRuntime,
-        },
-        Pending {
-            name: "hang-net10-single",
-            issue: 24,
-            reason: SINGLE_INDEXED,
-            shortfall: StackWalk,
         },
         Pending {
             name: "hang-net10-single-nodac",
@@ -867,6 +852,39 @@ pub fn open_options() -> dumpreader::OpenOptions {
     }
 }
 
+/// The NuGet package cache (`$NUGET_PACKAGES`, else `~/.nuget/packages`).
+pub fn nuget_packages() -> Option<PathBuf> {
+    std::env::var_os("NUGET_PACKAGES")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".nuget/packages")))
+}
+
+/// The file of the NuGet pack whose build `module` is, by the build index (exact identity:
+/// libcoreclr.so or coreclr.dll of a runtime pack, the singlefilehost of a Host pack, which a
+/// single-file app's executable is with its bundle appended), when the package is in the
+/// cache and the file's own identity equals the dump's. A truth for what the module's image
+/// holds (its `.rodata`) that the dump lacks, where the app's own file is not on this machine.
+/// `None` in the [`clean_room`].
+pub fn pack_file_of(module: &dumpreader::ModuleInfo) -> Option<PathBuf> {
+    use clrdata::discovery::index;
+    if clean_room() {
+        return None;
+    }
+    let kinds = [
+        index::ModuleKind::LibCoreClr,
+        index::ModuleKind::CoreClrDll,
+        index::ModuleKind::SingleFileHostElf,
+        index::ModuleKind::SingleFileHostPe,
+    ];
+    let b = index::build_of(module, &kinds).ok()?;
+    let p = nuget_packages()?
+        .join(b.package.to_lowercase())
+        .join(&b.package_version)
+        .join(&b.path);
+    let bytes = fs::read(&p).ok()?;
+    (module.identity.is_some() && dumpreader::file_identity(&bytes) == module.identity).then_some(p)
+}
+
 impl Entry {
     /// The folders of the runtime's own files for this dump's runtime (its managed assemblies
     /// and native libraries), when this machine has them: the .NET 8.0.4 framework from
@@ -888,10 +906,7 @@ impl Entry {
         } else {
             "linux-x64"
         };
-        let packages = std::env::var_os("NUGET_PACKAGES")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".nuget/packages")));
-        let Some(packages) = packages else {
+        let Some(packages) = nuget_packages() else {
             return Vec::new();
         };
         let root = packages

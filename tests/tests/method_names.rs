@@ -166,15 +166,20 @@ fn method_desc_sizes_equal_the_runtimes_size_table() {
             let img = d
                 .module_image(module)
                 .unwrap_or_else(|err| panic!("{}: runtime image: {err}", e.name));
-            let (dumpreader::ImageSource::File(path), dumpreader::ImageFormat::Elf(elf)) =
-                (&img.source, &img.format)
-            else {
+            // The image file, else (a single-file app's host, on no machine but the one that
+            // made the dump) the NuGet pack's file of the same build id.
+            let path = match &img.source {
+                dumpreader::ImageSource::File(path) => Some(path.clone()),
+                _ => tests::pack_file_of(module),
+            };
+            let (Some(path), dumpreader::ImageFormat::Elf(elf)) = (path, &img.format) else {
                 // A Windows minidump: coreclr.dll's pages are in the dump.
                 panic!(
                     "{}: the size table is neither in the dump nor in a file",
                     e.name
                 );
             };
+            let path = &path;
             let overlay =
                 clrdata::discovery::descriptor::ElfFileOverlay::new(&d, path, elf.load_bias)
                     .unwrap_or_else(|| panic!("{}: {} unreadable", e.name, path.display()));

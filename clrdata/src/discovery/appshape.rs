@@ -56,6 +56,8 @@ pub struct BundleInfo {
     pub manifest_source: String,
     /// Why the manifest could not be read, if so.
     pub manifest_error: Option<String>,
+    /// How many bundled files createdump named (it had the DAC).
+    pub named_by_createdump: usize,
 }
 
 fn dir_of(path: &str) -> &str {
@@ -152,11 +154,24 @@ pub fn dump_kind(target: &dyn Target, rt: Option<&RuntimeInfo>) -> Option<DumpKi
     };
     let single_file_host =
         rt.is_some_and(|r| r.host == RuntimeHost::SingleFile) || !target.bundles().is_empty();
+    // createdump names the bundled assemblies' mappings only when it has the DAC.
+    let named_by_createdump: usize = target
+        .bundles()
+        .iter()
+        .map(|b| b.recorded_names.len())
+        .sum();
     if data == Some(false) {
         description.push_str(
             "; none of the runtime's initialised data pages is in the dump: CLR commands \
              cannot read the runtime's state",
         );
+    } else if k.producer == dumpreader::DumpProducer::Createdump && named_by_createdump > 0 {
+        // A single-file app's runtime writes its dump itself (diagnostics IPC, or a crash)
+        // and, with the DAC beside the app, as the DAC directs.
+        description.push_str(&format!(
+            "; createdump had the DAC (it named {named_by_createdump} of the bundled \
+             assemblies' mappings by the DAC's names): the memory the DAC reads is in it"
+        ));
     } else if k.producer == dumpreader::DumpProducer::Createdump && single_file_host {
         // Seen with the createdump of .NET 8.0.33 and 10.0.12: "InitializeDAC: coreclr not
         // found; not using DAC".
@@ -204,14 +219,17 @@ pub fn app_shape(
             None => "no .NET runtime found in it".to_string(),
         };
         // A self-extracting bundle (IncludeAllContentForSelfExtract): the host extracted its
-        // files to a folder and the runtime maps the assemblies from there, CoreLib first.
+        // files to a folder and the runtime maps the assemblies from there, CoreLib first. A
+        // CoreLib mapped out of the host file (named by the manifest or by createdump) is not
+        // extracted.
         let extracted_to = target
             .modules()
             .iter()
             .find(|m| {
                 m.name().eq_ignore_ascii_case("System.Private.CoreLib.dll")
                     && m.path != hb.host_path
-                    && !m.path.is_empty()
+                    && m.path.contains(['/', '\\'])
+                    && !m.mappings.iter().any(|x| x.path == hb.host_path)
             })
             .map(|m| dir_of(&m.path).to_string());
         // Without the manifest: a compressed bundle maps none of its files from the host.
@@ -245,9 +263,13 @@ pub fn app_shape(
                  readable: give the host file with --image-path)",
             ),
             None => description.push_str(&format!(
-                "; {} mappings of bundled files (manifest not readable: give the host file with \
-                 --image-path)",
-                hb.bundle_mappings
+                "; {} mappings of bundled files{} (manifest not readable: give the host file \
+                 with --image-path)",
+                hb.bundle_mappings,
+                match hb.recorded_names.len() {
+                    0 => String::new(),
+                    n => format!(", {n} of its files named by createdump"),
+                }
             )),
         }
         return AppShape {
@@ -266,6 +288,7 @@ pub fn app_shape(
                 mapped_files: hb.placements.len(),
                 manifest_source: hb.manifest_source.clone(),
                 manifest_error: hb.manifest.as_ref().err().map(|e| e.to_string()),
+                named_by_createdump: hb.recorded_names.len(),
             }),
         };
     }

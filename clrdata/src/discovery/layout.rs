@@ -1646,7 +1646,89 @@ pub struct MethodsLayout {
     pub stub_precode_type_offset: Option<u64>,
     /// `StubPrecode::Type` on x64 (the `mov r10` opcode byte) where nothing publishes it.
     pub stub_precode_type: u8,
+    /// Where the size of a stub code page is published (a u32,
+    /// `PlatformMetadata.PrecodeMachineDescriptor + PrecodeMachineDescriptor.StubCodePageSize`
+    /// from the descriptor's `PlatformMetadata` global, .NET 10); `None`: the fixed
+    /// [`MethodsLayout::stub_code_page_size`].
+    pub stub_code_page_size_offset: Option<u64>,
+    /// The runtime's interleaved stubs (precodes, call counting stubs) keep their data a stub
+    /// code page after their code (`GetStubCodePageSize()`: 16 KB on x64): where nothing
+    /// publishes it.
+    pub stub_code_page_size: u64,
+    /// Where a method's code versions are (tiered compilation), when known for the family.
+    pub code_versions: Option<CodeVersionsLayout>,
 }
+
+/// A method's native code versions (codeversion.h; the cDAC's CodeVersions contract): its
+/// `MethodDescVersioningState` {m_pMethodDesc, m_flags, .., the first `NativeCodeVersionNode`}
+/// and the nodes {m_pNativeCode, m_pMethodDesc, m_parentId (the IL version), the next node,
+/// .., m_flags}. The active version is the default one (the MethodDesc's own code) when the
+/// method has no state or its flags have IsDefaultVersionActiveChild, else the node of the
+/// IL version whose flags have IsActiveChild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeVersionsLayout {
+    /// Where the runtime keeps a method's state.
+    pub states: VersioningStates,
+    /// `MethodDescVersioningState::m_pMethodDesc`.
+    pub state_method_desc: u64,
+    /// `MethodDescVersioningState::m_flags` (a byte).
+    pub state_flags: u64,
+    /// `MethodDescVersioningState::m_pFirstVersionNode`.
+    pub state_first_node: u64,
+    /// `NativeCodeVersionNode::m_pNativeCode`.
+    pub node_native_code: u64,
+    /// `NativeCodeVersionNode::m_pMethodDesc`.
+    pub node_method_desc: u64,
+    /// `NativeCodeVersionNode::m_parentId` (the ReJIT id of its IL version; 0: the default).
+    pub node_il_version: u64,
+    /// `NativeCodeVersionNode::m_pNextMethodDescSibling`.
+    pub node_next: u64,
+    /// `NativeCodeVersionNode::m_flags` (a u32).
+    pub node_flags: u64,
+}
+
+/// `MethodDescVersioningStateFlags::IsDefaultVersionActiveChildFlag`.
+pub const DEFAULT_VERSION_ACTIVE_CHILD: u8 = 0x4;
+/// `NativeCodeVersionNode::IsActiveChildFlag`.
+pub const NATIVE_CODE_VERSION_ACTIVE_CHILD: u32 = 0x1;
+
+/// Where a method's `MethodDescVersioningState` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersioningStates {
+    /// .NET 8: `CodeVersionManager::m_methodDescVersioningStateMap`, an SHash {element_t*
+    /// m_table, count_t m_tableSize, m_tableCount, ..} of state pointers (0 empty, -1
+    /// deleted), in the AppDomain (`BaseDomain::m_codeVersionManager`), at `method_descs`;
+    /// `il_versions` is the same manager's `m_ilCodeVersioningStateMap`, whose count must be 0
+    /// (no method has an explicit IL version) for the default IL version to be every method's
+    /// active one.
+    AppDomainHash { il_versions: u64, method_descs: u64 },
+    /// .NET 9 and later: `MethodDesc::m_codeData` (`MethodDescCodeData`), whose
+    /// `VersioningState` is the state.
+    CodeData {
+        method_desc: u64,
+        versioning_state: u64,
+    },
+}
+
+/// .NET 8 on Linux (8.0.4 and 8.0.33): the AppDomain's CodeVersionManager at +0x9C0, its two
+/// SHashes of 24 bytes; the state and node layouts as the 10 descriptor publishes them. Found
+/// on hang-net8-single (the state of String.Equals, its explicit node active with the DAC's
+/// native code); each corpus .NET 8 dump's table holds only readable states; checked by
+/// commands/tests/methods.rs (`dumpmt -md` equals the DAC's JIT state and native code).
+pub const CODE_VERSIONS_NET8_LINUX: CodeVersionsLayout = CodeVersionsLayout {
+    states: VersioningStates::AppDomainHash {
+        il_versions: 0x9C0,
+        method_descs: 0x9D8,
+    },
+    state_method_desc: 0,
+    state_flags: 8,
+    state_first_node: 16,
+    node_native_code: 0,
+    node_method_desc: 8,
+    node_il_version: 16,
+    node_next: 24,
+    node_flags: 52,
+};
 
 /// .NET 8 (x64): `method.hpp` v8.0.4; every size checked by the MethodDescChunk walk
 /// (`repl/tests/methods.rs`: each MethodDesc's m_chunkIndex equals its offset).
@@ -1663,12 +1745,19 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     module_available_type_params: Some(0x3c8),
     stub_precode_type_offset: None,
     stub_precode_type: 0x4C,
+    // FixupPrecode's `jmp [rip+0x3ffa]` reaches its data 0x4000 on; the call counting stubs
+    // of hang-net8-single keep {cell, target, threshold stub} as far on (the DAC's native code).
+    stub_code_page_size_offset: None,
+    stub_code_page_size: 0x4000,
+    code_versions: Some(CODE_VERSIONS_NET8_LINUX),
 };
 
 /// .NET 8 on Windows: as Linux; `m_pAvailableParamTypes` not verified (no Windows .NET 8
 /// truth for it), so refused.
 pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
     module_available_type_params: None,
+    // The AppDomain's layout on Windows is not verified.
+    code_versions: None,
     ..METHODS_NET8_LINUX
 };
 #[cfg(test)]

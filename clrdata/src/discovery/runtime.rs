@@ -679,6 +679,21 @@ fn resource_product_version<T: Target + ?Sized>(
     parse_sccsid(&s)
 }
 
+/// A single-file host in a createdump dump made without the DAC (createdump names the bundled
+/// assemblies' mappings only with it): (its file name, its image's extent).
+fn no_dac_single_file_host<T: Target + ?Sized>(target: &T) -> Option<(String, u64, u64)> {
+    let kind = target.dump_kind()?;
+    if kind.producer != dumpreader::DumpProducer::Createdump {
+        return None;
+    }
+    let hb = target.bundles().first()?;
+    if !hb.recorded_names.is_empty() {
+        return None;
+    }
+    let m = target.modules().iter().find(|m| m.base == hb.host_base)?;
+    Some((m.name().to_owned(), m.base, m.end))
+}
+
 impl<M: Memory> Runtime<M> {
     /// Finds the runtime, chooses its layout, resolves the globals and runs the sanity checks.
     ///
@@ -714,7 +729,30 @@ impl<M: Memory> Runtime<M> {
             },
             _ => e,
         };
-        let mut rt = Self::discover_in(target, corelib_version, opts).map_err(explain)?;
+        // createdump without the DAC (run by hand on a single-file app: it finds no
+        // libcoreclr.so there) saves few of the host's data pages: the runtime's globals that
+        // are not in the dump are said to be missing for that reason.
+        let no_dac_host = no_dac_single_file_host(&target);
+        let explain_host = |e: ClrError| match (&e, no_dac_host) {
+            (ClrError::Read { addr, .. }, Some((host, start, end)))
+                if (start..end).contains(addr) =>
+            {
+                ClrError::While {
+                    context: format!(
+                        "the runtime's own data in {host} is not in this dump: createdump wrote \
+                         it without the runtime's DAC (run by hand on a single-file app, it \
+                         finds no libcoreclr.so there; the app's own dump request, as \
+                         dotnet-dump collect makes it, with the DAC beside the app, createdump \
+                         --full or gdb gcore save that data)"
+                    ),
+                    error: Box::new(e),
+                }
+            }
+            _ => e,
+        };
+        let mut rt = Self::discover_in(target, corelib_version, opts)
+            .map_err(explain_host)
+            .map_err(explain)?;
         rt.dump_problems = problems;
         // A core lacking the PE headers of its assemblies: their files, checked against the
         // runtime's own records, fill what it lacks.
@@ -1686,10 +1724,15 @@ fn find_descriptor<T: Target + ?Sized>(
                     )?;
                     return Ok((d, source(LayoutFrom::BuildIndex, index::describe(b))));
                 }
-                None => tried.push(SourceTried {
-                    from: LayoutFrom::BuildIndex,
-                    why: format!("{} has no {}", index::describe(b), desc::EXPORT_NAME),
-                }),
+                // A .NET 9 single-file host: its release's libcoreclr.so descriptor, the
+                // globals through its own g_dacTable.
+                None => match descriptor_through_dac_table(target, module, info, b) {
+                    Ok((d, detail)) => return Ok((d, source(LayoutFrom::BuildIndex, detail))),
+                    Err(why) => tried.push(SourceTried {
+                        from: LayoutFrom::BuildIndex,
+                        why: format!("{} has no {}{why}", index::describe(b), desc::EXPORT_NAME),
+                    }),
+                },
             },
             Err(miss) => tried.push(SourceTried {
                 from: LayoutFrom::BuildIndex,
@@ -1767,6 +1810,265 @@ fn find_descriptor<T: Target + ?Sized>(
         tried,
         needed: layout_needed(info, module, opts),
     })
+}
+
+/// Why a runtime image without a contract descriptor of its own got none through its
+/// `g_dacTable` ([`descriptor_through_dac_table`]). Displayed as a clause that follows "has no
+/// DotNetRuntimeContractDescriptor".
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DacTableMiss {
+    /// No map of the family's descriptor globals to table entries is known (only .NET 9's
+    /// Linux single-file host needs one).
+    NoMap,
+    /// The index holds no `DotNetRuntimeInfo` of the host.
+    NoRuntimeInfo,
+    /// The libcoreclr.so the host's `DotNetRuntimeInfo` names is not indexed.
+    RuntimeNotIndexed { id: String },
+    /// The named libcoreclr.so is of another build than the host.
+    OtherBuild {
+        runtime: String,
+        runtime_build: String,
+        host_build: String,
+    },
+    /// The named libcoreclr.so publishes no descriptor either.
+    NoDescriptor { runtime: String },
+    /// The host exports no g_dacTable.
+    NoTable { host: String },
+    /// A table of another length than the map's: another order.
+    TableLength {
+        host: u64,
+        runtime: String,
+        runtime_entries: u64,
+        known: u64,
+        family: layout::Family,
+    },
+    /// The libcoreclr.so descriptor does not parse.
+    Descriptor {
+        runtime: String,
+        error: crate::discovery::descriptor::DescriptorError,
+    },
+    /// The descriptor names an indirect global the map lacks.
+    Unmapped {
+        runtime: String,
+        global: String,
+        family: layout::Family,
+    },
+    /// The table entry is not in the dump.
+    EntryAbsent {
+        index: u64,
+        var: &'static str,
+        slot: u64,
+    },
+    /// The table entry holds no address in the host.
+    NotAnAddress {
+        index: u64,
+        var: &'static str,
+        slot: u64,
+        value: u64,
+        module: String,
+        start: u64,
+        end: u64,
+    },
+}
+
+impl std::fmt::Display for DacTableMiss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DacTableMiss::NoMap => Ok(()),
+            DacTableMiss::NoRuntimeInfo => f.write_str(
+                "; its DotNetRuntimeInfo (naming its release's libcoreclr.so) is not indexed",
+            ),
+            DacTableMiss::RuntimeNotIndexed { id } => write!(
+                f,
+                "; the libcoreclr.so its DotNetRuntimeInfo names ({id}) is not among the indexed \
+                 builds, so no descriptor of its release is known"
+            ),
+            DacTableMiss::OtherBuild {
+                runtime,
+                runtime_build,
+                host_build,
+            } => write!(
+                f,
+                "; its DotNetRuntimeInfo names {runtime}, of another build ({runtime_build}; the \
+                 host {host_build})"
+            ),
+            DacTableMiss::NoDescriptor { runtime } => write!(f, "; {runtime} has none either"),
+            DacTableMiss::NoTable { host } => write!(f, "; {host} exports no g_dacTable"),
+            DacTableMiss::TableLength {
+                host,
+                runtime,
+                runtime_entries,
+                known,
+                family,
+            } => write!(
+                f,
+                "; its g_dacTable has {host} entries and {runtime}'s {runtime_entries}, not the \
+                 {known} whose order is known for {family:?}"
+            ),
+            DacTableMiss::Descriptor { runtime, error } => {
+                write!(f, "; {runtime}'s descriptor: {error}")
+            }
+            DacTableMiss::Unmapped {
+                runtime,
+                global,
+                family,
+            } => write!(
+                f,
+                "; {runtime}'s descriptor names the global {global}, whose g_dacTable entry is \
+                 not known for {family:?}"
+            ),
+            DacTableMiss::EntryAbsent { index, var, slot } => write!(
+                f,
+                "; its g_dacTable entry {index} ({var}) at {slot:#x} is not in the dump"
+            ),
+            DacTableMiss::NotAnAddress {
+                index,
+                var,
+                slot,
+                value,
+                module,
+                start,
+                end,
+            } => write!(
+                f,
+                "; its g_dacTable entry {index} ({var}) at {slot:#x} holds {value:#x}, not an \
+                 address in {module} ({start:#x}..{end:#x})"
+            ),
+        }
+    }
+}
+
+/// The contract descriptor of a runtime image that publishes none but holds `g_dacTable` (the
+/// .NET 9 single-file host of Linux): the descriptor of the libcoreclr.so its own
+/// `DotNetRuntimeInfo` names (the runtime pack's module of the same release, by exact
+/// identity in the build index), with each indirect global's address read from the image's
+/// own table, filled by the process, at the entry the family's map gives
+/// ([`crate::discovery::supplement::dac_table_globals_of`]); with where it came from.
+fn descriptor_through_dac_table<T: Target + ?Sized>(
+    target: &T,
+    module: &ModuleInfo,
+    info: &RuntimeInfo,
+    host: &'static index::Build,
+) -> std::result::Result<(crate::discovery::descriptor::ContractDescriptor, String), DacTableMiss> {
+    use crate::discovery::descriptor as desc;
+    use crate::discovery::supplement;
+    let windows = matches!(target.info().os, Os::Windows);
+    let map = info
+        .major()
+        .and_then(supplement::family_of_major)
+        .and_then(|f| supplement::dac_table_globals_of(f, windows))
+        .filter(|_| host.kind.is_single_file_host())
+        .ok_or(DacTableMiss::NoMap)?;
+    let ri = host
+        .runtime_info
+        .as_ref()
+        .ok_or(DacTableMiss::NoRuntimeInfo)?;
+    let id = buildindex::Identity::ElfBuildId(&ri.runtime_module_index);
+    let rb = buildindex::lookup(id)
+        .ok()
+        .flatten()
+        .filter(|rb| rb.kind == index::ModuleKind::LibCoreClr)
+        .ok_or_else(|| DacTableMiss::RuntimeNotIndexed { id: id.to_string() })?;
+    if (rb.file_version.as_str(), rb.commit.as_str())
+        != (host.file_version.as_str(), host.commit.as_str())
+    {
+        return Err(DacTableMiss::OtherBuild {
+            runtime: index::describe(rb),
+            runtime_build: format!("{} {}", rb.file_version, rb.commit),
+            host_build: format!("{} {}", host.file_version, host.commit),
+        });
+    }
+    let main = rb
+        .main_descriptor()
+        .ok_or_else(|| DacTableMiss::NoDescriptor {
+            runtime: index::describe(rb),
+        })?;
+    let table_of = |b: &index::Build| {
+        b.exports
+            .iter()
+            .find(|e| e.name == "g_dacTable")
+            .map(|e| (e.rva, e.size))
+    };
+    let (table_rva, host_size) = table_of(host).ok_or_else(|| DacTableMiss::NoTable {
+        host: index::describe(host),
+    })?;
+    let rb_size = table_of(rb).map_or(0, |t| t.1);
+    if host_size != 8 * map.entries || rb_size != 8 * map.entries {
+        return Err(DacTableMiss::TableLength {
+            host: host_size / 8,
+            runtime: index::describe(rb),
+            runtime_entries: rb_size / 8,
+            known: map.entries,
+            family: map.family,
+        });
+    }
+    let bad_json = |error| DacTableMiss::Descriptor {
+        runtime: index::describe(rb),
+        error,
+    };
+    // Which pointer_data index each indirect global uses: the JSON read with pointer_data
+    // holding its own indices.
+    let n = main.pointer_data.len();
+    let own: Vec<u64> = (0..n as u64).collect();
+    let shape = desc::parse(main.json_text().as_bytes(), &own).map_err(bad_json)?;
+    let table = module.base.wrapping_add(table_rva);
+    let image_end = module.base.wrapping_add(host.image_size);
+    let mut pointer_data = vec![0u64; n];
+    for (name, g) in &shape.globals {
+        let desc::GlobalValue::Number(k) = g.value else {
+            continue;
+        };
+        if !g.indirect {
+            continue;
+        }
+        let e = map
+            .globals
+            .iter()
+            .find(|e| e.global == name.as_str())
+            .ok_or_else(|| DacTableMiss::Unmapped {
+                runtime: index::describe(rb),
+                global: name.clone(),
+                family: map.family,
+            })?;
+        let slot = table.wrapping_add(8 * e.index);
+        let v = target
+            .read_u64(slot)
+            .map_err(|_| DacTableMiss::EntryAbsent {
+                index: e.index,
+                var: e.dac_var,
+                slot,
+            })?;
+        // The process stores addresses (an RVA is taken as one, as the anchors do).
+        let addr = if v >= module.base && v < image_end {
+            v
+        } else if v != 0 && v < host.image_size {
+            module.base.wrapping_add(v)
+        } else {
+            return Err(DacTableMiss::NotAnAddress {
+                index: e.index,
+                var: e.dac_var,
+                slot,
+                value: v,
+                module: info.module_name.clone(),
+                start: module.base,
+                end: image_end,
+            });
+        };
+        if let Some(p) = pointer_data.get_mut(k as usize) {
+            *p = addr.wrapping_add(e.offset);
+        }
+    }
+    let d = desc::parse(main.json_text().as_bytes(), &pointer_data).map_err(bad_json)?;
+    Ok((
+        d,
+        format!(
+            "the descriptor of {} (the release its DotNetRuntimeInfo names), its {} globals \
+             through the g_dacTable of {}",
+            index::describe(rb),
+            map.globals.len(),
+            index::describe(host)
+        ),
+    ))
 }
 
 /// .NET 11's globals, every one from its contract descriptor: the runtime's own and the GC's

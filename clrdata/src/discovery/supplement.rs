@@ -166,6 +166,146 @@ pub fn anchors_of(family: Family) -> Option<DacTableAnchors> {
     }
 }
 
+/// A contract descriptor global located through `g_dacTable`: the entry holding its address
+/// (see [`DacTableGlobals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DacTableGlobal {
+    /// The descriptor's name for it (`ThreadStore`).
+    pub global: &'static str,
+    /// The table's (dacvars.h's) name for the variable (`ThreadStore__s_pThreadStore`).
+    pub dac_var: &'static str,
+    /// The entry's index in the table.
+    pub index: u64,
+    /// Bytes past the variable's address: the descriptor's `ObjectArrayMethodTable` is
+    /// `&g_pPredefinedArrayTypes[ELEMENT_TYPE_OBJECT]`, the entry locates the array.
+    pub offset: u64,
+}
+
+/// Where, in a build's `g_dacTable`, each global of its family's contract descriptor lies:
+/// for a runtime that holds the table but publishes no descriptor of its own.
+///
+/// The .NET 9 single-file host of Linux (`singlefilehost`, the runtime linked into every
+/// single-file app) has no `DotNetRuntimeContractDescriptor`, while libcoreclr.so of the same
+/// release has one; both are built from the same sources, and their `g_dacTable`s (the
+/// runtime fills the table at startup with the address of every variable dacvars.h lists, in
+/// that order) have the same length. The descriptor of the release's libcoreclr.so (its JSON:
+/// the types' layouts and the direct globals) then serves the host, with each indirect
+/// global's address read from the host's own filled table at the index below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DacTableGlobals {
+    /// The family whose descriptors these are.
+    pub family: Family,
+    /// How many entries the table has (its export's size / 8): a table of another length is
+    /// another order, not read.
+    pub entries: u64,
+    /// Every indirect global of the family's descriptors.
+    pub globals: &'static [DacTableGlobal],
+}
+
+/// .NET 9 on Linux: the 13 indirect globals of the 9.0 descriptor (9.0.18 to 9.0.23, one JSON
+/// text) and their entries in the 158-entry `g_dacTable`. Found, and checked on every .NET 9
+/// dump of libcoreclr.so (9.0.22: the descriptor's pointer_data against the table the process
+/// filled, clrdata/tests/build_index.rs `the_net9_dac_table_map_is_the_descriptors`), and on
+/// the single-file host (hang-net9-single: every truth test of the corpus). In dacvars.h's
+/// order: ThreadStore at 16 as [`ANCHORS_NET9`] has it, then g_pFinalizerThread and
+/// g_pSuspensionThread; g_pObjectClass, g_pStringClass, g_pExceptionClass and
+/// g_pFreeObjectMethodTable among the class pointers; g_pSyncTable before
+/// SyncBlockCache::s_pSyncBlockCache; g_MiniMetaDataBuffMaxSize then its address.
+pub const DAC_TABLE_GLOBALS_NET9_UNIX: DacTableGlobals = DacTableGlobals {
+    family: Family::Net9,
+    entries: 158,
+    globals: &[
+        DacTableGlobal {
+            global: "ThreadStore",
+            dac_var: "ThreadStore__s_pThreadStore",
+            index: 16,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "FinalizerThread",
+            dac_var: "dac__g_pFinalizerThread",
+            index: 17,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "GCThread",
+            dac_var: "dac__g_pSuspensionThread",
+            index: 18,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "AppDomain",
+            dac_var: "AppDomain__m_pTheAppDomain",
+            index: 21,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "ArrayBoundsZero",
+            dac_var: "ArrayBase__s_arrayBoundsZero",
+            index: 29,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "ObjectMethodTable",
+            dac_var: "dac__g_pObjectClass",
+            index: 43,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "StringMethodTable",
+            dac_var: "dac__g_pStringClass",
+            index: 46,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "ExceptionMethodTable",
+            dac_var: "dac__g_pExceptionClass",
+            index: 50,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "FreeObjectMethodTable",
+            dac_var: "dac__g_pFreeObjectMethodTable",
+            index: 57,
+            offset: 0,
+        },
+        // ELEMENT_TYPE_OBJECT (0x1c) pointers into g_pPredefinedArrayTypes.
+        DacTableGlobal {
+            global: "ObjectArrayMethodTable",
+            dac_var: "dac__g_pPredefinedArrayTypes",
+            index: 61,
+            offset: 0x1c * 8,
+        },
+        DacTableGlobal {
+            global: "SyncTableEntries",
+            dac_var: "dac__g_pSyncTable",
+            index: 82,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "MiniMetaDataBuffMaxSize",
+            dac_var: "dac__g_MiniMetaDataBuffMaxSize",
+            index: 89,
+            offset: 0,
+        },
+        DacTableGlobal {
+            global: "MiniMetaDataBuffAddress",
+            dac_var: "dac__g_MiniMetaDataBuffAddress",
+            index: 90,
+            offset: 0,
+        },
+    ],
+};
+
+/// The g_dacTable map of a family's descriptor globals, where one is known (.NET 9 on Linux:
+/// the only runtime found without a descriptor of its own).
+pub fn dac_table_globals_of(family: Family, windows: bool) -> Option<&'static DacTableGlobals> {
+    match (family, windows) {
+        (Family::Net9, false) => Some(&DAC_TABLE_GLOBALS_NET9_UNIX),
+        _ => None,
+    }
+}
+
 /// The family a product major version belongs to, when this build has one for it.
 pub fn family_of_major(major: u32) -> Option<Family> {
     match major {
@@ -412,6 +552,19 @@ const SUPPLEMENT_NET9: Supplement = &[
 const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("Thread", "ThreadLocalDataPtr", 0x3a0),
     ("Module", "AvailableTypeParams", 808),
+    // Code versions (codeversion.h, method.hpp), as the 10 descriptor publishes them: found on
+    // hang-net9-single (String.Equals: MethodDesc+8 holds its MethodDescCodeData, whose first
+    // member is its MethodDescVersioningState, whose active node holds the DAC's native code);
+    // checked by commands/tests/methods.rs on every 9.0.22 dump with a methods truth.
+    ("MethodDesc", "CodeData", 8),
+    ("MethodDescCodeData", "VersioningState", 0),
+    ("MethodDescVersioningState", "Flags", 8),
+    ("MethodDescVersioningState", "NativeCodeVersionNode", 16),
+    ("NativeCodeVersionNode", "NativeCode", 0),
+    ("NativeCodeVersionNode", "MethodDesc", 8),
+    ("NativeCodeVersionNode", "ILVersionId", 16),
+    ("NativeCodeVersionNode", "Next", 24),
+    ("NativeCodeVersionNode", "Flags", 52),
 ];
 
 /// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
@@ -974,13 +1127,14 @@ pub const FRAME_VTABLES_NET9: usize = 125;
 /// types, the precode machine descriptor).
 fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
     let md = l.size("MethodDesc")?;
-    let platform_stub_type = match (
+    let platform = |field: &str| match (
         l.d.field("PlatformMetadata", "PrecodeMachineDescriptor"),
-        l.d.field("PrecodeMachineDescriptor", "StubPrecodeType"),
+        l.d.field("PrecodeMachineDescriptor", field),
     ) {
         (Some(a), Some(b)) => Some(a + b),
         _ => None,
     };
+    let platform_stub_type = platform("StubPrecodeType");
     Ok(layout::MethodsLayout {
         method_desc_sizes: [
             md,
@@ -1031,6 +1185,31 @@ fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
         module_available_type_params: l.field("Module", "AvailableTypeParams").ok(),
         stub_precode_type_offset: platform_stub_type,
         stub_precode_type: layout::METHODS_NET8_LINUX.stub_precode_type,
+        stub_code_page_size_offset: platform("StubCodePageSize"),
+        stub_code_page_size: layout::METHODS_NET8_LINUX.stub_code_page_size,
+        code_versions: code_versions(l),
+    })
+}
+
+/// A method's code versions on .NET 9+ (the CodeVersions contract's types: published by the
+/// 10 descriptor; .NET 9's by its supplement); `None` where a field is known nowhere.
+fn code_versions(l: &Lookup<'_>) -> Option<layout::CodeVersionsLayout> {
+    let f = |t, n| l.field(t, n).ok();
+    Some(layout::CodeVersionsLayout {
+        states: layout::VersioningStates::CodeData {
+            method_desc: f("MethodDesc", "CodeData")?,
+            versioning_state: f("MethodDescCodeData", "VersioningState")?,
+        },
+        // The 10 descriptor does not publish it (the cDAC reaches a state from its method):
+        // the first member, as on 8 (codeversion.h).
+        state_method_desc: 0,
+        state_flags: f("MethodDescVersioningState", "Flags")?,
+        state_first_node: f("MethodDescVersioningState", "NativeCodeVersionNode")?,
+        node_native_code: f("NativeCodeVersionNode", "NativeCode")?,
+        node_method_desc: f("NativeCodeVersionNode", "MethodDesc")?,
+        node_il_version: f("NativeCodeVersionNode", "ILVersionId")?,
+        node_next: f("NativeCodeVersionNode", "Next")?,
+        node_flags: f("NativeCodeVersionNode", "Flags")?,
     })
 }
 

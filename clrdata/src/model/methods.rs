@@ -884,6 +884,130 @@ fn native_code_state<M: Memory>(
     }
 }
 
+/// A method's active native code version (tiered compilation): see
+/// [`crate::discovery::layout::CodeVersionsLayout`].
+enum ActiveVersion {
+    /// The default version, the MethodDesc's own code (no state, or its flags say so).
+    Default,
+    /// An explicit version's code (0: not generated yet).
+    Explicit(u64),
+    /// Not known: no layout for the family, an explicit IL version (ReJIT), or memory missing.
+    Unknown,
+}
+
+/// Bounds on the versioning structures read.
+const MAX_VERSION_STATES: u64 = 1 << 20;
+const MAX_CODE_VERSIONS: usize = 256;
+
+fn active_code_version<M: Memory>(r: &ObjectReader<'_, M>, d: &MethodDescData) -> ActiveVersion {
+    use crate::discovery::layout::{
+        VersioningStates, DEFAULT_VERSION_ACTIVE_CHILD, NATIVE_CODE_VERSION_ACTIVE_CHILD,
+    };
+    let Some(cv) = r.rt.layout.methods.code_versions else {
+        return ActiveVersion::Unknown;
+    };
+    let m = r.rt.memory();
+    let state = match cv.states {
+        VersioningStates::AppDomainHash {
+            il_versions,
+            method_descs,
+        } => {
+            let ad = r.rt.globals.app_domain;
+            // SHash {m_table, m_tableSize, m_tableCount, ..}
+            match m.read_u32(ad.wrapping_add(il_versions + 12)) {
+                Ok(0) => {}
+                _ => return ActiveVersion::Unknown,
+            }
+            let (Ok(table), Ok(size)) = (
+                m.read_u64(ad.wrapping_add(method_descs)),
+                m.read_u32(ad.wrapping_add(method_descs + 8)),
+            ) else {
+                return ActiveVersion::Unknown;
+            };
+            if table == 0 {
+                return ActiveVersion::Default;
+            }
+            if u64::from(size) > MAX_VERSION_STATES {
+                return ActiveVersion::Unknown;
+            }
+            let mut found = None;
+            for i in 0..u64::from(size) {
+                let Ok(p) = m.read_u64(table.wrapping_add(8 * i)) else {
+                    return ActiveVersion::Unknown;
+                };
+                if p == 0 || p == u64::MAX {
+                    continue;
+                }
+                match m.read_u64(p.wrapping_add(cv.state_method_desc)) {
+                    Ok(md) if md == d.address => {
+                        found = Some(p);
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(_) => return ActiveVersion::Unknown,
+                }
+            }
+            found
+        }
+        VersioningStates::CodeData {
+            method_desc,
+            versioning_state,
+        } => match m.read_u64(d.address.wrapping_add(method_desc)) {
+            Ok(0) => None,
+            Ok(cd) => match m.read_u64(cd.wrapping_add(versioning_state)) {
+                Ok(0) => None,
+                Ok(st) => Some(st),
+                Err(_) => return ActiveVersion::Unknown,
+            },
+            Err(_) => return ActiveVersion::Unknown,
+        },
+    };
+    let Some(st) = state else {
+        return ActiveVersion::Default;
+    };
+    match m.read_u8(st.wrapping_add(cv.state_flags)) {
+        Ok(f) if f & DEFAULT_VERSION_ACTIVE_CHILD != 0 => return ActiveVersion::Default,
+        Ok(_) => {}
+        Err(_) => return ActiveVersion::Unknown,
+    }
+    let mut node = match m.read_u64(st.wrapping_add(cv.state_first_node)) {
+        Ok(n) => n,
+        Err(_) => return ActiveVersion::Unknown,
+    };
+    let mut active = None;
+    for _ in 0..MAX_CODE_VERSIONS {
+        if node == 0 {
+            break;
+        }
+        let rd = |off: u64| m.read_u64(node.wrapping_add(off));
+        let (Ok(code), Ok(md), Ok(il), Ok(flags), Ok(next)) = (
+            rd(cv.node_native_code),
+            rd(cv.node_method_desc),
+            rd(cv.node_il_version),
+            m.read_u32(node.wrapping_add(cv.node_flags)),
+            rd(cv.node_next),
+        ) else {
+            return ActiveVersion::Unknown;
+        };
+        // A version of another IL (ReJIT) is not followed; a node of another method is not
+        // this method's list.
+        if il != 0 || md != d.address {
+            return ActiveVersion::Unknown;
+        }
+        if flags & NATIVE_CODE_VERSION_ACTIVE_CHILD != 0 && active.is_none() {
+            active = Some(code);
+        }
+        node = next;
+    }
+    if node != 0 {
+        return ActiveVersion::Unknown;
+    }
+    match active {
+        Some(code) => ActiveVersion::Explicit(code),
+        None => ActiveVersion::Unknown,
+    }
+}
+
 /// A method's current code and its kind (see `native_code_state`), given its entry point.
 pub fn native_code<M: Memory>(
     r: &ObjectReader<'_, M>,
@@ -916,9 +1040,26 @@ pub fn native_code<M: Memory>(
             CodeKind::ReadyToRun => JitState::PreJit,
         })
     };
+    // The active code version, where it is an explicit one (code tiering made).
+    match active_code_version(r, d) {
+        ActiveVersion::Explicit(0) => return (None, JitState::None),
+        ActiveVersion::Explicit(code) => {
+            if let Some(k) = kind(code, true) {
+                return (Some(code), k);
+            }
+        }
+        ActiveVersion::Default | ActiveVersion::Unknown => {}
+    }
     if let Some(t) = precode_target(r, entry) {
         if let Some(k) = kind(t, true) {
             return (Some(t), k);
+        }
+        // A call counting stub in front of the method's active code version (tiered
+        // compilation counting its calls): that version's code, when it is the method's own.
+        if let Some(c) = crate::model::precode::call_counting_stub_target(r.rt, t) {
+            if let Some(k) = kind(c, true) {
+                return (Some(c), k);
+            }
         }
     }
     let m = r.rt.memory();

@@ -20,6 +20,38 @@ pub fn stub_precode_type<M: Memory>(rt: &Runtime<M>) -> u8 {
         .unwrap_or(ml.stub_precode_type)
 }
 
+/// The size of a stub code page (`GetStubCodePageSize()`), the distance from an interleaved
+/// stub's code to its data: the runtime's own `PrecodeMachineDescriptor.StubCodePageSize`
+/// where it publishes one (.NET 10) and the dump holds it, else the layout's.
+pub fn stub_code_page_size<M: Memory>(rt: &Runtime<M>) -> u64 {
+    let ml = &rt.layout.methods;
+    ml.stub_code_page_size_offset
+        .and_then(|off| {
+            let pm = rt.descriptor()?.global_number("PlatformMetadata")?;
+            rt.memory().read_u32(pm + off).ok()
+        })
+        .filter(|&p| p.is_power_of_two() && p >= 0x1000)
+        .map_or(ml.stub_code_page_size, u64::from)
+}
+
+/// Where a call counting stub at `stub` sends the method's calls: its
+/// `CallCountingStubData {RemainingCallCountCell, TargetForMethod, TargetForThresholdReached}`
+/// a stub code page on (callcounting.h). Tiered compilation puts such a stub in front of the
+/// method's active code version while it counts calls to it, so the target is that version's
+/// code. `None` unless the data is one: a count cell, and a threshold target inside the runtime
+/// module (the runtime's OnCallCountThresholdReached stub). The caller checks that the target
+/// is the method's own code.
+pub fn call_counting_stub_target<M: Memory>(rt: &Runtime<M>, stub: u64) -> Option<u64> {
+    let m = rt.memory();
+    let data = stub.checked_add(stub_code_page_size(rt))?;
+    let cell = m.read_u64(data).ok()?;
+    let target = m.read_u64(data + 8).ok()?;
+    let threshold = m.read_u64(data + 16).ok()?;
+    let rti = &rt.info;
+    let in_runtime = threshold >= rti.base && threshold < rti.base + rti.size;
+    (cell != 0 && target != 0 && in_runtime).then_some(target)
+}
+
 /// Decodes an x64 .NET 8 FixupPrecode or StubPrecode at `code`: (MethodDesc, kind).
 pub fn precode_method_desc<M: Memory>(
     rt: &Runtime<M>,
