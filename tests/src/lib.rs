@@ -928,13 +928,20 @@ impl Entry {
     /// With `DUMPSHELL_REQUIRE_FRAMEWORKS=1` (CI) a build NuGet serves must be here: a test
     /// that needs it fails instead of skipping.
     pub fn has_framework(&self) -> bool {
-        let here = !self.framework_dirs().is_empty();
+        let dirs = self.framework_dirs();
+        // An ASP.NET Core app's dump needs its shared framework's pack too.
+        let asp_missing = self.manifest["app"]["aspnetcore_pack"].is_string()
+            && !dirs.iter().any(|d| {
+                d.to_string_lossy()
+                    .contains("microsoft.aspnetcore.app.runtime")
+            });
+        let here = !dirs.is_empty() && !asp_missing;
         // In the clean room no file is obtainable by design.
         let obtainable = !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
         if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
             panic!(
-                "{}: the .NET {} runtime pack is not in the NuGet cache (run \
-                 dumps/fetch-frameworks.sh)",
+                "{}: the .NET {} runtime pack (or its ASP.NET Core pack) is not in the NuGet \
+                 cache (run dumps/fetch-frameworks.sh)",
                 self.name,
                 self.runtime_version()
             );
