@@ -323,10 +323,14 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("InlinedCallFrame", "CallSiteSP", 0x18),
     ("InlinedCallFrame", "CallerReturnAddress", 0x20),
     ("InlinedCallFrame", "CalleeSavedFP", 0x28),
-    // Module::m_pReadyToRunInfo (+0x490; +0x3d8 holds the same pointer), whose m_pModule
-    // (+0) is the Module and m_pHeader (+0x10) the READYTORUN_HEADER (both checked on use);
-    // its entry point map's buckets at +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10).
-    ("Module", "ReadyToRunInfo", 0x490),
+    // Module::m_pReadyToRunInfo (+0x3d8), whose m_pModule (+0) is the Module and m_pHeader
+    // (+0x10) the READYTORUN_HEADER (both checked on use); its entry point map's buckets at
+    // +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10). Not +0x490, which was taken first: the
+    // Module ends before it (a ReadyToRun image's ReadyToRunInfo is allocated 0x468 bytes
+    // after its Module, and +0x490 is that info's m_pCompositeInfo, which points to itself);
+    // on the 9.0.22 dumps +0x3d8 is null on every IL-only module, where +0x490 holds whatever
+    // follows the Module.
+    ("Module", "ReadyToRunInfo", 0x3d8),
     ("ReadyToRunInfo", "ReadyToRunHeader", 0x10),
     ("ReadyToRunInfo", "EntryPointToMethodDescMap", 0x1B0),
     ("HashMap", "Buckets", 0x10),
