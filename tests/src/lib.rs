@@ -359,15 +359,6 @@ pub fn pending() -> &'static [Pending] {
             shortfall: HeapRefused,
         },
         Pending {
-            name: "ilonly-net8-gcore",
-            issue: 24,
-            reason: "a gcore core of a .NET 8 app with IL-only assemblies of its own: neither \
-                the framework's files nor the app's (dumps/images/ilonly-net8-gcore/) are \
-                accepted (\"not verified: the dump lacks the PE headers\"), so no type or \
-                frame is named and stacks stop after 1 frame (gcore_images.rs fails)",
-            shortfall: ImagesUnread,
-        },
-        Pending {
             name: "names-net10",
             issue: 27,
             reason: "generic method instantiations named open (`BlockingWait(!!0)`), the \
