@@ -1740,10 +1740,16 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     stub_precode_type: 0x4C,
 };
 
-/// .NET 8 on Windows: as Linux; `m_pAvailableParamTypes` not verified (no Windows .NET 8
-/// truth for it), so refused.
+/// .NET 8 on Windows: as Linux but `m_pAvailableParamTypes`, 0x180 bytes before Linux's as
+/// the TypeDef map is (the Module's Crsts are smaller). Found on windows-hang (8.0.4): of the
+/// five words of CoreLib's Module that point at something whose first word is the Module, the
+/// one at +0x248 is the EETypeHashTable holding all 41 generic instantiations of the Windows
+/// DAC's heap census (1,064 entries; +0x280, the other table, holds none of them). Checked by
+/// tests/tests/method_names.rs `modules_list_the_constructed_types_on_the_heap` on that dump,
+/// and on 8.0.33 on the on-demand windows-asyncreal-net8 (87 instantiations; its pooled
+/// ValueTask box, which `dumpasync` finds through these tables, reads).
 pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
-    module_available_type_params: None,
+    module_available_type_params: Some(0x248),
     ..METHODS_NET8_LINUX
 };
 #[cfg(test)]
