@@ -295,7 +295,7 @@ pub enum Shortfall {
     /// frames, or the methods' names).
     StackWalk,
     /// `dumpasync` reports errors: async boxes it cannot read (a pooled ValueTask box on
-    /// Windows .NET 8: `Module.m_pAvailableParamTypes` is not known there).
+    /// Windows .NET 8 while `Module.m_pAvailableParamTypes` was not known there).
     AsyncBoxes,
 }
 
@@ -409,9 +409,8 @@ pub fn is_pending(name: &str) -> bool {
 /// A dump made on demand, not committed (the corpus's size budget: dumps/README.md, "Dumps for
 /// issues 24 and 27"): `make` writes it with every truth into [`on_demand_dir`].
 /// tests/tests/pending.rs checks each one that is there as it checks the [`pending`] dumps
-/// (`shortfall`; `None`: of a runtime family no test claims, refused naming its version) and
-/// names each absent one loudly with its command; with `DUMPSHELL_REQUIRE_ON_DEMAND=1` an
-/// absent one fails.
+/// (its [`OnDemandState`]) and names each absent one loudly with its command; with
+/// `DUMPSHELL_REQUIRE_ON_DEMAND=1` an absent one fails.
 #[derive(Debug, Clone, Copy)]
 pub struct OnDemand {
     /// The dump's name (`<on_demand_dir>/<name>.dmp.zst`).
@@ -420,8 +419,20 @@ pub struct OnDemand {
     pub issue: u32,
     /// The command that makes it (from the workspace root).
     pub make: &'static str,
-    /// How it falls short today; `None`: refused as a runtime no test claims.
-    pub shortfall: Option<Shortfall>,
+    /// What it is held to where made.
+    pub state: OnDemandState,
+}
+
+/// What a made [`OnDemand`] dump is held to by tests/tests/pending.rs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDemandState {
+    /// It falls short as the [`Shortfall`] says.
+    Short(Shortfall),
+    /// Of a runtime family no test claims: refused naming its version.
+    Refused,
+    /// The work of its issue made it read: it no longer falls short as it did (the
+    /// [`Shortfall`] named), and a test fails if it does again.
+    Read(Shortfall),
 }
 
 impl OnDemand {
@@ -449,6 +460,7 @@ pub fn on_demand_dir() -> PathBuf {
 
 /// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
 pub fn on_demand() -> &'static [OnDemand] {
+    use OnDemandState::{Read, Refused, Short};
     use Shortfall::*;
     macro_rules! sdk {
         ($name:literal, $issue:literal, $short:expr) => {
@@ -459,7 +471,7 @@ pub fn on_demand() -> &'static [OnDemand] {
                     "sudo OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1 dumps/generate-sdk.sh ",
                     $name
                 ),
-                shortfall: $short,
+                state: $short,
             }
         };
     }
@@ -472,23 +484,23 @@ pub fn on_demand() -> &'static [OnDemand] {
                     "OUT_DIR=dumps/build/ondemand bash dumps/windows/generate.sh ",
                     $name
                 ),
-                shortfall: $short,
+                state: $short,
             }
         };
     }
     &[
-        sdk!("faultnull-net8", 27, Some(StackWalk)),
-        sdk!("faultav-net8", 27, Some(StackWalk)),
-        sdk!("failfast-net8", 27, Some(StackWalk)),
-        sdk!("names-net8", 27, Some(StackWalk)),
-        sdk!("faultnull-net11", 27, None),
-        sdk!("faultav-net11", 27, None),
-        sdk!("failfast-net11", 27, None),
-        sdk!("hang-net11-single", 24, Some(NoRuntime)),
-        sdk!("hang-net11-single-nodac", 24, Some(NoRuntime)),
-        sdk!("ilonly-net9-gcore", 24, Some(ImagesUnread)),
-        windows!("windows-asyncreal-net8", 24, Some(AsyncBoxes)),
-        windows!("windows-asyncreal-net9", 24, Some(StackWalk)),
+        sdk!("faultnull-net8", 27, Short(StackWalk)),
+        sdk!("faultav-net8", 27, Short(StackWalk)),
+        sdk!("failfast-net8", 27, Short(StackWalk)),
+        sdk!("names-net8", 27, Short(StackWalk)),
+        sdk!("faultnull-net11", 27, Refused),
+        sdk!("faultav-net11", 27, Refused),
+        sdk!("failfast-net11", 27, Refused),
+        sdk!("hang-net11-single", 24, Short(NoRuntime)),
+        sdk!("hang-net11-single-nodac", 24, Short(NoRuntime)),
+        sdk!("ilonly-net9-gcore", 24, Read(ImagesUnread)),
+        windows!("windows-asyncreal-net8", 24, Read(AsyncBoxes)),
+        windows!("windows-asyncreal-net9", 24, Short(StackWalk)),
     ]
 }
 

@@ -424,8 +424,8 @@ const SUPPLEMENT_NET9: Supplement = &[
 /// (`dumps/hang-net9.modules.dac.json`): the list gives GetAssemblyList's 13 Assemblies in its
 /// order and their modules, each map's table and loaded image base equal GetModuleData's. The
 /// function count at 0x58 equalled the files' (runtime pack) on its 8 ReadyToRun images when
-/// found; no corpus gcore core of 9 compares files in a test (ilonly-net9-gcore is made on
-/// demand).
+/// found. No committed gcore core of 9 compares files in a test; the on-demand
+/// ilonly-net9-gcore does (all 18 assemblies accepted; tests::on_demand lists it as read).
 const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("Thread", "ThreadLocalDataPtr", 0x3a0),
     ("Module", "AvailableTypeParams", 808),
