@@ -597,7 +597,79 @@ pub struct Layout {
     pub roots: &'static RootsLayout,
     /// The lock table; `None` where none was checked (.NET 9 on Windows: no dump of it).
     pub locks: Option<&'static LockLayout>,
+    /// The runtime's records of its loaded images that a PE file is compared with before it
+    /// stands in for pages a core lacks ([`ImageRecordsLayout`]); `None` where they were not
+    /// verified (such files then stay unread).
+    pub image_records: Option<ImageRecordsLayout>,
 }
+
+/// What `discovery::imagecheck` reads to anchor a PE file whose headers the dump lacks to the
+/// image the runtime loaded: the AppDomain's assembly list (`AppDomain::m_Assemblies`, an
+/// `ArrayList` of DomainAssembly pointers each holding its Assembly first, or of Assemblies),
+/// the Assembly's Module and the Module's way back, the counts of the Module's lookup maps
+/// (each a `LookupMap`: pNext 0, pTable 8, dwCount [`ImageRecordsLayout::map_count`]), and
+/// the ReadyToRunInfo's RUNTIME_FUNCTION count. The image's layout (base, size, flags) is
+/// [`ModuleLayout`]'s, the ReadyToRunInfo pointer and its header [`StackLayout`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageRecordsLayout {
+    /// `AppDomain::m_Assemblies` (descriptor: `AppDomain.DomainAssemblyList`).
+    pub domain_assemblies: u64,
+    /// `ArrayListBase::m_count` (a DWORD).
+    pub list_count: u64,
+    /// `ArrayListBase::m_firstBlock` (an inline `ArrayListBlock`).
+    pub list_first: u64,
+    /// `ArrayListBlock::m_next`.
+    pub block_next: u64,
+    /// `ArrayListBlock::m_blockSize` (a DWORD).
+    pub block_size: u64,
+    /// `ArrayListBlock::m_array`: the first element.
+    pub block_start: u64,
+    /// `Assembly::m_pModule`.
+    pub assembly_module: u64,
+    /// `Module::m_pAssembly`.
+    pub module_assembly: u64,
+    /// `LookupMap::dwCount`, from the map's start.
+    pub map_count: u64,
+    /// `Module::m_TypeRefToMethodTableMap` (the TypeDef map is [`ModuleLayout::typedef_map`]).
+    pub typeref_map: u64,
+    /// `Module::m_MemberRefToDescMap`.
+    pub memberref_map: u64,
+    /// `Module::m_MethodDefToDescMap`.
+    pub methoddef_map: u64,
+    /// `Module::m_FieldDefToDescMap`.
+    pub fielddef_map: u64,
+    /// `Module::m_ManifestModuleReferencesMap` (AssemblyRef token to Module).
+    pub assemblyref_map: u64,
+    /// `ReadyToRunInfo::m_nRuntimeFunctions` (a DWORD), where known: a ReadyToRun image's
+    /// header address and function count are then compared too.
+    pub r2r_functions: Option<u64>,
+}
+
+/// .NET 8 on Linux x64 (8.0.33; the ModuleBase at the Module's start holds the TypeRef,
+/// AssemblyRef and MemberRef maps after its vtable pointer, at the offsets 9.0's descriptor
+/// gives them). Verified on ilonly-net8-gcore against the 8.0.33 DAC
+/// (`dumps/ilonly-net8-gcore.modules.dac.json`, tests/tests/gcore_images.rs): the list walk
+/// yields `GetAssemblyList`'s 19 Assemblies in its order, each Assembly's Module is
+/// `GetAssemblyModuleList`'s and points back, each map's `pTable` is `GetModuleData`'s, the
+/// loaded layout's base is its `ilBase`; and every map count and the 12 ReadyToRun images'
+/// function counts (+0x58) equal their files'.
+pub const IMAGE_RECORDS_NET8_LINUX_X64: ImageRecordsLayout = ImageRecordsLayout {
+    domain_assemblies: 0x9F0,
+    list_count: 0,
+    list_first: 8,
+    block_next: 0,
+    block_size: 8,
+    block_start: 0x10,
+    assembly_module: 0x18,
+    module_assembly: 0x128,
+    map_count: 0x10,
+    typeref_map: 8,
+    memberref_map: 0x48,
+    methoddef_map: 0x310,
+    fielddef_map: 0x330,
+    assemblyref_map: 0x28,
+    r2r_functions: Some(0x58),
+};
 
 /// The operating system a layout is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -791,6 +863,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     objects: OBJECTS_NET8_LINUX_X64,
     roots: &NET8_LINUX_X64_ROOTS,
     locks: Some(&NET8_LINUX_X64_LOCKS),
+    image_records: Some(IMAGE_RECORDS_NET8_LINUX_X64),
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -872,6 +945,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     objects: OBJECTS_NET8_WINDOWS_X64,
     roots: &NET8_WINDOWS_X64_ROOTS,
     locks: Some(&NET8_WINDOWS_X64_LOCKS),
+    // Not verified: no Windows dump lacks its images' headers (a minidump keeps them).
+    image_records: None,
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
@@ -1665,10 +1740,16 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     stub_precode_type: 0x4C,
 };
 
-/// .NET 8 on Windows: as Linux; `m_pAvailableParamTypes` not verified (no Windows .NET 8
-/// truth for it), so refused.
+/// .NET 8 on Windows: as Linux but `m_pAvailableParamTypes`, 0x180 bytes before Linux's as
+/// the TypeDef map is (the Module's Crsts are smaller). Found on windows-hang (8.0.4): of the
+/// five words of CoreLib's Module that point at something whose first word is the Module, the
+/// one at +0x248 is the EETypeHashTable holding all 41 generic instantiations of the Windows
+/// DAC's heap census (1,064 entries; +0x280, the other table, holds none of them). Checked by
+/// tests/tests/method_names.rs `modules_list_the_constructed_types_on_the_heap` on that dump,
+/// and on 8.0.33 on the on-demand windows-asyncreal-net8 (87 instantiations; its pooled
+/// ValueTask box, which `dumpasync` finds through these tables, reads).
 pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
-    module_available_type_params: None,
+    module_available_type_params: Some(0x248),
     ..METHODS_NET8_LINUX
 };
 #[cfg(test)]

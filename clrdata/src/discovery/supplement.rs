@@ -323,10 +323,14 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("InlinedCallFrame", "CallSiteSP", 0x18),
     ("InlinedCallFrame", "CallerReturnAddress", 0x20),
     ("InlinedCallFrame", "CalleeSavedFP", 0x28),
-    // Module::m_pReadyToRunInfo (+0x490; +0x3d8 holds the same pointer), whose m_pModule
-    // (+0) is the Module and m_pHeader (+0x10) the READYTORUN_HEADER (both checked on use);
-    // its entry point map's buckets at +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10).
-    ("Module", "ReadyToRunInfo", 0x490),
+    // Module::m_pReadyToRunInfo (+0x3d8), whose m_pModule (+0) is the Module and m_pHeader
+    // (+0x10) the READYTORUN_HEADER (both checked on use); its entry point map's buckets at
+    // +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10). Not +0x490, which was taken first: the
+    // Module ends before it (a ReadyToRun image's ReadyToRunInfo is allocated 0x468 bytes
+    // after its Module, and +0x490 is that info's m_pCompositeInfo, which points to itself);
+    // on the 9.0.22 dumps +0x3d8 is null on every IL-only module, where +0x490 holds whatever
+    // follows the Module.
+    ("Module", "ReadyToRunInfo", 0x3d8),
     ("ReadyToRunInfo", "ReadyToRunHeader", 0x10),
     ("ReadyToRunInfo", "EntryPointToMethodDescMap", 0x1B0),
     ("HashMap", "Buckets", 0x10),
@@ -409,9 +413,31 @@ const SUPPLEMENT_NET9: Supplement = &[
 /// FieldDefToDescMap at 720). Checked by tests/tests/method_names.rs
 /// `modules_list_the_constructed_types_on_the_heap`: the tables hold every generic
 /// instantiation of the DAC's heap census on the 9.0.22 dumps.
+///
+/// The runtime's records of its loaded images (`discovery::imagecheck`, the .NET 10
+/// descriptor's names): `AppDomain::m_Assemblies` at 0x720, an ArrayList as on 8.0 and 10
+/// (count 0, first block 8; a block's next 0, size 8, elements 0x10), each element an
+/// Assembly whose `m_pModule` (0x10, as on 10) points back to it through the descriptor's
+/// `Module.Assembly`; `LookupMap::dwCount` at 0x10 (the descriptor gives its `TableData` at
+/// 8); `ReadyToRunInfo::m_nRuntimeFunctions` at 0x58 (as on 8.0 and in 10's descriptor).
+/// Checked on hang-net9 by tests/tests/image_records.rs against the 9.0.22 DAC
+/// (`dumps/hang-net9.modules.dac.json`): the list gives GetAssemblyList's 13 Assemblies in its
+/// order and their modules, each map's table and loaded image base equal GetModuleData's. The
+/// function count at 0x58 equalled the files' (runtime pack) on its 8 ReadyToRun images when
+/// found. No committed gcore core of 9 compares files in a test; the on-demand
+/// ilonly-net9-gcore does (all 18 assemblies accepted; tests::on_demand lists it as read).
 const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("Thread", "ThreadLocalDataPtr", 0x3a0),
     ("Module", "AvailableTypeParams", 808),
+    ("AppDomain", "DomainAssemblyList", 0x720),
+    ("ArrayListBase", "Count", 0),
+    ("ArrayListBase", "FirstBlock", 8),
+    ("ArrayListBlock", "Next", 0),
+    ("ArrayListBlock", "Size", 8),
+    ("ArrayListBlock", "ArrayStart", 0x10),
+    ("Assembly", "Module", 0x10),
+    ("ModuleLookupMap", "Count", 0x10),
+    ("ReadyToRunInfo", "NumRuntimeFunctions", 0x58),
 ];
 
 /// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
@@ -694,12 +720,41 @@ pub fn build_layout(
             (_, false) => Some(&layout::NET10_LINUX_X64_LOCKS),
             (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
         },
+        image_records: image_records(&l),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
         l.global(g)?;
     }
     Ok(intern(built))
+}
+
+/// The runtime's records of its loaded images that `discovery::imagecheck` compares a
+/// headerless PE file with, when the descriptor (and the family's supplement) give every field
+/// (10 and 11's descriptors do; 9's lacks the assembly list); else `None`, and such files stay
+/// unread. The ReadyToRun comparison needs the three ReadyToRunInfo fields as well.
+fn image_records(l: &Lookup<'_>) -> Option<layout::ImageRecordsLayout> {
+    let f = |ty: &'static str, field: &'static str| l.field(ty, field).ok();
+    let r2r = f("Module", "ReadyToRunInfo")
+        .and(f("ReadyToRunInfo", "ReadyToRunHeader"))
+        .and(f("ReadyToRunInfo", "NumRuntimeFunctions"));
+    Some(layout::ImageRecordsLayout {
+        domain_assemblies: f("AppDomain", "DomainAssemblyList")?,
+        list_count: f("ArrayListBase", "Count")?,
+        list_first: f("ArrayListBase", "FirstBlock")?,
+        block_next: f("ArrayListBlock", "Next")?,
+        block_size: f("ArrayListBlock", "Size")?,
+        block_start: f("ArrayListBlock", "ArrayStart")?,
+        assembly_module: f("Assembly", "Module")?,
+        module_assembly: f("Module", "Assembly")?,
+        map_count: f("ModuleLookupMap", "Count")?,
+        typeref_map: f("Module", "TypeRefToMethodTableMap")?,
+        memberref_map: f("Module", "MemberRefToDescMap")?,
+        methoddef_map: f("Module", "MethodDefToDescMap")?,
+        fielddef_map: f("Module", "FieldDefToDescMap")?,
+        assemblyref_map: f("Module", "ManifestModuleReferencesMap")?,
+        r2r_functions: r2r,
+    })
 }
 
 /// The GC's structures from its own sub-descriptor (.NET 11): `Generation`,

@@ -89,8 +89,21 @@ impl R2rImage {
         };
         let m = &ov;
         let headers = m.read_bytes(base, 4096);
-        let pe = PeHeaders::parse(&headers)
-            .map_err(|e| crate::ClrError::metadata(format!("the PE headers at {base:#x}"), e))?;
+        let pe = PeHeaders::parse(&headers).map_err(|e| {
+            // Headers absent from the dump (a gcore core) whose file was not read: say which
+            // image and why, as type names do.
+            match rt.unread_file_at(base).filter(|_| headers.is_empty()) {
+                Some(why) => crate::ClrError::not_found_at(
+                    format!(
+                        "the PE headers of module {} ({}) at {base:#x}",
+                        md.simple_name, md.path
+                    ),
+                    base,
+                    format!("not in the dump, and its file is not read ({why})"),
+                ),
+                None => crate::ClrError::metadata(format!("the PE headers at {base:#x}"), e),
+            }
+        })?;
         let at = |rva: u32| -> crate::Result<u64> {
             pe.rva_to_offset(rva, layout)
                 .map(|o| base + o as u64)
