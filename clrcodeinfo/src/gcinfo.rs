@@ -399,6 +399,9 @@ pub struct GcInfo {
     chunks: Option<Chunks>,
     /// How many bytes of the blob the GC info occupies.
     size: usize,
+    /// Whether every live state and chunk was read ([`GcInfo::decode_available`] may stop
+    /// short of them).
+    complete: bool,
 }
 
 /// `CeilOfLog2(x)` of gcinfotypes.h: the bits needed for offsets below `x` (0 for x <= 1).
@@ -435,6 +438,38 @@ impl GcInfo {
     /// length): only what the GC info occupies is kept ([`GcInfo::size`]). Every table is
     /// walked once here, so a later query fails only on data a corrupt blob could hide.
     pub fn decode(bytes: &[u8], version: u32) -> Result<GcInfo> {
+        Self::decode_with(bytes, version, false)
+    }
+
+    /// As [`GcInfo::decode`], for a blob of which only `bytes` could be read (a dump keeps the
+    /// pages the runtime's own reads touched: the tables, and the live states of the offsets
+    /// it was asked about): the header, the safe points, the interruptible ranges, the slot
+    /// table and the chunk pointers must be there; the live-state vectors and chunks after
+    /// them may stop short ([`GcInfo::is_complete`] false). A query that needs a missing one
+    /// fails with [`GcInfoError::Truncated`]; [`GcInfo::size`] is then what was read.
+    pub fn decode_available(bytes: &[u8], version: u32) -> Result<GcInfo> {
+        Self::decode_with(bytes, version, true)
+    }
+
+    /// Whether every live state and chunk of the blob was read (always, from
+    /// [`GcInfo::decode`]).
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    fn decode_with(bytes: &[u8], version: u32, partial: bool) -> Result<GcInfo> {
+        // With `partial`, a truncation while walking live states or chunks ends the walk.
+        let mut complete = true;
+        let mut tolerate = |r: Result<()>| -> Result<bool> {
+            match r {
+                Ok(()) => Ok(true),
+                Err(GcInfoError::Truncated { .. }) if partial => {
+                    complete = false;
+                    Ok(false)
+                }
+                Err(e) => Err(e),
+            }
+        };
         if !(2..=5).contains(&version) {
             return Err(GcInfoError::UnsupportedVersion(version));
         }
@@ -528,8 +563,12 @@ impl GcInfo {
                                     value: off as i128,
                                     limit: r.len_bits() as i128,
                                 })?;
-                            s.set_pos(at as usize, "a live state")?;
-                            read_live_state(&mut s, num_tracked, |_| Ok(()))?;
+                            let read = s
+                                .set_pos(at as usize, "a live state")
+                                .and_then(|_| read_live_state(&mut s, num_tracked, |_| Ok(())));
+                            if !tolerate(read)? {
+                                break;
+                            }
                             end = end.max(s.pos());
                         }
                     }
@@ -542,7 +581,10 @@ impl GcInfo {
                 } else {
                     let n = num_safe_points as u64 * num_tracked as u64;
                     let mut s = r.clone();
-                    s.skip(n, "the live states at safe points")?;
+                    let read = s.skip(n, "the live states at safe points");
+                    if !tolerate(read)? {
+                        s.set_pos(s.len_bits(), "the live states at safe points")?;
+                    }
                     safe_point_states = SafePointStates::Direct { start: after_flag };
                     size_bits = size_bits.max(s.pos());
                 }
@@ -591,9 +633,23 @@ impl GcInfo {
                         if p != 0 && seen.insert(p) {
                             let at = (data as u64 + p - 1) as usize;
                             let mut c = r.clone();
-                            c.set_pos(at, "chunk data")
-                                .map_err(|_| GcInfoError::BadChunkPointer { chunk, pointer: p })?;
-                            read_chunk(&mut c, num_tracked)?;
+                            if c.set_pos(at, "chunk data").is_err() {
+                                // Beyond what was read: a bad pointer, or (partial) a chunk
+                                // whose bytes are missing.
+                                let missing = GcInfoError::Truncated {
+                                    what: "chunk data",
+                                    at,
+                                    wanted: 0,
+                                    len_bits: c.len_bits(),
+                                };
+                                if partial && tolerate(Err(missing)).is_ok() {
+                                    continue;
+                                }
+                                return Err(GcInfoError::BadChunkPointer { chunk, pointer: p });
+                            }
+                            if !tolerate(read_chunk(&mut c, num_tracked))? {
+                                continue;
+                            }
                             end = end.max(c.pos());
                         }
                     }
@@ -607,9 +663,13 @@ impl GcInfo {
                 size_bits = size_bits.max(end);
             }
         }
-        let size = size_bits.div_ceil(8);
+        // (A partial blob's tables may place data past what was read.)
+        let size = size_bits.div_ceil(8).min(bytes.len());
+        // A partial blob keeps every byte read: a query may need bits past the last one
+        // validated.
+        let keep = if complete { size } else { bytes.len() };
         Ok(GcInfo {
-            bytes: bytes[..size.min(bytes.len())].to_vec(),
+            bytes: bytes[..keep.min(bytes.len())].to_vec(),
             version,
             header,
             safe_points_encoded,
@@ -621,6 +681,7 @@ impl GcInfo {
             safe_point_states,
             chunks,
             size,
+            complete,
         })
     }
 

@@ -1027,6 +1027,11 @@ pub struct StackLayout {
     ///
     /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
     pub code_header_gc_info: u64,
+    /// RealCodeHeader: phdrJitEHInfo (the EH clauses of JIT'd code, [`NOT_PUBLISHED`] where
+    /// unknown: only funclets' parents need it).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub code_header_eh_info: u64,
     /// RealCodeHeader: DWORD nUnwindInfos.
     pub code_header_unwind_count: u64,
     /// RealCodeHeader: RUNTIME_FUNCTION unwindInfos[].
@@ -1052,6 +1057,15 @@ pub struct StackLayout {
     pub hmf_fcall_entry: u64,
     /// HelperMethodFrame: m_MachState.
     pub hmf_mach_state: u64,
+    /// HelperMethodFrame: `unsigned m_Attribs` (`FRAME_ATTR_EXCEPTION` 1 on `IL_Throw`'s
+    /// frame; verified on crash.dmp, 8.0.4 Linux).
+    pub hmf_attribs: u64,
+    /// HelperMethodFrame_1OBJ/_2OBJ/_3OBJ: `gcPtrs[]`, the addresses of the OBJECTREFs the
+    /// FCALL protects; HelperMethodFrame_PROTECTOBJ: `m_pObjRefs` then `m_numObjRefs`. Right
+    /// after the HelperMethodFrame, whose last field is its LazyMachState, whose last is
+    /// `m_CaptureRsp` ([`StackLayout::ms_capture_rsp`] + 8 after `hmf_mach_state`): verified
+    /// on Linux 8.0.33 (the DAC's GetStackReferences names the slot `gcPtrs[0]` holds).
+    pub hmf_gc_refs: u64,
     /// g_dacTable index of `gFCallMethods` (`ECHash*[127]`; `ECHash {next, implementation, MD}`).
     pub fcall_methods_index: usize,
     /// MachState: m_Rip, m_Rsp.
@@ -1213,6 +1227,7 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     heap_list_module_base: 0x48,
     code_header_method_desc: 0x18,
     code_header_gc_info: 0x10,
+    code_header_eh_info: 8,
     code_header_unwind_count: 0x20,
     code_header_unwind_infos: 0x24,
     method_desc_chunk_size: 0x18,
@@ -1225,6 +1240,8 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     hmf_method_desc: 0x10,
     hmf_fcall_entry: 0x28,
     hmf_mach_state: 0x30,
+    hmf_attribs: 0x18,
+    hmf_gc_refs: 0x30 + 0xB0 + 8,
     fcall_methods_index: 78,
     ms_rip: 0,
     ms_rsp: 8,
@@ -1266,6 +1283,7 @@ pub const NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     ms_ret_addr_ptr: 0x90,
     ms_capture_rip: 0x98,
     ms_capture_rsp: 0xA0,
+    hmf_gc_refs: 0x30 + 0xA0 + 8,
     callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
     frame_vtables_index: 134,
     fcall_methods_index: 80, // the hash chain holding Thread.SleepInternal's FCALL entry
