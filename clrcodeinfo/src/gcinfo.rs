@@ -443,9 +443,9 @@ impl GcInfo {
 
     /// As [`GcInfo::decode`], for a blob of which only `bytes` could be read (a dump keeps the
     /// pages the runtime's own reads touched: the tables, and the live states of the offsets
-    /// it was asked about): the header, the safe points, the interruptible ranges, the slot
-    /// table and the chunk pointers must be there; the live-state vectors and chunks after
-    /// them may stop short ([`GcInfo::is_complete`] false). A query that needs a missing one
+    /// it was asked about): the header, the safe points, the interruptible ranges and the slot
+    /// table must be there; the live-state offsets and vectors, the chunk pointers and the
+    /// chunks after them may stop short ([`GcInfo::is_complete`] false). A query that needs a missing one
     /// fails with [`GcInfoError::Truncated`]; [`GcInfo::size`] is then what was read.
     pub fn decode_available(bytes: &[u8], version: u32) -> Result<GcInfo> {
         Self::decode_with(bytes, version, true)
@@ -552,7 +552,14 @@ impl GcInfo {
                     let mut end = table_end as usize;
                     let mut seen = std::collections::BTreeSet::new();
                     for _ in 0..num_safe_points {
-                        let off = t.read(indirect_bits, "a live state offset")?;
+                        // (The runtime reads the offset of the safe point it needs alone.)
+                        let off = match t.read(indirect_bits, "a live state offset") {
+                            Ok(o) => o,
+                            Err(e) => {
+                                tolerate(Err(e))?;
+                                break;
+                            }
+                        };
                         if seen.insert(off) {
                             let mut s = r.clone();
                             let at = states
@@ -615,20 +622,23 @@ impl GcInfo {
                 let mut data = table;
                 if pointer_bits > 0 {
                     let table_end = table as u64 + num_chunks as u64 * pointer_bits as u64;
-                    if table_end > r.len_bits() as u64 {
-                        return Err(GcInfoError::Truncated {
+                    // The runtime reads the pointers up to the chunk it needs (and back to a
+                    // non-empty one): a partial blob may end inside the table.
+                    let cut = table_end > r.len_bits() as u64;
+                    if cut {
+                        tolerate(Err(GcInfoError::Truncated {
                             what: "the chunk pointers",
                             at: table,
                             wanted: (num_chunks as u64 * pointer_bits as u64).min(u32::MAX as u64)
                                 as u32,
                             len_bits: r.len_bits(),
-                        });
+                        }))?;
                     }
                     data = ((table_end + 7) & !7) as usize;
                     end = data.min(r.len_bits()).max(table_end as usize);
                     let mut seen = std::collections::BTreeSet::new();
                     let mut t = r.clone();
-                    for chunk in 0..num_chunks {
+                    for chunk in (0..num_chunks).take_while(|_| !cut) {
                         let p = t.read(pointer_bits, "a chunk pointer")?;
                         if p != 0 && seen.insert(p) {
                             let at = (data as u64 + p - 1) as usize;

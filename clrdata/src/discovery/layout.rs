@@ -1063,8 +1063,13 @@ pub struct StackLayout {
     /// HelperMethodFrame_1OBJ/_2OBJ/_3OBJ: `gcPtrs[]`, the addresses of the OBJECTREFs the
     /// FCALL protects; HelperMethodFrame_PROTECTOBJ: `m_pObjRefs` then `m_numObjRefs`. Right
     /// after the HelperMethodFrame, whose last field is its LazyMachState, whose last is
-    /// `m_CaptureRsp` ([`StackLayout::ms_capture_rsp`] + 8 after `hmf_mach_state`): verified
-    /// on Linux 8.0.33 (the DAC's GetStackReferences names the slot `gcPtrs[0]` holds).
+    /// `m_CaptureRsp` ([`StackLayout::ms_capture_rsp`] + 8 after `hmf_mach_state`; 0xE8 on
+    /// Linux, 0xD8 on Windows). Verified on .NET 8: Linux, the DAC's GetStackReferences
+    /// reports the slot `gcPtrs[0]` holds; Linux and Windows, it holds the object the thread's
+    /// Monitor.Wait waits on (`tests/tests/locks.rs`). [`NOT_PUBLISHED`] where not checked
+    /// (.NET 9: no HelperMethodFrame with objects on the corpus's stacks; gone in 10).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
     pub hmf_gc_refs: u64,
     /// g_dacTable index of `gFCallMethods` (`ECHash*[127]`; `ECHash {next, implementation, MD}`).
     pub fcall_methods_index: usize,
@@ -1472,9 +1477,6 @@ pub struct LockLayout {
     pub blocking_timeout: u64,
     /// DebugBlockingItem: pNext.
     pub blocking_next: u64,
-    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
-    /// and 10: the debugger's blocking items name every waiter on the corpus).
-    pub hmf_1obj_gc_ptr: Option<u64>,
     /// Where a monitor's state lives: the SyncBlock's AwareLock (.NET 8-10, the offsets
     /// above) or a managed `System.Threading.Lock` (.NET 11).
     pub scheme: LockScheme,
@@ -1530,21 +1532,18 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_type: 0x10,
     blocking_timeout: 0x14,
     blocking_next: 0x18,
-    hmf_1obj_gc_ptr: Some(0xE8),
     scheme: LockScheme::AwareLock,
 };
 
 /// .NET 8 linux-x64.
 pub static NET8_LINUX_X64_LOCKS: LockLayout = LOCKS_NET8_COMMON;
 
-/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread, a smaller
-/// LazyMachState.
+/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread.
 pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_active_count: 0x44,
     cache_free_sync_table_index: 0x54,
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x4D0,
-    hmf_1obj_gc_ptr: Some(0xD8),
     ..LOCKS_NET8_COMMON
 };
 
@@ -1558,7 +1557,6 @@ pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
 /// waiters equal the manifests'.
 pub static NET9_LINUX_X64_LOCKS: LockLayout = LockLayout {
     thread_first_blocking_item: 0x408,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1575,7 +1573,6 @@ pub static NET10_LINUX_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x78,
     thread_first_blocking_item: 0x2A0,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1588,7 +1585,6 @@ pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x2B8,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 

@@ -799,7 +799,6 @@ fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
             lock_handle: l.field("SyncBlock", "Lock")?,
             thin_lock: l.field("SyncBlock", "ThinLock")?,
         },
-        hmf_1obj_gc_ptr: None,
         thread_first_blocking_item: NOT_PUBLISHED,
         ..layout::NET10_LINUX_X64_LOCKS
     };
@@ -936,7 +935,8 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         hmf_fcall_entry: hmf.hmf_fcall_entry,
         hmf_mach_state: hmf.hmf_mach_state,
         hmf_attribs: hmf.hmf_attribs,
-        hmf_gc_refs: hmf.hmf_gc_refs,
+        // 9's HelperMethodFrames with objects: none on the corpus's stacks to check it by.
+        hmf_gc_refs: NOT_PUBLISHED,
         fcall_methods_index: usize::MAX,
         ms_rip: hmf.ms_rip,
         ms_rsp: hmf.ms_rsp,

@@ -26,9 +26,11 @@ use super::codeman::CodeInfo;
 use super::{FrameContext, FrameKind, StackFrame, StackWalker, ThreadStack, REG_NAMES};
 use crate::model::dso::for_each_word;
 use clrcodeinfo::gcinfo::{Abi, FrameAddresses, GcInfo, LivenessQuery, SlotLocation, StackBase};
+use clrcodeinfo::GcInfoError;
 use dumpreader::Memory;
 use serde::Serialize;
 use std::sync::Arc;
+use thiserror::Error;
 
 /// How much of a GC info blob is read first (most are a few dozen bytes); a blob that does not
 /// fit is read again with [`GC_INFO_MAX`].
@@ -107,6 +109,32 @@ pub struct StackRefs {
     pub conservative: Vec<ConservativeRange>,
     /// What else could not be read (a live slot outside the dump, ...).
     pub notes: Vec<String>,
+}
+
+/// Why a managed frame's references could not be read from its GC info (the frame is then
+/// scanned conservatively).
+#[derive(Debug, Clone, Error)]
+pub enum FrameRefsError {
+    #[error("its code is not found by the code manager")]
+    CodeNotFound,
+    #[error("the walk kept no registers for it")]
+    NoRegisters,
+    #[error("the frame was not unwound (its caller's SP places its slots)")]
+    NotUnwound,
+    #[error("its GC info is not found: {0}")]
+    GcInfoNotFound(crate::ClrError),
+    #[error("its GC info version is not known: {0}")]
+    GcInfoVersion(crate::ClrError),
+    #[error("its GC info at {addr:#x} is not in the dump")]
+    GcInfoNotInDump { addr: u64 },
+    #[error("its GC info at {addr:#x} does not decode: {error}")]
+    GcInfoDecode { addr: u64, error: GcInfoError },
+    #[error("its IP {ip:#x} lies beyond the {length} bytes of code its GC info describes")]
+    IpBeyondCode { ip: u64, length: u32 },
+    #[error("its GC info's live slots at offset {offset:#x} are not in the dump ({error})")]
+    LiveSlotsNotInDump { offset: u32, error: GcInfoError },
+    #[error("its GC info's live slots do not decode: {0}")]
+    LiveSlots(GcInfoError),
 }
 
 /// A managed frame's code and GC info, as the funclet pass needs them.
@@ -195,16 +223,18 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 continue;
             }
             match f.kind {
-                FrameKind::Explicit => self.frame_refs(i, f, &mut out),
+                FrameKind::Explicit => {
+                    // Where a Frame's references lie when they cannot be read precisely: from
+                    // the Frame to the next managed frame's SP (its transition block).
+                    let next_sp = frames[i + 1..]
+                        .iter()
+                        .find(|n| n.kind == FrameKind::Managed)
+                        .map(|n| n.sp);
+                    self.frame_refs(i, f, next_sp, in_heap, &mut out)
+                }
                 FrameKind::Managed => {
                     let Some(c) = code[i].as_ref() else {
-                        self.fallback(
-                            i,
-                            f,
-                            "its code is not found by the code manager".into(),
-                            in_heap,
-                            &mut out,
-                        );
+                        self.fallback(i, f, FrameRefsError::CodeNotFound, in_heap, &mut out);
                         continue;
                     };
                     let flags = Flags {
@@ -255,11 +285,11 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// The GC info of the method at `info`, decoded (cached by the blob's address).
-    pub fn decoded_gc_info(&self, info: &CodeInfo) -> Result<Arc<GcInfo>, String> {
+    pub fn decoded_gc_info(&self, info: &CodeInfo) -> Result<Arc<GcInfo>, FrameRefsError> {
         let addr = self
             .code
             .gc_info(self.rt, info)
-            .map_err(|e| format!("its GC info is not found: {e}"))?;
+            .map_err(FrameRefsError::GcInfoNotFound)?;
         if let Some(r) = self
             .gc_infos
             .lock()
@@ -272,7 +302,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             let version = self
                 .code
                 .gc_info_version(self.rt, info)
-                .map_err(|e| format!("its GC info version is not known: {e}"))?;
+                .map_err(FrameRefsError::GcInfoVersion)?;
             let mem = self.code.memory(self.rt.memory());
             let mut want = GC_INFO_FIRST_READ;
             let (bytes, g) = loop {
@@ -293,11 +323,11 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     g => break (bytes, g),
                 }
             };
-            g.map(Arc::new).map_err(|e| {
+            g.map(Arc::new).map_err(|error| {
                 if bytes.is_empty() {
-                    format!("its GC info at {addr:#x} is not in the dump")
+                    FrameRefsError::GcInfoNotInDump { addr }
                 } else {
-                    format!("its GC info at {addr:#x} does not decode: {e}")
+                    FrameRefsError::GcInfoDecode { addr, error }
                 }
             })
         })();
@@ -317,35 +347,29 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         info: &CodeInfo,
         flags: Flags,
         out: &mut StackRefs,
-    ) -> Result<(), String> {
-        let ctx = f
-            .context
-            .ok_or_else(|| "the walk kept no registers for it".to_string())?;
+    ) -> Result<(), FrameRefsError> {
+        let ctx = f.context.ok_or(FrameRefsError::NoRegisters)?;
         let g = self.decoded_gc_info(info)?;
         let offset = u32::try_from(f.ip.wrapping_sub(info.method_start))
             .ok()
             .filter(|&o| o <= g.header.code_length)
-            .ok_or_else(|| {
-                format!(
-                    "its IP {:#x} lies beyond the {} bytes of code its GC info describes",
-                    f.ip, g.header.code_length
-                )
+            .ok_or(FrameRefsError::IpBeyondCode {
+                ip: f.ip,
+                length: g.header.code_length,
             })?;
         let frame_register = g.header.stack_base_register;
-        let caller_sp = ctx.caller_sp.ok_or_else(|| {
-            "the frame was not unwound (its caller's SP places its slots)".to_string()
-        })?;
+        let caller_sp = ctx.caller_sp.ok_or(FrameRefsError::NotUnwound)?;
         let addrs = FrameAddresses {
             sp: ctx.regs.sp(),
             frame_register: frame_register.map(|r| ctx.regs.gpr[r as usize]),
             caller_sp,
         };
         let q = query(&ctx, flags, self.abi(), addrs);
-        let live = g.live_slots_at(offset, &q).map_err(|e| {
-            if !g.is_complete() && matches!(e, clrcodeinfo::GcInfoError::Truncated { .. }) {
-                format!("its GC info's live slots at offset {offset:#x} are not in the dump ({e})")
+        let live = g.live_slots_at(offset, &q).map_err(|error| {
+            if !g.is_complete() && matches!(error, GcInfoError::Truncated { .. }) {
+                FrameRefsError::LiveSlotsNotInDump { offset, error }
             } else {
-                format!("its GC info's live slots do not decode: {e}")
+                FrameRefsError::LiveSlots(error)
             }
         })?;
         let mem = self.rt.memory();
@@ -393,14 +417,61 @@ impl<'a, M: Memory> StackWalker<'a, M> {
 
     /// An explicit Frame's protected references (`Frame::GcScanRoots`): a HelperMethodFrame
     /// with objects (`gcPtrs[]`, or PROTECTOBJ's array) reports the OBJECTREFs those point at.
-    /// The Frames of the corpus's runtimes report nothing else but the transition Frames of
-    /// stubs (PrestubMethodFrame and the like: the call's arguments, by signature), which are
-    /// scanned conservatively from the Frame up to the next frame.
-    fn frame_refs(&self, index: usize, f: &StackFrame, out: &mut StackRefs) {
+    /// The Frames that hold a context, mark a transition or a debugger's place report nothing;
+    /// the transition Frames of stubs (PrestubMethodFrame and the like: the call's arguments,
+    /// by its signature or GCRefMap) and any Frame not known here are scanned conservatively
+    /// from the Frame to the next managed frame's SP (the arguments passed in registers, which
+    /// their transition block holds; those passed on the stack, in the caller's outgoing area,
+    /// are not covered), and so is a HelperMethodFrame whose `gcPtrs` offset is not known.
+    fn frame_refs(
+        &self,
+        index: usize,
+        f: &StackFrame,
+        next_sp: Option<u64>,
+        in_heap: &dyn Fn(u64) -> bool,
+        out: &mut StackRefs,
+    ) {
         let (Some(frame), Some(name)) = (f.frame, f.frame_name.as_deref()) else {
             return;
         };
         let l = self.rt.layout.stack();
+        const REPORT_NOTHING: &[&str] = &[
+            "InlinedCallFrame",
+            "HelperMethodFrame",
+            "SoftwareExceptionFrame",
+            "FaultingExceptionFrame",
+            "ResumableFrame",
+            "RedirectedThreadFrame",
+            "HijackFrame",
+            "DebuggerClassInitMarkFrame",
+            "DebuggerSecurityCodeMarkFrame",
+            "DebuggerExitFrame",
+            "DebuggerU2MCatchHandlerFrame",
+            "ExceptionFilterFrame",
+        ];
+        let with_objects = name.starts_with("HelperMethodFrame_");
+        if REPORT_NOTHING.contains(&name) {
+            return;
+        }
+        if !with_objects || l.hmf_gc_refs == crate::discovery::supplement::NOT_PUBLISHED {
+            let why = if with_objects {
+                format!("{name} {frame:#x}: where it keeps its protected references is not known for this runtime")
+            } else {
+                format!(
+                    "{name} {frame:#x}: the references it reports (its call's arguments) are not \
+                     decoded; the arguments passed on the stack are not covered"
+                )
+            };
+            match next_sp {
+                Some(to) if to > frame => {
+                    self.scan(Some(index), (f.sp, f.ip), frame, to, why, in_heap, out)
+                }
+                _ => out.notes.push(format!(
+                    "{why}; no managed frame after it bounds it: not scanned"
+                )),
+            }
+            return;
+        }
         let mem = self.rt.memory();
         let report = |slot: u64, out: &mut StackRefs| match mem.read_u64(slot) {
             Ok(v) => out.refs.push(StackRef {
@@ -454,20 +525,19 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// Scans a managed frame whose GC info could not be read conservatively: its stack
-    /// `[SP, caller's SP)` (to the next frame's SP when it was not unwound), and its registers
-    /// when it is the active frame.
+    /// `[SP, caller's SP)` (to the next frame's SP when it was not unwound), and its registers:
+    /// every one when it is the active frame, else the callee-saved ones (what the unwind
+    /// restored: a reference the frame keeps in one lives in no slot of its own).
     fn fallback(
         &self,
         index: usize,
         f: &StackFrame,
-        why: String,
+        why: FrameRefsError,
         in_heap: &dyn Fn(u64) -> bool,
         out: &mut StackRefs,
     ) {
         let ctx = f.context.unwrap_or_default();
-        if ctx.active {
-            self.register_scan(Some(index), f, in_heap, out);
-        }
+        self.register_scan(Some(index), f, in_heap, out);
         let to = ctx.caller_sp.unwrap_or(f.sp);
         self.scan(
             Some(index),
@@ -486,8 +556,8 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         }
     }
 
-    /// Takes every register of the active frame `f` (all but rsp) pointing into the GC heap
-    /// as a conservative reference.
+    /// Takes the registers of frame `f` pointing into the GC heap as conservative references:
+    /// all but rsp for the active frame, the callee-saved ones for any other.
     fn register_scan(
         &self,
         index: Option<usize>,
@@ -496,8 +566,14 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         out: &mut StackRefs,
     ) {
         let Some(ctx) = f.context else { return };
+        let abi = self.abi();
         for (r, &v) in ctx.regs.gpr.iter().enumerate() {
-            if r != super::unwind::RSP && in_heap(v) {
+            let live = if ctx.active {
+                r != super::unwind::RSP
+            } else {
+                !abi.is_scratch_register(r as u8) && r != super::unwind::RSP
+            };
+            if live && in_heap(v) {
                 out.refs.push(StackRef {
                     frame: index,
                     frame_sp: f.sp,

@@ -160,7 +160,8 @@ pub struct StackWalker<'a, M> {
     contexts: HashMap<u64, Regs>,
     pub(crate) native: Option<NativeModules<'a>>,
     /// Decoded GC info blobs by address ([`StackWalker::decoded_gc_info`]).
-    gc_infos: Mutex<HashMap<u64, Result<std::sync::Arc<clrcodeinfo::GcInfo>, String>>>,
+    gc_infos:
+        Mutex<HashMap<u64, Result<std::sync::Arc<clrcodeinfo::GcInfo>, gcrefs::FrameRefsError>>>,
 }
 
 /// A MethodDesc's owner and token.
