@@ -639,8 +639,8 @@ pub const CAPABILITIES: &[Capability] = clrdata::discovery::layout::ALL_CAPABILI
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
 /// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
-/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps; on .NET 11 what
-/// 9 has (no 11 server-GC dump). Written
+/// finalization queue, locks and exceptions, gcroot's precise root set; on .NET 10 also
+/// server-GC heaps; on .NET 11 what 9 has (no 11 server-GC dump). Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
@@ -661,6 +661,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         10 => matches!(
             cap,
@@ -675,6 +676,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         11 => matches!(
             cap,
@@ -688,6 +690,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         _ => false,
     }

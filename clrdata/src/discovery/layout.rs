@@ -1102,6 +1102,11 @@ pub struct StackLayout {
     ///
     /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
     pub code_header_gc_info: u64,
+    /// RealCodeHeader: phdrJitEHInfo (the EH clauses of JIT'd code, [`NOT_PUBLISHED`] where
+    /// unknown: only funclets' parents need it).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub code_header_eh_info: u64,
     /// RealCodeHeader: DWORD nUnwindInfos.
     pub code_header_unwind_count: u64,
     /// RealCodeHeader: RUNTIME_FUNCTION unwindInfos[].
@@ -1127,6 +1132,20 @@ pub struct StackLayout {
     pub hmf_fcall_entry: u64,
     /// HelperMethodFrame: m_MachState.
     pub hmf_mach_state: u64,
+    /// HelperMethodFrame: `unsigned m_Attribs` (`FRAME_ATTR_EXCEPTION` 1 on `IL_Throw`'s
+    /// frame; verified on crash.dmp, 8.0.4 Linux).
+    pub hmf_attribs: u64,
+    /// HelperMethodFrame_1OBJ/_2OBJ/_3OBJ: `gcPtrs[]`, the addresses of the OBJECTREFs the
+    /// FCALL protects; HelperMethodFrame_PROTECTOBJ: `m_pObjRefs` then `m_numObjRefs`. Right
+    /// after the HelperMethodFrame, whose last field is its LazyMachState, whose last is
+    /// `m_CaptureRsp` ([`StackLayout::ms_capture_rsp`] + 8 after `hmf_mach_state`; 0xE8 on
+    /// Linux, 0xD8 on Windows). Verified on .NET 8: Linux, the DAC's GetStackReferences
+    /// reports the slot `gcPtrs[0]` holds; Linux and Windows, it holds the object the thread's
+    /// Monitor.Wait waits on (`tests/tests/locks.rs`). [`NOT_PUBLISHED`] where not checked
+    /// (.NET 9: no HelperMethodFrame with objects on the corpus's stacks; gone in 10).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub hmf_gc_refs: u64,
     /// g_dacTable index of `gFCallMethods` (`ECHash*[127]`; `ECHash {next, implementation, MD}`).
     pub fcall_methods_index: usize,
     /// MachState: m_Rip, m_Rsp.
@@ -1288,6 +1307,7 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     heap_list_module_base: 0x48,
     code_header_method_desc: 0x18,
     code_header_gc_info: 0x10,
+    code_header_eh_info: 8,
     code_header_unwind_count: 0x20,
     code_header_unwind_infos: 0x24,
     method_desc_chunk_size: 0x18,
@@ -1300,6 +1320,8 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     hmf_method_desc: 0x10,
     hmf_fcall_entry: 0x28,
     hmf_mach_state: 0x30,
+    hmf_attribs: 0x18,
+    hmf_gc_refs: 0x30 + 0xB0 + 8,
     fcall_methods_index: 78,
     ms_rip: 0,
     ms_rsp: 8,
@@ -1341,6 +1363,7 @@ pub const NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     ms_ret_addr_ptr: 0x90,
     ms_capture_rip: 0x98,
     ms_capture_rsp: 0xA0,
+    hmf_gc_refs: 0x30 + 0xA0 + 8,
     callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
     frame_vtables_index: 134,
     fcall_methods_index: 80, // the hash chain holding Thread.SleepInternal's FCALL entry
@@ -1529,9 +1552,6 @@ pub struct LockLayout {
     pub blocking_timeout: u64,
     /// DebugBlockingItem: pNext.
     pub blocking_next: u64,
-    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
-    /// and 10: the debugger's blocking items name every waiter on the corpus).
-    pub hmf_1obj_gc_ptr: Option<u64>,
     /// Where a monitor's state lives: the SyncBlock's AwareLock (.NET 8-10, the offsets
     /// above) or a managed `System.Threading.Lock` (.NET 11).
     pub scheme: LockScheme,
@@ -1587,21 +1607,18 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_type: 0x10,
     blocking_timeout: 0x14,
     blocking_next: 0x18,
-    hmf_1obj_gc_ptr: Some(0xE8),
     scheme: LockScheme::AwareLock,
 };
 
 /// .NET 8 linux-x64.
 pub static NET8_LINUX_X64_LOCKS: LockLayout = LOCKS_NET8_COMMON;
 
-/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread, a smaller
-/// LazyMachState.
+/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread.
 pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_active_count: 0x44,
     cache_free_sync_table_index: 0x54,
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x4D0,
-    hmf_1obj_gc_ptr: Some(0xD8),
     ..LOCKS_NET8_COMMON
 };
 
@@ -1615,7 +1632,6 @@ pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
 /// waiters equal the manifests'.
 pub static NET9_LINUX_X64_LOCKS: LockLayout = LockLayout {
     thread_first_blocking_item: 0x408,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1632,7 +1648,6 @@ pub static NET10_LINUX_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x78,
     thread_first_blocking_item: 0x2A0,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1645,7 +1660,6 @@ pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x2B8,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 

@@ -49,7 +49,9 @@ pub const KNOWN_CONTRACTS_NET11: &[(&str, &str)] = &[
 /// handles and the finalization queue (`tests/tests/roots.rs`), sync blocks, thin locks and
 /// Monitor waits (`tests/tests/locks.rs`; Linux only: [`crate::discovery::layout::Layout::locks`] has no
 /// Windows 9.0 table), exception objects, their traces and last thrown objects
-/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD.
+/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD; gcroot's root set, the
+/// stacks' precise references from each frame's GC info (`tests/tests/roots.rs`: equal to
+/// ClrMD's `EnumerateRoots`).
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
@@ -63,11 +65,13 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
-/// included), server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0), and
-/// the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the DAC's).
+/// and gcroot's root set included), server-GC heaps (servergc-net10: `gc_heap_field_offsets`
+/// indices as on 8.0), and the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the
+/// DAC's).
 pub const VERIFIED_NET10: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
@@ -80,6 +84,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// What is verified against the 11.0.0 DAC (Linux x64, the .NET 11 corpus: createdump
@@ -97,6 +102,7 @@ pub const VERIFIED_NET11: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -232,6 +238,10 @@ const SUPPLEMENT_NET10: Supplement = &[
     // clrdata/tests/stack_truth.rs on hang-net10-trim, whose P/Invoke frames' MethodDescs the
     // DAC reports from it.
     ("InlinedCallFrame", "Datum", 16),
+    // RealCodeHeader::phdrJitEHInfo, between phdrDebugInfo (0) and phdrJitGCInfo (16, which
+    // the descriptor publishes), as 8.0's codeman.h and 11's descriptor have it. Verified by
+    // tests/tests/roots.rs: JIT'd methods' EH clauses read from it equal the DAC's.
+    ("RealCodeHeader", "EHInfo", 8),
     FIELD_DESC_NET9_10[0],
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
@@ -311,8 +321,9 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("CodeHeapListNode", "ModuleBase", 0x48),
     ("RealCodeHeader", "MethodDesc", 0x18),
     // _hpRealCodeHdr: phdrDebugInfo, phdrJitEHInfo, phdrJitGCInfo, phdrMDesc (codeman.h;
-    // checked against the DAC's GC info addresses, tests/tests/roots.rs).
+    // checked against the DAC's GC info addresses and EH clauses, tests/tests/roots.rs).
     ("RealCodeHeader", "GCInfo", 0x10),
+    ("RealCodeHeader", "EHInfo", 8),
     ("RealCodeHeader", "NumUnwindInfos", 0x20),
     ("RealCodeHeader", "UnwindInfos", 0x24),
     ("Frame", "Next", 8),
@@ -843,7 +854,6 @@ fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
             lock_handle: l.field("SyncBlock", "Lock")?,
             thin_lock: l.field("SyncBlock", "ThinLock")?,
         },
-        hmf_1obj_gc_ptr: None,
         thread_first_blocking_item: NOT_PUBLISHED,
         ..layout::NET10_LINUX_X64_LOCKS
     };
@@ -928,6 +938,8 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             hmf_method_desc: NOT_PUBLISHED,
             hmf_fcall_entry: NOT_PUBLISHED,
             hmf_mach_state: NOT_PUBLISHED,
+            hmf_attribs: NOT_PUBLISHED,
+            hmf_gc_refs: NOT_PUBLISHED,
             ms_rip: NOT_PUBLISHED,
             ms_rsp: NOT_PUBLISHED,
             ms_unwound: None,
@@ -962,6 +974,7 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             .unwrap_or_else(|| f("CodeHeapListNode", "ModuleBase")),
         code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
         code_header_gc_info: l.field("RealCodeHeader", "GCInfo").unwrap_or(NOT_PUBLISHED),
+        code_header_eh_info: l.field("RealCodeHeader", "EHInfo").unwrap_or(NOT_PUBLISHED),
         code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
         code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
         method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),
@@ -976,6 +989,9 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         hmf_method_desc: hmf.hmf_method_desc,
         hmf_fcall_entry: hmf.hmf_fcall_entry,
         hmf_mach_state: hmf.hmf_mach_state,
+        hmf_attribs: hmf.hmf_attribs,
+        // 9's HelperMethodFrames with objects: none on the corpus's stacks to check it by.
+        hmf_gc_refs: NOT_PUBLISHED,
         fcall_methods_index: usize::MAX,
         ms_rip: hmf.ms_rip,
         ms_rsp: hmf.ms_rsp,
