@@ -25,6 +25,8 @@
 //! Every loop is bounded; a stack that cannot be walked further ends with the reason.
 
 pub mod codeman;
+mod eh;
+mod gcerror;
 pub mod gcrefs;
 pub mod image_file;
 pub mod native;
@@ -161,7 +163,7 @@ pub struct StackWalker<'a, M> {
     pub(crate) native: Option<NativeModules<'a>>,
     /// Decoded GC info blobs by address ([`StackWalker::decoded_gc_info`]).
     gc_infos:
-        Mutex<HashMap<u64, Result<std::sync::Arc<clrcodeinfo::GcInfo>, gcrefs::FrameRefsError>>>,
+        Mutex<HashMap<u64, Result<std::sync::Arc<clrcodeinfo::GcInfo>, gcerror::FrameRefsError>>>,
 }
 
 /// A MethodDesc's owner and token.

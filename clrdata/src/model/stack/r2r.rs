@@ -279,7 +279,7 @@ impl R2rImage {
         &self,
         mem: &M,
         method_rva: u32,
-    ) -> crate::Result<Vec<super::codeman::EhClause>> {
+    ) -> crate::Result<Vec<super::eh::EhClause>> {
         let what = "the ReadyToRun ExceptionInfo lookup table";
         let Some((table, n)) = *self.exception_info.as_ref().map_err(|e| e.clone())? else {
             return Ok(Vec::new());
@@ -345,7 +345,7 @@ impl R2rImage {
         Ok(b.chunks_exact(24)
             .map(|c| {
                 let w = |k: usize| u32::from_le_bytes(c[k..k + 4].try_into().unwrap());
-                super::codeman::EhClause::new(w(0), w(4), w(8), w(12), w(16), w(20))
+                super::eh::EhClause::new(w(0), w(4), w(8), w(12), w(16), w(20))
             })
             .collect())
     }
