@@ -399,6 +399,9 @@ pub struct GcInfo {
     chunks: Option<Chunks>,
     /// How many bytes of the blob the GC info occupies.
     size: usize,
+    /// Whether every live state and chunk was read ([`GcInfo::decode_available`] may stop
+    /// short of them).
+    complete: bool,
 }
 
 /// `CeilOfLog2(x)` of gcinfotypes.h: the bits needed for offsets below `x` (0 for x <= 1).
@@ -435,6 +438,38 @@ impl GcInfo {
     /// length): only what the GC info occupies is kept ([`GcInfo::size`]). Every table is
     /// walked once here, so a later query fails only on data a corrupt blob could hide.
     pub fn decode(bytes: &[u8], version: u32) -> Result<GcInfo> {
+        Self::decode_with(bytes, version, false)
+    }
+
+    /// As [`GcInfo::decode`], for a blob of which only `bytes` could be read (a dump keeps the
+    /// pages the runtime's own reads touched: the tables, and the live states of the offsets
+    /// it was asked about): the header, the safe points, the interruptible ranges and the slot
+    /// table must be there; the live-state offsets and vectors, the chunk pointers and the
+    /// chunks after them may stop short ([`GcInfo::is_complete`] false). A query that needs a missing one
+    /// fails with [`GcInfoError::Truncated`]; [`GcInfo::size`] is then what was read.
+    pub fn decode_available(bytes: &[u8], version: u32) -> Result<GcInfo> {
+        Self::decode_with(bytes, version, true)
+    }
+
+    /// Whether every live state and chunk of the blob was read (always, from
+    /// [`GcInfo::decode`]).
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    fn decode_with(bytes: &[u8], version: u32, partial: bool) -> Result<GcInfo> {
+        // With `partial`, a truncation while walking live states or chunks ends the walk.
+        let mut complete = true;
+        let mut tolerate = |r: Result<()>| -> Result<bool> {
+            match r {
+                Ok(()) => Ok(true),
+                Err(GcInfoError::Truncated { .. }) if partial => {
+                    complete = false;
+                    Ok(false)
+                }
+                Err(e) => Err(e),
+            }
+        };
         if !(2..=5).contains(&version) {
             return Err(GcInfoError::UnsupportedVersion(version));
         }
@@ -517,7 +552,14 @@ impl GcInfo {
                     let mut end = table_end as usize;
                     let mut seen = std::collections::BTreeSet::new();
                     for _ in 0..num_safe_points {
-                        let off = t.read(indirect_bits, "a live state offset")?;
+                        // (The runtime reads the offset of the safe point it needs alone.)
+                        let off = match t.read(indirect_bits, "a live state offset") {
+                            Ok(o) => o,
+                            Err(e) => {
+                                tolerate(Err(e))?;
+                                break;
+                            }
+                        };
                         if seen.insert(off) {
                             let mut s = r.clone();
                             let at = states
@@ -528,8 +570,12 @@ impl GcInfo {
                                     value: off as i128,
                                     limit: r.len_bits() as i128,
                                 })?;
-                            s.set_pos(at as usize, "a live state")?;
-                            read_live_state(&mut s, num_tracked, |_| Ok(()))?;
+                            let read = s
+                                .set_pos(at as usize, "a live state")
+                                .and_then(|_| read_live_state(&mut s, num_tracked, |_| Ok(())));
+                            if !tolerate(read)? {
+                                break;
+                            }
                             end = end.max(s.pos());
                         }
                     }
@@ -542,7 +588,10 @@ impl GcInfo {
                 } else {
                     let n = num_safe_points as u64 * num_tracked as u64;
                     let mut s = r.clone();
-                    s.skip(n, "the live states at safe points")?;
+                    let read = s.skip(n, "the live states at safe points");
+                    if !tolerate(read)? {
+                        s.set_pos(s.len_bits(), "the live states at safe points")?;
+                    }
                     safe_point_states = SafePointStates::Direct { start: after_flag };
                     size_bits = size_bits.max(s.pos());
                 }
@@ -573,27 +622,44 @@ impl GcInfo {
                 let mut data = table;
                 if pointer_bits > 0 {
                     let table_end = table as u64 + num_chunks as u64 * pointer_bits as u64;
-                    if table_end > r.len_bits() as u64 {
-                        return Err(GcInfoError::Truncated {
+                    // The runtime reads the pointers up to the chunk it needs (and back to a
+                    // non-empty one): a partial blob may end inside the table.
+                    let cut = table_end > r.len_bits() as u64;
+                    if cut {
+                        tolerate(Err(GcInfoError::Truncated {
                             what: "the chunk pointers",
                             at: table,
                             wanted: (num_chunks as u64 * pointer_bits as u64).min(u32::MAX as u64)
                                 as u32,
                             len_bits: r.len_bits(),
-                        });
+                        }))?;
                     }
                     data = ((table_end + 7) & !7) as usize;
                     end = data.min(r.len_bits()).max(table_end as usize);
                     let mut seen = std::collections::BTreeSet::new();
                     let mut t = r.clone();
-                    for chunk in 0..num_chunks {
+                    for chunk in (0..num_chunks).take_while(|_| !cut) {
                         let p = t.read(pointer_bits, "a chunk pointer")?;
                         if p != 0 && seen.insert(p) {
                             let at = (data as u64 + p - 1) as usize;
                             let mut c = r.clone();
-                            c.set_pos(at, "chunk data")
-                                .map_err(|_| GcInfoError::BadChunkPointer { chunk, pointer: p })?;
-                            read_chunk(&mut c, num_tracked)?;
+                            if c.set_pos(at, "chunk data").is_err() {
+                                // Beyond what was read: a bad pointer, or (partial) a chunk
+                                // whose bytes are missing.
+                                let missing = GcInfoError::Truncated {
+                                    what: "chunk data",
+                                    at,
+                                    wanted: 0,
+                                    len_bits: c.len_bits(),
+                                };
+                                if partial && tolerate(Err(missing)).is_ok() {
+                                    continue;
+                                }
+                                return Err(GcInfoError::BadChunkPointer { chunk, pointer: p });
+                            }
+                            if !tolerate(read_chunk(&mut c, num_tracked))? {
+                                continue;
+                            }
                             end = end.max(c.pos());
                         }
                     }
@@ -607,9 +673,13 @@ impl GcInfo {
                 size_bits = size_bits.max(end);
             }
         }
-        let size = size_bits.div_ceil(8);
+        // (A partial blob's tables may place data past what was read.)
+        let size = size_bits.div_ceil(8).min(bytes.len());
+        // A partial blob keeps every byte read: a query may need bits past the last one
+        // validated.
+        let keep = if complete { size } else { bytes.len() };
         Ok(GcInfo {
-            bytes: bytes[..size.min(bytes.len())].to_vec(),
+            bytes: bytes[..keep.min(bytes.len())].to_vec(),
             version,
             header,
             safe_points_encoded,
@@ -621,6 +691,7 @@ impl GcInfo {
             safe_point_states,
             chunks,
             size,
+            complete,
         })
     }
 

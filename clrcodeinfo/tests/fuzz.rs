@@ -31,7 +31,11 @@ const FORMATS: [DebugInfoFormat; 5] = [
 ];
 
 fn exercise_gc(bytes: &[u8], version: u32) {
-    if let Ok(g) = GcInfo::decode(bytes, version) {
+    let decoded = [
+        GcInfo::decode(bytes, version),
+        GcInfo::decode_available(bytes, version),
+    ];
+    for g in decoded.into_iter().flatten() {
         assert!(g.size() <= bytes.len());
         let len = g.header.code_length;
         let queries = [

@@ -244,3 +244,52 @@ fn live_slots_match_the_dacs_stack_references() {
     );
     assert!(frames > 0 && active > 0 && parents > 0 && filters > 0);
 }
+
+/// A blob a dump holds only in part (`decode_available`: the runtime's own reads touched the
+/// tables and the live states of the offsets it asked about): every prefix of every real blob
+/// either refuses to decode (the tables are cut) or answers each query exactly as the whole
+/// blob does, or fails it as truncated; never a different answer. Whole, it is the same as
+/// `decode`.
+#[test]
+fn partial_blobs_answer_as_the_whole_or_say_truncated() {
+    use clrcodeinfo::GcInfoError;
+    let (mut prefixes, mut answered, mut truncated) = (0, 0, 0);
+    for (name, d) in data_files() {
+        for m in d["methods"].as_array().unwrap() {
+            let gc = &m["gc_info"];
+            let bytes = hex(gc["hex"].as_str().unwrap());
+            let version = gc["version"].as_u64().unwrap() as u32;
+            let whole = GcInfo::decode(&bytes, version).unwrap();
+            let bytes = &bytes[..whole.size()];
+            let all = GcInfo::decode_available(bytes, version).unwrap();
+            assert!(all.is_complete(), "{name} {}", m["name"]);
+            let len = whole.header.code_length;
+            let mut offsets: Vec<u32> = whole.safe_points();
+            offsets.extend((0..=len).step_by(7));
+            let queries = [LivenessQuery::caller_frame(), LivenessQuery::active_frame()];
+            for n in (0..bytes.len()).step_by(3) {
+                let Ok(part) = GcInfo::decode_available(&bytes[..n], version) else {
+                    continue;
+                };
+                prefixes += 1;
+                for &o in &offsets {
+                    for q in &queries {
+                        let want = whole.live_slots_at(o, q).unwrap();
+                        match part.live_slots_at(o, q) {
+                            Ok(got) => {
+                                assert_eq!(got, want, "{name} {} cut at {n}: +{o:#x}", m["name"]);
+                                answered += 1;
+                            }
+                            Err(GcInfoError::Truncated { .. }) => truncated += 1,
+                            Err(e) => panic!("{name} {} cut at {n}: +{o:#x}: {e}", m["name"]),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "partial blobs: {prefixes} prefixes, {answered} answers equal, {truncated} truncated"
+    );
+    assert!(prefixes > 100 && answered > 1000 && truncated > 100);
+}

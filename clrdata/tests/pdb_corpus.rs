@@ -532,7 +532,9 @@ fn sos_local_names_are_the_pdb_slot_names() {
 // ---------------------------------------------------------------------------------- the sources
 
 /// Whether `text` declares `name`: the word follows a type (or `var`) and is followed by `=`,
-/// `;`, `)`, `,` or ` in` (locals, `foreach` variables, `out var`, patterns, `catch (E e)`).
+/// `;`, `)`, `,` or ` in` (locals, `foreach` variables, `out var`, patterns, `catch (E e)`), or
+/// it is a later declarator of a multiple declaration (`bool all = true, any = false;`: after
+/// a comma, initialised).
 fn declares(text: &str, name: &str) -> bool {
     let b = text.as_bytes();
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
@@ -553,7 +555,9 @@ fn declares(text: &str, name: &str) -> bool {
             || after.starts_with(')')
             || after.starts_with(',')
             || after.starts_with("in ");
-        if typed && follows {
+        let initialised = after.starts_with('=') && !after.starts_with("==");
+        let declarator = before.ends_with(',') && initialised;
+        if (typed && follows) || declarator {
             return true;
         }
     }

@@ -47,12 +47,14 @@ fn grammar() -> Command {
         .arg(
             Arg::new("completed")
                 .long("completed")
+                .short('c')
                 .action(ArgAction::SetTrue)
                 .help("include boxes whose task has completed"),
         )
         .arg(
             Arg::new("address")
                 .long("address")
+                .alias("addr")
                 .value_name("ADDR")
                 .help("only the chains holding the box at this address"),
         )
@@ -71,18 +73,21 @@ fn grammar() -> Command {
         .arg(
             Arg::new("methodtable")
                 .long("methodtable")
+                .alias("mt")
                 .value_name("MT")
                 .help("only the chains with a box of this MethodTable"),
         )
         .arg(
             Arg::new("fields")
                 .long("fields")
+                .short('f')
                 .action(ArgAction::SetTrue)
                 .help("show each state machine's fields"),
         )
         .arg(
             Arg::new("tasks")
                 .long("tasks")
+                .short('t')
                 .action(ArgAction::SetTrue)
                 .help("also list the other tasks of the heap (not state machine boxes), with their status"),
         )

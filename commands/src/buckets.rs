@@ -26,8 +26,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 /// The version of these rules: a store keeps signatures made by the same rules only (a dump
-/// signed by other rules is read again). Raise it when a signature's text changes.
-pub const RULES_VERSION: u32 = 1;
+/// signed by other rules is read again). Raise it when a signature's text or what a record
+/// holds changes (2: the app's version and the minidump's own time).
+pub const RULES_VERSION: u32 = 2;
 
 /// How many frames a signature keeps.
 pub const SIGNATURE_FRAMES: usize = 3;
@@ -309,9 +310,13 @@ pub struct Record {
     pub sha256: Option<String>,
     /// When it was written (seconds since 1970, UTC; [`Triage::dump_time`]).
     pub time: Option<u64>,
+    /// Whether [`Record::time`] is the dump's own record (a minidump's header), the same for
+    /// every copy; else it is the file's modification time, taken per file.
+    #[serde(default)]
+    pub time_from_dump: bool,
     /// The app ([`Triage::app`]).
     pub app: Option<String>,
-    /// The app's version, when known (not read yet: always null).
+    /// The app's version ([`Triage::app_version`]), when known.
     pub app_version: Option<String>,
     /// The runtime (".NET 8.0.4").
     pub runtime: Option<String>,
@@ -329,8 +334,9 @@ impl Record {
             size: t.dump_size.unwrap_or(0),
             sha256,
             time: t.dump_time,
+            time_from_dump: t.dump_time_source == Some("dump"),
             app: t.app.clone(),
-            app_version: None,
+            app_version: t.app_version.clone(),
             runtime: t.runtime.clone(),
             signature: signature(t),
             error: t.error.clone().or_else(|| {

@@ -190,10 +190,28 @@ impl Output {
 #[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum CommandError {
     /// The line named no known command.
-    #[error("unknown command '{name}' (type 'help' for the list)")]
+    #[error(
+        "unknown command '{name}' ({}type 'help' for the list)",
+        did_you_mean_text(did_you_mean)
+    )]
     UnknownCommand {
         /// The word typed.
         name: String,
+        /// The commands whose names are closest to it (empty when none is close).
+        did_you_mean: Vec<String>,
+    },
+    /// A command was given an option it does not have: a misspelling, or an option SOS's
+    /// command has that this one does not (yet).
+    #[error("{}; {}type 'help {command}' for its options", option_text(command, option, *sos), did_you_mean_text(did_you_mean))]
+    UnknownOption {
+        /// The command.
+        command: String,
+        /// The word typed.
+        option: String,
+        /// Whether it is an option of SOS's command of that name (then not a misspelling).
+        sos: bool,
+        /// The command's options closest to it (empty when none is close).
+        did_you_mean: Vec<String>,
     },
     /// The arguments did not parse: clap's message, with usage.
     #[error("{message}")]
@@ -271,6 +289,29 @@ pub enum CommandError {
 }
 
 dumpreader::serialize_with_message!(CommandError);
+
+/// `did you mean 'a' or 'b'? ` (with the trailing space), or nothing.
+fn did_you_mean_text(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => format!("did you mean '{one}'? "),
+        [rest @ .., last] => format!(
+            "did you mean {} or '{last}'? ",
+            rest.iter()
+                .map(|w| format!("'{w}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn option_text(command: &str, option: &str, sos: bool) -> String {
+    if sos {
+        format!("'{option}' is an option of SOS's {command} that dumpshell's does not have")
+    } else {
+        format!("{command} has no option '{option}'")
+    }
+}
 
 impl From<ClrError> for CommandError {
     fn from(error: ClrError) -> CommandError {

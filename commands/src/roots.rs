@@ -12,6 +12,7 @@ use clrdata::analysis::roots::{
 };
 use clrdata::data::handles::{FinalizerSegment, HandleKind};
 use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::gcrefs::RefSource;
 use clrdata::model::stack::{StackWalker, ThreadStack};
 use clrdata::prelude::*;
 use serde::Serialize;
@@ -47,8 +48,14 @@ pub static SPECS: &[CommandSpec] = &[
                 )
                 .arg(flag(
                     "nostacks",
-                    "leave out the stack roots (no stack is read: handles and the f-reachable \
-                     queue only)",
+                    "leave out the stack roots (no stack is read: handles, the f-reachable \
+                     queue and thread statics only)",
+                ))
+                .arg(flag(
+                    "conservative",
+                    "take every stack word and register pointing at or into an object as a \
+                     root, live or stale (by default each frame's GC info says which slots \
+                     are live)",
                 ))
                 .arg(flag(
                     "all",
@@ -452,6 +459,7 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         })?;
     let opts = GcRootOptions {
         stacks: !m.get_flag("nostacks"),
+        conservative: m.get_flag("conservative"),
         max_roots: (!m.get_flag("all")).then_some(DEFAULT_MAX_ROOTS),
     };
     let heap = c.heap()?;
@@ -506,7 +514,9 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         let frame = match &p.root.source {
             RootSource::Stack {
                 os_id,
-                slot: Some(slot),
+                slot,
+                frame,
+                explicit_frame,
                 ..
             } => {
                 let st = stacks.entry(*os_id).or_insert_with(|| {
@@ -515,7 +525,8 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                         .find(|t| t.os_id == *os_id)
                         .map(|t| walker.walk(t))
                 });
-                st.as_ref().and_then(|st| frame_of(st, *slot))
+                st.as_ref()
+                    .and_then(|st| frame_line(st, *frame, *explicit_frame, *slot))
             }
             _ => None,
         };
@@ -542,14 +553,29 @@ fn gcroot(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         stacks_scanned: res
             .stacks_scanned
             .iter()
-            .map(|&(os, managed, from, to)| {
-                serde_json::json!({"os_id": os, "managed_id": managed, "from": hex(from), "to": hex(to)})
+            .map(|s| {
+                serde_json::json!({
+                    "os_id": s.os_id,
+                    "managed_id": s.managed_id,
+                    "mode": s.mode,
+                    "from": hex(s.from),
+                    "to": hex(s.to),
+                    "frames": s.frames,
+                    "conservative": s.conservative.iter().map(|c| serde_json::json!({
+                        "from": hex(c.from),
+                        "to": hex(c.to),
+                        "reason": c.reason,
+                    })).collect::<Vec<_>>(),
+                })
             })
             .collect(),
-        stack_scan: if res.stacks {
+        stack_scan: if !res.stacks {
+            "none (-nostacks)"
+        } else if opts.conservative {
             "conservative: every stack word and register pointing at or into an object"
         } else {
-            "none (-nostacks)"
+            "precise: each frame's live slots from its GC info, each explicit Frame's protected \
+             references"
         },
         notes: res.notes.clone(),
     };
@@ -583,16 +609,27 @@ fn root_json(r: &RootSource) -> serde_json::Value {
             managed_id,
             slot,
             register,
+            offset,
             interior,
+            pinned,
             value,
+            frame,
+            explicit_frame,
+            found_by,
         } => serde_json::json!({
             "kind": "stack",
             "os_id": os_id,
             "managed_id": managed_id,
             "slot": slot.map(hex),
             "register": register,
+            "offset": offset,
             "interior": interior,
+            "pinned": pinned,
             "value": hex(*value),
+            "frame_sp": frame.map(|f| hex(f.0)),
+            "frame_ip": frame.map(|f| hex(f.1)),
+            "explicit_frame": explicit_frame.map(hex),
+            "found_by": found_by,
         }),
     }
 }
@@ -614,14 +651,33 @@ fn static_slots(
     static_slot_names(r, &mts)
 }
 
-/// The frame whose part of the stack holds `slot`: the innermost frame with SP <= slot.
-fn frame_of(st: &ThreadStack, slot: u64) -> Option<String> {
-    let f = st.frames.iter().rev().find(|f| f.sp <= slot)?;
-    let what = f
-        .method
-        .clone()
-        .or_else(|| f.frame_name.clone().map(|n| format!("[{n}]")))?;
-    Some(format!("{:x} {:x} {what}", f.sp, f.ip))
+/// The frame line of a stack root: the frame reporting it (an explicit Frame, or the managed
+/// frame at `frame`'s SP and IP); for a root of a conservative scan of the whole stack, the
+/// innermost frame with SP <= its slot.
+fn frame_line(
+    st: &ThreadStack,
+    frame: Option<(u64, u64)>,
+    explicit: Option<u64>,
+    slot: Option<u64>,
+) -> Option<String> {
+    let f = match (explicit, frame) {
+        (Some(x), _) => st.frames.iter().find(|f| f.frame == Some(x))?,
+        (None, Some((sp, ip))) => st
+            .frames
+            .iter()
+            .find(|f| f.frame.is_none() && f.sp == sp && f.ip == ip)?,
+        (None, None) => {
+            let slot = slot?;
+            st.frames.iter().rev().find(|f| f.sp <= slot)?
+        }
+    };
+    // As SOS: an explicit Frame by its address and class, with the method it stands for.
+    let what = match (&f.frame_name, &f.method) {
+        (Some(n), Some(m)) => format!("[{n}] ({m})"),
+        (Some(n), None) => format!("[{n}]"),
+        (None, m) => m.clone()?,
+    };
+    Some(format!("{:x} {:x} {what}", f.frame.unwrap_or(f.sp), f.ip))
 }
 
 impl Render for GcRootJson {
@@ -656,8 +712,11 @@ fn gcroot_text(o: &GcRootJson) -> String {
                 os_id,
                 slot,
                 register,
+                offset,
                 interior,
+                pinned,
                 value,
+                found_by,
                 ..
             } => {
                 let mut l = String::new();
@@ -671,15 +730,27 @@ fn gcroot_text(o: &GcRootJson) -> String {
                     }
                     last_frame = Some(f.as_str());
                 }
+                // As SOS: a slot by the register it is relative to and its address, a
+                // register by its name; then the value it holds.
                 let place = match (slot, register) {
-                    (Some(s), _) => format!("{s:x}"),
-                    (None, Some(r)) => r.to_string(),
-                    _ => String::new(),
+                    (Some(s), Some(r)) if *offset < 0 => {
+                        format!("{r}-{:x}: {}", offset.unsigned_abs(), fmt_addr(*s))
+                    }
+                    (Some(s), Some(r)) => format!("{r}+{offset:x}: {}", fmt_addr(*s)),
+                    (Some(s), None) => fmt_addr(*s),
+                    (None, Some(r)) => format!("{r}:"),
+                    (None, None) => String::new(),
                 };
                 l.push_str(&format!(
-                    "        {place}: {}{}",
+                    "        {place} = {}{}{}{}",
                     fmt_addr(*value),
-                    if *interior { " (interior)" } else { "" }
+                    if *interior { " (interior)" } else { "" },
+                    if *pinned { " (pinned)" } else { "" },
+                    if *found_by == RefSource::Conservative && o.stack_scan.starts_with("precise") {
+                        " (conservative: the frame's GC info was not read)"
+                    } else {
+                        ""
+                    }
                 ));
                 (format!("Thread {os_id:x}:"), l)
             }
@@ -729,7 +800,7 @@ fn gcroot_text(o: &GcRootJson) -> String {
             "(no stack roots: -nostacks; {} roots, {} objects expanded)\n",
             o.roots_considered, o.objects_expanded
         ));
-    } else {
+    } else if o.stack_scan.starts_with("conservative") {
         t.push_str(&format!(
             "(stack roots from a conservative scan of {} thread stacks: a stale slot can appear \
              as a root; {} roots, {} objects expanded)\n",
@@ -737,6 +808,42 @@ fn gcroot_text(o: &GcRootJson) -> String {
             o.roots_considered,
             o.objects_expanded
         ));
+    } else {
+        let fallback: Vec<String> = o
+            .stacks_scanned
+            .iter()
+            .flat_map(|s| {
+                let os = s["os_id"].as_u64().unwrap_or(0);
+                s["conservative"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |c| {
+                        format!(
+                            "thread {os:x}: {}..{} scanned conservatively: {}",
+                            c["from"].as_str().unwrap_or(""),
+                            c["to"].as_str().unwrap_or(""),
+                            c["reason"].as_str().unwrap_or("")
+                        )
+                    })
+            })
+            .collect();
+        t.push_str(&format!(
+            "(stack roots from the GC info of the frames of {} thread stacks{}; {} roots, {} \
+             objects expanded)\n",
+            o.stacks_scanned.len(),
+            if fallback.is_empty() {
+                String::new()
+            } else {
+                format!(", {} ranges scanned conservatively", fallback.len())
+            },
+            o.roots_considered,
+            o.objects_expanded
+        ));
+        for f in fallback {
+            t.push_str(&format!("note: {f}\n"));
+        }
     }
     for n in &o.notes {
         t.push_str(&format!("note: {n}\n"));

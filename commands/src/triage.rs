@@ -45,9 +45,17 @@ pub struct Triage {
     /// that is not the framework's (a framework-dependent app runs as `dotnet`), else the
     /// process's name.
     pub app: Option<String>,
-    /// When the dump was written, in seconds since 1970 (UTC): the dump file's modification
-    /// time (neither an ELF core nor the minidump fields read here carry a creation time).
+    /// The app's version, from its assembly's metadata in the dump: its
+    /// `AssemblyInformationalVersionAttribute`, else the assembly's four-part version; None
+    /// when the app is no managed module the dump maps, or its metadata is not in the dump.
+    pub app_version: Option<String>,
+    /// When the dump was written, in seconds since 1970 (UTC): the dump's own record when it
+    /// has one (a minidump's header), else the dump file's modification time (an ELF core
+    /// records no time); [`Triage::dump_time_source`] says which.
     pub dump_time: Option<u64>,
+    /// Where [`Triage::dump_time`] came from: `"dump"` (the dump's header) or `"file"` (the
+    /// file's modification time).
+    pub dump_time_source: Option<&'static str>,
     /// The dump file's size in bytes.
     pub dump_size: Option<u64>,
     /// The runtime (".NET 8.0.4") and GC mode, or why the CLR could not be read.
@@ -427,6 +435,7 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
             .ok()
             .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs());
+        t.dump_time_source = t.dump_time.map(|_| "file");
     }
     let s = match Session::open_with(path, opts) {
         Ok(s) => s.with_discover_options(discover.clone()),
@@ -435,13 +444,19 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
             return t;
         }
     };
+    if let Some(w) = s.target.info().written_at {
+        t.dump_time = Some(w);
+        t.dump_time_source = Some("dump");
+    }
     let p = &mut t.problems;
     if let Some(i) = run::<InfoResult>(&s, "info", p) {
         t.format = Some(i.format.to_owned());
         t.os = Some(i.os.clone());
         t.pid = i.pid.map(u64::from);
         t.process_name = i.process_name.clone();
-        t.app = app_name(&s).or_else(|| i.process_name.clone());
+        let app = app_module(&s);
+        t.app_version = app.as_ref().and_then(|(_, v)| v.clone());
+        t.app = app.map(|(n, _)| n).or_else(|| i.process_name.clone());
         t.os_threads = Some(i.threads as u64);
         t.dump_exception = i.exception.clone();
     }
@@ -594,25 +609,52 @@ fn merge_problems(problems: Vec<String>) -> Vec<String> {
 
 /// The app's own assembly among the modules the dump maps: the first `.dll` or `.exe` (by load
 /// address) that is not the framework's (no `System.`/`Microsoft.`/`netstandard`/`mscorlib`
-/// name, not under a `shared/Microsoft.*` folder) nor the `dotnet` host.
-fn app_name(s: &Session) -> Option<String> {
+/// name, not under a `shared/Microsoft.*` folder) nor the `dotnet` host, with its file name
+/// without the extension and its version ([`app_version`]). A managed image whose metadata the
+/// dump holds is preferred: on Windows the runtime's native DLLs (`hostpolicy.dll`,
+/// `coreclr.dll`) and the app's own native launcher (`app.exe`) are `.dll`/`.exe` files too.
+fn app_module(s: &Session) -> Option<(String, Option<String>)> {
     let t: &dyn dumpreader::Target = &*s.target;
     let mut mods: Vec<&dumpreader::ModuleInfo> = t.modules().iter().collect();
     mods.sort_by_key(|m| m.base);
-    mods.into_iter().find_map(|m| {
-        let path = m.path.replace('\\', "/");
-        let file = path.rsplit('/').next()?;
-        let lower = file.to_ascii_lowercase();
-        let (stem, ext) = lower.rsplit_once('.')?;
-        let framework = stem.starts_with("system.")
-            || stem.starts_with("microsoft.")
-            || matches!(
-                stem,
-                "system" | "netstandard" | "mscorlib" | "dotnet" | "windowsbase"
-            )
-            || path.contains("/shared/Microsoft.");
-        (matches!(ext, "dll" | "exe") && !framework).then(|| file[..stem.len()].to_owned())
-    })
+    let candidates: Vec<(String, &dumpreader::ModuleInfo)> = mods
+        .into_iter()
+        .filter_map(|m| {
+            let path = m.path.replace('\\', "/");
+            let file = path.rsplit('/').next()?;
+            let lower = file.to_ascii_lowercase();
+            let (stem, ext) = lower.rsplit_once('.')?;
+            let framework = stem.starts_with("system.")
+                || stem.starts_with("microsoft.")
+                || matches!(
+                    stem,
+                    "system" | "netstandard" | "mscorlib" | "dotnet" | "windowsbase"
+                )
+                || path.contains("/shared/Microsoft.");
+            (matches!(ext, "dll" | "exe") && !framework).then(|| (file[..stem.len()].to_owned(), m))
+        })
+        .collect();
+    candidates
+        .iter()
+        .find_map(|(name, m)| app_version(s, m).map(|v| (name.clone(), Some(v))))
+        .or_else(|| candidates.first().map(|(name, _)| (name.clone(), None)))
+}
+
+/// The version of the managed image at `m`, from its own metadata in the dump's memory: the
+/// assembly's `AssemblyInformationalVersionAttribute` (the SDK's `InformationalVersion`,
+/// `1.0.0+<commit>` by default), else the Assembly row's four-part version. None when `m` is no
+/// managed image or its metadata is not in the dump.
+fn app_version(s: &Session, m: &dumpreader::ModuleInfo) -> Option<String> {
+    let mem: &dyn dumpreader::Memory = &*s.target;
+    let bytes = clrdata::metadata::read_metadata(mem, m.base, Some(m.size())).ok()?;
+    let md = clrdata::metadata::Metadata::parse(&bytes.bytes).ok()?;
+    if let Some(v) =
+        md.assembly_string_attribute("System.Reflection", "AssemblyInformationalVersionAttribute")
+    {
+        return Some(v.to_owned());
+    }
+    let [a, b, c, d] = md.assembly(1).ok()?.version;
+    Some(format!("{a}.{b}.{c}.{d}"))
 }
 
 /// The statement of a dump that holds no GC heap (the heap commands' own refusal), when it is
@@ -715,6 +757,8 @@ fn empty(p: &Path) -> Triage {
         process_name: None,
         app: None,
         dump_time: None,
+        dump_time_source: None,
+        app_version: None,
         dump_size: None,
         runtime: None,
         gc: None,

@@ -18,9 +18,20 @@ fn every_kind_has_its_fields_and_its_sentence() {
         (
             CommandError::UnknownCommand {
                 name: "frob".into(),
+                did_you_mean: vec![],
             },
             "unknown_command",
-            vec!["name"],
+            vec!["name", "did_you_mean"],
+        ),
+        (
+            CommandError::UnknownOption {
+                command: "dumpheap".into(),
+                option: "-stats".into(),
+                sos: false,
+                did_you_mean: vec!["-stat".into()],
+            },
+            "unknown_option",
+            vec!["command", "option", "sos", "did_you_mean"],
         ),
         (
             CommandError::Usage {

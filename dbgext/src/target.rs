@@ -340,6 +340,8 @@ impl EngineTarget {
             }),
             command_line: None,
             auxv: Vec::new(),
+            // The engine's own session, not a file: its time is not asked for here.
+            written_at: None,
             warnings: Vec::new(),
         }
     }

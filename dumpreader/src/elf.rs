@@ -257,6 +257,7 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         process_name: prpsinfo.as_ref().map(|p| p.fname.clone()),
         command_line: prpsinfo.as_ref().map(|p| p.psargs.clone()),
         auxv,
+        written_at: None,
         warnings,
     };
     Ok(Parsed {

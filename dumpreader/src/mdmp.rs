@@ -416,6 +416,8 @@ pub(crate) fn parse(data: &[u8], strict: bool) -> Result<Parsed, Error> {
         process_name: None,
         command_line: None,
         auxv: Vec::new(),
+        // MINIDUMP_HEADER.TimeDateStamp (offset 20); 0 means not recorded.
+        written_at: Some(le_u32(data, 20) as u64).filter(|&t| t != 0),
         warnings,
     };
     // Sorted by base, as `Target::modules` promises (a minidump's ModuleList is in load order;

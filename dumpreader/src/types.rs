@@ -70,6 +70,9 @@ pub struct DumpInfo {
     pub command_line: Option<String>,
     /// ELF auxiliary vector (`NT_AUXV`): (type, value) pairs.
     pub auxv: Vec<(u64, u64)>,
+    /// When the dump was written, in seconds since 1970 (UTC), when the dump records it
+    /// (minidump: the header's `TimeDateStamp`; an ELF core records no time).
+    pub written_at: Option<u64>,
     /// Problems found in the dump that did not stop it from opening (overlapping or clipped
     /// segments, unreadable optional streams...). Each is a precise [`crate::Error`].
     pub warnings: Vec<crate::Error>,

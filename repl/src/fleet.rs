@@ -236,7 +236,9 @@ pub fn sign_all(
         };
         let mut rec = rec;
         rec.dump = p.display().to_string();
-        rec.time = file_time(p);
+        if !rec.time_from_dump {
+            rec.time = file_time(p);
+        }
         if let Some(Seen {
             key,
             stat: Some((size, mtime)),

@@ -308,7 +308,8 @@ fn help_lists_every_command_and_each_commands_options() {
 
 /// `modules` on a gcore core says per file where the bytes the dump lacks come from and which
 /// check accepted the file: CoreLib from the framework pack by the runtime's records,
-/// libcoreclr by its build id; the app's hang.dll, not on this machine, is read from nowhere.
+/// libcoreclr by its build id; the app's dll (hang.dll, ilonly.dll) from dumps/images/<name>/
+/// by the runtime's records when kept there, else (not on this machine) from nowhere.
 #[test]
 fn modules_say_where_a_gcore_cores_missing_bytes_come_from() {
     for e in tests::all()
@@ -351,8 +352,9 @@ fn modules_say_where_a_gcore_cores_missing_bytes_come_from() {
         );
         // The app's own dll: kept in dumps/images/<name>/ (then read from it, accepted by the
         // runtime's records), or nowhere.
-        let app = &by_name("/hang.dll")["missing"];
-        if e.image_dir().is_some_and(|d| d.join("hang.dll").is_file()) {
+        let dll = format!("{}.dll", e.program());
+        let app = &by_name(&format!("/{dll}"))["missing"];
+        if e.image_dir().is_some_and(|d| d.join(&dll).is_file()) {
             assert_eq!(app["source"], "file", "{}: {app}", e.name);
             assert!(
                 app["check"]
@@ -366,7 +368,7 @@ fn modules_say_where_a_gcore_cores_missing_bytes_come_from() {
             assert!(app["file"].is_null(), "{app}");
         }
         println!(
-            "{}: CoreLib: {}; hang.dll: {} {}",
+            "{}: CoreLib: {}; {dll}: {} {}",
             e.name, core["check"], app["check"], app["why"]
         );
     }

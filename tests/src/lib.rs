@@ -305,7 +305,7 @@ pub enum Shortfall {
     /// frames, or the methods' names).
     StackWalk,
     /// `dumpasync` reports errors: async boxes it cannot read (a pooled ValueTask box on
-    /// Windows .NET 8: `Module.m_pAvailableParamTypes` is not known there).
+    /// Windows .NET 8 while `Module.m_pAvailableParamTypes` was not known there).
     AsyncBoxes,
 }
 
@@ -342,15 +342,6 @@ pub fn pending() -> &'static [Pending] {
             issue: 24,
             reason: NODAC_NO_GC,
             shortfall: HeapRefused,
-        },
-        Pending {
-            name: "ilonly-net8-gcore",
-            issue: 24,
-            reason: "a gcore core of a .NET 8 app with IL-only assemblies of its own: neither \
-                the framework's files nor the app's (dumps/images/ilonly-net8-gcore/) are \
-                accepted (\"not verified: the dump lacks the PE headers\"), so no type or \
-                frame is named and stacks stop after 1 frame (gcore_images.rs fails)",
-            shortfall: ImagesUnread,
         },
         Pending {
             name: "names-net10",
@@ -403,9 +394,8 @@ pub fn is_pending(name: &str) -> bool {
 /// A dump made on demand, not committed (the corpus's size budget: dumps/README.md, "Dumps for
 /// issues 24 and 27"): `make` writes it with every truth into [`on_demand_dir`].
 /// tests/tests/pending.rs checks each one that is there as it checks the [`pending`] dumps
-/// (`shortfall`; `None`: of a runtime family no test claims, refused naming its version) and
-/// names each absent one loudly with its command; with `DUMPSHELL_REQUIRE_ON_DEMAND=1` an
-/// absent one fails.
+/// (its [`OnDemandState`]) and names each absent one loudly with its command; with
+/// `DUMPSHELL_REQUIRE_ON_DEMAND=1` an absent one fails.
 #[derive(Debug, Clone, Copy)]
 pub struct OnDemand {
     /// The dump's name (`<on_demand_dir>/<name>.dmp.zst`).
@@ -414,8 +404,20 @@ pub struct OnDemand {
     pub issue: u32,
     /// The command that makes it (from the workspace root).
     pub make: &'static str,
-    /// How it falls short today; `None`: refused as a runtime no test claims.
-    pub shortfall: Option<Shortfall>,
+    /// What it is held to where made.
+    pub state: OnDemandState,
+}
+
+/// What a made [`OnDemand`] dump is held to by tests/tests/pending.rs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDemandState {
+    /// It falls short as the [`Shortfall`] says.
+    Short(Shortfall),
+    /// Of a runtime family no test claims: refused naming its version.
+    Refused,
+    /// The work of its issue made it read: it no longer falls short as it did (the
+    /// [`Shortfall`] named), and a test fails if it does again.
+    Read(Shortfall),
 }
 
 impl OnDemand {
@@ -443,6 +445,7 @@ pub fn on_demand_dir() -> PathBuf {
 
 /// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
 pub fn on_demand() -> &'static [OnDemand] {
+    use OnDemandState::{Read, Refused, Short};
     use Shortfall::*;
     macro_rules! sdk {
         ($name:literal, $issue:literal, $short:expr) => {
@@ -453,7 +456,7 @@ pub fn on_demand() -> &'static [OnDemand] {
                     "sudo OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1 dumps/generate-sdk.sh ",
                     $name
                 ),
-                shortfall: $short,
+                state: $short,
             }
         };
     }
@@ -466,23 +469,23 @@ pub fn on_demand() -> &'static [OnDemand] {
                     "OUT_DIR=dumps/build/ondemand bash dumps/windows/generate.sh ",
                     $name
                 ),
-                shortfall: $short,
+                state: $short,
             }
         };
     }
     &[
-        sdk!("faultnull-net8", 27, Some(StackWalk)),
-        sdk!("faultav-net8", 27, Some(StackWalk)),
-        sdk!("failfast-net8", 27, Some(StackWalk)),
-        sdk!("names-net8", 27, Some(StackWalk)),
-        sdk!("faultnull-net11", 27, None),
-        sdk!("faultav-net11", 27, None),
-        sdk!("failfast-net11", 27, None),
-        sdk!("hang-net11-single", 24, Some(NoRuntime)),
-        sdk!("hang-net11-single-nodac", 24, Some(NoRuntime)),
-        sdk!("ilonly-net9-gcore", 24, Some(ImagesUnread)),
-        windows!("windows-asyncreal-net8", 24, Some(AsyncBoxes)),
-        windows!("windows-asyncreal-net9", 24, Some(StackWalk)),
+        sdk!("faultnull-net8", 27, Short(StackWalk)),
+        sdk!("faultav-net8", 27, Short(StackWalk)),
+        sdk!("failfast-net8", 27, Short(StackWalk)),
+        sdk!("names-net8", 27, Short(StackWalk)),
+        sdk!("faultnull-net11", 27, Refused),
+        sdk!("faultav-net11", 27, Refused),
+        sdk!("failfast-net11", 27, Refused),
+        sdk!("hang-net11-single", 24, Short(NoRuntime)),
+        sdk!("hang-net11-single-nodac", 24, Short(NoRuntime)),
+        sdk!("ilonly-net9-gcore", 24, Read(ImagesUnread)),
+        windows!("windows-asyncreal-net8", 24, Read(AsyncBoxes)),
+        windows!("windows-asyncreal-net9", 24, Short(StackWalk)),
     ]
 }
 
@@ -621,8 +624,8 @@ pub const CAPABILITIES: &[Capability] = clrdata::discovery::layout::ALL_CAPABILI
 
 /// What the tests hold dumpshell to, per runtime family: every capability on .NET 8; on .NET 9
 /// the heap census and objects (heap walk, threads, type names, fields), GC handles and the
-/// finalization queue, locks and exceptions; on .NET 10 also server-GC heaps; on .NET 11 what
-/// 9 has (no 11 server-GC dump). Written
+/// finalization queue, locks and exceptions, gcroot's precise root set; on .NET 10 also
+/// server-GC heaps; on .NET 11 what 9 has (no 11 server-GC dump). Written
 /// here, apart from clrdata's own gate (`Runtime::require`), and compared with it on every
 /// dump (tests/tests/refusals.rs): a capability the code claims without a test, or a test
 /// claiming what the code refuses, fails.
@@ -643,6 +646,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         10 => matches!(
             cap,
@@ -657,6 +661,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         11 => matches!(
             cap,
@@ -670,6 +675,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
                 | Roots
                 | Locks
                 | Exceptions
+                | GcRoots
         ),
         _ => false,
     }
@@ -943,13 +949,20 @@ impl Entry {
     /// With `DUMPSHELL_REQUIRE_FRAMEWORKS=1` (CI) a build NuGet serves must be here: a test
     /// that needs it fails instead of skipping.
     pub fn has_framework(&self) -> bool {
-        let here = !self.framework_dirs().is_empty();
+        let dirs = self.framework_dirs();
+        // An ASP.NET Core app's dump needs its shared framework's pack too.
+        let asp_missing = self.manifest["app"]["aspnetcore_pack"].is_string()
+            && !dirs.iter().any(|d| {
+                d.to_string_lossy()
+                    .contains("microsoft.aspnetcore.app.runtime")
+            });
+        let here = !dirs.is_empty() && !asp_missing;
         // In the clean room no file is obtainable by design.
         let obtainable = !clean_room() && !matches!(self.runtime_version(), "8.0.4" | "3.1.23");
         if !here && obtainable && std::env::var_os("DUMPSHELL_REQUIRE_FRAMEWORKS").is_some() {
             panic!(
-                "{}: the .NET {} runtime pack is not in the NuGet cache (run \
-                 dumps/fetch-frameworks.sh)",
+                "{}: the .NET {} runtime pack (or its ASP.NET Core pack) is not in the NuGet \
+                 cache (run dumps/fetch-frameworks.sh)",
                 self.name,
                 self.runtime_version()
             );

@@ -9,6 +9,8 @@
 //! file host is not in the corpus (the build outputs left on the corpus machine were rebuilt
 //! after the dumps were made, and this module's tests show they are refused): frames and
 //! types of the app must then be left unnamed, never named wrongly, and the tests say so.
+//! ilonly-net8-gcore's app and libraries are (`dumps/images/ilonly-net8-gcore/`): there every
+//! frame and type is named.
 
 use clrdata::prelude::*;
 use serde_json::Value;

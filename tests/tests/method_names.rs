@@ -223,10 +223,10 @@ fn method_desc_sizes_equal_the_runtimes_size_table() {
 }
 
 /// `Module::m_pAvailableParamTypes` (the 10 descriptor's `Module.AvailableTypeParams`, .NET 9
-/// Linux's supplement, .NET 8 Linux's 0x3c8): on every dump claiming Methods whose family
-/// knows it, the union of the constructed types the heap types' modules list holds every
-/// generic instantiation of the DAC's heap census; where it is not known (.NET 9 and 8 on
-/// Windows) the listing refuses by name.
+/// Linux's supplement, .NET 8's 0x3c8 on Linux and 0x248 on Windows): on every dump claiming
+/// Methods whose family knows it, the union of the constructed types the heap types' modules
+/// list holds every generic instantiation of the DAC's heap census; where it is not known
+/// (.NET 9 on Windows) the listing refuses by name.
 #[test]
 fn modules_list_the_constructed_types_on_the_heap() {
     let mut checked = 0;

@@ -474,6 +474,7 @@ use clrdata::analysis::roots::{
     gcroot, gcroot_with, static_slot_names, GcRootOptions, ObjectIndex, RootSource,
 };
 use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::gcrefs::RefSource;
 use clrdata::prelude::*;
 
 /// The first object of `type_name` on the heap whose `Id` field is `id` (or any, when None).
@@ -530,55 +531,217 @@ fn object_index_numbers_every_object_the_dac_counts() {
     }
 }
 
+/// The DAC's spelling of a register (`SOSStackRefData::Register`): the x64 unwind number, -5
+/// for the caller's SP (`-(rsp + 1)`).
+fn dac_register(name: &str) -> i64 {
+    match name {
+        "caller_sp" => -5,
+        n => clrdata::model::stack::REG_NAMES
+            .iter()
+            .position(|r| *r == n)
+            .unwrap_or_else(|| panic!("register {n}")) as i64,
+    }
+}
+
+/// A stack reference as the DAC's GetStackReferences reports it, null slots included:
+/// (slot address or 0 for a register, register (the slot's base register) or none for an
+/// explicit Frame's, value, interior/pinned flags, frame SP, source: the frame's IP or the
+/// explicit Frame).
+type DacRef = (u64, Option<i64>, u64, u64, u64, u64);
+
+/// Every stack reference of every thread equals the DAC's own GC stack walk
+/// (`dumps/<name>.roots.dac.json`, GetStackReferences), null slots included: the same slots
+/// and registers, values, interior and pinned flags, reported by the same frames. No frame of
+/// these dumps falls back to a conservative scan.
 #[test]
-fn stack_roots_cover_the_dacs_precise_stack_references() {
-    let (mut refs, mut dumps) = (0, 0);
-    for e in tests::readable() {
+fn stack_references_are_the_dacs() {
+    let (mut refs, mut dumps, mut threads) = (0, 0, 0);
+    let mut families = BTreeSet::new();
+    for e in tests::readable_for(tests::Capability::GcRoots) {
         let Some(truth) = dac_roots(&e) else { continue };
-        dumps += 1;
+        let Some(stacks) = truth["stack_refs"].as_array() else {
+            continue; // the roots truth of this dump holds handles only
+        };
         let name = e.name.as_str();
         let d = e.open();
         let rt = tests::discover(&d).unwrap();
         let names = TypeNames::new();
-        let heap = rt.gc_heap().unwrap();
-        let index = ObjectIndex::build(&rt, &heap).unwrap();
-        let roots = rt.roots(&index, &names).unwrap();
-        for t in truth["stack_refs"].as_array().unwrap() {
+        let walker = clrdata::model::stack::StackWalker::for_target(&rt, &names);
+        let all = rt.threads().unwrap();
+        for t in stacks {
             let os = t["os_id"].as_u64().unwrap();
-            for x in t["refs"].as_array().unwrap() {
-                let (slot, value) = (hex(&x["address"]), hex(&x["object"]));
-                let interior = x["flags"].as_u64().unwrap() & 1 != 0;
-                if value == 0 {
-                    continue; // a live slot holding null: no root
-                }
-                let found = roots.roots.iter().find(|r| match &r.source {
-                    // A slot: the same slot. A register of an outer frame (address 0): the
-                    // value is still in a register or was saved on the stack by a callee.
-                    RootSource::Stack {
-                        os_id,
-                        slot: s,
-                        value: v,
-                        interior: i,
-                        ..
-                    } => {
-                        *os_id == os
-                            && (slot == 0 || *s == Some(slot))
-                            && *v == value
-                            && *i == (interior && r.object != value)
-                    }
-                    _ => false,
-                });
-                assert!(
-                    found.is_some(),
-                    "{name}: thread {os}: the DAC's stack root {value:#x} at {slot:#x} (interior \
-                     {interior}) is not among the conservative scan's roots"
-                );
-                refs += 1;
-            }
+            let td = all
+                .iter()
+                .find(|x| x.os_id == os)
+                .unwrap_or_else(|| panic!("{name}: thread {os:#x} of the DAC's not found"));
+            let st = walker.walk(td);
+            let found = walker.gc_refs(&st, None, &|_| true);
+            assert!(
+                found.conservative.is_empty() && found.notes.is_empty(),
+                "{name}: thread {os:#x}: {:?} {:?}",
+                found.conservative,
+                found.notes
+            );
+            let mut ours: Vec<DacRef> = found
+                .refs
+                .iter()
+                .map(|r| {
+                    (
+                        r.address.unwrap_or(0),
+                        r.register.map(dac_register),
+                        r.value,
+                        (r.interior as u64) | ((r.pinned as u64) << 1),
+                        r.frame_sp,
+                        r.explicit_frame.unwrap_or(r.frame_ip),
+                    )
+                })
+                .collect();
+            let mut dac: Vec<DacRef> = t["refs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        hex(&r["address"]),
+                        r["register"].as_i64(),
+                        hex(&r["object"]),
+                        r["flags"].as_u64().unwrap() & 3,
+                        hex(&r["sp"]),
+                        hex(&r["source"]),
+                    )
+                })
+                .collect();
+            ours.sort_unstable();
+            dac.sort_unstable();
+            assert_eq!(
+                ours, dac,
+                "{name}: thread {os:#x}: stack references (slot, register, value, flags, frame \
+                 sp, source) vs the DAC's"
+            );
+            refs += dac.len();
+            threads += 1;
         }
+        families.insert(e.family());
+        dumps += 1;
     }
-    assert!(dumps >= 3, "DAC stack roots of only {dumps} dumps");
-    assert!(refs >= 50, "only {refs} DAC stack references checked");
+    eprintln!("stack references: {refs} on {threads} threads of {dumps} dumps equal the DAC's");
+    assert!(dumps >= 10, "DAC stack references of only {dumps} dumps");
+    assert!(refs >= 500, "only {refs} DAC stack references checked");
+    for f in [8, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump's stack references");
+    }
+}
+
+/// Funclets' parents need each method's EH clauses: read from JIT'd code's RealCodeHeader and
+/// ReadyToRun images' ExceptionInfo section, they equal the DAC's (GetMethodDescData's EH
+/// clause enumeration, `clrcodeinfo/tests/data/<dump>.json`), filters' offsets and duplicates
+/// included; funclets found in a method are filters exactly where the DAC's clauses say.
+#[test]
+fn eh_clauses_are_the_dacs() {
+    use clrdata::model::stack::{CodeIndex, CodeKind};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clrcodeinfo/tests/data");
+    let names = tests::names();
+    let (mut methods, mut clauses, mut jit, mut r2r, mut filters) = (0, 0, 0, 0, 0);
+    let mut not_in_dump = 0;
+    let mut families = BTreeSet::new();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let d: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let name = d["dump"].as_str().unwrap();
+        if !names.iter().any(|n| n == name) {
+            continue;
+        }
+        let e = tests::entry(name);
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            continue;
+        }
+        let dump = e.open();
+        let rt = tests::discover(&dump).unwrap();
+        let index = CodeIndex::new();
+        for m in d["methods"].as_array().unwrap() {
+            let Some(want) = m["dac_eh_clauses"].as_array() else {
+                continue; // the DAC found none (an error HRESULT)
+            };
+            let start = hex(&m["start"]);
+            let info = index.lookup(&rt, start).unwrap().unwrap();
+            let got = match index.eh_clauses(&rt, &info) {
+                Ok(g) => g,
+                // A ReadyToRun image's lookup table where the dump lacks it (the DAC's reads
+                // of it went to the image file): only without the runtime's files (the clean
+                // room, a machine without the pack).
+                Err(clrdata::ClrError::Read { .. })
+                    if info.kind == CodeKind::ReadyToRun && !e.has_framework() =>
+                {
+                    not_in_dump += 1;
+                    continue;
+                }
+                Err(err) => panic!("{name}: {}: {err}", m["name"]),
+            };
+            let kind = |c: &clrdata::model::stack::EhClause| match c.flags & 7 {
+                0 => "typed",
+                1 => "filter",
+                2 => "finally",
+                4 => "fault",
+                _ => "other",
+            };
+            let ours: Vec<Value> = got
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "type": kind(c),
+                        "try": [c.try_start, c.try_end],
+                        "handler": [c.handler_start, c.handler_end],
+                        "filter": c.is_filter().then_some(c.filter_or_class),
+                        "duplicate": c.is_duplicate(),
+                    })
+                })
+                .collect();
+            assert_eq!(&ours, want, "{name}: {}: EH clauses", m["name"]);
+            // Each handler and filter starts a funclet: a filter funclet exactly at a filter.
+            for c in got.iter().filter(|c| !c.is_duplicate()) {
+                for (at, filter) in [(c.handler_start, false), (c.filter_or_class, true)] {
+                    if filter && !c.is_filter() {
+                        continue;
+                    }
+                    let f = index.lookup(&rt, start + at as u64).unwrap().unwrap();
+                    assert_eq!(f.unwind.start(), start + at as u64, "{name}: a funclet");
+                    assert_eq!(
+                        index.is_filter_funclet(&rt, &f).unwrap(),
+                        filter,
+                        "{name}: {}: funclet at +{at:#x}",
+                        m["name"]
+                    );
+                    filters += usize::from(filter);
+                }
+            }
+            match info.kind {
+                CodeKind::Jit => jit += 1,
+                CodeKind::ReadyToRun => r2r += 1,
+            }
+            clauses += got.len();
+            methods += 1;
+        }
+        families.insert(e.family());
+    }
+    eprintln!(
+        "EH clauses: {methods} methods ({jit} JIT'd, {r2r} ReadyToRun), {clauses} clauses, \
+         {filters} filter funclets equal to the DAC's; {not_in_dump} ReadyToRun methods' \
+         lookup entries not in their dump"
+    );
+    assert!(jit >= 5, "{jit} JIT'd");
+    // ReadyToRun filters are in .NET 11's CoreLib, read from its pack's files.
+    if not_in_dump == 0 {
+        assert!(
+            r2r >= 10 && filters >= 3,
+            "{r2r} ReadyToRun, {filters} filters"
+        );
+    }
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
+    }
 }
 
 fn handle_root(p: &clrdata::analysis::roots::RootPath) -> Option<(u64, HandleKind)> {
@@ -596,8 +759,8 @@ fn gcroot_finds_the_handles_statics_and_locals_the_heap_scenario_used() {
     // Every readable heap dump with the DAC's roots (its locals are checked against them).
     let mut checked = 0;
     for e in of_programs(&["heap"]) {
-        if dac_roots(&e).is_none() {
-            eprintln!("{}: skipped: no {}.roots.dac.json", e.name, e.name);
+        if dac_roots(&e).is_none() && clrmd_roots(&e).is_none() {
+            eprintln!("{}: skipped: no roots truth", e.name);
             continue;
         }
         heap_gcroots(&e);
@@ -718,9 +881,9 @@ fn heap_gcroots(e: &tests::Entry) {
     // Thread statics: Registry.CurrentUser is Person 1 on the main thread and Person 2 on
     // thread-static-holder. .NET 8 keeps each thread's statics in an object[] of its own held
     // by a strong handle [E]: each Person has such a path, through no named static, and the
-    // two arrays differ.
+    // two arrays differ (.NET 9+: thread_statics_root_their_objects_on_9_and_later).
     let mut per_thread = Vec::new();
-    for id in [1, 2] {
+    for id in [1, 2].into_iter().filter(|_| e.family() == 8) {
         let p = find_object(&rt, &names, "Heap.Person", Some(id));
         let res = gcroot(&rt, &heap, &names, p[0]).unwrap();
         let arrays: Vec<u64> = res
@@ -738,26 +901,39 @@ fn heap_gcroots(e: &tests::Entry) {
         );
         per_thread.push(arrays[0]);
     }
-    assert_ne!(per_thread[0], per_thread[1]);
+    if e.family() == 8 {
+        assert_ne!(per_thread[0], per_thread[1]);
+    }
 
-    // Locals: every object the DAC reports on the main thread's stack (Park's arguments, ...)
-    // has a stack root on that thread.
-    let truth = dac_roots(e).unwrap();
+    // Locals: every object the DAC (else ClrMD) reports on the main thread's stack (Park's
+    // arguments, ...) has a stack root on that thread.
     let main_os = e.manifest["threads"][0]["os_id"].as_u64().unwrap();
-    let main = truth["stack_refs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["os_id"].as_u64() == Some(main_os))
-        .unwrap();
-    let objs: BTreeSet<u64> = main["refs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| hex(&x["object"]))
-        // A live slot holding null is no root (the Roslyn-compiled heap-net8 has one).
-        .filter(|&o| o != 0)
-        .collect();
+    let objs: BTreeSet<u64> = match dac_roots(e).filter(|t| t["stack_refs"].is_array()) {
+        Some(truth) => truth["stack_refs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["os_id"].as_u64() == Some(main_os))
+            .unwrap()["refs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| hex(&x["object"]))
+            // A live slot holding null is no root (the Roslyn-compiled heap-net8 has one).
+            .filter(|&o| o != 0)
+            .collect(),
+        None => clrmd_roots(e).unwrap()["roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["kind"] == "Stack"
+                    && r["os_id"].as_u64() == Some(main_os)
+                    && r["is_interior"] == false
+            })
+            .map(|r| hex(&r["object"]))
+            .collect(),
+    };
     assert!(!objs.is_empty(), "{}", e.name);
     for o in objs {
         let res = gcroot(&rt, &heap, &names, o).unwrap();
@@ -901,6 +1077,7 @@ fn gcroot_gives_each_root_a_shortest_path() {
         let opts = GcRootOptions {
             stacks: false,
             max_roots: None,
+            ..GcRootOptions::default()
         };
         // Every 97th object, and the heap scenario's own.
         let mut targets: Vec<u64> = heap
@@ -938,6 +1115,11 @@ fn gcroot_gives_each_root_a_shortest_path() {
                     .filter(|x| x.segment.is_ready() && x.object != 0)
                     .map(|x| x.object),
             );
+            // .NET 9+: each thread's thread-statics array (checked by
+            // thread_statics_root_their_objects_on_9_and_later).
+            roots.extend(rt.handle_roots().unwrap().roots.iter().filter_map(|r| {
+                matches!(r.source, RootSource::ThreadStatics { .. }).then_some(r.object)
+            }));
             assert_eq!(res.roots_considered, roots.len(), "{}", e.name);
             let expected = roots.iter().filter(|o| dist.contains_key(o)).count();
             assert_eq!(
@@ -1003,8 +1185,8 @@ fn gcroot_output_is_bounded() {
             &names,
             pinned[0],
             GcRootOptions {
-                stacks: true,
                 max_roots: Some(1),
+                ..GcRootOptions::default()
             },
         )
         .unwrap();
@@ -1041,14 +1223,24 @@ fn clrmd_root_kind(k: HandleKind) -> &'static str {
     }
 }
 
-/// The roots that are no stack's (handles, the f-reachable queue) equal ClrMD's on every dump
-/// whose roots are claimed (.NET 8-11) and have ClrMD's truth; on the dumps whose whole root
-/// set is claimed, every stack root ClrMD reports is among the stack scan's.
+/// A stack root as ClrMD names it: (OS thread, slot address or 0 for a register, the register
+/// (for a register root), the frame's SP (for a register root), object, interior, pinned).
+type ClrmdStackRoot = (u64, u64, String, u64, u64, bool, bool);
+
+/// The root set equals ClrMD's `EnumerateRoots` on every dump whose roots are claimed (.NET
+/// 8-11) and that has ClrMD's truth: the handles and the f-reachable queue (kind, address,
+/// object), and the stack roots (thread, slot or frame and register, object, interior, pinned)
+/// both ways: every ClrMD stack root is found, and no other (no stale slot). ClrMD differs
+/// from the GC in one way, checked here: for an interior pointer outside the GC heap (a byref
+/// to a stack local) it reads the pointer and names the object the local holds; the GC roots
+/// nothing there (the local is reported by its own slot), so neither do we.
 #[test]
 fn root_set_is_clrmds() {
-    let (mut dumps, mut compared, mut stack_checked, mut not_into_heap) = (0, 0, 0, 0);
-    let mut thread_statics = 0;
+    use dumpreader::Memory;
+    let (mut dumps, mut compared, mut stack_compared, mut byrefs) = (0, 0, 0, 0);
+    let (mut thread_statics, mut conservative_found) = (0, 0);
     let mut families = BTreeSet::new();
+    let mut stack_families = BTreeSet::new();
     for e in roots_claimed() {
         let Some(truth) = clrmd_roots(&e) else {
             continue;
@@ -1101,60 +1293,202 @@ fn root_set_is_clrmds() {
         compared += theirs.len();
         families.insert(e.family());
         dumps += 1;
-        if tests::claims(&e, tests::Capability::GcRoots) {
-            let names = TypeNames::new();
-            let heap = rt.gc_heap().unwrap();
-            let index = ObjectIndex::build(&rt, &heap).unwrap();
-            let all = rt.roots(&index, &names).unwrap();
-            let reader = ObjectReader::new(&rt, &names);
-            for r in roots.iter().filter(|r| r["kind"] == "Stack") {
-                let (slot, obj, os) = (
-                    hex(&r["address"]),
-                    hex(&r["object"]),
-                    r["os_id"].as_u64().unwrap(),
-                );
-                // ClrMD names an object for an interior pointer even when the slot points
-                // outside the heap (a byref to the stack): no GC root (the GC promotes only
-                // pointers into its heap); its object is then one the slot does not point into.
-                if r["is_interior"] == true && slot != 0 {
-                    use dumpreader::Memory;
-                    let v = d.read_u64(slot).unwrap();
-                    let size = reader
-                        .object_mt(obj)
-                        .ok()
-                        .and_then(|(_, i)| reader.object_size(obj, &i).ok())
-                        .unwrap_or(0);
-                    if !(obj..obj + size).contains(&v) {
-                        not_into_heap += 1;
-                        continue;
-                    }
+        if !tests::claims(&e, tests::Capability::GcRoots) {
+            continue;
+        }
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let all = rt.roots(&heap, &names).unwrap();
+        assert!(all.notes.is_empty(), "{}: {:?}", e.name, all.notes);
+        // Frames scanned conservatively (their GC info could not be read): only where the
+        // runtime's files are not at hand (the clean room) and the dump lacks a ReadyToRun
+        // blob's pages the DAC read from the image file. There every ClrMD root of the frame
+        // must be among the scan's; the scan may add stale ones.
+        let mut zones: Vec<(u64, u64, u64)> = Vec::new();
+        for s in &all.stacks_scanned {
+            assert!(
+                s.conservative.is_empty() || !e.has_framework(),
+                "{}: thread {:#x}: frames scanned conservatively: {:?}",
+                e.name,
+                s.os_id,
+                s.conservative
+            );
+            zones.extend(s.conservative.iter().map(|c| (s.os_id, c.from, c.to)));
+        }
+        let in_zone = |os: u64, frame_sp: u64| {
+            zones
+                .iter()
+                .any(|&(o, from, to)| o == os && from <= frame_sp && frame_sp < to.max(from + 1))
+        };
+        let mut zone_ours: BTreeSet<(u64, u64, u64)> = BTreeSet::new();
+        let mut ours_stack: BTreeSet<ClrmdStackRoot> = BTreeSet::new();
+        // Where each of our stack references is, with its value (null ones included).
+        let mut values: BTreeMap<(u64, u64, String, u64), u64> = BTreeMap::new();
+        for r in &all.roots {
+            if let RootSource::Stack {
+                os_id,
+                slot,
+                register,
+                interior,
+                pinned,
+                value,
+                frame,
+                found_by,
+                ..
+            } = &r.source
+            {
+                if *found_by == RefSource::Conservative {
+                    // (thread, frame SP, object) of a conservatively scanned frame.
+                    let sp = frame.map_or(0, |f| f.0);
+                    assert!(in_zone(*os_id, sp), "{}: {:x?}", e.name, r.source);
+                    zone_ours.insert((*os_id, sp, r.object));
+                    continue;
                 }
-                let found = all.roots.iter().any(|x| {
-                    matches!(x.source, RootSource::Stack { os_id, slot: s, .. }
-                        if os_id == os && (s == Some(slot) || slot == 0))
-                        && x.object == obj
-                });
-                assert!(
-                    found,
-                    "{}: ClrMD's stack root {obj:#x} at {slot:#x} (thread {os}) is not among \
-                     the stack scan's",
-                    e.name
+                let key = (
+                    *os_id,
+                    slot.unwrap_or(0),
+                    if slot.is_none() {
+                        register.unwrap_or_default().to_owned()
+                    } else {
+                        String::new()
+                    },
+                    if slot.is_none() {
+                        frame.map_or(0, |f| f.0)
+                    } else {
+                        0
+                    },
                 );
-                stack_checked += 1;
+                values.insert(key.clone(), *value);
+                ours_stack.insert((key.0, key.1, key.2, key.3, r.object, *interior, *pinned));
             }
         }
+        let heap_ranges: Vec<(u64, u64)> =
+            heap.segments.iter().map(|s| (s.mem, s.walk_end)).collect();
+        let in_heap = |v: u64| heap_ranges.iter().any(|&(a, b)| a <= v && v < b);
+        let reader = ObjectReader::new(&rt, &names);
+        let contains = |obj: u64, v: u64| {
+            let size = reader
+                .object_mt(obj)
+                .ok()
+                .and_then(|(_, i)| reader.object_size(obj, &i).ok())
+                .unwrap_or(0);
+            obj <= v && v < obj + size
+        };
+        let walker = clrdata::model::stack::StackWalker::for_target(&rt, &names);
+        let threads = rt.threads().unwrap();
+        let mut theirs_stack: BTreeSet<ClrmdStackRoot> = BTreeSet::new();
+        for r in roots.iter().filter(|r| r["kind"] == "Stack") {
+            let os = r["os_id"].as_u64().unwrap();
+            let addr = hex(&r["address"]);
+            if in_zone(os, hex(&r["frame_sp"])) {
+                let obj = hex(&r["object"]);
+                assert!(
+                    zone_ours.contains(&(os, hex(&r["frame_sp"]), obj)),
+                    "{}: ClrMD's stack root {obj:#x} at {addr:#x} of a frame scanned \
+                     conservatively is not among the scan's",
+                    e.name
+                );
+                conservative_found += 1;
+                continue;
+            }
+            let key = (
+                os,
+                addr,
+                if addr == 0 {
+                    r["register"].as_str().unwrap().to_owned()
+                } else {
+                    String::new()
+                },
+                if addr == 0 { hex(&r["frame_sp"]) } else { 0 },
+            );
+            let obj = hex(&r["object"]);
+            let interior = r["is_interior"] == true;
+            if interior {
+                // The byref's value: the slot's, or the register's at that frame (what our
+                // walk restored; a register root we did not keep is looked up among every
+                // reference of the frame, null and outside-the-heap ones included).
+                let v = if addr != 0 {
+                    d.read_u64(addr).unwrap()
+                } else {
+                    match values.get(&key) {
+                        Some(&v) => v,
+                        None => {
+                            let td = threads.iter().find(|t| t.os_id == os).unwrap();
+                            let st = walker.walk(td);
+                            walker
+                                .gc_refs(&st, None, &|_| false)
+                                .refs
+                                .iter()
+                                .find(|x| {
+                                    x.address.is_none()
+                                        && x.frame_sp == key.3
+                                        && x.register == Some(key.2.as_str())
+                                })
+                                .unwrap_or_else(|| {
+                                    panic!(
+                                        "{}: ClrMD's register root {key:x?}: no such reference",
+                                        e.name
+                                    )
+                                })
+                                .value
+                        }
+                    }
+                };
+                if !in_heap(v) {
+                    let through = d.read_u64(v).unwrap_or(0);
+                    assert!(
+                        contains(obj, through),
+                        "{}: ClrMD's interior root {key:x?} (value {v:#x} outside the heap) \
+                         names {obj:#x}, not what the value points at ({through:#x})",
+                        e.name
+                    );
+                    byrefs += 1;
+                    continue;
+                }
+                assert!(
+                    contains(obj, v),
+                    "{}: {key:x?}: {v:#x} not in {obj:#x}",
+                    e.name
+                );
+            }
+            theirs_stack.insert((
+                key.0,
+                key.1,
+                key.2,
+                key.3,
+                obj,
+                interior,
+                r["is_pinned"] == true,
+            ));
+        }
+        let missing: Vec<_> = theirs_stack.difference(&ours_stack).collect();
+        let extra: Vec<_> = ours_stack.difference(&theirs_stack).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{}: stack roots (thread, slot, register, frame sp, object, interior, pinned): \
+             ClrMD's not found {missing:x?}; ours ClrMD lacks {extra:x?}",
+            e.name
+        );
+        stack_compared += theirs_stack.len();
+        stack_families.insert(e.family());
     }
     eprintln!(
-        "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's, \
-         {stack_checked} ClrMD stack roots found by the scan ({not_into_heap} interior ones \
-         pointing outside the heap left out); {thread_statics} thread-statics roots (9+) beside"
+        "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's; \
+         {stack_compared} stack roots equal ClrMD's ({byrefs} ClrMD interior roots outside the \
+         heap, read through, left out; {conservative_found} found by the conservative scan of a \
+         frame whose GC info the dump lacks); {thread_statics} thread-statics roots (9+) beside"
     );
     for f in [8, 9, 10, 11] {
         assert!(
             families.contains(&f),
             "no .NET {f} dump's roots against ClrMD"
         );
+        assert!(
+            stack_families.contains(&f),
+            "no .NET {f} dump's stack roots against ClrMD"
+        );
     }
+    assert!(stack_compared >= 2000, "only {stack_compared} stack roots");
 }
 
 /// `gcroot -nostacks` needs only the handles and the f-reachable queue, verified on .NET 9-11
@@ -1175,6 +1509,7 @@ fn gcroot_without_stacks_on_every_family() {
         let opts = GcRootOptions {
             stacks: false,
             max_roots: None,
+            ..GcRootOptions::default()
         };
         let targets: Vec<u64> = heap
             .objects(&rt)
@@ -1371,7 +1706,7 @@ fn thread_statics_root_their_objects_on_9_and_later() {
                 person[0],
                 GcRootOptions {
                     stacks: false,
-                    max_roots: None,
+                    ..GcRootOptions::default()
                 },
             )
             .unwrap();
@@ -1408,5 +1743,234 @@ fn thread_statics_root_their_objects_on_9_and_later() {
         for id in [1, 2] {
             assert!(checked.contains(&(f, id)), "{checked:?}");
         }
+    }
+}
+
+/// A root as SOS's gcroot prints it: a handle (its address), a stack slot (thread, slot), a
+/// register (thread, frame SP, register), an f-reachable object (its queue slot).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum SosRoot {
+    Handle(u64),
+    Slot(u64, u64),
+    Register(u64, u64, String),
+    Finalizer(u64),
+}
+
+/// A root of a `gcroot` with its frame (stack roots: SP, IP) and its path (the root's object
+/// first, the target last).
+type RootWithPath = (SosRoot, Option<(u64, u64)>, Vec<u64>);
+
+/// One `gcroot <target>` of `dumps/<name>.sos-gcroot.txt`: each root SOS printed.
+struct SosGcRoot {
+    target: u64,
+    roots: Vec<RootWithPath>,
+    found: usize,
+}
+
+/// Parses `dumps/<name>.sos-gcroot.txt` (dumps/tools/sos_gcroot.sh), checked to be of the
+/// committed dump.
+fn sos_gcroots(e: &tests::Entry) -> Option<Vec<SosGcRoot>> {
+    let p = tests::dumps_dir().join(format!("{}.sos-gcroot.txt", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    let sha = e.dac["dump_file"]["sha256"].as_str().unwrap();
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with(&format!("core sha256 {sha}"))),
+        "{}.sos-gcroot.txt was written for another dump: regenerate it",
+        e.name
+    );
+    let h = |s: &str| u64::from_str_radix(s, 16).unwrap_or_else(|_| panic!("{s}"));
+    let mut out: Vec<SosGcRoot> = Vec::new();
+    let (mut thread, mut frame, mut section) = (0u64, None, "");
+    for l in text.lines().skip(2) {
+        let t = l.trim();
+        if let Some(a) = l.strip_prefix("### gcroot ") {
+            out.push(SosGcRoot {
+                target: h(a),
+                roots: Vec::new(),
+                found: usize::MAX,
+            });
+            continue;
+        }
+        let cur = out.last_mut().unwrap();
+        if t.is_empty() {
+            continue;
+        } else if let Some(n) = t.strip_prefix("Found ") {
+            cur.found = n.split(' ').next().unwrap().parse().unwrap();
+        } else if t == "HandleTable:" {
+            section = "handles";
+        } else if t.starts_with("Finalizer") {
+            section = "finalizer";
+        } else if let Some(os) = t.strip_prefix("Thread ").and_then(|x| x.strip_suffix(':')) {
+            (section, thread) = ("thread", h(os));
+        } else if let Some(obj) = t.strip_prefix("-> ") {
+            let obj = obj.split_whitespace().next().unwrap();
+            cur.roots.last_mut().unwrap().2.push(h(obj));
+        } else if section == "handles" && t.ends_with("handle)") {
+            let a = t.split_whitespace().next().unwrap();
+            cur.roots.push((SosRoot::Handle(h(a)), None, Vec::new()));
+        } else if section == "finalizer" {
+            let a = t.split_whitespace().next().unwrap();
+            cur.roots.push((SosRoot::Finalizer(h(a)), None, Vec::new()));
+        } else if section == "thread" && l.starts_with("    ") && !l.starts_with("        ") {
+            let mut w = t.split_whitespace();
+            frame = Some((h(w.next().unwrap()), h(w.next().unwrap())));
+        } else if section == "thread" {
+            // `rbp-8: 00007ffd...` (a slot relative to a register), `r13:` (a register),
+            // `00007f94...` (a slot an explicit Frame protects).
+            let root = match t.split_once(':') {
+                Some((_, slot)) if !slot.trim().is_empty() => SosRoot::Slot(thread, h(slot.trim())),
+                Some((reg, _)) => SosRoot::Register(thread, frame.unwrap().0, reg.to_owned()),
+                None => SosRoot::Slot(thread, h(t)),
+            };
+            cur.roots.push((root, frame, Vec::new()));
+        } else {
+            panic!("{}.sos-gcroot.txt: unexpected line {l:?}", e.name);
+        }
+    }
+    for g in &out {
+        assert_eq!(g.found, g.roots.len(), "{}: gcroot {:#x}", e.name, g.target);
+    }
+    Some(out)
+}
+
+/// gcroot's root set is SOS's (`dumps/<name>.sos-gcroot.txt`: dotnet-dump's gcroot, with the
+/// build's own DAC, of the heap and hang scenarios' objects and of every object ClrMD names as
+/// a stack root) on the heap and hang dumps of .NET 8-11: every handle, stack slot and register
+/// (with its frame) SOS prints for a target is ours; ours that SOS does not print reach the
+/// target in an independent search (SOS's is incomplete); .NET 9+'s thread-statics roots are
+/// ours alone (SOS, through ClrMD, does not report them). Each of our paths starts
+/// at the same object as SOS's and is no longer (SOS's search is not breadth first: on .NET
+/// 11's hang some of its paths take a longer way).
+#[test]
+fn gcroot_root_sets_are_sos() {
+    let (mut dumps, mut targets, mut roots, mut same_paths, mut shorter) = (0, 0, 0, 0, 0);
+    let mut sos_missed = 0;
+    let mut families = BTreeSet::new();
+    for e in roots_claimed()
+        .into_iter()
+        .filter(|e| tests::claims(e, tests::Capability::GcRoots))
+    {
+        let Some(sos) = sos_gcroots(&e) else { continue };
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let oracle = Oracle::new(&rt, &names);
+        for g in &sos {
+            let res = gcroot_with(
+                &rt,
+                &heap,
+                &names,
+                g.target,
+                GcRootOptions {
+                    max_roots: None,
+                    ..GcRootOptions::default()
+                },
+            )
+            .unwrap_or_else(|err| panic!("{}: gcroot {:#x}: {err}", e.name, g.target));
+            assert!(res.notes.is_empty(), "{}: {:?}", e.name, res.notes);
+            let mut ours: Vec<RootWithPath> = res
+                .paths
+                .iter()
+                .filter_map(|p| {
+                    let root = match &p.root.source {
+                        RootSource::Handle { handle, .. } => SosRoot::Handle(*handle),
+                        RootSource::FinalizerQueue { slot } => SosRoot::Finalizer(*slot),
+                        RootSource::ThreadStatics { .. } => return None,
+                        RootSource::Stack {
+                            os_id,
+                            slot: Some(s),
+                            ..
+                        } => SosRoot::Slot(*os_id, *s),
+                        RootSource::Stack {
+                            os_id,
+                            slot: None,
+                            register,
+                            frame,
+                            ..
+                        } => SosRoot::Register(
+                            *os_id,
+                            frame.unwrap().0,
+                            register.unwrap().to_owned(),
+                        ),
+                    };
+                    let frame = match &p.root.source {
+                        RootSource::Stack { frame, .. } => *frame,
+                        _ => None,
+                    };
+                    Some((root, frame, p.path.clone()))
+                })
+                .collect();
+            let mut theirs = g.roots.clone();
+            ours.sort();
+            theirs.sort();
+            let key = |v: &[RootWithPath]| -> Vec<(SosRoot, Option<u64>)> {
+                // An explicit Frame's root: SOS prints the Frame's address as its SP.
+                v.iter().map(|x| (x.0.clone(), x.1.map(|f| f.1))).collect()
+            };
+            let (ok, tk) = (key(&ours), key(&theirs));
+            let missing: Vec<_> = tk.iter().filter(|r| !ok.contains(r)).collect();
+            assert!(
+                missing.is_empty(),
+                "{}: gcroot {:#x}: SOS's roots (and their frames' IPs) not found: {missing:x?}",
+                e.name,
+                g.target
+            );
+            // Roots SOS does not print: its search does not come back to an object it has
+            // left, so it misses roots whose ways to the target run through such an object
+            // (hang-net11: a waiter list walked from one thread's slot is not walked again
+            // from the others'; heap-net9: the thread-static array a byref of
+            // HoldThreadStatic points into, whose Person reaches others). Each of ours is a
+            // root of ClrMD's (root_set_is_clrmds) whose object reaches the target in the
+            // oracle's breadth-first search over the whole heap, by a path as short as ours.
+            let dist = oracle.distances(g.target);
+            for (root, _, path) in ours
+                .iter()
+                .filter(|o| !tk.contains(&(o.0.clone(), o.1.map(|f| f.1))))
+            {
+                assert_eq!(
+                    dist.get(&path[0]).map(|d| d + 1),
+                    Some(path.len() as u64),
+                    "{}: gcroot {:#x}: {root:x?}: {path:x?}",
+                    e.name,
+                    g.target
+                );
+                sos_missed += 1;
+            }
+            let ours: Vec<_> = ours
+                .into_iter()
+                .filter(|o| tk.contains(&(o.0.clone(), o.1.map(|f| f.1))))
+                .collect();
+            for (o, s) in ours.iter().zip(&theirs) {
+                // SOS's search is not breadth first: its path may be longer; ours is a
+                // shortest one (gcroot_gives_each_root_a_shortest_path).
+                assert!(
+                    o.2.len() <= s.2.len() && o.2.first() == s.2.first(),
+                    "{}: gcroot {:#x}: root {:x?}: path {:x?} vs SOS's {:x?}",
+                    e.name,
+                    g.target,
+                    o.0,
+                    o.2,
+                    s.2
+                );
+                same_paths += usize::from(o.2 == s.2);
+                shorter += usize::from(o.2.len() < s.2.len());
+            }
+            roots += theirs.len();
+            targets += 1;
+        }
+        families.insert(e.family());
+        dumps += 1;
+    }
+    eprintln!(
+        "gcroot vs SOS: {dumps} dumps, {targets} targets, {roots} roots of SOS's found; of their \
+         paths {same_paths} are SOS's, {shorter} shorter than SOS's; {sos_missed} roots SOS \
+         misses"
+    );
+    assert!(roots >= 500, "only {roots} roots");
+    for f in [8, 9, 10, 11] {
+        assert!(families.contains(&f), "no .NET {f} dump");
     }
 }

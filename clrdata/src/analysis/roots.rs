@@ -5,12 +5,17 @@
 //!   ref counted, and variable handles currently strong or pinned (see [`GcHandle::is_strong`]);
 //!   a dependent handle is no root: it adds an edge from its primary to its secondary;
 //! - the f-reachable queue: objects found dead with a finalizer still to run;
-//! - thread stacks, scanned **conservatively**: every aligned word from the thread's stack
-//!   pointer to the end of its stack memory, and its registers, that points at an object of the
-//!   heap, or into one (an interior pointer, as the JIT reports for byrefs) is taken as a root.
-//!   The GC knows exactly which slots are live; this scan does not, so a stale slot of a
-//!   returned frame can show up as a root (never the reverse: a live slot is always seen).
+//! - thread statics (.NET 9+): each thread's ThreadLocalData array;
+//! - thread stacks, **precisely** as the GC's stack walk reports them
+//!   ([`crate::model::stack::gcrefs`]): each managed frame's slots and registers its GC info
+//!   says are live at its IP, each explicit Frame's protected references; an interior pointer
+//!   (a byref) roots the object it points into, and nothing when it points outside the heap.
+//!   A frame whose GC info cannot be read is scanned conservatively instead, and said so.
 //!   Statics are no separate kind: .NET 8 keeps them in `object[]`s held by pinned handles.
+//! - with `-conservative`, the stacks are scanned instead: every aligned word from the
+//!   thread's stack pointer to the end of its stack memory, and its registers, that points at
+//!   an object of the heap or into one, live or stale (a returned frame's slot shows up too;
+//!   never the reverse).
 //!
 //! The search (`gcroot`), forward from the roots, root by root, breadth first, so each root
 //! gets a shortest path from its object to the target:
@@ -25,7 +30,8 @@
 //! - a path longer than [`PATH_KEEP`] objects keeps its two ends.
 //!
 //! [`ObjectIndex`] (object starts numbered, for the conservative scan's interior pointers) is
-//! built only for the stack scan.
+//! built only for `-conservative`; the precise roots' interior pointers walk only the
+//! segments they point into.
 
 use crate::data::handles::HandleKind;
 use crate::data::handles::ReadHandles;
@@ -36,6 +42,8 @@ use crate::model::dso::{for_each_word, MAX_STACK_BYTES};
 use crate::model::heap::{GcHeap, WalkError};
 use crate::model::names::TypeNames;
 use crate::model::objects::{GcLayout, ObjectReader};
+use crate::model::stack::gcrefs::{ConservativeRange, RefSource};
+use crate::model::stack::{StackWalker, REG_NAMES};
 use dumpreader::{Memory, Target};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -400,7 +408,8 @@ pub enum RootSource {
         /// ThreadLocalData.NonCollectibleTlsArrayData's address.
         slot: u64,
     },
-    /// A thread's stack slot or register (conservative scan).
+    /// A thread's stack slot or register: reported by a frame's GC info or an explicit
+    /// Frame (precise), or found by a conservative scan.
     Stack {
         /// OS thread id.
         os_id: u64,
@@ -408,12 +417,27 @@ pub enum RootSource {
         managed_id: u32,
         /// The stack slot's address (None for a register).
         slot: Option<u64>,
-        /// The register's name (None for a stack slot).
+        /// The register holding it (`slot` None), or the register its slot is relative to,
+        /// as the DAC names them (`rbp`, `rsp`, `caller_sp`); None for a conservative slot and
+        /// an explicit Frame's.
         register: Option<&'static str>,
-        /// Whether the value points into the object rather than at its start.
+        /// The slot's offset from `register`.
+        offset: i32,
+        /// Whether the value points into the object rather than at its start (precise: the
+        /// GC info's interior flag; conservative: where it points).
         interior: bool,
+        /// Whether the GC info calls it pinned.
+        pinned: bool,
         /// The value found (the object's address, or the interior pointer).
         value: u64,
+        /// The reporting frame's SP and IP (None: a conservative scan of the whole stack).
+        frame: Option<(u64, u64)>,
+        /// The explicit Frame reporting it, if one does.
+        explicit_frame: Option<u64>,
+        /// How it was found: the frame's GC info, an explicit Frame, or a conservative scan
+        /// (of a frame whose GC info could not be read, or of every stack with
+        /// `-conservative`).
+        found_by: RefSource,
     },
 }
 
@@ -426,29 +450,67 @@ pub struct Root {
     pub object: u64,
 }
 
+/// How one thread's stack was read for roots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StackScan {
+    /// OS thread id.
+    pub os_id: u64,
+    /// Managed thread id.
+    pub managed_id: u32,
+    /// Precise (each frame's GC info) or conservative (every word).
+    pub mode: StackMode,
+    /// The stack from the thread's SP to its end (what a conservative scan reads).
+    pub from: u64,
+    /// Its end.
+    pub to: u64,
+    /// Precise: frames walked.
+    pub frames: usize,
+    /// Precise: the ranges taken conservatively instead (frames whose GC info could not be
+    /// read, the stack past where the walk stopped), with why.
+    pub conservative: Vec<ConservativeRange>,
+}
+
+/// How stacks are read for roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StackMode {
+    /// What the GC reports: each managed frame's live slots from its GC info, each explicit
+    /// Frame's protected references (a frame whose GC info cannot be read is scanned
+    /// conservatively, and said so).
+    Precise,
+    /// Every aligned stack word and register pointing at or into an object: never misses a
+    /// live reference, and takes stale slots too.
+    Conservative,
+}
+
 /// Every root of the process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Roots {
-    /// Handles, the f-reachable queue, then stacks thread by thread.
+    /// Handles, the f-reachable queue, thread statics, then stacks thread by thread.
     pub roots: Vec<Root>,
     /// Dependent handles: `(primary, secondary)` (edges, not roots).
     pub dependent: Vec<(u64, u64)>,
-    /// Threads whose stacks were scanned: `(os id, managed id, from, to)`.
-    pub stacks_scanned: Vec<(u64, u32, u64, u64)>,
+    /// The threads whose stacks were read.
+    pub stacks_scanned: Vec<StackScan>,
     /// What could not be read.
     pub notes: Vec<String>,
 }
 
-const REGISTERS: [&str; 15] = [
-    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
-    "r15",
-];
+/// The registers a conservative scan of a whole stack reads (all but rsp).
+const REGISTERS: [usize; 15] = [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 
 /// GC roots: what keeps objects alive.
 pub trait FindRoots {
-    /// Every root: strong handles, the f-reachable queue and the conservative stack scan of
-    /// every managed thread that has an OS thread in the dump.
-    fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots>;
+    /// Every root, as the GC finds them: strong handles, the f-reachable queue, thread
+    /// statics and each managed thread's stack references, precise (frames' GC info and
+    /// explicit Frames; a frame whose GC info cannot be read is scanned conservatively and said
+    /// so in [`StackScan::conservative`]). An interior pointer roots the object it points
+    /// into; one pointing outside the GC heap roots nothing.
+    fn roots(&self, heap: &GcHeap, names: &TypeNames) -> Result<Roots>;
+
+    /// As [`FindRoots::roots`], the stacks scanned conservatively: every stack word from the
+    /// thread's SP to its stack's end, and every register, pointing at an object or into one.
+    fn conservative_roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots>;
 
     /// The roots that are no stack's: strong handles (dependent handles as edges), the
     /// f-reachable queue and (.NET 9+) each thread's thread-statics array. Needs only what `gchandles` and `finalizequeue` need (verified on
@@ -469,7 +531,115 @@ impl<M: Memory + Target> FindRoots for Runtime<M> {
         Ok(res)
     }
 
-    fn roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots> {
+    fn roots(&self, heap: &GcHeap, names: &TypeNames) -> Result<Roots> {
+        self.require(crate::discovery::layout::Capability::GcRoots)?;
+        let mut res = Roots {
+            roots: Vec::new(),
+            dependent: Vec::new(),
+            stacks_scanned: Vec::new(),
+            notes: Vec::new(),
+        };
+        handle_and_queue_roots(self, &mut res);
+        let threads = match self.threads() {
+            Ok(t) => t,
+            Err(e) => {
+                res.notes
+                    .push(format!("threads not read, no stack roots: {e}"));
+                Vec::new()
+            }
+        };
+        let walker = StackWalker::for_target(self, names);
+        let ranges = heap_ranges(heap);
+        let in_heap = |v: u64| in_ranges(&ranges, v);
+        // Values to place in their objects (interior pointers, conservative words), with the
+        // roots waiting for them.
+        let mut pending: Vec<(u64, Root)> = Vec::new();
+        for t in threads.iter().filter(|t| t.os_id != 0) {
+            let Some(regs) = walker.registers(t.os_id) else {
+                continue; // no OS thread in the dump (a thread that has not started or ended)
+            };
+            let (from, to) = match stack_extent(self, t.os_id, regs.sp()) {
+                Some(r) => r,
+                None => {
+                    res.notes.push(format!(
+                        "thread {:#x}: no stack memory around rsp {:#x}",
+                        t.os_id,
+                        regs.sp()
+                    ));
+                    (regs.sp(), regs.sp())
+                }
+            };
+            let st = walker.walk(t);
+            let refs = walker.gc_refs(&st, Some(to), &in_heap);
+            res.notes.extend(
+                refs.notes
+                    .iter()
+                    .map(|n| format!("thread {:#x}: {n}", t.os_id)),
+            );
+            for r in &refs.refs {
+                if r.value == 0 {
+                    continue; // a live slot holding null
+                }
+                let root = Root {
+                    source: RootSource::Stack {
+                        os_id: t.os_id,
+                        managed_id: t.managed_id,
+                        slot: r.address,
+                        register: r.register,
+                        offset: r.offset,
+                        interior: r.interior,
+                        pinned: r.pinned,
+                        value: r.value,
+                        frame: Some((r.frame_sp, r.frame_ip)),
+                        explicit_frame: r.explicit_frame,
+                        found_by: r.source,
+                    },
+                    object: r.value,
+                };
+                if r.interior || r.source == RefSource::Conservative {
+                    pending.push((r.value, root));
+                } else {
+                    res.roots.push(root);
+                }
+            }
+            res.stacks_scanned.push(StackScan {
+                os_id: t.os_id,
+                managed_id: t.managed_id,
+                mode: StackMode::Precise,
+                from,
+                to,
+                frames: st.frames.len(),
+                conservative: refs.conservative,
+            });
+        }
+        // Interior pointers root the object they point into (none: outside every object);
+        // a conservative word roots the object it points at or into.
+        let values: Vec<u64> = pending.iter().map(|(v, _)| *v).collect();
+        let (found, errors) = containing_objects(self, heap, &values);
+        if errors > 0 {
+            res.notes.push(format!(
+                "the heap walk met {errors} bad place(s) in the segments stack values point                  into; values there are not resolved"
+            ));
+        }
+        for (v, mut root) in pending {
+            let Some(&(obj, start)) = found.get(&v) else {
+                continue;
+            };
+            if let RootSource::Stack {
+                interior, found_by, ..
+            } = &mut root.source
+            {
+                if *found_by == RefSource::Conservative {
+                    *interior = !start;
+                }
+            }
+            root.object = obj;
+            res.roots.push(root);
+        }
+        Ok(res)
+    }
+
+    fn conservative_roots(&self, index: &ObjectIndex, names: &TypeNames) -> Result<Roots> {
         self.require(crate::discovery::layout::Capability::GcRoots)?;
         let mut res = Roots {
             roots: Vec::new(),
@@ -496,11 +666,7 @@ impl<M: Memory + Target> FindRoots for Runtime<M> {
             else {
                 continue;
             };
-            let c = &ot.context;
-            let regs = [
-                c.rax, c.rbx, c.rcx, c.rdx, c.rsi, c.rdi, c.rbp, c.r8, c.r9, c.r10, c.r11, c.r12,
-                c.r13, c.r14, c.r15,
-            ];
+            let regs = crate::model::stack::Regs::from_context(&ot.context);
             let mut consider = |slot: Option<u64>, register: Option<&'static str>, v: u64| {
                 if let Some((obj, interior)) = resolve(index, &mut rr, v) {
                     res.roots.push(Root {
@@ -509,27 +675,26 @@ impl<M: Memory + Target> FindRoots for Runtime<M> {
                             managed_id: t.managed_id,
                             slot,
                             register,
+                            offset: 0,
                             interior,
+                            pinned: false,
                             value: v,
+                            frame: None,
+                            explicit_frame: None,
+                            found_by: RefSource::Conservative,
                         },
                         object: obj,
                     });
                 }
             };
-            for (name, v) in REGISTERS.iter().zip(regs) {
-                consider(None, Some(name), v);
+            for r in REGISTERS {
+                consider(None, Some(REG_NAMES[r]), regs.gpr[r]);
             }
-            let from = c.rsp & !7;
-            let Some((_, end)) = ot.stack.or_else(|| {
-                self.memory()
-                    .memory_ranges()
-                    .into_iter()
-                    .find(|r| r.address <= from && from < r.address + r.size)
-                    .map(|r| (r.address, r.address + r.size))
-            }) else {
+            let Some((from, end)) = stack_extent(self, t.os_id, regs.sp()) else {
                 res.notes.push(format!(
-                    "thread {:#x}: no stack memory around rsp {from:#x}",
-                    t.os_id
+                    "thread {:#x}: no stack memory around rsp {:#x}",
+                    t.os_id,
+                    regs.sp()
                 ));
                 continue;
             };
@@ -546,10 +711,96 @@ impl<M: Memory + Target> FindRoots for Runtime<M> {
                     t.os_id
                 ));
             }
-            res.stacks_scanned.push((t.os_id, t.managed_id, from, to));
+            res.stacks_scanned.push(StackScan {
+                os_id: t.os_id,
+                managed_id: t.managed_id,
+                mode: StackMode::Conservative,
+                from,
+                to,
+                frames: 0,
+                conservative: Vec::new(),
+            });
         }
         Ok(res)
     }
+}
+
+/// The stack of OS thread `os_id` from `sp` (8-aligned) to its end: the dump's record of the
+/// thread's stack, else the memory range holding `sp`.
+fn stack_extent<M: Memory + Target>(rt: &Runtime<M>, os_id: u64, sp: u64) -> Option<(u64, u64)> {
+    let from = sp & !7;
+    let t = rt.memory();
+    let end = t
+        .threads()
+        .iter()
+        .find(|x| x.id as u64 == os_id)
+        .and_then(|ot| ot.stack)
+        .map(|(_, end)| end)
+        .or_else(|| {
+            t.memory_ranges()
+                .into_iter()
+                .find(|r| r.address <= from && from < r.address + r.size)
+                .map(|r| r.address + r.size)
+        })?;
+    Some((from, end.max(from)))
+}
+
+/// The walked part `[mem, walk_end)` of every heap segment, sorted.
+fn heap_ranges(heap: &GcHeap) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = heap
+        .segments
+        .iter()
+        .filter(|s| s.walk_end > s.mem)
+        .map(|s| (s.mem, s.walk_end))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+fn in_ranges(ranges: &[(u64, u64)], v: u64) -> bool {
+    let i = ranges.partition_point(|r| r.0 <= v);
+    i > 0 && v < ranges[i - 1].1
+}
+
+/// For each of `values`, the non-free object it points at or into: `(object, whether it points
+/// at its start)`; walks only the segments the values fall in. Also the number of walk errors
+/// met there.
+fn containing_objects<M: Memory>(
+    rt: &Runtime<M>,
+    heap: &GcHeap,
+    values: &[u64],
+) -> (HashMap<u64, (u64, bool)>, usize) {
+    let mut by_seg: HashMap<usize, Vec<u64>> = HashMap::new();
+    for &v in values {
+        if let Some(i) = heap
+            .segments
+            .iter()
+            .position(|s| s.mem <= v && v < s.walk_end)
+        {
+            by_seg.entry(i).or_default().push(v);
+        }
+    }
+    let mut out = HashMap::new();
+    let mut errors = 0;
+    for (si, mut vs) in by_seg {
+        vs.sort_unstable();
+        vs.dedup();
+        let mut k = 0;
+        errors += heap
+            .visit_segment(rt, si, |o| {
+                while k < vs.len() && vs[k] < o.address {
+                    k += 1; // in no object (a gap the walk skipped)
+                }
+                while k < vs.len() && vs[k] < o.address + o.size {
+                    if !o.is_free {
+                        out.insert(vs[k], (o.address, vs[k] == o.address));
+                    }
+                    k += 1;
+                }
+            })
+            .len();
+    }
+    (out, errors)
 }
 
 /// The object a stack value refers to: `(object, interior)`.
@@ -677,9 +928,12 @@ impl LevelId for u64 {
 /// Options of [`gcroot_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GcRootOptions {
-    /// Scan the threads' stacks for roots (`--nostacks` turns it off: then no stack work at
-    /// all, not even the object index the scan needs).
+    /// Read the threads' stacks for roots (`--nostacks` turns it off: then no stack work at
+    /// all).
     pub stacks: bool,
+    /// Scan the stacks conservatively (every word pointing into an object, stale slots too)
+    /// rather than precisely (each frame's GC info): `-conservative`.
+    pub conservative: bool,
     /// Stop after this many roots with a path (None: every root).
     pub max_roots: Option<usize>,
 }
@@ -688,6 +942,7 @@ impl Default for GcRootOptions {
     fn default() -> Self {
         GcRootOptions {
             stacks: true,
+            conservative: false,
             max_roots: None,
         }
     }
@@ -730,10 +985,10 @@ pub struct GcRootResult {
     pub objects_expanded: u64,
     /// Bytes of the search's mark bitmap (one bit per 8 bytes of the heap's segments).
     pub bitmap_bytes: u64,
-    /// Whether the stacks were scanned (false with `--nostacks`).
+    /// Whether the stacks were read (false with `--nostacks`).
     pub stacks: bool,
-    /// Threads whose stacks were scanned.
-    pub stacks_scanned: Vec<(u64, u32, u64, u64)>,
+    /// The threads whose stacks were read, and how.
+    pub stacks_scanned: Vec<StackScan>,
     /// What could not be read (the search used everything else).
     pub notes: Vec<String>,
 }
@@ -1101,9 +1356,11 @@ pub fn gcroot_with<M: Memory + Target>(
             "is not the start of an object of the GC heap",
         ));
     }
-    let roots = if opts.stacks {
+    let roots = if !opts.stacks {
+        rt.handle_roots()?
+    } else if opts.conservative {
         let index = ObjectIndex::build(rt, heap)?;
-        let mut r = rt.roots(&index, names)?;
+        let mut r = rt.conservative_roots(&index, names)?;
         if !index.errors.is_empty() {
             r.notes.push(format!(
                 "the heap walk met {} bad place(s); stack values there are not resolved",
@@ -1112,7 +1369,7 @@ pub fn gcroot_with<M: Memory + Target>(
         }
         r
     } else {
-        rt.handle_roots()?
+        rt.roots(heap, names)?
     };
     let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
     for &(p, s) in &roots.dependent {

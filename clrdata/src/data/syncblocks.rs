@@ -372,7 +372,10 @@ impl<M: Memory> ReadSyncBlocks for Runtime<M> {
     }
 
     fn helper_frame_object(&self, frame: u64) -> Option<u64> {
-        let off = self.lock_layout().ok()?.hmf_1obj_gc_ptr?;
+        let off = self.layout.stack().hmf_gc_refs;
+        if off == crate::discovery::supplement::NOT_PUBLISHED {
+            return None;
+        }
         let m = self.memory();
         let slot = m.read_u64(frame.wrapping_add(off)).ok()?;
         if slot == 0 {

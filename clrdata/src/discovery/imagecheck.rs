@@ -5,7 +5,9 @@
 //! relocated data), headers included. dumpreader reads such missing pages from the mapped file
 //! once the file's identity is anchored; without the PE headers in the dump there is no
 //! timestamp to compare, so the anchor comes from the runtime's own records of the image,
-//! which live in its (saved) heap memory:
+//! which live in its (saved) heap memory, read through the layout's
+//! [`ImageRecordsLayout`] (from the contract descriptor on .NET 10 and 11; .NET 8's table on
+//! Linux):
 //! - `PEImageLayout.Size` of the loaded layout equals the file's SizeOfImage (mapped layout)
 //!   or its length (flat layout);
 //! - the Module's lookup maps were sized from the image's metadata when it was loaded
@@ -17,9 +19,10 @@
 //!
 //! A file passes only when every record that the dump holds agrees; then it is accepted with
 //! the list of what was compared, else refused with the first difference. An image the
-//! runtime keeps no record of (no descriptor, a module not in the AppDomain's list) stays
-//! unverified and is not read.
+//! runtime keeps no record of (a layout that does not know the records: .NET 9, 8 on
+//! Windows; a module not in the AppDomain's list) stays unverified and is not read.
 
+use crate::discovery::layout::{ImageRecordsLayout, Layout, ModuleLayout};
 use crate::metadata::{locate_in_pe, Metadata, PeHeaders, PeLayout, TableId};
 use dumpreader::{Memory, Target};
 use std::path::PathBuf;
@@ -29,111 +32,138 @@ const MAX_ASSEMBLIES: u64 = 1 << 16;
 /// Largest image file compared.
 const MAX_FILE: u64 = 1 << 30;
 
-/// The runtime's records of one loaded image.
+/// One image the runtime loaded, as its own records describe it: the Module of an Assembly of
+/// the AppDomain's list, its PEAssembly, the loaded PEImageLayout, the lookup maps sized from
+/// the image's metadata and, for a ReadyToRun image, its ReadyToRunInfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Records {
-    base: u64,
-    size: u32,
-    mapped: bool,
-    /// (table, map count) of the six lookup maps.
-    counts: Vec<(TableId, u32, u32)>,
-    /// (R2R header address, RUNTIME_FUNCTION count), for a ReadyToRun image.
-    r2r: Option<(u64, u32)>,
+pub struct LoadedImage {
+    /// The Assembly.
+    pub assembly: u64,
+    /// Its Module.
+    pub module: u64,
+    /// `Module::m_pPEAssembly`.
+    pub pe_assembly: u64,
+    /// The loaded layout's base (`PEImageLayout` / PEDecoder `m_base`).
+    pub base: u64,
+    /// Its size: SizeOfImage when mapped, the file's length when flat.
+    pub size: u32,
+    /// Whether the layout is mapped (RVA addressing; `m_flags` bit 0).
+    pub mapped: bool,
+    /// The six lookup maps the comparison uses.
+    pub maps: Vec<LookupMapRecord>,
+    /// (READYTORUN_HEADER address, RUNTIME_FUNCTION count), for a ReadyToRun image whose
+    /// layout knows the ReadyToRunInfo.
+    pub ready_to_run: Option<(u64, u32)>,
 }
 
-/// Offsets this needs from the contract descriptor.
+/// One of a Module's lookup maps (a `LookupMap`: `pTable` at 8, `dwCount` after it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupMapRecord {
+    /// The metadata table whose tokens it maps.
+    pub table: TableId,
+    /// `pTable`: the map's first table.
+    pub table_address: u64,
+    /// `dwCount`: the rows it was sized for (`Module::AllocateMaps`).
+    pub count: u32,
+}
+
+impl LookupMapRecord {
+    /// What `Module::AllocateMaps` adds to the table's row count: TypeDefs without the global
+    /// `<Module>` type + 2 (`MDInternalRO::GetCountWithTokenKind` leaves it out), the others + 1.
+    fn extra(&self) -> u32 {
+        if self.table == TableId::TypeDef {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// The offsets this reads, from the runtime's layout.
 struct Offsets {
-    domain_assemblies: u64,
-    list_count: u64,
-    list_first: u64,
-    block_next: u64,
-    block_size: u64,
-    block_start: u64,
-    assembly_module: u64,
-    module_assembly: u64,
+    list: ImageRecordsLayout,
     module_pe_assembly: u64,
     pe_assembly_image: u64,
+    /// The loaded layout's slot in the PEImage (`m_pLayouts[IMAGE_LOADED]` on .NET 8, the
+    /// descriptor's `PEImage.LoadedImageLayout` later): the last of [`ModuleLayout`]'s.
     pe_image_loaded: u64,
     layout_base: u64,
     layout_size: u64,
     layout_flags: u64,
-    map_count: u64,
-    maps: Vec<(TableId, u64, u32)>,
-    module_r2r: Option<u64>,
-    r2r_header: Option<u64>,
-    r2r_functions: Option<u64>,
+    maps: [(TableId, u64); 6],
+    /// (Module::m_pReadyToRunInfo, ReadyToRunInfo's header, its RUNTIME_FUNCTION count).
+    r2r: Option<(u64, u64, u64)>,
 }
 
-/// The offsets, when the runtime's descriptor publishes every one (else no image is checked).
-fn offsets(d: &crate::discovery::descriptor::ContractDescriptor) -> Option<Offsets> {
-    let f = |t: &str, n: &str| d.field(t, n);
+/// The offsets, when the layout knows the runtime's records of its images (else no image is
+/// checked).
+fn offsets(l: &Layout) -> Option<Offsets> {
+    let list = l.image_records?;
+    let m: &ModuleLayout = &l.module;
+    let slots = u64::try_from(m.pe_image_layout_count.checked_sub(1)?).ok()?;
     let maps = [
-        ("TypeDefToMethodTableMap", TableId::TypeDef, 2),
-        ("TypeRefToMethodTableMap", TableId::TypeRef, 1),
-        ("MemberRefToDescMap", TableId::MemberRef, 1),
-        ("MethodDefToDescMap", TableId::MethodDef, 1),
-        ("FieldDefToDescMap", TableId::Field, 1),
-        ("ManifestModuleReferencesMap", TableId::AssemblyRef, 1),
-    ]
-    .iter()
-    .map(|&(n, t, extra)| f("Module", n).map(|o| (t, o, extra)))
-    .collect::<Option<Vec<_>>>()?;
+        (TableId::TypeDef, m.typedef_map),
+        (TableId::TypeRef, list.typeref_map),
+        (TableId::MemberRef, list.memberref_map),
+        (TableId::MethodDef, list.methoddef_map),
+        (TableId::Field, list.fielddef_map),
+        (TableId::AssemblyRef, list.assemblyref_map),
+    ];
     Some(Offsets {
-        domain_assemblies: f("AppDomain", "DomainAssemblyList")?,
-        list_count: f("ArrayListBase", "Count")?,
-        list_first: f("ArrayListBase", "FirstBlock")?,
-        block_next: f("ArrayListBlock", "Next")?,
-        block_size: f("ArrayListBlock", "Size")?,
-        block_start: f("ArrayListBlock", "ArrayStart")?,
-        assembly_module: f("Assembly", "Module")?,
-        module_assembly: f("Module", "Assembly")?,
-        module_pe_assembly: f("Module", "PEAssembly")?,
-        pe_assembly_image: f("PEAssembly", "PEImage")?,
-        pe_image_loaded: f("PEImage", "LoadedImageLayout")?,
-        layout_base: f("PEImageLayout", "Base")?,
-        layout_size: f("PEImageLayout", "Size")?,
-        layout_flags: f("PEImageLayout", "Flags")?,
-        map_count: f("ModuleLookupMap", "Count")?,
+        list,
+        module_pe_assembly: m.pe_assembly,
+        pe_assembly_image: m.pe_assembly_image,
+        pe_image_loaded: m.pe_image_layouts + 8 * slots,
+        layout_base: m.layout_base,
+        layout_size: m.layout_size,
+        layout_flags: m.layout_flags,
         maps,
-        module_r2r: d.field("Module", "ReadyToRunInfo"),
-        r2r_header: d.field("ReadyToRunInfo", "ReadyToRunHeader"),
-        r2r_functions: d.field("ReadyToRunInfo", "NumRuntimeFunctions"),
+        r2r: list
+            .r2r_functions
+            .map(|n| (l.stack.module_r2r_info, l.stack.r2r_info_header, n)),
     })
 }
 
-/// The Modules of the AppDomain's assembly list (each element, or the pointer it holds, is an
-/// Assembly whose Module points back to it).
-fn loader_modules<M: Memory>(m: &M, app_domain: u64, o: &Offsets) -> Vec<u64> {
-    let list = app_domain + o.domain_assemblies;
-    let Ok(count) = m.read_u32(list + o.list_count) else {
+/// The (Assembly, Module) pairs of the AppDomain's assembly list, in its order (each element,
+/// or the pointer it holds first, is an Assembly whose Module points back to it: .NET 8's
+/// elements are DomainAssemblies holding their Assembly first, later ones Assemblies).
+fn loader_modules<M: Memory>(m: &M, app_domain: u64, o: &Offsets) -> Vec<(u64, u64)> {
+    let list = app_domain + o.list.domain_assemblies;
+    let Ok(count) = m.read_u32(list + o.list.list_count) else {
         return Vec::new();
     };
-    let module_of = |asm: u64| -> Option<u64> {
-        let module = m.read_u64(asm + o.assembly_module).ok()?;
-        (module != 0 && m.read_u64(module + o.module_assembly).ok()? == asm).then_some(module)
+    let module_of = |asm: u64| -> Option<(u64, u64)> {
+        let module = m.read_u64(asm + o.list.assembly_module).ok()?;
+        (module != 0 && m.read_u64(module + o.list.module_assembly).ok()? == asm)
+            .then_some((asm, module))
     };
     let mut out = Vec::new();
-    let mut block = list + o.list_first;
+    let mut block = list + o.list.list_first;
     let mut left = u64::from(count).min(MAX_ASSEMBLIES);
     let mut blocks = 0;
     while left > 0 && block != 0 && blocks < 1024 {
         blocks += 1;
-        let Ok(size) = m.read_u32(block + o.block_size) else {
+        let Ok(size) = m.read_u32(block + o.list.block_size) else {
             break;
         };
         for i in 0..u64::from(size).min(left) {
-            if let Ok(e) = m.read_u64(block + o.block_start + 8 * i) {
-                let module = module_of(e).or_else(|| m.read_u64(e).ok().and_then(&module_of));
-                out.extend(module);
+            if let Ok(e) = m.read_u64(block + o.list.block_start + 8 * i) {
+                let pair = module_of(e).or_else(|| m.read_u64(e).ok().and_then(&module_of));
+                out.extend(pair);
             }
         }
         left = left.saturating_sub(u64::from(size));
-        block = m.read_u64(block + o.block_next).unwrap_or(0);
+        block = m.read_u64(block + o.list.block_next).unwrap_or(0);
     }
     out
 }
 
-fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> crate::Result<Records> {
+fn records<M: Memory>(
+    m: &M,
+    assembly: u64,
+    module: u64,
+    o: &Offsets,
+) -> crate::Result<LoadedImage> {
     let r64 = |a: u64, what: &str| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
     let r32 = |a: u64, what: &str| m.read_u32(a).map_err(|_| crate::ClrError::read(what, a));
     let pa = r64(module + o.module_pe_assembly, "Module.PEAssembly")?;
@@ -149,16 +179,16 @@ fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> crate::Result<Records>
     let base = r64(layout + o.layout_base, "PEImageLayout.Base")?;
     let size = r32(layout + o.layout_size, "PEImageLayout.Size")?;
     let flags = r32(layout + o.layout_flags, "PEImageLayout.Flags")?;
-    let mut counts = Vec::new();
-    for &(t, off, extra) in &o.maps {
-        counts.push((
-            t,
-            r32(module + off + o.map_count, "ModuleLookupMap.Count")?,
-            extra,
-        ));
+    let mut maps = Vec::new();
+    for &(table, off) in &o.maps {
+        maps.push(LookupMapRecord {
+            table,
+            table_address: r64(module + off + 8, "ModuleLookupMap.TableData")?,
+            count: r32(module + off + o.list.map_count, "ModuleLookupMap.Count")?,
+        });
     }
-    let r2r = match (o.module_r2r, o.r2r_header, o.r2r_functions) {
-        (Some(mr), Some(h), Some(n)) => {
+    let ready_to_run = match o.r2r {
+        Some((mr, h, n)) => {
             let info = r64(module + mr, "Module.ReadyToRunInfo")?;
             if info == 0 {
                 None
@@ -169,15 +199,38 @@ fn records<M: Memory>(m: &M, module: u64, o: &Offsets) -> crate::Result<Records>
                 ))
             }
         }
-        _ => None,
+        None => None,
     };
-    Ok(Records {
+    Ok(LoadedImage {
+        assembly,
+        module,
+        pe_assembly: pa,
         base,
         size,
         mapped: flags & 1 != 0,
-        counts,
-        r2r,
+        maps,
+        ready_to_run,
     })
+}
+
+/// The images the runtime loaded, as its own records describe them (read through `layout` from
+/// the AppDomain at `app_domain`), in the AppDomain's order: each one's records, or why they
+/// do not read. Errors: [`crate::ClrError::Unsupported`] when the layout does not know the
+/// records (.NET 8 and 9 on Windows). [`crate::Runtime::loaded_images`] asks it.
+pub fn loaded_images<M: Memory>(
+    m: &M,
+    layout: &Layout,
+    app_domain: u64,
+) -> crate::Result<Vec<crate::Result<LoadedImage>>> {
+    let o = offsets(layout).ok_or_else(|| crate::ClrError::Unsupported {
+        what: "the runtime's records of its loaded images".into(),
+        detail: format!("not known for {} (not verified)", layout.name),
+        addr: None,
+    })?;
+    Ok(loader_modules(m, app_domain, &o)
+        .into_iter()
+        .map(|(a, module)| records(m, a, module, &o))
+        .collect())
 }
 
 /// Why an image file does not stand for the image the runtime loaded: the first difference
@@ -242,7 +295,7 @@ enum Mismatch {
 
 /// Compares a file with the runtime's records: `Ok(what was compared)` or `Err(the first
 /// difference)`.
-fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
+fn compare(bytes: &[u8], r: &LoadedImage) -> Result<String, Mismatch> {
     let h = PeHeaders::parse(bytes).map_err(Mismatch::NotPe)?;
     let soi = match dumpreader::pe_identity(&dumpreader::SliceMemory { base: 0, bytes }, 0) {
         Some(dumpreader::ModuleIdentity::Pe { size_of_image, .. }) => size_of_image,
@@ -263,7 +316,8 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
     let md = locate_in_pe(bytes, PeLayout::Flat).map_err(Mismatch::Metadata)?;
     let md = Metadata::parse(&bytes[md]).map_err(Mismatch::Metadata)?;
     let mut listed = Vec::new();
-    for &(t, count, extra) in &r.counts {
+    for map in &r.maps {
+        let (t, count, extra) = (map.table, map.count, map.extra());
         let rows = md.row_count(t);
         // The runtime counts TypeDefs without the global `<Module>` type
         // (MDInternalRO::GetCountWithTokenKind).
@@ -285,7 +339,7 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
         "the runtime's records: layout {what} {want:#x}, metadata rows {}",
         listed.join(", ")
     );
-    if let Some((hdr, nfun)) = r.r2r {
+    if let Some((hdr, nfun)) = r.ready_to_run {
         let layout = if r.mapped {
             PeLayout::Mapped
         } else {
@@ -334,31 +388,22 @@ fn compare(bytes: &[u8], r: &Records) -> Result<String, Mismatch> {
 }
 
 /// Checks the target's unverified image files against the runtime's records of its loaded
-/// images, and settles each one the runtime records (accepted, or refused with the
-/// difference). Files of images the runtime keeps no record of stay unverified.
-pub(crate) fn settle_image_files<M: Memory + Target>(
-    target: &M,
-    descriptor: Option<&crate::discovery::descriptor::ContractDescriptor>,
-) {
+/// images (read through `layout` from the AppDomain at `app_domain`), and settles each one the
+/// runtime records (accepted, or refused with the difference). Files of images the runtime
+/// keeps no record of, or of a runtime whose layout does not know the records, stay
+/// unverified.
+pub(crate) fn settle_image_files<M: Memory + Target>(target: &M, layout: &Layout, app_domain: u64) {
     let pending = target.unverified_image_files();
-    if pending.is_empty() {
+    if pending.is_empty() || app_domain == 0 {
         return;
     }
-    let Some(d) = descriptor else { return };
-    let Some(o) = offsets(d) else { return };
-    let Some(app_domain) = d
-        .global_number("AppDomain")
-        .and_then(|g| target.read_u64(g).ok())
-        .filter(|&a| a != 0)
-    else {
-        return;
-    };
+    let Some(o) = offsets(layout) else { return };
     let mut left = pending;
-    for module in loader_modules(target, app_domain, &o) {
+    for (assembly, module) in loader_modules(target, app_domain, &o) {
         if left.is_empty() {
             break;
         }
-        let Ok(r) = records(target, module, &o) else {
+        let Ok(r) = records(target, assembly, module, &o) else {
             continue;
         };
         let Some(path) = target.module_at(r.base).map(|m| m.path.clone()) else {
@@ -390,7 +435,7 @@ pub(crate) fn settle_image_files<M: Memory + Target>(
     }
 }
 
-fn check_file(path: &PathBuf, r: &Records) -> Result<String, Mismatch> {
+fn check_file(path: &PathBuf, r: &LoadedImage) -> Result<String, Mismatch> {
     let io = |e: std::io::Error| Mismatch::Io(e.to_string());
     let len = std::fs::metadata(path).map_err(io)?.len();
     if len > MAX_FILE {

@@ -597,7 +597,79 @@ pub struct Layout {
     pub roots: &'static RootsLayout,
     /// The lock table; `None` where none was checked (.NET 9 on Windows: no dump of it).
     pub locks: Option<&'static LockLayout>,
+    /// The runtime's records of its loaded images that a PE file is compared with before it
+    /// stands in for pages a core lacks ([`ImageRecordsLayout`]); `None` where they were not
+    /// verified (such files then stay unread).
+    pub image_records: Option<ImageRecordsLayout>,
 }
+
+/// What `discovery::imagecheck` reads to anchor a PE file whose headers the dump lacks to the
+/// image the runtime loaded: the AppDomain's assembly list (`AppDomain::m_Assemblies`, an
+/// `ArrayList` of DomainAssembly pointers each holding its Assembly first, or of Assemblies),
+/// the Assembly's Module and the Module's way back, the counts of the Module's lookup maps
+/// (each a `LookupMap`: pNext 0, pTable 8, dwCount [`ImageRecordsLayout::map_count`]), and
+/// the ReadyToRunInfo's RUNTIME_FUNCTION count. The image's layout (base, size, flags) is
+/// [`ModuleLayout`]'s, the ReadyToRunInfo pointer and its header [`StackLayout`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageRecordsLayout {
+    /// `AppDomain::m_Assemblies` (descriptor: `AppDomain.DomainAssemblyList`).
+    pub domain_assemblies: u64,
+    /// `ArrayListBase::m_count` (a DWORD).
+    pub list_count: u64,
+    /// `ArrayListBase::m_firstBlock` (an inline `ArrayListBlock`).
+    pub list_first: u64,
+    /// `ArrayListBlock::m_next`.
+    pub block_next: u64,
+    /// `ArrayListBlock::m_blockSize` (a DWORD).
+    pub block_size: u64,
+    /// `ArrayListBlock::m_array`: the first element.
+    pub block_start: u64,
+    /// `Assembly::m_pModule`.
+    pub assembly_module: u64,
+    /// `Module::m_pAssembly`.
+    pub module_assembly: u64,
+    /// `LookupMap::dwCount`, from the map's start.
+    pub map_count: u64,
+    /// `Module::m_TypeRefToMethodTableMap` (the TypeDef map is [`ModuleLayout::typedef_map`]).
+    pub typeref_map: u64,
+    /// `Module::m_MemberRefToDescMap`.
+    pub memberref_map: u64,
+    /// `Module::m_MethodDefToDescMap`.
+    pub methoddef_map: u64,
+    /// `Module::m_FieldDefToDescMap`.
+    pub fielddef_map: u64,
+    /// `Module::m_ManifestModuleReferencesMap` (AssemblyRef token to Module).
+    pub assemblyref_map: u64,
+    /// `ReadyToRunInfo::m_nRuntimeFunctions` (a DWORD), where known: a ReadyToRun image's
+    /// header address and function count are then compared too.
+    pub r2r_functions: Option<u64>,
+}
+
+/// .NET 8 on Linux x64 (8.0.33; the ModuleBase at the Module's start holds the TypeRef,
+/// AssemblyRef and MemberRef maps after its vtable pointer, at the offsets 9.0's descriptor
+/// gives them). Verified on ilonly-net8-gcore against the 8.0.33 DAC
+/// (`dumps/ilonly-net8-gcore.modules.dac.json`, tests/tests/gcore_images.rs): the list walk
+/// yields `GetAssemblyList`'s 19 Assemblies in its order, each Assembly's Module is
+/// `GetAssemblyModuleList`'s and points back, each map's `pTable` is `GetModuleData`'s, the
+/// loaded layout's base is its `ilBase`; and every map count and the 12 ReadyToRun images'
+/// function counts (+0x58) equal their files'.
+pub const IMAGE_RECORDS_NET8_LINUX_X64: ImageRecordsLayout = ImageRecordsLayout {
+    domain_assemblies: 0x9F0,
+    list_count: 0,
+    list_first: 8,
+    block_next: 0,
+    block_size: 8,
+    block_start: 0x10,
+    assembly_module: 0x18,
+    module_assembly: 0x128,
+    map_count: 0x10,
+    typeref_map: 8,
+    memberref_map: 0x48,
+    methoddef_map: 0x310,
+    fielddef_map: 0x330,
+    assemblyref_map: 0x28,
+    r2r_functions: Some(0x58),
+};
 
 /// The operating system a layout is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -791,6 +863,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     objects: OBJECTS_NET8_LINUX_X64,
     roots: &NET8_LINUX_X64_ROOTS,
     locks: Some(&NET8_LINUX_X64_LOCKS),
+    image_records: Some(IMAGE_RECORDS_NET8_LINUX_X64),
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -872,6 +945,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     objects: OBJECTS_NET8_WINDOWS_X64,
     roots: &NET8_WINDOWS_X64_ROOTS,
     locks: Some(&NET8_WINDOWS_X64_LOCKS),
+    // Not verified: no Windows dump lacks its images' headers (a minidump keeps them).
+    image_records: None,
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
@@ -1027,6 +1102,11 @@ pub struct StackLayout {
     ///
     /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
     pub code_header_gc_info: u64,
+    /// RealCodeHeader: phdrJitEHInfo (the EH clauses of JIT'd code, [`NOT_PUBLISHED`] where
+    /// unknown: only funclets' parents need it).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub code_header_eh_info: u64,
     /// RealCodeHeader: DWORD nUnwindInfos.
     pub code_header_unwind_count: u64,
     /// RealCodeHeader: RUNTIME_FUNCTION unwindInfos[].
@@ -1052,6 +1132,20 @@ pub struct StackLayout {
     pub hmf_fcall_entry: u64,
     /// HelperMethodFrame: m_MachState.
     pub hmf_mach_state: u64,
+    /// HelperMethodFrame: `unsigned m_Attribs` (`FRAME_ATTR_EXCEPTION` 1 on `IL_Throw`'s
+    /// frame; verified on crash.dmp, 8.0.4 Linux).
+    pub hmf_attribs: u64,
+    /// HelperMethodFrame_1OBJ/_2OBJ/_3OBJ: `gcPtrs[]`, the addresses of the OBJECTREFs the
+    /// FCALL protects; HelperMethodFrame_PROTECTOBJ: `m_pObjRefs` then `m_numObjRefs`. Right
+    /// after the HelperMethodFrame, whose last field is its LazyMachState, whose last is
+    /// `m_CaptureRsp` ([`StackLayout::ms_capture_rsp`] + 8 after `hmf_mach_state`; 0xE8 on
+    /// Linux, 0xD8 on Windows). Verified on .NET 8: Linux, the DAC's GetStackReferences
+    /// reports the slot `gcPtrs[0]` holds; Linux and Windows, it holds the object the thread's
+    /// Monitor.Wait waits on (`tests/tests/locks.rs`). [`NOT_PUBLISHED`] where not checked
+    /// (.NET 9: no HelperMethodFrame with objects on the corpus's stacks; gone in 10).
+    ///
+    /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
+    pub hmf_gc_refs: u64,
     /// g_dacTable index of `gFCallMethods` (`ECHash*[127]`; `ECHash {next, implementation, MD}`).
     pub fcall_methods_index: usize,
     /// MachState: m_Rip, m_Rsp.
@@ -1213,6 +1307,7 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     heap_list_module_base: 0x48,
     code_header_method_desc: 0x18,
     code_header_gc_info: 0x10,
+    code_header_eh_info: 8,
     code_header_unwind_count: 0x20,
     code_header_unwind_infos: 0x24,
     method_desc_chunk_size: 0x18,
@@ -1225,6 +1320,8 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     hmf_method_desc: 0x10,
     hmf_fcall_entry: 0x28,
     hmf_mach_state: 0x30,
+    hmf_attribs: 0x18,
+    hmf_gc_refs: 0x30 + 0xB0 + 8,
     fcall_methods_index: 78,
     ms_rip: 0,
     ms_rsp: 8,
@@ -1266,6 +1363,7 @@ pub const NET8_WINDOWS_X64_STACK: StackLayout = StackLayout {
     ms_ret_addr_ptr: 0x90,
     ms_capture_rip: 0x98,
     ms_capture_rsp: 0xA0,
+    hmf_gc_refs: 0x30 + 0xA0 + 8,
     callee_saved: &[7, 6, 3, 5, 12, 13, 14, 15],
     frame_vtables_index: 134,
     fcall_methods_index: 80, // the hash chain holding Thread.SleepInternal's FCALL entry
@@ -1454,9 +1552,6 @@ pub struct LockLayout {
     pub blocking_timeout: u64,
     /// DebugBlockingItem: pNext.
     pub blocking_next: u64,
-    /// HelperMethodFrame_1OBJ: gcPtrs[0] (an OBJECTREF*); `None` where not verified (.NET 9
-    /// and 10: the debugger's blocking items name every waiter on the corpus).
-    pub hmf_1obj_gc_ptr: Option<u64>,
     /// Where a monitor's state lives: the SyncBlock's AwareLock (.NET 8-10, the offsets
     /// above) or a managed `System.Threading.Lock` (.NET 11).
     pub scheme: LockScheme,
@@ -1512,21 +1607,18 @@ const LOCKS_NET8_COMMON: LockLayout = LockLayout {
     blocking_type: 0x10,
     blocking_timeout: 0x14,
     blocking_next: 0x18,
-    hmf_1obj_gc_ptr: Some(0xE8),
     scheme: LockScheme::AwareLock,
 };
 
 /// .NET 8 linux-x64.
 pub static NET8_LINUX_X64_LOCKS: LockLayout = LOCKS_NET8_COMMON;
 
-/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread, a smaller
-/// LazyMachState.
+/// .NET 8 windows-x64: a smaller CrstStatic in the SyncBlockCache, a larger Thread.
 pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_active_count: 0x44,
     cache_free_sync_table_index: 0x54,
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x4D0,
-    hmf_1obj_gc_ptr: Some(0xD8),
     ..LOCKS_NET8_COMMON
 };
 
@@ -1540,7 +1632,6 @@ pub static NET8_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
 /// waiters equal the manifests'.
 pub static NET9_LINUX_X64_LOCKS: LockLayout = LockLayout {
     thread_first_blocking_item: 0x408,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1557,7 +1648,6 @@ pub static NET10_LINUX_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x78,
     thread_first_blocking_item: 0x2A0,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1570,7 +1660,6 @@ pub static NET10_WINDOWS_X64_LOCKS: LockLayout = LockLayout {
     cache_sync_table_size: 0x60,
     thread_first_blocking_item: 0x2B8,
     holder: LockHolder::ThreadId,
-    hmf_1obj_gc_ptr: None,
     ..LOCKS_NET8_COMMON
 };
 
@@ -1752,10 +1841,16 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     code_versions: Some(CODE_VERSIONS_NET8_LINUX),
 };
 
-/// .NET 8 on Windows: as Linux; `m_pAvailableParamTypes` not verified (no Windows .NET 8
-/// truth for it), so refused.
+/// .NET 8 on Windows: as Linux but `m_pAvailableParamTypes`, 0x180 bytes before Linux's as
+/// the TypeDef map is (the Module's Crsts are smaller). Found on windows-hang (8.0.4): of the
+/// five words of CoreLib's Module that point at something whose first word is the Module, the
+/// one at +0x248 is the EETypeHashTable holding all 41 generic instantiations of the Windows
+/// DAC's heap census (1,064 entries; +0x280, the other table, holds none of them). Checked by
+/// tests/tests/method_names.rs `modules_list_the_constructed_types_on_the_heap` on that dump,
+/// and on 8.0.33 on the on-demand windows-asyncreal-net8 (87 instantiations; its pooled
+/// ValueTask box, which `dumpasync` finds through these tables, reads).
 pub const METHODS_NET8_WINDOWS: MethodsLayout = MethodsLayout {
-    module_available_type_params: None,
+    module_available_type_params: Some(0x248),
     // The AppDomain's layout on Windows is not verified.
     code_versions: None,
     ..METHODS_NET8_LINUX

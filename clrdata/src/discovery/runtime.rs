@@ -757,7 +757,11 @@ impl<M: Memory> Runtime<M> {
         // A core lacking the PE headers of its assemblies: their files, checked against the
         // runtime's own records, fill what it lacks.
         if opts.files {
-            crate::discovery::imagecheck::settle_image_files(rt.memory(), rt.descriptor());
+            crate::discovery::imagecheck::settle_image_files(
+                rt.memory(),
+                rt.layout,
+                rt.globals.app_domain,
+            );
         }
         let unread: Vec<(String, String)> = rt
             .memory()
@@ -780,6 +784,17 @@ impl<M: Memory> Runtime<M> {
                 .collect();
         }
         Ok(rt)
+    }
+
+    /// The images the runtime loaded, as its own records describe them (the AppDomain's
+    /// assemblies, their Modules, loaded layouts and lookup maps: what a PE file whose headers
+    /// the dump lacks is compared with, [`crate::discovery::imagecheck`]).
+    pub fn loaded_images(&self) -> Result<Vec<Result<crate::discovery::imagecheck::LoadedImage>>> {
+        crate::discovery::imagecheck::loaded_images(
+            self.memory(),
+            self.layout,
+            self.globals.app_domain,
+        )
     }
 
     /// Why the missing bytes of the file mapped at `addr` are not read from a file (a gcore

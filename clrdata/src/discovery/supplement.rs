@@ -49,7 +49,9 @@ pub const KNOWN_CONTRACTS_NET11: &[(&str, &str)] = &[
 /// handles and the finalization queue (`tests/tests/roots.rs`), sync blocks, thin locks and
 /// Monitor waits (`tests/tests/locks.rs`; Linux only: [`crate::discovery::layout::Layout::locks`] has no
 /// Windows 9.0 table), exception objects, their traces and last thrown objects
-/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD.
+/// (`tests/tests/exceptions.rs`), each against the DAC and ClrMD; gcroot's root set, the
+/// stacks' precise references from each frame's GC info (`tests/tests/roots.rs`: equal to
+/// ClrMD's `EnumerateRoots`).
 /// Everything else (statics included) is refused on the family until checked.
 pub const VERIFIED_NET9: &[Capability] = &[
     Capability::HeapWalk,
@@ -63,11 +65,13 @@ pub const VERIFIED_NET9: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// What is verified against the DAC on .NET 10 (Linux x64 and Windows x64): as .NET 9 (fields
-/// included), server-GC heaps (servergc-net10: `gc_heap_field_offsets` indices as on 8.0), and
-/// the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the DAC's).
+/// and gcroot's root set included), server-GC heaps (servergc-net10: `gc_heap_field_offsets`
+/// indices as on 8.0), and the stack walk (`clrdata/tests/stack_truth.rs`: frames equal the
+/// DAC's).
 pub const VERIFIED_NET10: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
@@ -80,6 +84,7 @@ pub const VERIFIED_NET10: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// What is verified against the 11.0.0 DAC (Linux x64, the .NET 11 corpus: createdump
@@ -97,6 +102,7 @@ pub const VERIFIED_NET11: &[Capability] = &[
     Capability::Roots,
     Capability::Locks,
     Capability::Exceptions,
+    Capability::GcRoots,
 ];
 
 /// The runtime's globals a .NET 9/10 reader needs that the descriptor does not publish, found
@@ -372,6 +378,10 @@ const SUPPLEMENT_NET10: Supplement = &[
     // clrdata/tests/stack_truth.rs on hang-net10-trim, whose P/Invoke frames' MethodDescs the
     // DAC reports from it.
     ("InlinedCallFrame", "Datum", 16),
+    // RealCodeHeader::phdrJitEHInfo, between phdrDebugInfo (0) and phdrJitGCInfo (16, which
+    // the descriptor publishes), as 8.0's codeman.h and 11's descriptor have it. Verified by
+    // tests/tests/roots.rs: JIT'd methods' EH clauses read from it equal the DAC's.
+    ("RealCodeHeader", "EHInfo", 8),
     FIELD_DESC_NET9_10[0],
     FIELD_DESC_NET9_10[1],
     FIELD_DESC_NET9_10[2],
@@ -451,8 +461,9 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("CodeHeapListNode", "ModuleBase", 0x48),
     ("RealCodeHeader", "MethodDesc", 0x18),
     // _hpRealCodeHdr: phdrDebugInfo, phdrJitEHInfo, phdrJitGCInfo, phdrMDesc (codeman.h;
-    // checked against the DAC's GC info addresses, tests/tests/roots.rs).
+    // checked against the DAC's GC info addresses and EH clauses, tests/tests/roots.rs).
     ("RealCodeHeader", "GCInfo", 0x10),
+    ("RealCodeHeader", "EHInfo", 8),
     ("RealCodeHeader", "NumUnwindInfos", 0x20),
     ("RealCodeHeader", "UnwindInfos", 0x24),
     ("Frame", "Next", 8),
@@ -463,10 +474,14 @@ const SUPPLEMENT_NET9: Supplement = &[
     ("InlinedCallFrame", "CallSiteSP", 0x18),
     ("InlinedCallFrame", "CallerReturnAddress", 0x20),
     ("InlinedCallFrame", "CalleeSavedFP", 0x28),
-    // Module::m_pReadyToRunInfo (+0x490; +0x3d8 holds the same pointer), whose m_pModule
-    // (+0) is the Module and m_pHeader (+0x10) the READYTORUN_HEADER (both checked on use);
-    // its entry point map's buckets at +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10).
-    ("Module", "ReadyToRunInfo", 0x490),
+    // Module::m_pReadyToRunInfo (+0x3d8), whose m_pModule (+0) is the Module and m_pHeader
+    // (+0x10) the READYTORUN_HEADER (both checked on use); its entry point map's buckets at
+    // +0x1C0 as on 8.0 (HashMap::m_rgBuckets at +0x10). Not +0x490, which was taken first: the
+    // Module ends before it (a ReadyToRun image's ReadyToRunInfo is allocated 0x468 bytes
+    // after its Module, and +0x490 is that info's m_pCompositeInfo, which points to itself);
+    // on the 9.0.22 dumps +0x3d8 is null on every IL-only module, where +0x490 holds whatever
+    // follows the Module.
+    ("Module", "ReadyToRunInfo", 0x3d8),
     ("ReadyToRunInfo", "ReadyToRunHeader", 0x10),
     ("ReadyToRunInfo", "EntryPointToMethodDescMap", 0x1B0),
     ("HashMap", "Buckets", 0x10),
@@ -549,6 +564,19 @@ const SUPPLEMENT_NET9: Supplement = &[
 /// FieldDefToDescMap at 720). Checked by tests/tests/method_names.rs
 /// `modules_list_the_constructed_types_on_the_heap`: the tables hold every generic
 /// instantiation of the DAC's heap census on the 9.0.22 dumps.
+///
+/// The runtime's records of its loaded images (`discovery::imagecheck`, the .NET 10
+/// descriptor's names): `AppDomain::m_Assemblies` at 0x720, an ArrayList as on 8.0 and 10
+/// (count 0, first block 8; a block's next 0, size 8, elements 0x10), each element an
+/// Assembly whose `m_pModule` (0x10, as on 10) points back to it through the descriptor's
+/// `Module.Assembly`; `LookupMap::dwCount` at 0x10 (the descriptor gives its `TableData` at
+/// 8); `ReadyToRunInfo::m_nRuntimeFunctions` at 0x58 (as on 8.0 and in 10's descriptor).
+/// Checked on hang-net9 by tests/tests/image_records.rs against the 9.0.22 DAC
+/// (`dumps/hang-net9.modules.dac.json`): the list gives GetAssemblyList's 13 Assemblies in its
+/// order and their modules, each map's table and loaded image base equal GetModuleData's. The
+/// function count at 0x58 equalled the files' (runtime pack) on its 8 ReadyToRun images when
+/// found. No committed gcore core of 9 compares files in a test; the on-demand
+/// ilonly-net9-gcore does (all 18 assemblies accepted; tests::on_demand lists it as read).
 const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("Thread", "ThreadLocalDataPtr", 0x3a0),
     ("Module", "AvailableTypeParams", 808),
@@ -565,6 +593,15 @@ const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("NativeCodeVersionNode", "ILVersionId", 16),
     ("NativeCodeVersionNode", "Next", 24),
     ("NativeCodeVersionNode", "Flags", 52),
+    ("AppDomain", "DomainAssemblyList", 0x720),
+    ("ArrayListBase", "Count", 0),
+    ("ArrayListBase", "FirstBlock", 8),
+    ("ArrayListBlock", "Next", 0),
+    ("ArrayListBlock", "Size", 8),
+    ("ArrayListBlock", "ArrayStart", 0x10),
+    ("Assembly", "Module", 0x10),
+    ("ModuleLookupMap", "Count", 0x10),
+    ("ReadyToRunInfo", "NumRuntimeFunctions", 0x58),
 ];
 
 /// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
@@ -847,12 +884,41 @@ pub fn build_layout(
             (_, false) => Some(&layout::NET10_LINUX_X64_LOCKS),
             (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
         },
+        image_records: image_records(&l),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
         l.global(g)?;
     }
     Ok(intern(built))
+}
+
+/// The runtime's records of its loaded images that `discovery::imagecheck` compares a
+/// headerless PE file with, when the descriptor (and the family's supplement) give every field
+/// (10 and 11's descriptors do; 9's lacks the assembly list); else `None`, and such files stay
+/// unread. The ReadyToRun comparison needs the three ReadyToRunInfo fields as well.
+fn image_records(l: &Lookup<'_>) -> Option<layout::ImageRecordsLayout> {
+    let f = |ty: &'static str, field: &'static str| l.field(ty, field).ok();
+    let r2r = f("Module", "ReadyToRunInfo")
+        .and(f("ReadyToRunInfo", "ReadyToRunHeader"))
+        .and(f("ReadyToRunInfo", "NumRuntimeFunctions"));
+    Some(layout::ImageRecordsLayout {
+        domain_assemblies: f("AppDomain", "DomainAssemblyList")?,
+        list_count: f("ArrayListBase", "Count")?,
+        list_first: f("ArrayListBase", "FirstBlock")?,
+        block_next: f("ArrayListBlock", "Next")?,
+        block_size: f("ArrayListBlock", "Size")?,
+        block_start: f("ArrayListBlock", "ArrayStart")?,
+        assembly_module: f("Assembly", "Module")?,
+        module_assembly: f("Module", "Assembly")?,
+        map_count: f("ModuleLookupMap", "Count")?,
+        typeref_map: f("Module", "TypeRefToMethodTableMap")?,
+        memberref_map: f("Module", "MemberRefToDescMap")?,
+        methoddef_map: f("Module", "MethodDefToDescMap")?,
+        fielddef_map: f("Module", "FieldDefToDescMap")?,
+        assemblyref_map: f("Module", "ManifestModuleReferencesMap")?,
+        r2r_functions: r2r,
+    })
 }
 
 /// The GC's structures from its own sub-descriptor (.NET 11): `Generation`,
@@ -941,7 +1007,6 @@ fn locks_net11(l: &Lookup<'_>) -> Result<&'static layout::LockLayout> {
             lock_handle: l.field("SyncBlock", "Lock")?,
             thin_lock: l.field("SyncBlock", "ThinLock")?,
         },
-        hmf_1obj_gc_ptr: None,
         thread_first_blocking_item: NOT_PUBLISHED,
         ..layout::NET10_LINUX_X64_LOCKS
     };
@@ -1026,6 +1091,8 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             hmf_method_desc: NOT_PUBLISHED,
             hmf_fcall_entry: NOT_PUBLISHED,
             hmf_mach_state: NOT_PUBLISHED,
+            hmf_attribs: NOT_PUBLISHED,
+            hmf_gc_refs: NOT_PUBLISHED,
             ms_rip: NOT_PUBLISHED,
             ms_rsp: NOT_PUBLISHED,
             ms_unwound: None,
@@ -1060,6 +1127,7 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
             .unwrap_or_else(|| f("CodeHeapListNode", "ModuleBase")),
         code_header_method_desc: f("RealCodeHeader", "MethodDesc"),
         code_header_gc_info: l.field("RealCodeHeader", "GCInfo").unwrap_or(NOT_PUBLISHED),
+        code_header_eh_info: l.field("RealCodeHeader", "EHInfo").unwrap_or(NOT_PUBLISHED),
         code_header_unwind_count: f("RealCodeHeader", "NumUnwindInfos"),
         code_header_unwind_infos: f("RealCodeHeader", "UnwindInfos"),
         method_desc_chunk_size: l.size("MethodDescChunk").unwrap_or(NOT_PUBLISHED),
@@ -1074,6 +1142,9 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         hmf_method_desc: hmf.hmf_method_desc,
         hmf_fcall_entry: hmf.hmf_fcall_entry,
         hmf_mach_state: hmf.hmf_mach_state,
+        hmf_attribs: hmf.hmf_attribs,
+        // 9's HelperMethodFrames with objects: none on the corpus's stacks to check it by.
+        hmf_gc_refs: NOT_PUBLISHED,
         fcall_methods_index: usize::MAX,
         ms_rip: hmf.ms_rip,
         ms_rsp: hmf.ms_rsp,

@@ -1017,6 +1017,55 @@ impl<'a> Metadata<'a> {
         self.find_by_token(TableId::CustomAttribute, 0, parent)
     }
 
+    /// The (namespace, name) of the type a custom attribute's constructor belongs to: a
+    /// MethodDef's owner TypeDef, or a MemberRef's TypeRef / TypeDef parent; None for any other
+    /// shape (a generic attribute's TypeSpec, a broken row).
+    pub fn attribute_type(&self, constructor: Token) -> Option<(&'a str, &'a str)> {
+        let class = match constructor.table()? {
+            TableId::MethodDef => Token::new(
+                TableId::TypeDef,
+                self.method_owner(constructor.rid()).ok()??,
+            ),
+            TableId::MemberRef => self.member_ref(constructor.rid()).ok()?.class,
+            _ => return None,
+        };
+        match class.table()? {
+            TableId::TypeDef => {
+                let t = self.type_def(class.rid()).ok()?;
+                Some((t.namespace, t.name))
+            }
+            TableId::TypeRef => {
+                let t = self.type_ref(class.rid()).ok()?;
+                Some((t.namespace, t.name))
+            }
+            _ => None,
+        }
+    }
+
+    /// The string argument of the assembly's attribute `namespace.name` (an attribute whose
+    /// constructor takes one string, as `AssemblyInformationalVersionAttribute`): the first such
+    /// attribute on the Assembly row, its blob's prolog `01 00` then a SerString. None when the
+    /// module has no Assembly row or no such attribute; a null string (`FF`) is None too.
+    pub fn assembly_string_attribute(&self, namespace: &str, name: &str) -> Option<&'a str> {
+        let assembly = Token::new(TableId::Assembly, 1);
+        for rid in self.custom_attributes(assembly).ok()? {
+            let Ok(ca) = self.custom_attribute(rid) else {
+                continue;
+            };
+            if self.attribute_type(ca.constructor) != Some((namespace, name)) {
+                continue;
+            }
+            let v = ca.value;
+            if v.len() < 3 || v[0] != 1 || v[1] != 0 || v[2] == 0xFF {
+                return None;
+            }
+            let (len, n) = super::reader::read_compressed_u32(v, 2)?;
+            let at = 2 + n;
+            return std::str::from_utf8(v.get(at..at.checked_add(len as usize)?)?).ok();
+        }
+        None
+    }
+
     /// The InterfaceImpl rids of TypeDef `rid`.
     pub fn interface_impls(&self, type_def_rid: u32) -> Result<Range<u32>> {
         self.find_rows(TableId::InterfaceImpl, 0, type_def_rid)

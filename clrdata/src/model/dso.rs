@@ -10,7 +10,7 @@
 
 use crate::model::heap::GcHeap;
 use crate::model::objects::{gc_where, ObjectReader};
-use crate::model::stack::unwind::Regs;
+use crate::model::stack::unwind::{Regs, REG_NAMES};
 use dumpreader::Memory;
 use serde::Serialize;
 
@@ -18,11 +18,6 @@ use serde::Serialize;
 pub const MAX_STACK_BYTES: u64 = 64 << 20;
 /// Read window.
 const WINDOW: usize = 64 << 10;
-/// Windows x64 register names by unwind number.
-const REG_NAMES: [&str; 16] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
-    "r14", "r15",
-];
 
 /// One object reference found on a stack or in a register.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -74,6 +74,23 @@ static class Program
         return rc;
     }
 
+    // The data target's options: no DAC signature check; where ClrMD looks for the image
+    // pages a dump lacks: CLRMD_IMAGE_DIRS (':'-separated folders: a PE file of the module's
+    // name, timestamp and image size, DirectoryFileLocator.cs; no symbol server), else the
+    // symbol servers CLRMD_SYMBOL_PATHS names (';'-separated; empty: none, for a machine
+    // without internet, where a lookup would throw), else ClrMD's own.
+    static DataTargetOptions Options()
+    {
+        var o = new DataTargetOptions { VerifyDacOnWindows = false };
+        string dirs = Environment.GetEnvironmentVariable("CLRMD_IMAGE_DIRS");
+        string paths = Environment.GetEnvironmentVariable("CLRMD_SYMBOL_PATHS");
+        if (dirs != null)
+            o.FileLocator = new DirectoryFileLocator(dirs.Split(':', StringSplitOptions.RemoveEmptyEntries));
+        else if (paths != null)
+            o.SymbolPaths = paths.Split(';', StringSplitOptions.RemoveEmptyEntries);
+        return o;
+    }
+
     // --roots: ClrHeap.EnumerateRoots(), every root as ClrMD reports it (handles, the
     // finalizer queue's f-reachable objects, stack roots from the DAC's GC stack walk), in
     // its order, for gcroot's root set (tests/tests/roots.rs).
@@ -95,7 +112,7 @@ static class Program
             w.WriteString("sha256", Convert.ToHexString(SHA256.HashData(fs)).ToLowerInvariant());
         w.WriteEndObject();
         w.WriteString("dac", dacPath);
-        using var dt = DataTarget.LoadDump(dumpPath, new DataTargetOptions { VerifyDacOnWindows = false });
+        using var dt = DataTarget.LoadDump(dumpPath, Options());
         var clr = dt.ClrVersions[0];
         using var runtime = clr.CreateRuntime(dacPath, true);
         w.WriteString("runtime", clr.Version.ToString());
@@ -162,14 +179,14 @@ static class Program
         w.WriteEndObject();
         w.WriteString("dac", dacPath);
 
-        using var dt0 = DataTarget.LoadDump(dumpPath, new DataTargetOptions { VerifyDacOnWindows = false });
+        using var dt0 = DataTarget.LoadDump(dumpPath, Options());
         FileFallbackReader fallback = null;
         DataTarget dtWrapped = null;
         if (fileFallback && dt0.DataReader.TargetPlatform == OSPlatform.Linux)
         {
             fallback = new FileFallbackReader(dt0.DataReader, dumpPath);
             if (fallback.MappingCount > 0)
-                dtWrapped = new DataTarget(fallback, new DataTargetOptions { VerifyDacOnWindows = false });
+                dtWrapped = new DataTarget(fallback, Options());
         }
         using var dtOwned = dtWrapped;
         using var fallbackOwned = fallback;

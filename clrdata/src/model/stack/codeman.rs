@@ -62,6 +62,14 @@ pub struct CodeInfo {
     pub method_note: Option<crate::ClrError>,
 }
 
+pub use super::eh::EhClause;
+
+/// Bound on a JIT'd method's EH clauses.
+const MAX_EH_CLAUSES: u64 = 4096;
+/// `sizeof(EE_ILEXCEPTION_CLAUSE)`: five DWORDs, then a pointer-aligned union (the type
+/// handle, class token or filter offset).
+const EE_CLAUSE_SIZE: u64 = 32;
+
 /// Code lookups with per-image caches; one per session or command.
 #[derive(Default)]
 pub struct CodeIndex {
@@ -182,6 +190,128 @@ impl CodeIndex {
                 Ok(unwind + size)
             }
         }
+    }
+
+    /// The GC info version of the method at `info` (what [`CodeIndex::gc_info`]'s blob is
+    /// decoded as): JIT'd code, the runtime's (`GcInfo::version_for_runtime`); ReadyToRun
+    /// code, its image's (`GcInfo::version_for_ready_to_run` of the R2R header's major
+    /// version).
+    pub fn gc_info_version<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        info: &CodeInfo,
+    ) -> crate::Result<u32> {
+        match info.kind {
+            CodeKind::Jit => {
+                let major = match rt.layout.family {
+                    crate::discovery::layout::Family::Net8 => 8,
+                    crate::discovery::layout::Family::Net9 => 9,
+                    crate::discovery::layout::Family::Net10 => 10,
+                    crate::discovery::layout::Family::Net11 => 11,
+                };
+                Ok(clrcodeinfo::GcInfo::version_for_runtime(major))
+            }
+            CodeKind::ReadyToRun => {
+                let module = info.module.ok_or_else(|| {
+                    crate::ClrError::corrupt("R2R code", info.method_start, "no module")
+                })?;
+                let img = self.r2r_image(rt, module)?;
+                Ok(clrcodeinfo::GcInfo::version_for_ready_to_run(img.major))
+            }
+        }
+    }
+
+    /// The EH clauses of the method at `info` (`IJitManager::InitializeEHEnumeration`):
+    /// - JIT'd code: `RealCodeHeader::phdrJitEHInfo`, an `EE_ILEXCEPTION` (a 4-byte section
+    ///   header, then `EE_ILEXCEPTION_CLAUSE`s from +8) whose clause count is the size_t just
+    ///   before it; null when the method has none;
+    /// - ReadyToRun code: its image's ExceptionInfo section.
+    pub fn eh_clauses<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        info: &CodeInfo,
+    ) -> crate::Result<Vec<EhClause>> {
+        let m = rt.memory();
+        match info.kind {
+            CodeKind::Jit => {
+                let off = rt.layout.stack().code_header_eh_info;
+                if off == crate::discovery::supplement::NOT_PUBLISHED {
+                    return Err(crate::ClrError::corrupt(
+                        "RealCodeHeader",
+                        0,
+                        "this runtime's layout gives no EHInfo field",
+                    ));
+                }
+                let a = info.method_start - 8;
+                let hdr = m
+                    .read_u64(a)
+                    .map_err(|_| crate::ClrError::read("the code header pointer", a))?;
+                let eh = m
+                    .read_u64(hdr + off)
+                    .map_err(|_| crate::ClrError::read("RealCodeHeader::phdrJitEHInfo", hdr))?;
+                if eh == 0 {
+                    return Ok(Vec::new());
+                }
+                let n = m
+                    .read_u64(eh - 8)
+                    .map_err(|_| crate::ClrError::read("the EH clause count", eh - 8))?;
+                if n > MAX_EH_CLAUSES {
+                    return Err(crate::ClrError::corrupt(
+                        "EE_ILEXCEPTION",
+                        eh,
+                        format!("{n} clauses"),
+                    ));
+                }
+                let b = m.read_bytes(eh + 8, (n * EE_CLAUSE_SIZE) as usize);
+                if (b.len() as u64) < n * EE_CLAUSE_SIZE {
+                    return Err(crate::ClrError::read(
+                        format!("{n} EH clauses"),
+                        eh + 8 + b.len() as u64,
+                    ));
+                }
+                Ok(b.chunks_exact(EE_CLAUSE_SIZE as usize)
+                    .map(|c| {
+                        let w = |k: usize| u32::from_le_bytes(c[k..k + 4].try_into().unwrap());
+                        EhClause::new(w(0), w(4), w(8), w(12), w(16), w(24))
+                    })
+                    .collect())
+            }
+            CodeKind::ReadyToRun => {
+                let module = info.module.ok_or_else(|| {
+                    crate::ClrError::corrupt("R2R code", info.method_start, "no module")
+                })?;
+                let img = self.r2r_image(rt, module)?;
+                let mem = self.memory(m);
+                let Some((rf, _, _, _)) = img.lookup(&mem, info.method_start)? else {
+                    return Err(crate::ClrError::not_found_at(
+                        "RUNTIME_FUNCTION",
+                        info.method_start,
+                        "no entry of the image covers the method's start",
+                    ));
+                };
+                img.eh_clauses(&mem, rf.begin)
+            }
+        }
+    }
+
+    /// Whether the code at `info` is a filter funclet (`IJitManager::IsFilterFunclet`): a
+    /// funclet (its RUNTIME_FUNCTION is not the method's first) starting at a filter clause's
+    /// filter offset (duplicate clauses, listed last, left out).
+    pub fn is_filter_funclet<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        info: &CodeInfo,
+    ) -> crate::Result<bool> {
+        let start = info.unwind.start();
+        if start == info.method_start {
+            return Ok(false);
+        }
+        let offset = start.wrapping_sub(info.method_start);
+        Ok(self
+            .eh_clauses(rt, info)?
+            .iter()
+            .take_while(|c| !c.is_duplicate())
+            .any(|c| c.is_filter() && c.filter_or_class as u64 == offset))
     }
 
     /// The method and unwind info of the managed code at `ip`. `Ok(None)`: not managed code.

@@ -25,14 +25,17 @@
 //! Every loop is bounded; a stack that cannot be walked further ends with the reason.
 
 pub mod codeman;
+mod eh;
+mod gcerror;
+pub mod gcrefs;
 pub mod image_file;
 pub mod native;
 mod r2r;
 pub mod unwind;
 
-pub use codeman::{CodeIndex, CodeInfo, CodeKind};
+pub use codeman::{CodeIndex, CodeInfo, CodeKind, EhClause};
 pub use native::{NativeModules, NativeName, Unwound};
-pub use unwind::{unwind_frame, Regs, RuntimeFunction};
+pub use unwind::{unwind_frame, Regs, RuntimeFunction, REG_NAMES};
 
 use crate::data::threads::ReadThreads;
 use crate::data::threads::ThreadData;
@@ -90,6 +93,33 @@ pub struct StackFrame {
     pub code: Option<CodeKind>,
     /// Where a native frame's code is (`module!symbol+offset`).
     pub native: Option<NativeName>,
+    /// A managed frame's registers and how the runtime's GC stack walk sees it (what its GC
+    /// info is asked with); not serialized.
+    #[serde(skip)]
+    pub context: Option<FrameContext>,
+}
+
+/// What the GC stack walk needs of a managed frame beyond its SP and IP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrameContext {
+    /// The registers at the frame: the thread's own for the frame it stopped in, else what
+    /// unwinding the frames below restored (the callee-saved registers) or an explicit
+    /// Frame's saved context set.
+    pub regs: Regs,
+    /// The caller's SP (this frame unwound), when the unwind succeeded.
+    pub caller_sp: Option<u64>,
+    /// The active frame (`CrawlFrame::IsActiveFunc`): the thread stopped in it, at `ip`
+    /// itself rather than at a call's return address; scratch registers and the outgoing
+    /// argument area are live only there.
+    pub active: bool,
+    /// Reached through an exception Frame (`isInterrupted`: a FaultingExceptionFrame, a
+    /// SoftwareExceptionFrame, a HelperMethodFrame with `FRAME_ATTR_EXCEPTION`): the frame
+    /// will not resume at `ip`, the GC info is asked with `ExecutionAborted`.
+    pub interrupted: bool,
+    /// With `interrupted`: the Frame saved a faulting context (`hasFaulted`: a hardware
+    /// fault at `ip` itself), else `ip` is the return address of the throwing call
+    /// (`AbortingCall`).
+    pub faulted: bool,
 }
 
 /// One thread's managed stack.
@@ -131,6 +161,9 @@ pub struct StackWalker<'a, M> {
     vtables: HashMap<u64, &'static str>,
     contexts: HashMap<u64, Regs>,
     pub(crate) native: Option<NativeModules<'a>>,
+    /// Decoded GC info blobs by address ([`StackWalker::decoded_gc_info`]).
+    gc_infos:
+        Mutex<HashMap<u64, Result<std::sync::Arc<clrcodeinfo::GcInfo>, gcerror::FrameRefsError>>>,
 }
 
 /// A MethodDesc's owner and token.
@@ -198,6 +231,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             vtables,
             contexts,
             native: None,
+            gc_infos: Mutex::new(HashMap::new()),
         }
     }
 
@@ -439,6 +473,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: Some(ci.kind),
             native: None,
+            context: Some(FrameContext {
+                regs: *regs,
+                ..FrameContext::default()
+            }),
         };
         if let Some(md) = ci.method_desc {
             self.name_method_desc(md, &mut f);
@@ -493,6 +531,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: None,
+            context: None,
         };
         let mut resume = None;
         match name {
@@ -570,6 +609,25 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             _ => {}
         }
         (f, resume)
+    }
+
+    /// Whether the explicit Frame at `frame` (of class `name`) is an exception Frame whose
+    /// managed caller was interrupted (`FRAME_ATTR_EXCEPTION`): `Some(faulted)`, where
+    /// `faulted` says it saved a hardware fault's context (`FRAME_ATTR_FAULTED`), not a
+    /// throwing call's. A SoftwareExceptionFrame (9+'s managed throw) is one, not faulted; a
+    /// HelperMethodFrame says so in its `m_Attribs` (8's and 9's `IL_Throw`).
+    fn exception_frame(&self, frame: u64, name: Option<&str>) -> Option<bool> {
+        const FRAME_ATTR_EXCEPTION: u32 = 1;
+        const FRAME_ATTR_FAULTED: u32 = 4;
+        match name {
+            Some("SoftwareExceptionFrame") => Some(false),
+            Some(n) if n.starts_with("HelperMethodFrame") => {
+                let l = self.rt.layout.stack();
+                let a = self.rt.memory().read_u32(frame + l.hmf_attribs).ok()?;
+                (a & FRAME_ATTR_EXCEPTION != 0).then_some(a & FRAME_ATTR_FAULTED != 0)
+            }
+            _ => None,
+        }
     }
 
     /// The MethodDesc of the FCALL whose entry is `entry` (ECall::MapTargetBackToMethod).
@@ -659,6 +717,11 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         // InlinedCallFrames kept as the next Frame once (each at most once: no loop).
         let mut kept_icfs = std::collections::HashSet::new();
         let mut last_sp = 0u64;
+        // The GC stack walk's view of the next managed frame (`CrawlFrame::isFirst`,
+        // `isInterrupted`, `hasFaulted`): the thread's own context is the active frame when it
+        // is managed code; a Frame the walk resumes from decides for the frame after it.
+        let mut first = in_managed;
+        let mut interrupted: Option<bool> = None;
         while st.frames.len() < MAX_FRAMES {
             if in_managed {
                 let ci = match self.code.lookup(self.rt, regs.rip) {
@@ -671,6 +734,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 };
                 let Some(ci) = ci else {
                     in_managed = false;
+                    first = false;
                     continue;
                 };
                 // The caller's context first: its SP bounds this managed frame.
@@ -694,7 +758,15 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     st.frames.push(f);
                     frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
                 }
-                st.frames.push(self.managed_frame(&regs, &ci));
+                let mut mf = self.managed_frame(&regs, &ci);
+                if let Some(c) = &mut mf.context {
+                    c.caller_sp = unwound.is_ok().then(|| caller.sp());
+                    c.active = first;
+                    c.interrupted = interrupted.is_some();
+                    c.faulted = interrupted == Some(true);
+                }
+                st.frames.push(mf);
+                (first, interrupted) = (false, None);
                 if let Err(e) = unwound {
                     st.incomplete = Some(format!("unwinding at ip {:#x}: {e}", before.rip));
                     break;
@@ -734,12 +806,17 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                         .as_deref()
                         .is_some_and(|n| n.starts_with("HelperMethodFrame"));
                 let is_icf = f.frame_name.as_deref() == Some("InlinedCallFrame");
+                let exception = self.exception_frame(this, f.frame_name.as_deref());
                 st.frames.push(f);
                 frame = next;
                 if let Some(r) = resume {
                     if r.sp() >= last_sp {
                         regs = r;
                         in_managed = true;
+                        // None of the Frames resumed from is resumable (ResumableFrame,
+                        // RedirectedThreadFrame, HijackFrame): the next frame is at a call.
+                        first = false;
+                        interrupted = exception;
                         // An active InlinedCallFrame lies inside the managed frame it resumes:
                         // it stays the next Frame, reported again (with that frame's context)
                         // before it, as the DAC does.
@@ -847,6 +924,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: None,
+            context: None,
         }
     }
 
@@ -873,6 +951,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: Some(name),
+            context: None,
         }
     }
 
@@ -1047,6 +1126,7 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
             method_error: None,
             code: None,
             native: Some(modules.name(regs.rip, !innermost)),
+            context: None,
         });
         if regs.rip == 0 {
             st.incomplete = Some("the instruction pointer is 0".to_string());

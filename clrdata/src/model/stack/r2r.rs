@@ -25,6 +25,12 @@ const SECTION_RUNTIME_FUNCTIONS: u32 = 102;
 const SECTION_METHODDEF_ENTRYPOINTS: u32 = 103;
 /// `READYTORUN_SECTION_DEBUG_INFO`: a NativeArray indexed by RUNTIME_FUNCTION index.
 const SECTION_DEBUG_INFO: u32 = 105;
+/// `READYTORUN_SECTION_EXCEPTION_INFO`: `READYTORUN_EXCEPTION_LOOKUP_TABLE_ENTRY`s
+/// (MethodStartRVA, ExceptionInfoRVA) sorted by method, the last a sentinel ending the clauses
+/// of the one before; each method's `READYTORUN_EXCEPTION_CLAUSE`s (6 DWORDs) at its RVA.
+const SECTION_EXCEPTION_INFO: u32 = 104;
+/// Bound on one method's EH clauses.
+const MAX_EH_CLAUSES: u32 = 4096;
 /// Bound on sections read from an R2R header.
 const MAX_SECTIONS: u32 = 256;
 /// Bound on RUNTIME_FUNCTIONS (CoreLib has about 100,000).
@@ -59,6 +65,14 @@ pub struct R2rImage {
     pub file: Option<Arc<ImageFile>>,
     /// The DebugInfo section's bytes, or why they were not read.
     debug_info: crate::Result<Vec<u8>>,
+    /// READYTORUN_HEADER::MajorVersion (which GC info version the image's code carries).
+    pub major: u16,
+    /// The ExceptionInfo section: its address and entry count (None: the image has no EH
+    /// clause), or why it could not be placed.
+    exception_info: crate::Result<Option<(u64, u32)>>,
+    /// The image's headers and layout (RVAs of the exception clauses).
+    pe: PeHeaders,
+    layout: PeLayout,
 }
 
 impl R2rImage {
@@ -89,8 +103,21 @@ impl R2rImage {
         };
         let m = &ov;
         let headers = m.read_bytes(base, 4096);
-        let pe = PeHeaders::parse(&headers)
-            .map_err(|e| crate::ClrError::metadata(format!("the PE headers at {base:#x}"), e))?;
+        let pe = PeHeaders::parse(&headers).map_err(|e| {
+            // Headers absent from the dump (a gcore core) whose file was not read: say which
+            // image and why, as type names do.
+            match rt.unread_file_at(base).filter(|_| headers.is_empty()) {
+                Some(why) => crate::ClrError::not_found_at(
+                    format!(
+                        "the PE headers of module {} ({}) at {base:#x}",
+                        md.simple_name, md.path
+                    ),
+                    base,
+                    format!("not in the dump, and its file is not read ({why})"),
+                ),
+                None => crate::ClrError::metadata(format!("the PE headers at {base:#x}"), e),
+            }
+        })?;
         let at = |rva: u32| -> crate::Result<u64> {
             pe.rva_to_offset(rva, layout)
                 .map(|o| base + o as u64)
@@ -120,6 +147,9 @@ impl R2rImage {
                 format!("signature {sig:#x}"),
             ));
         }
+        let major = m
+            .read_u16(h + 4)
+            .map_err(|_| crate::ClrError::read("ReadyToRun header", h + 4))?;
         let n = m
             .read_u32(h + 12)
             .map_err(|_| crate::ClrError::read("ReadyToRun header", h + 12))?;
@@ -220,6 +250,12 @@ impl R2rImage {
             }
         }
         let debug_info = read_section(SECTION_DEBUG_INFO);
+        // Entries are read one by one, as the runtime's search reads them (a dump holds the
+        // pages it touched).
+        let exception_info = match sections.get(&SECTION_EXCEPTION_INFO) {
+            Some(&(r, sz)) => at(r).map(|a| Some((a, sz / 8))),
+            None => Ok(None),
+        };
         Ok(R2rImage {
             base,
             functions,
@@ -227,7 +263,91 @@ impl R2rImage {
             entry_to_md,
             file,
             debug_info,
+            major,
+            exception_info,
+            pe,
+            layout,
         })
+    }
+
+    /// The EH clauses of the method whose entry RUNTIME_FUNCTION begins at `method_rva`
+    /// (`ReadyToRunJitManager::GetEHInfo`): the runtime's search of the ExceptionInfo lookup
+    /// table (`NativeExceptionInfoLookupTable::LookupExceptionInfoRVAForMethod`: binary down
+    /// to 10 entries, then linear; the last entry is a sentinel whose ExceptionInfoRVA ends the
+    /// clauses of the one before), each entry read as the search reaches it.
+    pub fn eh_clauses<M: Memory + ?Sized>(
+        &self,
+        mem: &M,
+        method_rva: u32,
+    ) -> crate::Result<Vec<super::eh::EhClause>> {
+        let what = "the ReadyToRun ExceptionInfo lookup table";
+        let Some((table, n)) = *self.exception_info.as_ref().map_err(|e| e.clone())? else {
+            return Ok(Vec::new());
+        };
+        if n < 2 {
+            return Ok(Vec::new());
+        }
+        let entry = |i: u32| -> crate::Result<(u32, u32)> {
+            let a = table + 8 * i as u64;
+            let m = mem
+                .read_u32(a)
+                .map_err(|_| crate::ClrError::read(what, a))?;
+            let e = mem
+                .read_u32(a + 4)
+                .map_err(|_| crate::ClrError::read(what, a + 4))?;
+            Ok((m, e))
+        };
+        let (mut start, mut end) = (0u32, n - 2);
+        while end - start > 10 {
+            let middle = start + (end - start) / 2;
+            if method_rva < entry(middle)?.0 {
+                end = middle - 1;
+            } else {
+                start = middle;
+            }
+        }
+        let mut found = None;
+        for i in start..=end {
+            if entry(i)?.0 == method_rva {
+                found = Some(i);
+                break;
+            }
+        }
+        let Some(k) = found else {
+            return Ok(Vec::new());
+        };
+        let (start, end) = (entry(k)?.1, entry(k + 1)?.1);
+        let count = end
+            .checked_sub(start)
+            .map(|b| b / 24)
+            .filter(|&c| c <= MAX_EH_CLAUSES)
+            .ok_or_else(|| {
+                crate::ClrError::corrupt(
+                    what,
+                    self.base,
+                    format!("method RVA {method_rva:#x}: clauses {start:#x}..{end:#x}"),
+                )
+            })?;
+        let at = self
+            .pe
+            .rva_to_offset(start, self.layout)
+            .map(|o| self.base + o as u64)
+            .ok_or_else(|| {
+                crate::ClrError::corrupt("image", self.base, format!("RVA {start:#x} outside it"))
+            })?;
+        let b = mem.read_bytes(at, count as usize * 24);
+        if b.len() < count as usize * 24 {
+            return Err(crate::ClrError::read(
+                format!("{count} ReadyToRun EH clauses"),
+                at + b.len() as u64,
+            ));
+        }
+        Ok(b.chunks_exact(24)
+            .map(|c| {
+                let w = |k: usize| u32::from_le_bytes(c[k..k + 4].try_into().unwrap());
+                super::eh::EhClause::new(w(0), w(4), w(8), w(12), w(16), w(20))
+            })
+            .collect())
     }
 
     /// RUNTIME_FUNCTION `i` (read from `mem` when the table is sparse).

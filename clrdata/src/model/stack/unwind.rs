@@ -11,6 +11,12 @@ use dumpreader::Memory;
 pub const RSP: usize = 4;
 /// rbp's number.
 pub const RBP: usize = 5;
+/// The registers' names by Windows unwind number (the numbering of [`Regs::gpr`], of the GC
+/// info's register slots and of the DAC's `SOSStackRefData::Register`).
+pub const REG_NAMES: [&str; 16] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
+];
 
 /// A register set being unwound: the 16 integer registers (Windows numbering) and rip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
