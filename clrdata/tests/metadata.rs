@@ -235,6 +235,17 @@ fn method_names_match_the_dac() {
             if name.starts_with("DynamicClass.") || name.starts_with("ILStubClass.") {
                 continue;
             }
+            // A generic method's instantiation (`BlockingWait[[Names.Slot, names]](Names.Slot)`)
+            // has the instantiation's parameter types, not the definition's; a method of a
+            // Reflection.Emit module (the manifest's `emitted`) has no image among the dump's
+            // modules: tests/tests/method_names.rs checks both from their MethodDescs.
+            let head = name.split('(').next().unwrap_or(name);
+            let emitted = entry.manifest["emitted"]["method"]
+                .as_str()
+                .is_some_and(|m| name.starts_with(&format!("{m}(")));
+            if head.ends_with("]]") || emitted {
+                continue;
+            }
             // A method of a generic instantiation (`Task`1[[System.Int32, ...]].GetResultCore`)
             // is its definition's name with the type's arguments: the metadata formatter names
             // the definition.

@@ -16,7 +16,8 @@ fn every_census_type_is_named_as_the_dac_names_it() {
         for t in e.dac["heap_stat"]["types"].as_array().unwrap() {
             let mt = u64::from_str_radix(t["mt"].as_str().unwrap().trim_start_matches("0x"), 16)
                 .unwrap();
-            let want = t["type"].as_str().unwrap();
+            let want = e.census_type_name(mt, t["type"].as_str().unwrap());
+            let want = want.as_str();
             match names.name(&rt, mt) {
                 Ok(got) if &*got == want => {}
                 Ok(got) => wrong.push(format!("{mt:#x}: ours {got:?}, DAC {want:?}")),

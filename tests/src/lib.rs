@@ -73,6 +73,32 @@ impl Entry {
         }
     }
 
+    /// The name a census type must have: the DAC's, except where the DAC could not name it
+    /// and the program recorded the type itself. The DAC's GetMethodTableName answers
+    /// `<Unloaded Type>` for a type of a Reflection.Emit module (whose PEAssembly has no
+    /// PEImage: dotnet/runtime src/coreclr/debug/daccess/request.cpp) and fails with
+    /// 0x80070057 for an instantiation over one; the scenario knows each such type's
+    /// MethodTable (`RuntimeTypeHandle.Value`) and its name in the DAC's form (manifest
+    /// `types[]`: `method_table`, `dac_name`, `emitted`), and that is the truth there.
+    pub fn census_type_name(&self, mt: u64, dac: &str) -> String {
+        if dac != "<Unloaded Type>" && !dac.starts_with("<GetMethodTableName failed") {
+            return dac.to_owned();
+        }
+        self.manifest["types"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| {
+                t["method_table"]
+                    .as_str()
+                    .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+                    == Some(mt)
+            })
+            .and_then(|t| t["dac_name"].as_str())
+            .unwrap_or(dac)
+            .to_owned()
+    }
+
     /// Whether the dump holds the pages of the assemblies' images it loaded (their metadata,
     /// the ReadyToRun code the process touched): a gcore core leaves out unmodified file
     /// mappings, and a single-file app's assemblies live in its bundle (whose host file the
@@ -342,24 +368,6 @@ pub fn pending() -> &'static [Pending] {
             issue: 24,
             reason: NODAC_NO_GC,
             shortfall: HeapRefused,
-        },
-        Pending {
-            name: "names-net10",
-            issue: 27,
-            reason: "generic method instantiations named open (`BlockingWait(!!0)`), the \
-                Reflection.Emit method and the DynamicMethod/compiled Expression frames not \
-                named, where the DAC names them (method_names.rs fails)",
-            shortfall: StackWalk,
-        },
-        Pending {
-            name: "names-net11",
-            issue: 27,
-            reason: "as names-net10 (generic method instantiations named open, \
-                `BlockingWait(!!0)`, where the DAC names their arguments); also the types of a \
-                collectible AssemblyLoadContext unloaded before the dump, which the DAC names \
-                `<Unloaded Type>`, are read as unknown with an error, and its PDB was not kept \
-                (method_names.rs, stack_truth.rs, census_descriptor.rs, pdb_corpus.rs fail)",
-            shortfall: StackWalk,
         },
         Pending {
             name: "faultnull-net10",

@@ -12,6 +12,7 @@
 //! one patch while the held-out patch waits).
 
 use clrdata::discovery::layout::Capability;
+use clrdata::model::instantiation::method_instantiation;
 use clrdata::model::methods::{introduced_methods, method_desc, method_desc_name};
 use clrdata::model::objects::ObjectReader;
 use clrdata::prelude::*;
@@ -97,8 +98,16 @@ fn stack_method_descs_are_named_as_the_dac_names_them() {
             // is not linked into its class's list: the 11.0.0 ILStubClass's EEClass has no
             // chunk at all (aspnethang-net11: `IL_STUB_AsyncResume`), so a dynamic method
             // whose class lists none is not looked for there.
+            // A generic method's instantiation is not there either: the runtime makes its
+            // InstantiatedMethodDesc in a chunk of its own (genmeth.cpp
+            // `InstantiatedMethodDesc::NewInstantiatedMethodDesc`: `MethodDescChunk::
+            // CreateChunk`, never `EEClass::AddChunk`), found through the module's
+            // InstMethodHashTable; its chunk was read above (token, MethodTable).
+            let instantiated =
+                method_instantiation(&rt, md, decoded.classification).is_ok_and(|a| !a.is_empty());
             let ee = rt.method_table(decoded.method_table).map(|m| m.ee_class);
             match ee.and_then(|ee| introduced_methods(&r, ee)) {
+                _ if instantiated => {}
                 Ok(all) if all.is_empty() && decoded.classification == 7 => {}
                 Ok(all) => match all.iter().find(|x| x.address == md) {
                     Some(x) if *x == decoded => {}

@@ -381,6 +381,24 @@ pub struct ModuleLayout {
     /// supportedFlags 0x18): the loaded MethodTable of a TypeDef (the object layer's
     /// `typedef_mt`, used by field types and CoreLib type lookups).
     pub typedef_map: u64,
+    /// Where a Reflection.Emit module's metadata is kept ([`DynamicMetadataLayout`]); `None`
+    /// where not known (.NET 8: such a module's types and methods are not named).
+    pub dynamic_metadata: Option<DynamicMetadataLayout>,
+}
+
+/// A Reflection.Emit module's metadata: it has no PEImage; the runtime saves a copy of its
+/// in-memory metadata, serialized as an image's metadata is, for the debugger
+/// (`ReflectionModule::CaptureModuleMetaDataToMemory`): `Module.DynamicMetadata` points at a
+/// `DynamicMetadata` {`Size` (a DWORD), `Data` (the bytes)}; null for every other module.
+/// Published by the descriptors of 9, 10 and 11.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DynamicMetadataLayout {
+    /// `Module.DynamicMetadata`.
+    pub module_field: u64,
+    /// `DynamicMetadata.Size`.
+    pub size: u64,
+    /// `DynamicMetadata.Data`.
+    pub data: u64,
 }
 
 /// Where a type's statics live (RuntimeTypeSystem): an algorithm chosen once at discovery.
@@ -986,6 +1004,7 @@ const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
     layout_flags: 0x14,
     layout_cor_header: Some(0x20),
     typedef_map: 0x2f0,
+    dynamic_metadata: None,
 };
 
 const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
@@ -1680,6 +1699,20 @@ pub struct DynamicMethodLayout {
     pub name: u64,
 }
 
+/// Where an InstantiatedMethodDesc (classification 5) keeps a generic method's instantiation:
+/// its kind in the low 3 bits of `m_wFlags2` (1 the generic definition; 2 unshared, 3 shared
+/// by code, 4 a wrapper stub: instantiated), `m_wNumGenericArgs`, and `m_pPerInstInfo`, the
+/// dictionary whose first `NumGenericArgs` words are the argument TypeHandles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstantiatedMethodLayout {
+    /// `InstantiatedMethodDesc.PerInstInfo`.
+    pub per_inst_info: u64,
+    /// `InstantiatedMethodDesc.Flags2` (a WORD).
+    pub flags2: u64,
+    /// `InstantiatedMethodDesc.NumGenericArgs` (a WORD).
+    pub num_generic_args: u64,
+}
+
 /// How a type's slots beyond its virtuals (the non-virtual vtable slots) and its method counts
 /// are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1723,6 +1756,9 @@ pub struct MethodsLayout {
     /// Where a dynamic method (classification 7: a LightWeight Code Generation method or an
     /// IL stub) keeps its signature and name, where the descriptor publishes them (.NET 10+).
     pub dynamic: Option<DynamicMethodLayout>,
+    /// Where a generic method's instantiation is ([`InstantiatedMethodLayout`]); `None` where
+    /// not known (then such a method is named with its open signature and no arguments).
+    pub instantiated: Option<InstantiatedMethodLayout>,
     /// Where the type's slot counts and non-virtual slots are.
     pub slots: SlotScheme,
     /// `Module::m_pAvailableParamTypes` (the EETypeHashTable of the module's constructed
@@ -1827,7 +1863,25 @@ pub const METHODS_NET8_LINUX: MethodsLayout = MethodsLayout {
     method_impl_size: 16,
     native_code_slot_size: 8,
     async_method_data_size: None,
-    dynamic: None,
+    // `method.hpp` v8.0.4: StoredSigMethodDesc {MethodDesc; m_pSig; m_cSig; m_dwExtendedFlags
+    // (64-bit only)}, DynamicMethodDesc {..; m_pszMethodName; m_pResolver}: 40 bytes, its
+    // size above. Checked on the on-demand names-net8 by tests/tests/method_names.rs: its
+    // `DynamicMethod` and compiled-expression frames named as the 8.0.33 DAC names them.
+    dynamic: Some(DynamicMethodLayout {
+        sig: 8,
+        sig_len: 16,
+        extended_flags: 20,
+        name: 24,
+    }),
+    // `method.hpp` v8.0.4 (class InstantiatedMethodDesc: the 8-byte MethodDesc, the union of
+    // m_pDictLayout / m_pWrappedMethodDesc, m_pPerInstInfo, m_wFlags2, m_wNumGenericArgs; 32
+    // bytes with padding, its size above). Checked on the on-demand names-net8 by
+    // tests/tests/method_names.rs: every generic method frame named as the 8.0.33 DAC names it.
+    instantiated: Some(InstantiatedMethodLayout {
+        per_inst_info: 16,
+        flags2: 24,
+        num_generic_args: 26,
+    }),
     slots: SlotScheme::Net8Packed,
     // Found in the corpus: the EETypeHashTable whose m_pModule is the module and whose entries
     // hold the instantiations and arrays it loaded (List<Heap.Person> in CoreLib's).

@@ -848,6 +848,20 @@ pub fn build_layout(
             layout_flags: l.field("PEImageLayout", "Flags")?,
             layout_cor_header: None,
             typedef_map: l.field("Module", "TypeDefToMethodTableMap")?,
+            dynamic_metadata: match (
+                l.d.field("Module", "DynamicMetadata"),
+                l.d.field("DynamicMetadata", "Size"),
+                l.d.field("DynamicMetadata", "Data"),
+            ) {
+                (Some(module_field), Some(size), Some(data)) => {
+                    Some(layout::DynamicMetadataLayout {
+                        module_field,
+                        size,
+                        data,
+                    })
+                }
+                _ => None,
+            },
         },
         methods: methods_layout(&l)?,
         min_object_size: 3 * d.pointer_size.max(8) as u64,
@@ -1240,6 +1254,20 @@ fn methods_layout(l: &Lookup<'_>) -> Result<layout::MethodsLayout> {
                     sig_len,
                     extended_flags,
                     name,
+                })
+            }
+            _ => None,
+        },
+        instantiated: match (
+            l.d.field("InstantiatedMethodDesc", "PerInstInfo"),
+            l.d.field("InstantiatedMethodDesc", "Flags2"),
+            l.d.field("InstantiatedMethodDesc", "NumGenericArgs"),
+        ) {
+            (Some(per_inst_info), Some(flags2), Some(num_generic_args)) => {
+                Some(layout::InstantiatedMethodLayout {
+                    per_inst_info,
+                    flags2,
+                    num_generic_args,
                 })
             }
             _ => None,

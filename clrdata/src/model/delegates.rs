@@ -25,7 +25,6 @@
 //! `_methodBase` (a `RuntimeMethodInfo` whose `m_handle` is the MethodDesc) is the last resort;
 //! it is usually null.
 
-use crate::data::types::ReadTypes;
 use crate::error::ClrError;
 use crate::model::objects::{FieldData, FieldValue, ObjectReader};
 use crate::model::precode::precode_method_desc;
@@ -240,36 +239,18 @@ pub fn delegate_method<M: Memory>(
 }
 
 /// The name of a MethodDesc's method as the DAC spells it (`GetMethodDescName`,
-/// `GetRuntimeNameByAddress`): its MethodTable's type name (with the instantiation, as
-/// `System.Buffers.SharedArrayPool`1+<>c[[System.Byte, System.Private.CoreLib]]`), `.`, the
-/// MethodDef's name and its parameter list (`(System.Object)`).
+/// `GetRuntimeNameByAddress`): the stack walk's naming ([`StackWalker::method_desc_name`]), so
+/// a delegate's target is named as a frame of it would be: its type with the instantiation
+/// (`System.Buffers.SharedArrayPool`1+<>c[[System.Byte, System.Private.CoreLib]]`), a generic
+/// method's arguments, a dynamic method's stored name.
 pub fn method_desc_name<M: Memory>(
-    r: &ObjectReader<'_, M>,
+    _r: &ObjectReader<'_, M>,
     w: &StackWalker<'_, M>,
     md: u64,
 ) -> crate::Result<String> {
-    let info = w.method_desc_info(md)?;
-    let mt =
-        r.rt.method_table(info.method_table)
-            .map_err(|e| e.context(format!("its MethodTable {:#x}", info.method_table)))?;
-    let module = mt.require_module()?;
-    let mm = r.names.module_metadata(r.rt, module)?;
-    let meta = mm.metadata()?;
-    let rid = info.token & 0x00FF_FFFF;
-    let name = meta
-        .method_def(rid)
-        .map_err(|e| ClrError::metadata(format!("MethodDef {:#x}", info.token), e))?
-        .name
-        .to_string();
-    let params = meta
-        .method_sig(rid)
-        .map(|sig| {
-            crate::metadata::format_method_params(&sig, &crate::metadata::MetadataNames::new(&meta))
-        })
-        .map_err(|e| {
-            ClrError::metadata(format!("the signature of MethodDef {:#x}", info.token), e)
-        })?;
-    Ok(format!("{}.{name}{params}", r.type_name(info.method_table)))
+    w.method_desc_name(md)
+        .map(|(_, _, n)| n)
+        .map_err(|(_, _, e)| e)
 }
 
 /// The MethodDesc of a code pointer: managed code through the code manager, else a precode.

@@ -581,63 +581,6 @@ pub fn method_entry_point<M: Memory>(
     })
 }
 
-/// The primitive types the DAC names without their namespace in a signature.
-const SHORT_NAMED: &[&str] = &[
-    "Void",
-    "Boolean",
-    "Char",
-    "SByte",
-    "Byte",
-    "Int16",
-    "UInt16",
-    "Int32",
-    "UInt32",
-    "Int64",
-    "UInt64",
-    "Single",
-    "Double",
-    "IntPtr",
-    "UIntPtr",
-    "TypedReference",
-];
-
-/// A type as the DAC spells it inside a method's parameter list: primitives short (`Char`),
-/// other types with their namespace, nested types by their own name only, instantiations as
-/// `Name`1<Arg,...>`, arrays as `Element[]`.
-fn sig_type_name<M: Memory>(r: &ObjectReader<'_, M>, th: u64, depth: u32) -> String {
-    let name = r.type_name(th);
-    if let Some(short) = name.strip_prefix("System.") {
-        if SHORT_NAMED.contains(&short) {
-            return short.to_string();
-        }
-    }
-    if th & 2 != 0 || depth > 8 {
-        return name;
-    }
-    let Ok(info) = r.rt.method_table(th) else {
-        return name;
-    };
-    if let Some(a) = info.array {
-        let dims = if a.is_sz {
-            String::new()
-        } else {
-            ",".repeat(a.rank.saturating_sub(1) as usize)
-        };
-        return format!("{}[{dims}]", sig_type_name(r, a.element, depth + 1));
-    }
-    let bare = name.split('[').next().unwrap_or(&name);
-    let bare = bare.rsplit('+').next().unwrap_or(bare).to_string();
-    if info.type_args.is_empty() {
-        return bare;
-    }
-    let args: Vec<String> = info
-        .type_args
-        .iter()
-        .map(|&a| sig_type_name(r, a, depth + 1))
-        .collect();
-    format!("{bare}<{}>", args.join(","))
-}
-
 /// The name and parameters of an array method (ArrayMethodDesc: no metadata; by its slot
 /// after the virtuals: Get, Set, Address, then the constructors).
 fn array_method_name<M: Memory>(
@@ -655,7 +598,11 @@ fn array_method_name<M: Memory>(
         0 => ("Get", ints(rank)),
         1 => (
             "Set",
-            format!("{}, {}", ints(rank), sig_type_name(r, a.element, 0)),
+            format!(
+                "{}, {}",
+                ints(rank),
+                crate::model::instantiation::signature_type_name(r.rt, r.names, a.element, 0)
+            ),
         ),
         2 => ("Address", ints(rank)),
         k if k >= 3 => {
@@ -704,16 +651,29 @@ pub fn method_desc_name<M: Memory>(
     let args = mt
         .type_args
         .iter()
-        .map(|&a| sig_type_name(r, a, 0))
+        .map(|&a| crate::model::instantiation::signature_type_name(r.rt, r.names, a, 0))
         .collect();
-    let names = crate::metadata::MetadataNames::new(&meta).with_generic_args(args, Vec::new());
+    // A generic method's instantiation: its arguments after the name, and in the signature
+    // in place of its type parameters (`BlockingWait[[Names.Slot, names]](Names.Slot)`).
+    let method_args =
+        crate::model::instantiation::method_instantiation(r.rt, d.address, d.classification)?;
+    let inst = crate::model::instantiation::instantiation_suffix(r.rt, r.names, &method_args)?;
+    let method_arg_names = method_args
+        .iter()
+        .map(|&a| crate::model::instantiation::signature_type_name(r.rt, r.names, a, 0))
+        .collect();
+    let names =
+        crate::metadata::MetadataNames::new(&meta).with_generic_args(args, method_arg_names);
     let params = meta
         .method_sig(rid)
         .map(|sig| crate::metadata::format_method_params(&sig, &names))
         .map_err(|e| {
             crate::ClrError::metadata(format!("the signature of MethodDef {:#x}", d.token), e)
         })?;
-    Ok(format!("{}.{name}{params}", r.type_name(d.method_table)))
+    Ok(format!(
+        "{}.{name}{inst}{params}",
+        r.type_name(d.method_table)
+    ))
 }
 
 /// A type's method table as SOS `dumpmt -md` lists it with the .NET 8 DAC.

@@ -9,6 +9,7 @@ pub mod dynamic;
 pub mod fields;
 pub mod heap;
 pub mod inspect;
+pub mod instantiation;
 pub mod methods;
 pub mod names;
 pub mod objects;

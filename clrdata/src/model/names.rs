@@ -277,6 +277,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<ModuleMetadata> {
+    if let Some(md) = dynamic_module_metadata(rt, module)? {
+        return Ok(md);
+    }
     let data = rt.module(module)?;
     let (addr, size) = data.metadata.ok_or_else(|| {
         // Say why: absent pages, or present but not metadata (damaged: no BSJB root...).
@@ -326,4 +329,61 @@ fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<Modul
             .unwrap_or_else(|_| data.simple_name.clone())
     };
     Ok(ModuleMetadata { bytes, assembly })
+}
+
+/// The metadata of a Reflection.Emit module, from the copy the runtime keeps for the debugger
+/// ([`crate::discovery::layout::DynamicMetadataLayout`]): `None` for a module that has none
+/// (every module loaded from an image) or where the family's layout does not say where it is.
+fn dynamic_module_metadata<M: Memory>(
+    rt: &Runtime<M>,
+    module: u64,
+) -> Result<Option<ModuleMetadata>> {
+    let Some(l) = rt.layout.module.dynamic_metadata else {
+        return Ok(None);
+    };
+    let m = rt.memory();
+    let at = module.wrapping_add(l.module_field);
+    let p = m
+        .read_u64(at)
+        .map_err(|_| ClrError::read("Module.DynamicMetadata", at))?;
+    if p == 0 {
+        return Ok(None);
+    }
+    let size = m
+        .read_u32(p.wrapping_add(l.size))
+        .map_err(|_| ClrError::read("DynamicMetadata.Size", p.wrapping_add(l.size)))?;
+    if size == 0 || size > MAX_METADATA {
+        return Err(ClrError::Corrupt {
+            what: "a Reflection.Emit module's metadata (DynamicMetadata)".into(),
+            addr: p,
+            detail: format!("implausible size {size:#x}"),
+        });
+    }
+    let addr = p.wrapping_add(l.data);
+    let mut bytes = vec![0u8; size as usize];
+    let got = m.read(addr, &mut bytes);
+    if got < bytes.len() {
+        return Err(ClrError::Read {
+            what: format!(
+                "a Reflection.Emit module's metadata ({size:#x} bytes, {got:#x} present)"
+            ),
+            addr: addr + got as u64,
+        });
+    }
+    let assembly = {
+        let md = Metadata::parse(&bytes).map_err(|e| {
+            ClrError::metadata(
+                format!("a Reflection.Emit module's metadata at {addr:#x}"),
+                e,
+            )
+        })?;
+        match md.assembly(1) {
+            Ok(a) => a.name.to_string(),
+            Err(_) => md
+                .module(1)
+                .map(|r| r.name.to_string())
+                .map_err(|e| ClrError::metadata("a Reflection.Emit module's Module row", e))?,
+        }
+    };
+    Ok(Some(ModuleMetadata { bytes, assembly }))
 }

@@ -30,7 +30,6 @@ use clrcodeinfo::GcInfoError;
 use dumpreader::Memory;
 use serde::Serialize;
 use std::sync::Arc;
-use thiserror::Error;
 
 /// How much of a GC info blob is read first (most are a few dozen bytes); a blob that does not
 /// fit is read again with [`GC_INFO_MAX`].

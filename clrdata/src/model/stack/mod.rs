@@ -352,7 +352,8 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 .map_err(|e| (Some(module), Some(info.token), e));
         }
         let named = (|| {
-            let method_args = self.method_instantiation(md, flags)?;
+            let method_args =
+                crate::model::instantiation::method_instantiation(self.rt, md, (flags & 7) as u8)?;
             if mt.type_args.is_empty() && method_args.is_empty() {
                 return self.method_name(module, info.token);
             }
@@ -364,7 +365,9 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             let ty = self.names.name(self.rt, info.method_table)?;
             let short = |v: &[u64]| -> Vec<String> {
                 v.iter()
-                    .map(|&a| param_type_name(&self.names.name_or_note(self.rt, a)))
+                    .map(|&a| {
+                        crate::model::instantiation::signature_type_name(self.rt, self.names, a, 0)
+                    })
                     .collect()
             };
             let mm = self.names.module_metadata(self.rt, module)?;
@@ -381,72 +384,17 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             if method_args.is_empty() {
                 return Ok(format!("{ty}.{member}"));
             }
-            let mut inst = String::from("[");
-            for (i, &a) in method_args.iter().enumerate() {
-                if i > 0 {
-                    inst.push(',');
-                }
-                let n = self.names.name(self.rt, a)?;
-                let asm = self
-                    .rt
-                    .method_table(a)
-                    .and_then(|m| m.require_module())
-                    .and_then(|m| self.names.module_metadata(self.rt, m))
-                    .map(|m| m.assembly.clone())?;
-                inst.push_str(&format!("[{n}, {asm}]"));
-            }
-            inst.push(']');
+            let inst = crate::model::instantiation::instantiation_suffix(
+                self.rt,
+                self.names,
+                &method_args,
+            )?;
             let (name, params) = member.split_at(member.find('(').unwrap_or(member.len()));
             Ok(format!("{ty}.{name}{inst}{params}"))
         })();
         named
             .map(|n| (module, info.token, n))
             .map_err(|e| (Some(module), Some(info.token), e))
-    }
-
-    /// The method instantiation of an InstantiatedMethodDesc (classification 5) whose kind is
-    /// an unshared, shared or wrapper instantiation (`Flags2 & 7` 2, 3, 4; 1 is the generic
-    /// definition): the TypeHandles its dictionary (`PerInstInfo`) starts with,
-    /// `NumGenericArgs` of them (the descriptor's `InstantiatedMethodDesc`); empty for any
-    /// other MethodDesc or where the descriptor does not publish it.
-    fn method_instantiation(&self, md: u64, flags: u16) -> crate::Result<Vec<u64>> {
-        if flags & 7 != 5 {
-            return Ok(Vec::new());
-        }
-        let Some(d) = self.rt.descriptor() else {
-            return Ok(Vec::new());
-        };
-        let (Some(pii), Some(f2), Some(nga)) = (
-            d.field("InstantiatedMethodDesc", "PerInstInfo"),
-            d.field("InstantiatedMethodDesc", "Flags2"),
-            d.field("InstantiatedMethodDesc", "NumGenericArgs"),
-        ) else {
-            return Ok(Vec::new());
-        };
-        let m = self.rt.memory();
-        let kind = m
-            .read_u16(md + f2)
-            .map_err(|_| crate::ClrError::read("InstantiatedMethodDesc::m_wFlags2", md + f2))?
-            & 7;
-        if !(2..=4).contains(&kind) {
-            return Ok(Vec::new());
-        }
-        let n = m.read_u16(md + nga).map_err(|_| {
-            crate::ClrError::read("InstantiatedMethodDesc::m_wNumGenericArgs", md + nga)
-        })?;
-        let dict = m.read_u64(md + pii).map_err(|_| {
-            crate::ClrError::read("InstantiatedMethodDesc::m_pPerInstInfo", md + pii)
-        })?;
-        if n == 0 || n > 64 || dict == 0 {
-            return Ok(Vec::new());
-        }
-        (0..n as u64)
-            .map(|i| {
-                m.read_u64(dict + 8 * i).map_err(|_| {
-                    crate::ClrError::read("a generic method's dictionary", dict + 8 * i)
-                })
-            })
-            .collect()
     }
 
     /// Why frames get no method names: MethodDescs (their chunk, MethodTable and token) are
@@ -1172,17 +1120,4 @@ fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> crate::Result<Regs> {
     }
     r.rip = q(16);
     Ok(r)
-}
-
-/// A type argument as the DAC writes it in a parameter list: the primitive value types by
-/// their short name (`Int32`), every other type by its full name.
-fn param_type_name(full: &str) -> String {
-    const SHORT: &[&str] = &[
-        "Boolean", "Char", "SByte", "Byte", "Int16", "UInt16", "Int32", "UInt32", "Int64",
-        "UInt64", "Single", "Double", "IntPtr", "UIntPtr",
-    ];
-    match full.strip_prefix("System.") {
-        Some(s) if SHORT.contains(&s) => s.to_owned(),
-        _ => full.to_owned(),
-    }
 }
