@@ -35,8 +35,8 @@ pub struct SourceLines {
     dirs: Vec<PathBuf>,
     recorded_paths: bool,
     files: bool,
-    pdbs: Mutex<HashMap<u64, Result<Arc<PdbFile>, String>>>,
-    infos: Mutex<HashMap<u64, Result<Arc<DebugInfo>, String>>>,
+    pdbs: Mutex<HashMap<u64, crate::Result<Arc<PdbFile>>>>,
+    infos: Mutex<HashMap<u64, crate::Result<Arc<DebugInfo>>>>,
 }
 
 impl SourceLines {
@@ -103,7 +103,7 @@ impl SourceLines {
                 return out;
             }
             Err(e) => {
-                out.note = Some(e);
+                out.note = Some(e.to_string());
                 return out;
             }
         }
@@ -114,7 +114,7 @@ impl SourceLines {
         let pdb = match self.pdb(w, module) {
             Ok(p) => p,
             Err(e) => {
-                out.note = Some(e);
+                out.note = Some(e.to_string());
                 return out;
             }
         };
@@ -138,18 +138,17 @@ impl SourceLines {
         w: &StackWalker<'_, M>,
         ip: u64,
         at: u64,
-    ) -> Result<Option<u32>, String> {
-        let ci = w
-            .code()
-            .lookup(w.rt, ip)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{ip:#x} is not managed code"))?;
+    ) -> crate::Result<Option<u32>> {
+        let ci = w.code().lookup(w.rt, ip)?.ok_or_else(|| {
+            crate::ClrError::not_found_at("the frame's method", ip, "not managed code")
+        })?;
         let di = self.debug_info(w, &ci)?;
         let native = at.wrapping_sub(ci.method_start);
         if native > u32::MAX as u64 {
-            return Err(format!(
-                "{at:#x} is before its method's code at {:#x}",
-                ci.method_start
+            return Err(crate::ClrError::corrupt(
+                "the frame's IP",
+                at,
+                format!("before its method's code at {:#x}", ci.method_start),
             ));
         }
         Ok(match di.il_offset_at(native as u32) {
@@ -171,16 +170,11 @@ impl SourceLines {
         &self,
         w: &StackWalker<'_, M>,
         ci: &CodeInfo,
-    ) -> Result<Arc<DebugInfo>, String> {
+    ) -> crate::Result<Arc<DebugInfo>> {
         let mut cache = self.infos.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .entry(ci.method_start)
-            .or_insert_with(|| {
-                w.code()
-                    .debug_info(w.rt, ci)
-                    .map(|(d, _)| Arc::new(d))
-                    .map_err(|e| e.to_string())
-            })
+            .or_insert_with(|| w.code().debug_info(w.rt, ci).map(|(d, _)| Arc::new(d)))
             .clone()
     }
 
@@ -189,7 +183,7 @@ impl SourceLines {
         &self,
         w: &StackWalker<'_, M>,
         module: u64,
-    ) -> Result<Arc<PdbFile>, String> {
+    ) -> crate::Result<Arc<PdbFile>> {
         if let Some(r) = self
             .pdbs
             .lock()
@@ -206,12 +200,17 @@ impl SourceLines {
         r
     }
 
-    fn find<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> Result<PdbFile, String> {
-        let data = rt.module(module).map_err(|e| e.to_string())?;
+    fn find<M: Memory>(&self, rt: &Runtime<M>, module: u64) -> crate::Result<PdbFile> {
+        let data = rt.module(module)?;
         let mem = rt.memory();
         let size = (data.image_size != 0).then_some(data.image_size as u64);
-        let info = read_debug_info_from_memory(mem, data.image_base, size)
-            .map_err(|e| format!("the debug directory of {}: {e}", data.simple_name))?;
+        let info = read_debug_info_from_memory(mem, data.image_base, size).map_err(|e| {
+            crate::ClrError::corrupt(
+                format!("the debug directory of {}", data.simple_name),
+                data.image_base,
+                e.to_string(),
+            )
+        })?;
         if info.embedded_pdb.is_some() {
             if let Ok(Some(bytes)) = embedded_pdb_from_memory(mem, data.image_base, &info) {
                 if let Ok(p) = PdbFile::from_bytes(bytes, PdbSource::Embedded) {
@@ -219,14 +218,25 @@ impl SourceLines {
                 }
             }
         }
-        let cv = info
-            .codeview
-            .ok_or_else(|| format!("{} has no CodeView entry", data.simple_name))?;
+        let cv = info.codeview.ok_or_else(|| {
+            crate::ClrError::not_found_at(
+                format!("the PDB of {}", data.simple_name),
+                data.image_base,
+                "the image has no CodeView entry",
+            )
+        })?;
         if !cv.is_portable() {
-            return Err(format!("{}'s PDB is not a portable PDB", data.simple_name));
+            return Err(crate::ClrError::not_found_at(
+                format!("the PDB of {}", data.simple_name),
+                data.image_base,
+                "not a portable PDB",
+            ));
         }
         if !self.files {
-            return Err("PDB files are not read (the clean room)".into());
+            return Err(crate::ClrError::not_found(
+                format!("the PDB of {}", data.simple_name),
+                "PDB files are not read (the clean room)",
+            ));
         }
         let s = find_pdb(&cv, &self.dirs, false);
         if let Some(f) = s.found {
@@ -245,15 +255,18 @@ impl SourceLines {
                 }
             }
         }
-        Err(format!(
-            "no PDB {} with id {} found{}",
-            cv.file_name(),
-            cv.pdb_id(),
-            if s.refused.is_empty() {
-                String::new()
-            } else {
-                format!(" ({} of another build refused)", s.refused.len())
-            }
+        Err(crate::ClrError::not_found(
+            format!("the PDB of {}", data.simple_name),
+            format!(
+                "no {} with id {} found{}",
+                cv.file_name(),
+                cv.pdb_id(),
+                if s.refused.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} of another build refused)", s.refused.len())
+                }
+            ),
         ))
     }
 }
