@@ -13,6 +13,7 @@ use clrdata::data::threads::thread_state_names;
 use clrdata::model::disasm::MethodCode;
 use clrdata::model::dso::{thread_stack_objects, ThreadStackObjects};
 use clrdata::model::objects::ObjectReader;
+use clrdata::model::stack::source::SourceLines;
 use clrdata::model::stack::{
     walk_native_threads, CodeKind, FrameKind, MixedStack, Regs, StackFrame, StackWalker,
     ThreadStack,
@@ -304,6 +305,18 @@ pub struct ClrStackFrame {
     pub method_desc: Option<String>,
     pub method: Option<String>,
     pub method_error: Option<String>,
+    /// The frame's IL offset (managed frames whose debug info maps the IP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub il_offset: Option<u32>,
+    /// The source document of the frame's line (from the app's PDB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_file: Option<String>,
+    /// The source line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_line: Option<u32>,
+    /// Why a managed frame has no source line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -333,6 +346,10 @@ impl ClrStackThread {
                     method_desc: f.method_desc.map(hex),
                     method: f.method.clone(),
                     method_error: f.method_error.clone(),
+                    il_offset: f.source.as_ref().and_then(|s| s.il_offset),
+                    source_file: f.source.as_ref().and_then(|s| s.file.clone()),
+                    source_line: f.source.as_ref().and_then(|s| s.line),
+                    source_note: f.source.as_ref().and_then(|s| s.note.clone()),
                 })
                 .collect(),
             incomplete: st.incomplete.clone(),
@@ -400,7 +417,18 @@ fn frame_text(f: &StackFrame) -> String {
                 None => base,
             }
         }
-        FrameKind::Managed => m.unwrap_or_else(|| "<unknown method>".into()),
+        FrameKind::Managed => {
+            let m = m.unwrap_or_else(|| "<unknown method>".into());
+            match f
+                .source
+                .as_ref()
+                .and_then(|s| s.file.as_deref().zip(s.line))
+            {
+                // SOS's form: `Method(args) [file @ line]`.
+                Some((file, line)) => format!("{m} [{file} @ {line}]"),
+                None => m,
+            }
+        }
         FrameKind::Native => f
             .native
             .as_ref()
@@ -409,9 +437,25 @@ fn frame_text(f: &StackFrame) -> String {
     }
 }
 
+/// Sets each managed frame's IL offset and source line (the apps' PDBs as the session finds
+/// them: `--pdb-path`, `--image-path`, embedded PDBs, recorded paths).
+pub fn annotate_lines(
+    c: &Clr,
+    w: &StackWalker<'_, std::sync::Arc<dyn dumpreader::Target>>,
+    stacks: &mut [ThreadStack],
+) {
+    let lines = SourceLines::for_target(&c.rt);
+    for st in stacks {
+        lines.annotate(w, st);
+    }
+}
+
 fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let all = walk_all(&c)?;
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let all = w
+        .walk_all()
+        .map_err(|e| CommandError::clr("reading the thread list", e))?;
     let chosen: Vec<ThreadStack> = if m.get_flag("all") {
         all
     } else if let Some(t) = m.get_one::<String>("thread") {
@@ -433,6 +477,8 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .map(|(_, t)| t)
             .collect()
     };
+    let mut chosen = chosen;
+    annotate_lines(&c, &w, &mut chosen);
     Ok(Output::rendered("clrstack", ClrStack(chosen)))
 }
 

@@ -634,9 +634,6 @@ pub struct HeldReader<'a, 'r, M> {
     pdbs: HashMap<u64, Option<std::sync::Arc<crate::metadata::PdbFile>>>,
 }
 
-/// Bytes of a method's debug info read at most (the blob decodes its own size).
-const MAX_DEBUG_INFO: usize = 64 << 10;
-
 impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
     /// A reader over `r`'s runtime.
     pub fn new(r: &'a ObjectReader<'r, M>) -> Self {
@@ -658,9 +655,8 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         address: u64,
         f: &RuntimeAsyncFrame,
     ) -> crate::Result<Vec<HeldVariable>> {
-        use clrcodeinfo::debuginfo::{DebugInfo, DebugInfoFormat, VarNumber};
+        use clrcodeinfo::debuginfo::VarNumber;
         let r = self.r;
-        let m = r.rt.memory();
         let ip = f.diagnostic_ip;
         if ip == 0 {
             return Err(crate::ClrError::not_found(
@@ -671,48 +667,7 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         let (ci, _) = self.walker.ip_to_method(ip)?.ok_or_else(|| {
             crate::ClrError::not_found_at("method", ip, "the DiagnosticIP is not in managed code")
         })?;
-        let (bytes, blob) = if ci.kind == crate::model::stack::codeman::CodeKind::Jit {
-            // RealCodeHeader.DebugInfo (the code header: the word before the method's start).
-            let hdr = m.read_u64(ci.method_start - 8).map_err(|_| {
-                crate::ClrError::read("the code header pointer", ci.method_start - 8)
-            })?;
-            let off =
-                r.rt.descriptor()
-                    .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
-                    .unwrap_or(0);
-            let blob = m
-                .read_u64(hdr + off)
-                .map_err(|_| crate::ClrError::read("RealCodeHeader.DebugInfo", hdr + off))?;
-            if blob == 0 {
-                return Err(crate::ClrError::not_found_at(
-                    "debug info",
-                    hdr,
-                    "the method's code header has none",
-                ));
-            }
-            let mut bytes = vec![0u8; MAX_DEBUG_INFO];
-            // The blob may end near the end of a mapping: read what is there.
-            let mut got = m.read(blob, &mut bytes);
-            if got == 0 {
-                let first = (0x1000 - (blob & 0xFFF)) as usize;
-                got = m.read(blob, &mut bytes[..first]);
-            }
-            bytes.truncate(got);
-            (bytes, blob)
-        } else {
-            // ReadyToRun: the image's DebugInfo section (its file when the dump lacks it).
-            let module = ci.module.ok_or_else(|| {
-                crate::ClrError::not_found_at("the ReadyToRun module", ip, "the code names none")
-            })?;
-            let b = self
-                .walker
-                .code()
-                .r2r_debug_info(r.rt, module, ci.method_start)?;
-            (b, ci.method_start)
-        };
-        let di = DebugInfo::decode(&bytes, DebugInfoFormat::Net11).map_err(|e| {
-            crate::ClrError::corrupt("the method's debug info", blob, e.to_string())
-        })?;
+        let (di, blob) = self.walker.code().debug_info(r.rt, &ci)?;
         let native = (ip - ci.method_start) as u32;
         if di.async_suspension_points.is_empty() {
             // Seen on aspnethang-net11: the ReadyToRun framework methods' blobs decode with

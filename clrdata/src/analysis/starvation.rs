@@ -251,6 +251,7 @@ mod tests {
             method_error: None,
             code: None,
             native: None,
+            source: None,
             context: None,
         }
     }

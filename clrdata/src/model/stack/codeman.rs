@@ -64,6 +64,8 @@ pub struct CodeInfo {
 
 pub use super::eh::EhClause;
 
+/// Most bytes of a JIT'd method's debug info blob read (the blob's header bounds the decode).
+const MAX_DEBUG_INFO: usize = 64 << 10;
 /// Bound on a JIT'd method's EH clauses.
 const MAX_EH_CLAUSES: u64 = 4096;
 /// `sizeof(EE_ILEXCEPTION_CLAUSE)`: five DWORDs, then a pointer-aligned union (the type
@@ -373,6 +375,75 @@ impl CodeIndex {
             code_end: main_end.max(rf.base + rf.end as u64),
             method_note,
         }))
+    }
+
+    /// The decoded debug info (native-to-IL bounds, variable locations) of the method whose
+    /// code `info` describes, and the address of its blob:
+    /// - JIT'd code: `RealCodeHeader::phdrDebugInfo` (the code header's address is the word
+    ///   before the method's first instruction), in the runtime's layout with the flag byte;
+    /// - ReadyToRun code: the image's DebugInfo section ([`CodeIndex::r2r_debug_info`]), in
+    ///   the family's ReadyToRun layout (a runtime loads only images of its own family).
+    pub fn debug_info<M: Memory>(
+        &self,
+        rt: &Runtime<M>,
+        info: &CodeInfo,
+    ) -> crate::Result<(clrcodeinfo::debuginfo::DebugInfo, u64)> {
+        use clrcodeinfo::debuginfo::{DebugInfo, DebugInfoFormat};
+        let major = match rt.layout.family {
+            crate::discovery::layout::Family::Net8 => 8,
+            crate::discovery::layout::Family::Net9 => 9,
+            crate::discovery::layout::Family::Net10 => 10,
+            crate::discovery::layout::Family::Net11 => 11,
+        };
+        let m = rt.memory();
+        let (bytes, blob) = match info.kind {
+            CodeKind::Jit => {
+                let hdr = m.read_u64(info.method_start.wrapping_sub(8)).map_err(|_| {
+                    crate::ClrError::read("the code header pointer", info.method_start - 8)
+                })?;
+                let off = rt
+                    .descriptor()
+                    .and_then(|d| d.field("RealCodeHeader", "DebugInfo"))
+                    .unwrap_or(0);
+                let blob = m.read_u64(hdr.wrapping_add(off)).map_err(|_| {
+                    crate::ClrError::read("RealCodeHeader.DebugInfo", hdr.wrapping_add(off))
+                })?;
+                if blob == 0 {
+                    return Err(crate::ClrError::not_found_at(
+                        "debug info",
+                        hdr,
+                        "the method's code header has none",
+                    ));
+                }
+                let mut bytes = vec![0u8; MAX_DEBUG_INFO];
+                // The blob may end near the end of a mapping: read what is there.
+                let mut got = m.read(blob, &mut bytes);
+                if got == 0 {
+                    let first = (0x1000 - (blob & 0xFFF)) as usize;
+                    got = m.read(blob, &mut bytes[..first]);
+                }
+                bytes.truncate(got);
+                (bytes, blob)
+            }
+            CodeKind::ReadyToRun => {
+                let module = info.module.ok_or_else(|| {
+                    crate::ClrError::not_found_at(
+                        "the ReadyToRun module",
+                        info.method_start,
+                        "the code names none",
+                    )
+                })?;
+                (
+                    self.r2r_debug_info(rt, module, info.method_start)?,
+                    info.method_start,
+                )
+            }
+        };
+        let format = DebugInfoFormat::for_runtime(major, info.kind == CodeKind::Jit);
+        let di = DebugInfo::decode(&bytes, format).map_err(|e| {
+            crate::ClrError::corrupt("the method's debug info", blob, e.to_string())
+        })?;
+        Ok((di, blob))
     }
 
     /// The debug info blob of the ReadyToRun method of `module` whose code starts at

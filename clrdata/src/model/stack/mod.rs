@@ -31,6 +31,7 @@ pub mod gcrefs;
 pub mod image_file;
 pub mod native;
 mod r2r;
+pub mod source;
 pub mod unwind;
 
 pub use codeman::{CodeIndex, CodeInfo, CodeKind, EhClause};
@@ -93,10 +94,30 @@ pub struct StackFrame {
     pub code: Option<CodeKind>,
     /// Where a native frame's code is (`module!symbol+offset`).
     pub native: Option<NativeName>,
+    /// A managed frame's IL offset and source line, when asked for
+    /// ([`source::SourceLines::annotate`]); absent until then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<FrameSource>,
     /// A managed frame's registers and how the runtime's GC stack walk sees it (what its GC
     /// info is asked with); not serialized.
     #[serde(skip)]
     pub context: Option<FrameContext>,
+}
+
+/// A managed frame's place in its method's IL and source, as SOS's `clrstack` finds it
+/// ([`source::SourceLines`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FrameSource {
+    /// The IL offset of the frame's native offset (for a frame that is not the innermost, of
+    /// the byte before its return address: inside the call), by the method's debug info;
+    /// `None` when the code maps to no IL offset.
+    pub il_offset: Option<u32>,
+    /// The source document (as the PDB names it) of the sequence point governing the offset.
+    pub file: Option<String>,
+    /// The sequence point's start line.
+    pub line: Option<u32>,
+    /// Why there is no line, when there is none (no PDB found, no debug info, ...).
+    pub note: Option<String>,
 }
 
 /// What the GC stack walk needs of a managed frame beyond its SP and IP.
@@ -421,6 +442,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: Some(ci.kind),
             native: None,
+            source: None,
             context: Some(FrameContext {
                 regs: *regs,
                 ..FrameContext::default()
@@ -479,6 +501,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: None,
+            source: None,
             context: None,
         };
         let mut resume = None;
@@ -872,6 +895,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: None,
+            source: None,
             context: None,
         }
     }
@@ -899,6 +923,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             method_error: None,
             code: None,
             native: Some(name),
+            source: None,
             context: None,
         }
     }
@@ -1074,6 +1099,7 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
             method_error: None,
             code: None,
             native: Some(modules.name(regs.rip, !innermost)),
+            source: None,
             context: None,
         });
         if regs.rip == 0 {
