@@ -9,6 +9,7 @@ pub mod exceptions;
 pub mod heapstat;
 pub mod listing;
 pub mod locks;
+pub mod reach;
 pub mod roots;
 pub mod runtime_async;
 pub mod starvation;
