@@ -5,6 +5,7 @@
 pub mod asyncsm;
 pub mod causality;
 pub mod channels;
+pub mod dominators;
 pub mod exceptions;
 pub mod heapstat;
 pub mod listing;
