@@ -391,3 +391,40 @@ fn retained_sizes_are_their_definition() {
     }
     assert!(checked >= 8, "{checked} dumps");
 }
+
+/// `retained`: the objects with the largest retained sizes, in order, as the dominator tree
+/// gives them; each type's retained bytes at least its objects' own and at most the live bytes.
+#[test]
+fn retained_command_lists_the_largest() {
+    use clrdata::analysis::dominators::retention;
+    for e in with_truth().into_iter().map(|x| x.0) {
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let r = run(&s, "retained -n 5 --json");
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = clrdata::TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let ret = retention(&rt, &heap, &names).unwrap();
+        let mut sizes = ret.retained.clone();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let objs = r["objects"].as_array().unwrap();
+        assert_eq!(objs.len(), 5, "{}", e.name);
+        for (o, want) in objs.iter().zip(&sizes) {
+            assert_eq!(o["retained"].as_u64().unwrap(), *want, "{}", e.name);
+        }
+        assert_eq!(
+            r["live_bytes"].as_u64().unwrap(),
+            ret.live_bytes,
+            "{}",
+            e.name
+        );
+        for t in r["types"].as_array().unwrap() {
+            let (size, retained) = (t["size"].as_u64().unwrap(), t["retained"].as_u64().unwrap());
+            assert!(
+                size <= retained && retained <= ret.live_bytes,
+                "{}: {t}",
+                e.name
+            );
+        }
+    }
+}
