@@ -380,6 +380,23 @@ fn dumpheap_grammar() -> Command {
                 .help("list free objects too"),
         )
         .arg(
+            Arg::new("live")
+                .long("live")
+                .action(ArgAction::SetTrue)
+                .conflicts_with("dead")
+                .help(
+                    "only the objects the roots keep alive (the precise root set gcroot uses: \
+                     handles, the f-reachable queue, thread statics, each frame's live stack \
+                     slots; dependent handles followed)",
+                ),
+        )
+        .arg(
+            Arg::new("dead")
+                .long("dead")
+                .action(ArgAction::SetTrue)
+                .help("only the objects no root keeps alive (free space counted apart)"),
+        )
+        .arg(
             Arg::new("limit")
                 .long("limit")
                 .value_name("N")
@@ -409,6 +426,30 @@ pub struct DumpHeap {
     /// Problems reading the heap's structure that did not stop the walk.
     pub notes: Vec<String>,
     pub skipped_bytes: u64,
+    /// With -live / -dead: the live set the objects were chosen by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reachability: Option<ReachOut>,
+}
+
+/// The live set of `dumpheap -live` / `-dead` (docs/json.md, `dumpheap`).
+#[derive(Serialize, Clone, Debug)]
+pub struct ReachOut {
+    /// `live` or `dead`: which objects were counted.
+    pub only: &'static str,
+    /// Roots taken (duplicates included).
+    pub roots: usize,
+    /// Distinct objects they hold.
+    pub root_objects: u64,
+    /// Objects reached from them (the live objects, roots' own included).
+    pub live_objects: u64,
+    /// Reached objects whose references could not be read.
+    pub unreadable: u64,
+    /// Bytes of the mark bitmap (one bit per 8 bytes of the heap's ranges).
+    pub bitmap_bytes: u64,
+    /// Milliseconds the root set and the marking took.
+    pub millis: u64,
+    /// What could not be read while finding the roots or marking.
+    pub notes: Vec<String>,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -469,6 +510,7 @@ impl DumpHeap {
             errors: st.errors.iter().map(walk_error).collect(),
             notes: st.notes,
             skipped_bytes: st.skipped_bytes,
+            reachability: None,
         }
     }
 }
@@ -526,7 +568,33 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     c.heap()?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
     let num = |n: &str| arg(n).map(parse_count).transpose();
+    let want_live = m.get_flag("live");
+    let (reach, reach_out) = if want_live || m.get_flag("dead") {
+        let heap = c.heap()?;
+        let t0 = std::time::Instant::now();
+        let set = clrdata::analysis::reach::live_set(&c.rt, heap, &c.names)?;
+        let out = ReachOut {
+            only: if want_live { "live" } else { "dead" },
+            roots: set.roots,
+            root_objects: set.root_objects,
+            live_objects: set.marked,
+            unreadable: set.unreadable,
+            bitmap_bytes: set.bitmap_bytes(),
+            millis: t0.elapsed().as_millis() as u64,
+            notes: set.notes.clone(),
+        };
+        (
+            Some(heapstat::ReachFilter {
+                set: std::sync::Arc::new(set),
+                live: want_live,
+            }),
+            Some(out),
+        )
+    } else {
+        (None, None)
+    };
     let q = HeapQuery {
+        reach,
         type_filter: arg("type").map(str::to_owned),
         mt_filter: arg("mt").map(parse_address).transpose()?,
         min: num("min")?,
@@ -541,6 +609,10 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         heapstat::heap_statistics(&c.rt, &c.names, heap, &q, &|n| progress.advance(n), list)
             .map(DumpHeap::of)
+            .map(|mut d| {
+                d.reachability = reach_out.clone();
+                d
+            })
             .map_err(|e| match e {
                 WalkStop::Cancelled => CommandError::Cancelled,
                 WalkStop::Listing(e) => e,
@@ -609,6 +681,21 @@ impl Render for DumpHeap {
     fn render(&self) -> String {
         let r = self;
         let mut t = String::new();
+        if let Some(l) = &r.reachability {
+            t.push_str(&format!(
+                "Live objects: {} reached from {} roots ({} objects) in {} ms; counting the {} ones\n",
+                l.live_objects, l.roots, l.root_objects, l.millis, l.only
+            ));
+            if l.unreadable > 0 {
+                t.push_str(&format!(
+                    "  {} reached object(s) whose references could not be read\n",
+                    l.unreadable
+                ));
+            }
+            for n in &l.notes {
+                t.push_str(&format!("  note: {n}\n"));
+            }
+        }
         if let Some(strings) = &r.strings {
             let mut tb = table(&["Count", "TotalSize", "String Value"]);
             for s in strings.iter().rev() {

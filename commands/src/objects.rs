@@ -9,11 +9,11 @@ use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use clrdata::analysis::reach::Reached;
 use clrdata::analysis::typesearch::{self, TypeSearch};
 use clrdata::model::inspect::{
     self, ArrayListing, ArrayView, EeClassView, ElementRange, FieldView, InspectError,
-    MethodDescView, MethodTableView, ModuleView, NamedValue, ObjectView, Retained, Shown,
-    ValueView,
+    MethodDescView, MethodTableView, ModuleView, NamedValue, ObjectView, Shown, ValueView,
 };
 use clrdata::model::objects::{
     self, element_type_name, FieldValue, HeapVerification, ObjectReader,
@@ -125,8 +125,18 @@ pub static SPECS: &[CommandSpec] =
         CommandSpec {
             name: "objsize",
             aliases: &[],
-            about: "the size of an object and everything it references (retained graph)",
-            grammar: || Command::new("objsize").arg(addr_arg("address", "the object's address")),
+            about: "every object an object keeps reachable (itself included, each once), per type",
+            grammar: || {
+                Command::new("objsize")
+                    .arg(addr_arg("address", "the object's address"))
+                    .arg(
+                        Arg::new("stat")
+                            .long("stat")
+                            .visible_alias("summary")
+                            .action(ArgAction::SetTrue)
+                            .help("per-type statistics (the only form shown; SOS's -stat)"),
+                    )
+            },
             run: objsize,
         },
         CommandSpec {
@@ -1217,15 +1227,27 @@ fn dumpmodule(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 // ------------------------------------------------------------------------------------ objsize
 
 /// `objsize`'s result.
-pub struct ObjSize(pub Retained);
+pub struct ObjSize(pub Reached);
 
 #[derive(Serialize)]
 pub struct ObjSizeJson {
     pub address: String,
+    pub mt: String,
     pub name: String,
     pub objects: u64,
     pub size: u64,
+    pub types: Vec<ObjSizeType>,
+    pub unreadable: u64,
+    pub bitmap_bytes: u64,
     pub errors: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct ObjSizeType {
+    pub mt: String,
+    pub count: u64,
+    pub total_size: u64,
+    pub name: String,
 }
 
 impl ObjSize {
@@ -1234,10 +1256,31 @@ impl ObjSize {
         let v = &self.0;
         ObjSizeJson {
             address: hex(v.address),
+            mt: hex(v.mt),
             name: v.name.clone(),
             objects: v.objects,
             size: v.size,
-            errors: v.errors.clone(),
+            types: v
+                .types
+                .iter()
+                .map(|t| ObjSizeType {
+                    mt: hex(t.mt),
+                    count: t.count,
+                    total_size: t.total_size,
+                    name: t.name.clone(),
+                })
+                .collect(),
+            unreadable: v.unreadable,
+            bitmap_bytes: v.bitmap_bytes,
+            errors: (v.unreadable > 0)
+                .then(|| {
+                    format!(
+                        "{} reached object(s) whose references or size could not be read",
+                        v.unreadable
+                    )
+                })
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -1246,15 +1289,30 @@ impl Render for ObjSize {
     fn render(&self) -> String {
         let v = &self.0;
         let mut t = format!(
-            "Objects which {} ({}) transitively keeps alive: {}\nTotal size: {} (0x{:x}) bytes\n",
+            "Objects which {} ({}) transitively keeps alive:\n\nStatistics:\n",
             fmt_addr(v.address),
             v.name,
-            v.objects,
-            v.size,
-            v.size
         );
-        for e in &v.errors {
-            t.push_str(&format!("error: {e}\n"));
+        let mut tb = table(&["MT", "Count", "TotalSize", "Class Name"]);
+        // SOS order: smallest total first.
+        for r in v.types.iter().rev() {
+            tb.add_row(vec![
+                format!("{:016x}", r.mt),
+                r.count.to_string(),
+                r.total_size.to_string(),
+                r.name.clone(),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        t.push_str(&format!(
+            "Total {} objects, {} (0x{:x}) bytes\n",
+            v.objects, v.size, v.size
+        ));
+        if v.unreadable > 0 {
+            t.push_str(&format!(
+                "error: {} reached object(s) whose references or size could not be read\n",
+                v.unreadable
+            ));
         }
         t
     }
@@ -1263,7 +1321,8 @@ impl Render for ObjSize {
 fn objsize(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let a = addr(m, "address")?;
-    let v = inspect::retained(&reader(&c), a)?;
+    let heap = c.heap()?;
+    let v = clrdata::analysis::reach::reachable_from(&c.rt, heap, &c.names, a)?;
     Ok(Output::rendered("objsize", ObjSize(v)))
 }
 

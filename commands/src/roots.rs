@@ -1,4 +1,4 @@
-//! Root commands: `gchandles`, `finalizequeue`, `gcroot`.
+//! Root commands: `gchandles`, `finalizequeue`, `gcroot`, `retained`.
 
 use crate::addr::{fmt_addr, hex, parse_address};
 use crate::output::{CommandError, Output, Render};
@@ -64,7 +64,162 @@ pub static SPECS: &[CommandSpec] = &[
         },
         run: gcroot,
     },
+    CommandSpec {
+        name: "retained",
+        aliases: &[],
+        about: "what holds the most memory: the objects and types with the largest retained \
+                sizes (the dominator tree of the live objects)",
+        grammar: || {
+            Command::new("retained")
+                .arg(
+                    Arg::new("top")
+                        .short('n')
+                        .long("top")
+                        .value_name("N")
+                        .default_value("20")
+                        .help("how many objects and types to list"),
+                )
+                .arg(
+                    Arg::new("type")
+                        .long("type")
+                        .short('t')
+                        .value_name("TEXT")
+                        .help("only objects and types whose type name contains TEXT"),
+                )
+        },
+        run: retained,
+    },
 ];
+
+/// `retained`'s result (docs/json.md, `retained`).
+#[derive(Serialize)]
+pub struct Retained {
+    pub live_objects: u64,
+    pub live_bytes: u64,
+    pub millis: u64,
+    pub objects: Vec<RetainedObject>,
+    pub types: Vec<RetainedType>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct RetainedObject {
+    pub address: String,
+    pub mt: String,
+    pub name: String,
+    pub size: u64,
+    pub retained: u64,
+    /// Its immediate dominator (null: only the roots together dominate it).
+    pub dominator: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct RetainedType {
+    pub mt: String,
+    pub name: String,
+    pub count: u64,
+    pub size: u64,
+    pub retained: u64,
+}
+
+fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let top: usize = m
+        .get_one::<String>("top")
+        .map(|v| crate::addr::parse_count(v))
+        .transpose()?
+        .unwrap_or(20) as usize;
+    let filter = m.get_one::<String>("type").cloned();
+    let t0 = std::time::Instant::now();
+    let r = clrdata::analysis::dominators::retention(&c.rt, heap, &c.names)?;
+    let by_type = r.by_type();
+    let millis = t0.elapsed().as_millis() as u64;
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut name = |mt: u64| names.entry(mt).or_insert_with(|| c.type_name(mt)).clone();
+    let pass = |n: &str| filter.as_ref().is_none_or(|f| n.contains(f.as_str()));
+    let mut order: Vec<usize> = (0..r.addresses.len()).collect();
+    order.sort_by(|&a, &b| r.retained[b].cmp(&r.retained[a]).then(a.cmp(&b)));
+    let mut objects = Vec::new();
+    for i in order {
+        if objects.len() >= top {
+            break;
+        }
+        let n = name(r.mts[i]);
+        if !pass(&n) {
+            continue;
+        }
+        objects.push(RetainedObject {
+            address: hex(r.addresses[i]),
+            mt: hex(r.mts[i]),
+            name: n,
+            size: r.sizes[i],
+            retained: r.retained[i],
+            dominator: r.idom[i].map(|d| hex(r.addresses[d as usize])),
+        });
+    }
+    let types = by_type
+        .iter()
+        .map(|t| RetainedType {
+            mt: hex(t.mt),
+            name: name(t.mt),
+            count: t.count,
+            size: t.size,
+            retained: t.retained,
+        })
+        .filter(|t| pass(&t.name))
+        .take(top)
+        .collect();
+    Ok(Output::rendered(
+        "retained",
+        Retained {
+            live_objects: r.addresses.len() as u64,
+            live_bytes: r.live_bytes,
+            millis,
+            objects,
+            types,
+            notes: r.notes,
+        },
+    ))
+}
+
+impl Render for Retained {
+    fn render(&self) -> String {
+        let mut t = format!(
+            "{} live objects, {} bytes; retained sizes in {} ms\n\nObjects holding the most:\n",
+            self.live_objects, self.live_bytes, self.millis
+        );
+        let mut tb = table(&["Address", "Size", "Retained", "Dominator", "Type"]);
+        for o in &self.objects {
+            tb.add_row(vec![
+                o.address.trim_start_matches("0x").to_string(),
+                o.size.to_string(),
+                o.retained.to_string(),
+                o.dominator.as_deref().map_or("(roots)".to_string(), |d| {
+                    d.trim_start_matches("0x").to_string()
+                }),
+                o.name.clone(),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        t.push_str("\nTypes holding the most:\n");
+        let mut tb = table(&["MT", "Count", "Size", "Retained", "Class Name"]);
+        for r in &self.types {
+            tb.add_row(vec![
+                r.mt.trim_start_matches("0x").to_string(),
+                r.count.to_string(),
+                r.size.to_string(),
+                r.retained.to_string(),
+                r.name.clone(),
+            ]);
+        }
+        t.push_str(&render(&tb));
+        for n in &self.notes {
+            t.push_str(&format!("Note: {n}\n"));
+        }
+        t
+    }
+}
 
 fn flag(name: &'static str, help: &'static str) -> Arg {
     Arg::new(name)

@@ -3,6 +3,7 @@
 //! object that matches handed to the caller as it is met (a listing can hold tens of
 //! millions).
 
+use crate::analysis::reach::LiveSet;
 use crate::discovery::runtime::{GcMode, Runtime};
 use crate::model::heap::{GcHeap, SegmentKind, WalkError};
 use crate::model::names::TypeNames;
@@ -150,7 +151,27 @@ pub struct HeapQuery {
     pub strings: bool,
     /// List free objects too (unfiltered walks only).
     pub list_free: bool,
+    /// Only the objects reachable from the roots (`live`) or only those that are not
+    /// (`-dead`; free space is counted apart as in every walk).
+    pub reach: Option<ReachFilter>,
 }
+
+/// `dumpheap -live` / `-dead`: the live set, and which side of it is asked for.
+#[derive(Debug, Clone)]
+pub struct ReachFilter {
+    /// The objects the roots keep alive.
+    pub set: std::sync::Arc<LiveSet>,
+    /// Whether the live objects are asked for (else the dead ones).
+    pub live: bool,
+}
+
+impl PartialEq for ReachFilter {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.set, &other.set) && self.live == other.live
+    }
+}
+
+impl Eq for ReachFilter {}
 
 impl HeapQuery {
     /// Whether anything but the whole heap is asked for.
@@ -160,6 +181,7 @@ impl HeapQuery {
             || self.min.is_some()
             || self.max.is_some()
             || self.strings
+            || self.reach.is_some()
     }
 }
 
@@ -253,9 +275,24 @@ pub fn heap_statistics<M: Memory, E>(
     mut list: Option<&mut ListObject<'_, E>>,
 ) -> Result<HeapStatistics, WalkStop<E>> {
     let filtered = q.filtered();
+    // Free space is counted (apart) by a walk of the whole heap, and by `-dead` alone (free
+    // space is no live object: SOS's `-dead` lists it).
+    let count_free = !filtered
+        || (q.reach.as_ref().is_some_and(|r| !r.live)
+            && !HeapQuery {
+                reach: None,
+                ..q.clone()
+            }
+            .filtered());
     // Which MethodTables pass the type filter (decided once per MethodTable).
     let mut type_ok: HashMap<u64, bool> = HashMap::new();
-    let mut pass = |mt: u64, size: u64| -> bool {
+    let mut pass = |addr: u64, mt: u64, size: u64| -> bool {
+        if q.reach
+            .as_ref()
+            .is_some_and(|r| r.set.is_live(addr) != r.live)
+        {
+            return false;
+        }
         if q.mt_filter.is_some_and(|f| f != mt)
             || q.min.is_some_and(|v| size < v)
             || q.max.is_some_and(|v| size > v)
@@ -309,7 +346,7 @@ pub fn heap_statistics<M: Memory, E>(
                 bytes = 0;
             }
             if o.is_free {
-                if !filtered {
+                if count_free {
                     free_objects += 1;
                     free_size += o.size;
                     if q.list_free {
@@ -326,7 +363,7 @@ pub fn heap_statistics<M: Memory, E>(
                 }
                 continue;
             }
-            if !pass(o.mt, o.size) {
+            if !pass(o.address, o.mt, o.size) {
                 continue;
             }
             let e = stats.entry(o.mt).or_default();

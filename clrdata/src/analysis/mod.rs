@@ -5,10 +5,12 @@
 pub mod asyncsm;
 pub mod causality;
 pub mod channels;
+pub mod dominators;
 pub mod exceptions;
 pub mod heapstat;
 pub mod listing;
 pub mod locks;
+pub mod reach;
 pub mod roots;
 pub mod runtime_async;
 pub mod starvation;

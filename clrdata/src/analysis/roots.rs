@@ -226,8 +226,8 @@ struct MtFacts {
 }
 
 /// Reads objects' references, with per-MethodTable facts cached and a read window.
-struct RefReader<'r, M> {
-    reader: ObjectReader<'r, M>,
+pub(crate) struct RefReader<'r, M> {
+    pub(crate) reader: ObjectReader<'r, M>,
     facts: HashMap<u64, Option<MtFacts>>,
     last: Option<(u64, Option<MtFacts>)>,
     win: Vec<u8>,
@@ -237,7 +237,7 @@ struct RefReader<'r, M> {
 }
 
 impl<'r, M: Memory> RefReader<'r, M> {
-    fn new(rt: &'r Runtime<M>, names: &'r TypeNames) -> Self {
+    pub(crate) fn new(rt: &'r Runtime<M>, names: &'r TypeNames) -> Self {
         RefReader {
             reader: ObjectReader::new(rt, names),
             facts: HashMap::new(),
@@ -267,7 +267,7 @@ impl<'r, M: Memory> RefReader<'r, M> {
 
     /// Calls `f(slot address, value)` for every non-null reference of the object at `addr`
     /// (MethodTable `mt`). Returns false when the object could not be read.
-    fn for_each(&mut self, addr: u64, mt: u64, mut f: impl FnMut(u64, u64)) -> bool {
+    pub(crate) fn for_each(&mut self, addr: u64, mt: u64, mut f: impl FnMut(u64, u64)) -> bool {
         if self.last.as_ref().is_none_or(|l| l.0 != mt) {
             let facts = self.facts(mt);
             self.last = Some((mt, facts));
@@ -366,7 +366,7 @@ impl<'r, M: Memory> RefReader<'r, M> {
         true
     }
 
-    fn size_of(&mut self, addr: u64) -> Option<(u64, u64)> {
+    pub(crate) fn size_of(&mut self, addr: u64) -> Option<(u64, u64)> {
         let mem = self.reader.rt.memory();
         let mt = crate::model::heap::read_method_table(mem, addr).ok()?;
         let f = self.facts(mt)?;
@@ -824,14 +824,14 @@ fn resolve<M: Memory>(
 
 /// One bit per 8-byte-aligned address of every heap segment (region), numbered across the
 /// segments: the search's marks, with no per-object table.
-struct HeapBits {
+pub(crate) struct HeapBits {
     /// `(start, end, first bit)` per segment, sorted by start.
     ranges: Vec<(u64, u64, u64)>,
     bits: Vec<u64>,
 }
 
 impl HeapBits {
-    fn new(heap: &GcHeap) -> HeapBits {
+    pub(crate) fn new(heap: &GcHeap) -> HeapBits {
         let mut spans: Vec<(u64, u64)> = heap
             .segments
             .iter()
@@ -861,7 +861,7 @@ impl HeapBits {
 
     /// The bit of an 8-byte-aligned address in a segment.
     #[inline]
-    fn id(&self, addr: u64) -> Option<u64> {
+    pub(crate) fn id(&self, addr: u64) -> Option<u64> {
         if addr & 7 != 0 {
             return None;
         }
@@ -873,18 +873,18 @@ impl HeapBits {
         (addr < end).then(|| base + (addr - start) / 8)
     }
 
-    fn addr(&self, id: u64) -> u64 {
+    pub(crate) fn addr(&self, id: u64) -> u64 {
         let i = self.ranges.partition_point(|r| r.2 <= id).saturating_sub(1);
         let (start, _, base) = self.ranges[i];
         start + 8 * (id - base)
     }
 
-    fn get(&self, id: u64) -> bool {
+    pub(crate) fn get(&self, id: u64) -> bool {
         self.bits[(id / 64) as usize] >> (id % 64) & 1 != 0
     }
 
     /// Sets the bit; whether it was clear.
-    fn set(&mut self, id: u64) -> bool {
+    pub(crate) fn set(&mut self, id: u64) -> bool {
         let w = &mut self.bits[(id / 64) as usize];
         let m = 1u64 << (id % 64);
         let was = *w & m == 0;
@@ -892,11 +892,11 @@ impl HeapBits {
         was
     }
 
-    fn clear(&mut self, id: u64) {
+    pub(crate) fn clear(&mut self, id: u64) {
         self.bits[(id / 64) as usize] &= !(1u64 << (id % 64));
     }
 
-    fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bits.len() * 8
     }
 }
@@ -1004,7 +1004,7 @@ pub fn gcroot<M: Memory + Target>(
 }
 
 /// Whether `addr` is the start of a (non-free) object of its segment (one segment walked).
-fn is_object_start<M: Memory>(rt: &Runtime<M>, heap: &GcHeap, addr: u64) -> bool {
+pub(crate) fn is_object_start<M: Memory>(rt: &Runtime<M>, heap: &GcHeap, addr: u64) -> bool {
     let Some(si) = heap
         .segments
         .iter()
