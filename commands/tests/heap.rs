@@ -47,7 +47,16 @@ fn dumpheap_stat_equals_the_dac_census_on_every_net8_dump() {
                 (
                     t["mt"].as_str().unwrap().to_owned(),
                     (
-                        t["type"].as_str().unwrap().to_owned(),
+                        // where the DAC cannot name a type (Reflection.Emit), the program's
+                        // own record of it
+                        e.census_type_name(
+                            u64::from_str_radix(
+                                t["mt"].as_str().unwrap().trim_start_matches("0x"),
+                                16,
+                            )
+                            .unwrap(),
+                            t["type"].as_str().unwrap(),
+                        ),
                         t["count"].as_u64().unwrap(),
                         t["total_size"].as_u64().unwrap(),
                     ),

@@ -146,6 +146,7 @@ commands!(
     "eeheap" => ext_eeheap,
     "eeversion" => ext_eeversion,
     "objsize" => ext_objsize,
+    "retained" => ext_retained,
     "gcwhere" => ext_gcwhere,
     "verifyheap" => ext_verifyheap,
     "name2ee" => ext_name2ee,

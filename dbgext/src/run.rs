@@ -54,6 +54,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "eeheap",
     "eeversion",
     "objsize",
+    "retained",
     "gcwhere",
     "verifyheap",
     "name2ee",

@@ -74,8 +74,10 @@ struct OpenArgs {
     #[arg(long, value_name = "URL")]
     symbol_server: Option<String>,
     /// A folder to search for the apps' portable PDBs (repeatable; or DUMPSHELL_PDB_PATH,
-    /// separated by ':'): `dumpasync --fields` names a runtime-async method's locals from
-    /// them. A PDB is used only when its id equals the module's CodeView entry.
+    /// separated by ':'): `clrstack` shows each frame's `[file @ line]` and `dumpasync
+    /// --fields` names a runtime-async method's locals from them (`--image-path` folders and
+    /// PDBs embedded in the image are searched too). A PDB is used only when its id equals
+    /// the module's CodeView entry.
     #[arg(long, value_name = "DIR")]
     pdb_path: Vec<PathBuf>,
 }

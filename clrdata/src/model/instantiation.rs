@@ -16,8 +16,9 @@ const MAX_METHOD_ARGS: u16 = 64;
 /// The method instantiation of the MethodDesc at `md` of classification `classification`:
 /// for an InstantiatedMethodDesc whose kind (`m_wFlags2 & 7`) is an unshared, shared or
 /// wrapper instantiation (2, 3, 4; 1 is the generic definition), the TypeHandles its
-/// dictionary (`m_pPerInstInfo`) starts with, `m_wNumGenericArgs` of them. Empty for any other
-/// MethodDesc, and where the family's layout does not say where they are
+/// dictionary (`m_pPerInstInfo`) starts with, `m_wNumGenericArgs` of them (kinds as the cDAC's
+/// `InstantiatedMethodDescFlags2`; a wrapper may have none). Empty for any other MethodDesc,
+/// and where the family's layout does not say where they are
 /// ([`crate::discovery::layout::MethodsLayout::instantiated`]).
 pub fn method_instantiation<M: Memory>(
     rt: &Runtime<M>,
@@ -45,7 +46,12 @@ pub fn method_instantiation<M: Memory>(
             at(l.num_generic_args),
         )
     })?;
-    if n == 0 || n > MAX_METHOD_ARGS {
+    // An instantiating stub of a generic type's non-generic method is a wrapper with no
+    // method arguments of its own (asyncreal-net9-debug's `ContextCallback` targets).
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if n > MAX_METHOD_ARGS {
         return Err(crate::ClrError::corrupt(
             "InstantiatedMethodDesc::m_wNumGenericArgs",
             at(l.num_generic_args),
