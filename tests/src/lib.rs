@@ -485,7 +485,7 @@ pub fn on_demand() -> &'static [OnDemand] {
         sdk!("faultnull-net8", 27, Short(StackWalk)),
         sdk!("faultav-net8", 27, Short(StackWalk)),
         sdk!("failfast-net8", 27, Short(StackWalk)),
-        sdk!("names-net8", 27, Short(StackWalk)),
+        sdk!("names-net8", 27, Read(StackWalk)),
         sdk!("faultnull-net11", 27, Refused),
         sdk!("faultav-net11", 27, Refused),
         sdk!("failfast-net11", 27, Refused),

@@ -388,17 +388,28 @@ pub struct ModuleLayout {
 
 /// A Reflection.Emit module's metadata: it has no PEImage; the runtime saves a copy of its
 /// in-memory metadata, serialized as an image's metadata is, for the debugger
-/// (`ReflectionModule::CaptureModuleMetaDataToMemory`): `Module.DynamicMetadata` points at a
-/// `DynamicMetadata` {`Size` (a DWORD), `Data` (the bytes)}; null for every other module.
-/// Published by the descriptors of 9, 10 and 11.
+/// (`ReflectionModule::CaptureModuleMetaDataToMemory`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DynamicMetadataLayout {
-    /// `Module.DynamicMetadata`.
-    pub module_field: u64,
-    /// `DynamicMetadata.Size`.
-    pub size: u64,
-    /// `DynamicMetadata.Data`.
-    pub data: u64,
+pub enum DynamicMetadataLayout {
+    /// .NET 9, 10, 11 (their descriptors): `Module.DynamicMetadata` points at a
+    /// `DynamicMetadata` {`Size` (a DWORD), `Data` (the bytes)}; null for every other module.
+    Published {
+        /// `Module.DynamicMetadata`.
+        module_field: u64,
+        /// `DynamicMetadata.Size`.
+        size: u64,
+        /// `DynamicMetadata.Data`.
+        data: u64,
+    },
+    /// .NET 8: `ReflectionModule::m_pDynamicMetadata`, a field of the Module subclass only a
+    /// Reflection.Emit module is (one whose PEAssembly has no PEImage; read only for such a
+    /// module), points at an SBuffer {`m_size` (a DWORD) at 0, `m_buffer` at `buffer`}.
+    ReflectionModuleSBuffer {
+        /// The field's offset in the ReflectionModule.
+        module_field: u64,
+        /// `SBuffer::m_buffer`.
+        buffer: u64,
+    },
 }
 
 /// Where a type's statics live (RuntimeTypeSystem): an algorithm chosen once at discovery.
@@ -1004,13 +1015,22 @@ const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
     layout_flags: 0x14,
     layout_cor_header: Some(0x20),
     typedef_map: 0x2f0,
-    dynamic_metadata: None,
+    // Found on the on-demand names-net8 (8.0.33): of the ReflectionModule's words, the one at
+    // +0x698 points at an SBuffer whose buffer starts with the metadata signature (BSJB); read
+    // from it, the emitted method's frame and types are named as the DAC and the program name
+    // them (tests/tests/method_names.rs, stack_truth, names_truth with that dump).
+    dynamic_metadata: Some(DynamicMetadataLayout::ReflectionModuleSBuffer {
+        module_field: 0x698,
+        buffer: 0x10,
+    }),
 };
 
 const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
     simple_name: Some(0xA8),
     pe_assembly: 0xB0,
     typedef_map: 0x170,
+    // Not found on Windows (the Module's Crsts are smaller there; no such dump).
+    dynamic_metadata: None,
     ..MODULE_NET8_UNIX
 };
 

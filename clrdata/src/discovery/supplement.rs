@@ -854,7 +854,7 @@ pub fn build_layout(
                 l.d.field("DynamicMetadata", "Data"),
             ) {
                 (Some(module_field), Some(size), Some(data)) => {
-                    Some(layout::DynamicMetadataLayout {
+                    Some(layout::DynamicMetadataLayout::Published {
                         module_field,
                         size,
                         data,

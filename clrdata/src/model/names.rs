@@ -341,25 +341,60 @@ fn dynamic_module_metadata<M: Memory>(
     let Some(l) = rt.layout.module.dynamic_metadata else {
         return Ok(None);
     };
+    use crate::discovery::layout::DynamicMetadataLayout;
     let m = rt.memory();
-    let at = module.wrapping_add(l.module_field);
-    let p = m
-        .read_u64(at)
-        .map_err(|_| ClrError::read("Module.DynamicMetadata", at))?;
-    if p == 0 {
-        return Ok(None);
-    }
-    let size = m
-        .read_u32(p.wrapping_add(l.size))
-        .map_err(|_| ClrError::read("DynamicMetadata.Size", p.wrapping_add(l.size)))?;
+    let word = |a: u64, what: &str| m.read_u64(a).map_err(|_| ClrError::read(what, a));
+    let dword = |a: u64, what: &str| m.read_u32(a).map_err(|_| ClrError::read(what, a));
+    let (size, addr) = match l {
+        DynamicMetadataLayout::Published {
+            module_field,
+            size,
+            data,
+        } => {
+            let p = word(module.wrapping_add(module_field), "Module.DynamicMetadata")?;
+            if p == 0 {
+                return Ok(None);
+            }
+            (
+                dword(p.wrapping_add(size), "DynamicMetadata.Size")?,
+                p.wrapping_add(data),
+            )
+        }
+        DynamicMetadataLayout::ReflectionModuleSBuffer {
+            module_field,
+            buffer,
+        } => {
+            // Only a Reflection.Emit module is a ReflectionModule: its PEAssembly has no
+            // PEImage. Any other Module ends before that field.
+            let ml = &rt.layout.module;
+            let pe_assembly = word(module.wrapping_add(ml.pe_assembly), "Module::m_pPEAssembly")?;
+            let image = word(
+                pe_assembly.wrapping_add(ml.pe_assembly_image),
+                "PEAssembly::m_PEImage",
+            )?;
+            if image != 0 {
+                return Ok(None);
+            }
+            let p = word(
+                module.wrapping_add(module_field),
+                "ReflectionModule::m_pDynamicMetadata",
+            )?;
+            if p == 0 {
+                return Ok(None);
+            }
+            (
+                dword(p, "SBuffer::m_size")?,
+                word(p.wrapping_add(buffer), "SBuffer::m_buffer")?,
+            )
+        }
+    };
     if size == 0 || size > MAX_METADATA {
         return Err(ClrError::Corrupt {
-            what: "a Reflection.Emit module's metadata (DynamicMetadata)".into(),
-            addr: p,
+            what: "a Reflection.Emit module's metadata".into(),
+            addr,
             detail: format!("implausible size {size:#x}"),
         });
     }
-    let addr = p.wrapping_add(l.data);
     let mut bytes = vec![0u8; size as usize];
     let got = m.read(addr, &mut bytes);
     if got < bytes.len() {
