@@ -4,6 +4,7 @@
 //! millions).
 
 use crate::analysis::reach::LiveSet;
+pub use crate::analysis::totals::TypeTotal;
 use crate::discovery::runtime::{GcMode, Runtime};
 use crate::model::heap::{GcHeap, SegmentKind, WalkError};
 use crate::model::names::TypeNames;
@@ -198,19 +199,6 @@ pub struct ListedObject {
     pub free: bool,
 }
 
-/// The objects of one type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeTotal {
-    /// The MethodTable.
-    pub mt: u64,
-    /// Objects counted.
-    pub count: u64,
-    /// Their total size.
-    pub total_size: u64,
-    /// The type's name (or why it is unknown).
-    pub name: String,
-}
-
 /// The strings of one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StringTotal {
@@ -398,21 +386,7 @@ pub fn heap_statistics<M: Memory, E>(
         it.errors().to_vec()
     };
 
-    let mut types: Vec<TypeTotal> = stats
-        .iter()
-        .map(|(&mt, &(count, total_size))| TypeTotal {
-            mt,
-            count,
-            total_size,
-            name: names.name_or_note(rt, mt),
-        })
-        .collect();
-    types.sort_by(|a, b| {
-        b.total_size
-            .cmp(&a.total_size)
-            .then(b.count.cmp(&a.count))
-            .then(a.name.cmp(&b.name))
-    });
+    let types = crate::analysis::totals::type_totals(rt, names, &stats);
     let strings = q.strings.then(|| {
         let mut v: Vec<StringTotal> = string_stats
             .into_iter()

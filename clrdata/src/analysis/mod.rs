@@ -18,4 +18,5 @@ pub mod tasks;
 pub mod threadlist;
 pub mod threadpool;
 pub mod timers;
+pub mod totals;
 pub mod typesearch;

@@ -13,6 +13,7 @@
 //! conservatively, and said so in the notes).
 
 use crate::analysis::roots::{FindRoots, HeapBits, RefReader, Root};
+use crate::analysis::totals::{type_totals, TypeTotal};
 use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
 use crate::model::heap::{read_method_table, GcHeap};
@@ -172,19 +173,6 @@ pub fn live_set_with<M: Memory + Target>(
     })
 }
 
-/// The objects of one type an object keeps alive.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReachedType {
-    /// The MethodTable.
-    pub mt: u64,
-    /// Objects.
-    pub count: u64,
-    /// Their total size.
-    pub total_size: u64,
-    /// The type's name.
-    pub name: String,
-}
-
 /// What one object keeps alive (`objsize`): every object reachable from it, each once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reached {
@@ -199,7 +187,7 @@ pub struct Reached {
     /// Their total size.
     pub size: u64,
     /// Per type, largest total first (then count, then name).
-    pub types: Vec<ReachedType>,
+    pub types: Vec<TypeTotal>,
     /// Objects reached whose references or size could not be read.
     pub unreadable: u64,
     /// Bytes of the mark bitmap.
@@ -241,21 +229,7 @@ pub fn reachable_from<M: Memory + Target>(
         }
     });
     let mt = read_method_table(rt.memory(), addr).unwrap_or(0);
-    let mut types: Vec<ReachedType> = by
-        .into_iter()
-        .map(|(mt, (count, total_size))| ReachedType {
-            mt,
-            count,
-            total_size,
-            name: names.name_or_note(rt, mt),
-        })
-        .collect();
-    types.sort_by(|a, b| {
-        b.total_size
-            .cmp(&a.total_size)
-            .then(b.count.cmp(&a.count))
-            .then(a.name.cmp(&b.name))
-    });
+    let types = type_totals(rt, names, &by);
     Ok(Reached {
         address: addr,
         mt,

@@ -302,33 +302,13 @@ fn read_module_metadata<M: Memory>(rt: &Runtime<M>, module: u64) -> Result<Modul
             },
         }
     })?;
-    if size == 0 || size > MAX_METADATA {
-        return Err(ClrError::Corrupt {
-            what: format!("metadata of {}", data.simple_name),
-            addr,
-            detail: format!("implausible size {size:#x}"),
-        });
-    }
-    let mut bytes = vec![0u8; size as usize];
-    let got = rt.memory().read(addr, &mut bytes);
-    if got < bytes.len() {
-        return Err(ClrError::Read {
-            what: format!(
-                "metadata of {} ({size:#x} bytes, {got:#x} present)",
-                data.simple_name
-            ),
-            addr: addr + got as u64,
-        });
-    }
-    let assembly = {
-        let m = Metadata::parse(&bytes).map_err(|e| {
-            ClrError::metadata(format!("metadata of {} at {addr:#x}", data.simple_name), e)
-        })?;
-        m.assembly(1)
-            .map(|a| a.name.to_string())
-            .unwrap_or_else(|_| data.simple_name.clone())
-    };
-    Ok(ModuleMetadata { bytes, assembly })
+    metadata_at(
+        rt,
+        addr,
+        size,
+        &format!("metadata of {}", data.simple_name),
+        |_| Ok(data.simple_name.clone()),
+    )
 }
 
 /// The metadata of a Reflection.Emit module, from the copy the runtime keeps for the debugger
@@ -388,37 +368,51 @@ fn dynamic_module_metadata<M: Memory>(
             )
         }
     };
+    metadata_at(
+        rt,
+        addr,
+        size,
+        "a Reflection.Emit module's metadata",
+        |md| {
+            md.module(1)
+                .map(|r| r.name.to_string())
+                .map_err(|e| ClrError::metadata("a Reflection.Emit module's Module row", e))
+        },
+    )
+    .map(Some)
+}
+
+/// The `size` bytes of metadata at `addr` (`what` names them in errors) and the name of its
+/// assembly: its Assembly row's, else what `no_assembly` says.
+fn metadata_at<M: Memory>(
+    rt: &Runtime<M>,
+    addr: u64,
+    size: u32,
+    what: &str,
+    no_assembly: impl FnOnce(&Metadata<'_>) -> Result<String>,
+) -> Result<ModuleMetadata> {
     if size == 0 || size > MAX_METADATA {
         return Err(ClrError::Corrupt {
-            what: "a Reflection.Emit module's metadata".into(),
+            what: what.to_owned(),
             addr,
             detail: format!("implausible size {size:#x}"),
         });
     }
     let mut bytes = vec![0u8; size as usize];
-    let got = m.read(addr, &mut bytes);
+    let got = rt.memory().read(addr, &mut bytes);
     if got < bytes.len() {
         return Err(ClrError::Read {
-            what: format!(
-                "a Reflection.Emit module's metadata ({size:#x} bytes, {got:#x} present)"
-            ),
+            what: format!("{what} ({size:#x} bytes, {got:#x} present)"),
             addr: addr + got as u64,
         });
     }
     let assembly = {
-        let md = Metadata::parse(&bytes).map_err(|e| {
-            ClrError::metadata(
-                format!("a Reflection.Emit module's metadata at {addr:#x}"),
-                e,
-            )
-        })?;
-        match md.assembly(1) {
+        let m = Metadata::parse(&bytes)
+            .map_err(|e| ClrError::metadata(format!("{what} at {addr:#x}"), e))?;
+        match m.assembly(1) {
             Ok(a) => a.name.to_string(),
-            Err(_) => md
-                .module(1)
-                .map(|r| r.name.to_string())
-                .map_err(|e| ClrError::metadata("a Reflection.Emit module's Module row", e))?,
+            Err(_) => no_assembly(&m)?,
         }
     };
-    Ok(Some(ModuleMetadata { bytes, assembly }))
+    Ok(ModuleMetadata { bytes, assembly })
 }
