@@ -12,6 +12,7 @@ use clrdata::analysis::heapstat::{
 };
 use clrdata::GcMode;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::io::Write;
 
 /// The heap commands.
@@ -397,6 +398,16 @@ fn dumpheap_grammar() -> Command {
                 .help("only the objects no root keeps alive (free space counted apart)"),
         )
         .arg(
+            Arg::new("retained")
+                .long("retained")
+                .action(ArgAction::SetTrue)
+                .requires("stat")
+                .help(
+                    "with -stat: a Retained column, the bytes each type's live objects keep \
+                     alive (the union of their dominator subtrees, as `retained` gives them)",
+                ),
+        )
+        .arg(
             Arg::new("limit")
                 .long("limit")
                 .value_name("N")
@@ -429,6 +440,22 @@ pub struct DumpHeap {
     /// With -live / -dead: the live set the objects were chosen by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reachability: Option<ReachOut>,
+    /// With -retained: how the retained sizes were computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<RetentionOut>,
+}
+
+/// How `dumpheap -stat -retained`'s column was computed (docs/json.md, `dumpheap`).
+#[derive(Serialize, Clone, Debug)]
+pub struct RetentionOut {
+    /// Live objects in the dominator tree.
+    pub live_objects: u64,
+    /// Their total size.
+    pub live_bytes: u64,
+    /// Milliseconds the root set, the marking and the dominator tree took.
+    pub millis: u64,
+    /// What could not be read.
+    pub notes: Vec<String>,
 }
 
 /// The live set of `dumpheap -live` / `-dead` (docs/json.md, `dumpheap`).
@@ -458,6 +485,9 @@ pub struct TypeOut {
     pub count: u64,
     pub total_size: u64,
     pub name: String,
+    /// With -retained: the bytes the type's live objects keep alive (0: none live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retained: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -490,6 +520,7 @@ impl DumpHeap {
                     count: t.count,
                     total_size: t.total_size,
                     name: t.name,
+                    retained: None,
                 })
                 .collect(),
             strings: st.strings.map(|v| {
@@ -511,6 +542,7 @@ impl DumpHeap {
             notes: st.notes,
             skipped_bytes: st.skipped_bytes,
             reachability: None,
+            retention: None,
         }
     }
 }
@@ -569,10 +601,32 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
     let num = |n: &str| arg(n).map(parse_count).transpose();
     let want_live = m.get_flag("live");
+    let mut retention: Option<(HashMap<u64, u64>, RetentionOut)> = None;
+    let mut retain = |set: &clrdata::analysis::reach::LiveSet,
+                      t0: std::time::Instant|
+     -> Result<(), CommandError> {
+        let r = clrdata::analysis::dominators::retention_of(&c.rt, c.heap()?, &c.names, set)?;
+        let by_type = r
+            .by_type()
+            .into_iter()
+            .map(|t| (t.mt, t.retained))
+            .collect();
+        let out = RetentionOut {
+            live_objects: r.addresses.len() as u64,
+            live_bytes: r.live_bytes,
+            millis: t0.elapsed().as_millis() as u64,
+            notes: r.notes,
+        };
+        retention = Some((by_type, out));
+        Ok(())
+    };
     let (reach, reach_out) = if want_live || m.get_flag("dead") {
         let heap = c.heap()?;
         let t0 = std::time::Instant::now();
         let set = clrdata::analysis::reach::live_set(&c.rt, heap, &c.names)?;
+        if m.get_flag("retained") {
+            retain(&set, t0)?;
+        }
         let out = ReachOut {
             only: if want_live { "live" } else { "dead" },
             roots: set.roots,
@@ -591,6 +645,11 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             Some(out),
         )
     } else {
+        if m.get_flag("retained") {
+            let t0 = std::time::Instant::now();
+            let set = clrdata::analysis::reach::live_set(&c.rt, c.heap()?, &c.names)?;
+            retain(&set, t0)?;
+        }
         (None, None)
     };
     let q = HeapQuery {
@@ -611,6 +670,13 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .map(DumpHeap::of)
             .map(|mut d| {
                 d.reachability = reach_out.clone();
+                if let Some((by_type, out)) = &retention {
+                    for t in &mut d.statistics {
+                        let mt = u64::from_str_radix(t.mt.trim_start_matches("0x"), 16).ok();
+                        t.retained = Some(mt.and_then(|mt| by_type.get(&mt)).copied().unwrap_or(0));
+                    }
+                    d.retention = Some(out.clone());
+                }
                 d
             })
             .map_err(|e| match e {
@@ -712,18 +778,39 @@ impl Render for DumpHeap {
             }
             t.push_str(&render(&tb));
         } else {
+            if let Some(ro) = &r.retention {
+                t.push_str(&format!(
+                    "Retained: the bytes each type's live objects keep alive ({} live objects, {} \
+                     bytes; {} ms)\n",
+                    ro.live_objects, ro.live_bytes, ro.millis
+                ));
+                for n in &ro.notes {
+                    t.push_str(&format!("  note: {n}\n"));
+                }
+            }
             t.push_str("Statistics:\n");
-            let mut tb = table(&["MT", "Count", "TotalSize", "Class Name"]);
+            let with_retained = r.retention.is_some();
+            let mut head = vec!["MT", "Count", "TotalSize"];
+            if with_retained {
+                head.push("Retained");
+            }
+            head.push("Class Name");
+            let mut tb = table(&head);
             // SOS order: smallest total first, so the biggest ends next to the prompt.
             for s in r.statistics.iter().rev() {
-                tb.add_row(vec![
+                let mut row = vec![
                     format!("{:0>16}", s.mt.trim_start_matches("0x")),
                     s.count.to_string(),
                     s.total_size.to_string(),
-                    s.name.clone(),
-                ]);
+                ];
+                if with_retained {
+                    row.push(s.retained.unwrap_or(0).to_string());
+                }
+                row.push(s.name.clone());
+                tb.add_row(row);
             }
-            for c in [1, 2] {
+            let right: &[usize] = if with_retained { &[1, 2, 3] } else { &[1, 2] };
+            for &c in right {
                 if let Some(col) = tb.column_mut(c) {
                     col.set_cell_alignment(comfy_table::CellAlignment::Right);
                 }

@@ -111,6 +111,26 @@ pub struct RetainedObject {
     pub retained: u64,
     /// Its immediate dominator (null: only the roots together dominate it).
     pub dominator: Option<String>,
+    /// What keeps it (and all it retains) alive.
+    pub held_by: HeldBy,
+}
+
+/// The root behind a retained object: the top of its dominator chain (the object itself when
+/// a root holds it directly) and the roots holding that top object.
+#[derive(Serialize)]
+pub struct HeldBy {
+    /// The top of the object's dominator chain: every path from the roots to the object
+    /// passes through it, and no object dominates it.
+    pub top: String,
+    pub top_name: String,
+    /// Objects on the chain from the top down to the object (both included).
+    pub chain_length: usize,
+    /// The roots holding the top object itself, as gcroot gives them (`root` of
+    /// docs/json.md's gcroot); empty when several roots reach it, each through other objects.
+    pub roots: Vec<serde_json::Value>,
+    /// The static field whose slot holds the chain, when the top is a statics `object[]`
+    /// held by a handle (.NET 8's statics).
+    pub static_field: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -140,6 +160,8 @@ fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let pass = |n: &str| filter.as_ref().is_none_or(|f| n.contains(f.as_str()));
     let mut order: Vec<usize> = (0..r.addresses.len()).collect();
     order.sort_by(|&a, &b| r.retained[b].cmp(&r.retained[a]).then(a.cmp(&b)));
+    let reader = ObjectReader::new(&c.rt, &c.names);
+    let mut statics: Option<HashMap<u64, String>> = None;
     let mut objects = Vec::new();
     for i in order {
         if objects.len() >= top {
@@ -149,7 +171,43 @@ fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         if !pass(&n) {
             continue;
         }
+        let chain = r.dominator_chain(i as u32);
+        let t = chain[0] as usize;
+        let roots: Vec<&clrdata::analysis::roots::Root> = r.roots_of(chain[0]).collect();
+        let top_name = name(r.mts[t]);
+        // .NET 8 keeps statics in object[]s held by handles: the slot below the top names
+        // the static.
+        let static_field = match chain.get(1) {
+            Some(&below)
+                if top_name == "System.Object[]"
+                    && roots
+                        .iter()
+                        .any(|x| matches!(x.source, RootSource::Handle { .. })) =>
+            {
+                clrdata::analysis::dominators::slot_holding(
+                    &c.rt,
+                    &c.names,
+                    r.addresses[t],
+                    r.addresses[below as usize],
+                )
+                .and_then(|slot| {
+                    statics
+                        .get_or_insert_with(|| static_slots(&c, &reader))
+                        .get(&slot)
+                        .cloned()
+                })
+            }
+            _ => None,
+        };
+        let held_by = HeldBy {
+            top: hex(r.addresses[t]),
+            top_name,
+            chain_length: chain.len(),
+            roots: roots.iter().map(|x| root_json(&x.source)).collect(),
+            static_field,
+        };
         objects.push(RetainedObject {
+            held_by,
             address: hex(r.addresses[i]),
             mt: hex(r.mts[i]),
             name: n,
@@ -189,7 +247,14 @@ impl Render for Retained {
             "{} live objects, {} bytes; retained sizes in {} ms\n\nObjects holding the most:\n",
             self.live_objects, self.live_bytes, self.millis
         );
-        let mut tb = table(&["Address", "Size", "Retained", "Dominator", "Type"]);
+        let mut tb = table(&[
+            "Address",
+            "Size",
+            "Retained",
+            "Dominator",
+            "Type",
+            "Held by",
+        ]);
         for o in &self.objects {
             tb.add_row(vec![
                 o.address.trim_start_matches("0x").to_string(),
@@ -199,6 +264,7 @@ impl Render for Retained {
                     d.trim_start_matches("0x").to_string()
                 }),
                 o.name.clone(),
+                held_by_text(o),
             ]);
         }
         t.push_str(&render(&tb));
@@ -218,6 +284,54 @@ impl Render for Retained {
             t.push_str(&format!("Note: {n}\n"));
         }
         t
+    }
+}
+
+/// The `Held by` cell: the root (or the static it stands for), then the top object when it is
+/// not the listed one.
+fn held_by_text(o: &RetainedObject) -> String {
+    let h = &o.held_by;
+    let root = if let Some(f) = &h.static_field {
+        format!("static {f}")
+    } else if h.roots.is_empty() {
+        "several roots".to_string()
+    } else {
+        let mut kinds: Vec<String> = h.roots.iter().map(root_word).collect();
+        kinds.dedup();
+        kinds.join(", ")
+    };
+    if h.top == o.address {
+        root
+    } else {
+        format!(
+            "{root} via {} {}",
+            h.top.trim_start_matches("0x"),
+            h.top_name
+        )
+    }
+}
+
+/// A root in a few words: `strong handle 7f..`, `stack of thread 1a2b`, ...
+fn root_word(r: &serde_json::Value) -> String {
+    let s = |k: &str| {
+        r[k].as_str()
+            .unwrap_or("?")
+            .trim_start_matches("0x")
+            .to_string()
+    };
+    match r["kind"].as_str() {
+        Some("handle") => format!(
+            "{} handle {}",
+            r["handle_kind"].as_str().unwrap_or("?").replace('_', " "),
+            s("handle")
+        ),
+        Some("finalizer_queue") => "f-reachable queue".to_string(),
+        Some("thread_statics") => format!(
+            "thread statics of thread {:x}",
+            r["os_id"].as_u64().unwrap_or(0)
+        ),
+        Some("stack") => format!("stack of thread {:x}", r["os_id"].as_u64().unwrap_or(0)),
+        _ => "root".to_string(),
     }
 }
 

@@ -314,24 +314,24 @@ fn objsize_is_sos() {
     }
 }
 
-/// Retained sizes (the dominator tree, clrdata::analysis::dominators) against their
-/// definition, computed here by brute force on the heap and hang dumps of .NET 8-11: the retained size
-/// of X is the bytes no longer reachable from the roots when X is removed. The graph here is
-/// built independently: each object's references as ObjectReader::references reads them, a
-/// dependent handle's secondary as a reference of its primary.
-#[test]
-fn retained_sizes_are_their_definition() {
-    use clrdata::analysis::dominators::retention;
-    use clrdata::model::objects::ObjectReader;
-    let mut checked = 0;
-    for e in with_truth().into_iter().map(|x| x.0) {
+/// The live object graph built independently of clrdata::analysis::dominators: each live
+/// object's references as ObjectReader::references reads them, a dependent handle's secondary
+/// as a reference of its primary, and the objects the roots hold.
+struct Graph {
+    ret: clrdata::analysis::dominators::Retention,
+    adj: Vec<Vec<usize>>,
+    starts: Vec<usize>,
+}
+
+impl Graph {
+    fn of(e: &tests::Entry) -> Graph {
+        use clrdata::analysis::dominators::retention;
+        use clrdata::model::objects::ObjectReader;
         let d = e.open();
         let rt = tests::discover(&d).unwrap();
         let names = clrdata::TypeNames::new();
         let heap = rt.gc_heap().unwrap();
-        let t0 = std::time::Instant::now();
         let ret = retention(&rt, &heap, &names).unwrap();
-        let took = t0.elapsed();
         assert!(ret.notes.is_empty(), "{}: {:?}", e.name, ret.notes);
         let n = ret.addresses.len();
         let reader = ObjectReader::new(&rt, &names);
@@ -351,33 +351,64 @@ fn retained_sizes_are_their_definition() {
             }
         }
         let starts: Vec<usize> = roots.roots.iter().filter_map(|r| idx(r.object)).collect();
-        let reached_without = |x: Option<usize>| -> u64 {
-            let mut seen = vec![false; n];
-            let mut stack: Vec<usize> = Vec::new();
-            let mut bytes = 0;
-            for &s in &starts {
-                if Some(s) != x && !seen[s] {
-                    seen[s] = true;
-                    stack.push(s);
+        Graph { ret, adj, starts }
+    }
+
+    /// Which objects the roots reach when object `x` is taken out of the graph.
+    fn reached_without(&self, x: Option<usize>) -> Vec<bool> {
+        let mut seen = vec![false; self.adj.len()];
+        let mut stack: Vec<usize> = Vec::new();
+        for &s in &self.starts {
+            if Some(s) != x && !seen[s] {
+                seen[s] = true;
+                stack.push(s);
+            }
+        }
+        while let Some(v) = stack.pop() {
+            for &w in &self.adj[v] {
+                if Some(w) != x && !seen[w] {
+                    seen[w] = true;
+                    stack.push(w);
                 }
             }
-            while let Some(v) = stack.pop() {
-                bytes += ret.sizes[v];
-                for &w in &adj[v] {
-                    if Some(w) != x && !seen[w] {
-                        seen[w] = true;
-                        stack.push(w);
-                    }
-                }
-            }
-            bytes
-        };
+        }
+        seen
+    }
+
+    /// The bytes of the objects reached, by [`Graph::reached_without`].
+    fn bytes(&self, seen: &[bool]) -> u64 {
+        seen.iter()
+            .zip(&self.ret.sizes)
+            .filter(|(s, _)| **s)
+            .map(|(_, z)| z)
+            .sum()
+    }
+}
+
+/// Retained sizes (the dominator tree, clrdata::analysis::dominators) against their
+/// definition, computed here by brute force on the heap and hang dumps of .NET 8-11: the
+/// retained size of X is the bytes no longer reachable from the roots when X is removed
+/// ([`Graph`], built independently).
+#[test]
+fn retained_sizes_are_their_definition() {
+    let mut checked = 0;
+    for e in with_truth().into_iter().map(|x| x.0) {
+        let t0 = std::time::Instant::now();
+        let g = Graph::of(&e);
+        let took = t0.elapsed();
+        let ret = &g.ret;
+        let n = ret.addresses.len();
         // Every live object is reached in the independent graph too.
-        assert_eq!(reached_without(None), ret.live_bytes, "{}", e.name);
+        assert_eq!(
+            g.bytes(&g.reached_without(None)),
+            ret.live_bytes,
+            "{}",
+            e.name
+        );
         for x in 0..n {
             assert_eq!(
                 ret.retained[x],
-                ret.live_bytes - reached_without(Some(x)),
+                ret.live_bytes - g.bytes(&g.reached_without(Some(x))),
                 "{}: retained size of {:#x}",
                 e.name,
                 ret.addresses[x]
@@ -390,6 +421,52 @@ fn retained_sizes_are_their_definition() {
         checked += 1;
     }
     assert!(checked >= 8, "{checked} dumps");
+}
+
+/// `dumpheap -stat -retained`'s column against its definition, by brute force ([`Graph`]):
+/// a type's retained bytes are those of the objects that some live object of the type
+/// dominates (object Y is dominated by X when the roots no longer reach Y without X), each
+/// counted once; a type with no live object retains nothing.
+#[test]
+fn dumpheap_retained_column_is_its_definition() {
+    let mut checked = 0;
+    for e in with_truth().into_iter().map(|x| x.0) {
+        let g = Graph::of(&e);
+        let ret = &g.ret;
+        let n = ret.addresses.len();
+        let mut held: BTreeMap<u64, std::collections::BTreeSet<usize>> = BTreeMap::new();
+        for x in 0..n {
+            let seen = g.reached_without(Some(x));
+            let set = held.entry(ret.mts[x]).or_default();
+            set.extend((0..n).filter(|&y| !seen[y]));
+        }
+        let want: BTreeMap<u64, u64> = held
+            .iter()
+            .map(|(mt, s)| (*mt, s.iter().map(|&y| ret.sizes[y]).sum()))
+            .collect();
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let r = run(&s, "dumpheap -stat -retained --json");
+        let rows = r["statistics"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{}", e.name);
+        for t in rows {
+            let mt = u64::from_str_radix(t["mt"].as_str().unwrap().trim_start_matches("0x"), 16)
+                .unwrap();
+            assert_eq!(
+                t["retained"].as_u64(),
+                Some(want.get(&mt).copied().unwrap_or(0)),
+                "{}: {t}",
+                e.name
+            );
+            checked += 1;
+        }
+        assert_eq!(
+            r["retention"]["live_bytes"].as_u64(),
+            Some(ret.live_bytes),
+            "{}",
+            e.name
+        );
+    }
+    assert!(checked >= 100, "{checked} types");
 }
 
 /// `retained`: the objects with the largest retained sizes, in order, as the dominator tree
@@ -427,4 +504,96 @@ fn retained_command_lists_the_largest() {
             );
         }
     }
+}
+
+/// `retained`'s `held_by` against what the heap scenario created: each large object the
+/// program keeps only in a static (manifest `large_objects`, on the LOH and the POH) is held
+/// through that static, found by type and the length the program gave it; each object the
+/// program holds only by a strong or pinned handle (manifest `handles`, by the handle's
+/// address) is held by that handle itself.
+#[test]
+fn retained_names_the_root_behind_each_object() {
+    let mut checked = 0;
+    for e in tests::readable() {
+        let Some(large) = e.manifest["large_objects"].as_array() else {
+            continue;
+        };
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let r = run(&s, "retained -n 100000 --json");
+        let objs = r["objects"].as_array().unwrap();
+        assert_eq!(
+            objs.len() as u64,
+            r["live_objects"].as_u64().unwrap(),
+            "{}",
+            e.name
+        );
+        for lo in large {
+            let (ty, len) = (lo["type"].as_str().unwrap(), lo["length"].as_u64().unwrap());
+            // The object's size as the GC lays it out: header, MethodTable, length, elements.
+            let elem = match ty {
+                "System.Byte[]" => 1,
+                "System.String" => 2,
+                _ => 8,
+            };
+            let base = if ty == "System.String" { 22 } else { 24 };
+            let size = (base + elem * len + 7) & !7;
+            let found: Vec<&Value> = objs
+                .iter()
+                .filter(|o| o["name"] == ty && o["size"].as_u64() == Some(size))
+                .collect();
+            assert_eq!(found.len(), 1, "{}: {lo}", e.name);
+            let h = &found[0]["held_by"];
+            assert_eq!(
+                h["static_field"].as_str(),
+                lo["path"].as_str(),
+                "{}: {lo}: {h}",
+                e.name
+            );
+            checked += 1;
+        }
+        for hd in e.manifest["handles"].as_array().into_iter().flatten() {
+            if !matches!(hd["kind"].as_str(), Some("normal" | "pinned")) || hd["alive"] != true {
+                continue;
+            }
+            let ty = hd["target_type"].as_str().unwrap();
+            // GCHandle.ToIntPtr tags a pinned handle with bit 0 (GCHandle.cs: `handle |= 1`
+            // for GCHandleType.Pinned); the handle table's slot is the value without it.
+            let raw =
+                u64::from_str_radix(hd["handle"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            let handle = format!("{:#x}", raw & !1);
+            let held = objs.iter().any(|o| {
+                o["name"] == ty
+                    && o["held_by"]["top"] == o["address"]
+                    && o["held_by"]["roots"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|x| x["kind"] == "handle" && x["handle"] == handle.as_str())
+            });
+            assert!(held, "{}: no {ty} held by handle {hd}", e.name);
+            checked += 1;
+        }
+        // Every object's top dominates it: following `dominator` from the object reaches it.
+        let by_addr: std::collections::HashMap<&str, &Value> = objs
+            .iter()
+            .map(|o| (o["address"].as_str().unwrap(), o))
+            .collect();
+        for o in objs {
+            let mut at = o;
+            let mut steps = 1;
+            while let Some(d) = at["dominator"].as_str() {
+                at = by_addr[d];
+                steps += 1;
+            }
+            assert_eq!(at["address"], o["held_by"]["top"], "{}: {o}", e.name);
+            assert_eq!(
+                steps,
+                o["held_by"]["chain_length"].as_u64().unwrap(),
+                "{}",
+                e.name
+            );
+        }
+    }
+    assert!(checked >= 20, "{checked} objects checked");
 }

@@ -13,7 +13,7 @@
 //! postorder of the graph.
 
 use crate::analysis::reach::{live_set, LiveSet};
-use crate::analysis::roots::{FindRoots, RefReader};
+use crate::analysis::roots::{FindRoots, RefReader, Root};
 use crate::discovery::runtime::Runtime;
 use crate::error::Result;
 use crate::model::heap::{read_method_table, GcHeap};
@@ -40,6 +40,8 @@ pub struct Retention {
     pub retained: Vec<u64>,
     /// The total size of the live objects.
     pub live_bytes: u64,
+    /// The roots the graph starts from (those holding a live object), in the root set's order.
+    pub roots: Vec<Root>,
     /// What could not be read.
     pub notes: Vec<String>,
 }
@@ -49,6 +51,51 @@ impl Retention {
     pub fn index_of(&self, addr: u64) -> Option<u32> {
         self.addresses.binary_search(&addr).ok().map(|i| i as u32)
     }
+
+    /// Object `i`'s dominators from the top of its dominator tree (an object only the virtual
+    /// root dominates) down to `i` itself: `[top, ..., i]`. Every path from the roots to `i`
+    /// passes through each of them.
+    pub fn dominator_chain(&self, i: u32) -> Vec<u32> {
+        let mut chain = vec![i];
+        let mut v = i;
+        // A dominator tree has no cycle; the bound only guards against a malformed one.
+        while let Some(Some(d)) = self.idom.get(v as usize) {
+            if chain.len() > self.idom.len() {
+                break;
+            }
+            chain.push(*d);
+            v = *d;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The roots holding object `i` itself (not through another object). For the top of a
+    /// dominator chain, empty means that several roots reach it, each by another path, and no
+    /// root holds it directly.
+    pub fn roots_of(&self, i: u32) -> impl Iterator<Item = &Root> {
+        let a = self.addresses.get(i as usize).copied();
+        self.roots.iter().filter(move |r| Some(r.object) == a)
+    }
+}
+
+/// The address of the first reference slot of the object at `from` that holds `to` (the
+/// GCDesc's slots, in their order), if `from` can be read and has one.
+pub fn slot_holding<M: Memory + Target>(
+    rt: &Runtime<M>,
+    names: &TypeNames,
+    from: u64,
+    to: u64,
+) -> Option<u64> {
+    let mt = read_method_table(rt.memory(), from).ok()?;
+    let mut rr = RefReader::new(rt, names);
+    let mut found = None;
+    rr.for_each(from, mt, |slot, v| {
+        if v == to && found.is_none() {
+            found = Some(slot);
+        }
+    });
+    found
 }
 
 /// The dominator tree of the live objects and each one's retained size.
@@ -233,6 +280,11 @@ pub fn retention_of<M: Memory + Target>(
             .collect(),
         retained: retained[1..].to_vec(),
         live_bytes: sizes.iter().sum(),
+        roots: roots
+            .roots
+            .into_iter()
+            .filter(|r| index(r.object).is_some())
+            .collect(),
         addresses,
         mts,
         sizes,
