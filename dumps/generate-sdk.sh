@@ -263,6 +263,8 @@ run_one() {
     local -a prog_args=() libs=()
     case $scen in
         hang|heap|async|asyncreal|crash|deadlock|threadpool|names) ;;
+        # the same bug as crash-*, another order: another message (fleet triage's buckets)
+        crashorder) prog=crash; prog_args=(23 45y1) ;;
         servergc) prog=hang; server=true ;;
         # scenarios/ilonly.cs calls into three IL-only class libraries of its own
         # (scenarios/ilonly/*.cs, built by sdk/Library.csproj before the app)

@@ -34,7 +34,10 @@
 #   clrstack-all   clrstack -all (dumpshell | SOS | ClrMD: its run minus the heap walk)
 #   pstacks        dumpshell pstacks | SOS parallelstacks | ClrMD as for clrstack-all
 #   dumpasync      dumpasync | dumpasync | -
-# large-heap-*: eeversion dumpheap-stat census gcroot; manytypes-*: eeversion dumpheap-stat
+#   live           dumpheap -stat -live (the precise root set, marked) | SOS dumpheap -stat -live | -
+#   retained       retained -n 20 (the whole heap's dominator tree and retained sizes) | - (SOS
+#                  has none) | -
+# large-heap-*: eeversion dumpheap-stat census gcroot live retained; manytypes-*: eeversion dumpheap-stat
 # census; threads-1000-*: eeversion clrstack-all pstacks; async-*: eeversion dumpasync; any
 # other dump: all but census and gcroot (gcroot with --gcroot ADDR).
 # On dumps with census, a raw read of the heap segments' bytes (clrdata/examples/rawscan over
@@ -195,7 +198,7 @@ for dump in "${dumps[@]}"; do
     dac=$dac_arg; [ -z "$dac" ] && [ -f "$base.dac" ] && dac=$(cat "$base.dac")
     [ -n "$dac" ] && [ ! -f "$dac" ] && { echo "WARNING: $name: the DAC $dac is missing (SOS and ClrMD need it)" >&2; }
     case $name in
-        large-heap*) works=(eeversion dumpheap-stat census gcroot) ;;
+        large-heap*) works=(eeversion dumpheap-stat census gcroot live retained) ;;
         manytypes*) works=(eeversion dumpheap-stat census) ;;
         threads-1000*) works=(eeversion clrstack-all pstacks) ;;
         async*) works=(eeversion dumpasync) ;;
@@ -289,6 +292,8 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
             pstacks) dcmd=pstacks; scmd=parallelstacks ;;
             dumpasync) dcmd=dumpasync; scmd=dumpasync ;;
             census) dcmd=; scmd= ;;
+            live) dcmd="dumpheap -stat -live"; scmd="dumpheap -stat -live" ;;
+            retained) dcmd="retained -n 20"; scmd= ;;
         esac
         if [ "$w" = gcroot ] && [ -z "$gc_addr" ]; then
             rows+=("$name|$w|-|-|-|-|-|-|-|-|-|no target: no Bench.Item[] found (dumpshell dumpheap -stat refused?); give --gcroot|-|-|-")
@@ -309,7 +314,7 @@ print(t["heap_walk_seconds"], t.get("stack_walk_seconds", 0), t["objects"], t.ge
             else
                 [ -n "$BDS" ] && timed "$d/$w.base" "$BDS" "$dump" "${ds_args[@]}" -c "$dcmd"
                 timed "$d/$w.dumpshell" "$DS" "$dump" "${ds_args[@]}" -c "$dcmd"
-                [ $use_sos = 1 ] && timed "$d/$w.sos" "$DD" analyze "$dump" "${sos_pre[@]}" -c "$scmd" -c exit
+                [ $use_sos = 1 ] && [ -n "$scmd" ] && timed "$d/$w.sos" "$DD" analyze "$dump" "${sos_pre[@]}" -c "$scmd" -c exit
             fi
         done
         note=

@@ -2,11 +2,12 @@
 // the dump itself (DOTNET_DbgEnableMiniDump=1, DOTNET_DbgMiniDumpType=2 = with heap,
 // DOTNET_DbgMiniDumpName=<path>).
 // Build: mcs -out:crash.dll -target:exe -optimize+ crash.cs common.cs
-// Run:   dotnet crash.dll <manifest.json> [scenario-name]     (never prints "ready": it dies)
+// Run:   dotnet crash.dll <manifest.json> [scenario-name] [order-id checksum]   (never prints
+//        "ready": it dies; the order's id and checksum default to 17 and "12x4")
 //
 // Documented state at the time of the dump:
-//   * thread "crasher" threw System.InvalidOperationException("Order 17 is corrupt: checksum
-//     mismatch") with inner System.FormatException("Bad checksum digit 'x'") from
+//   * thread "crasher" threw System.InvalidOperationException("Order <id> is corrupt: checksum
+//     mismatch") with inner System.FormatException("Bad checksum digit '<checksum[2]>'") from
 //     CrashWorker -> ProcessOrder -> ParseOrder (ParseOrder throws the inner; ProcessOrder
 //     catches it and, after its catch block, throws the outer); nobody catches the outer.
 //   * the main thread is blocked in Thread.Join on the crasher (Main -> WaitForWorker -> Join).
@@ -87,7 +88,7 @@ namespace Crash
             scenario = args.Length > 1 ? args[1] : "crash";
             Thread.CurrentThread.Name = "main";
             mainThread = Thread.CurrentThread;
-            order = new Order(17, "12x4");
+            order = args.Length > 3 ? new Order(int.Parse(args[2]), args[3]) : new Order(17, "12x4");
 
             bystander = Recorder.Start(Bystander, "bystander");
             var worker = new Thread(CrashWorker);

@@ -68,6 +68,8 @@ impl Entry {
         }
         match self.name.split("-net").next().unwrap_or(&self.name) {
             "servergc" | "netcore31" | "windows-hang" | "windows" => "hang",
+            // the crash program with another order (dumps/generate-sdk.sh)
+            "crashorder" => "crash",
             // windows/generate.sh names a dump `windows-<program>-<runtime>`
             n => n.strip_prefix("windows-").unwrap_or(n),
         }

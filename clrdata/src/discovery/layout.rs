@@ -1181,7 +1181,8 @@ pub struct StackLayout {
     /// Linux, 0xD8 on Windows). Verified on .NET 8: Linux, the DAC's GetStackReferences
     /// reports the slot `gcPtrs[0]` holds; Linux and Windows, it holds the object the thread's
     /// Monitor.Wait waits on (`tests/tests/locks.rs`). [`NOT_PUBLISHED`] where not checked
-    /// (.NET 9: no HelperMethodFrame with objects on the corpus's stacks; gone in 10).
+    /// (9.0 Windows: not checked; 9.0 Linux: as 8.0's, checked on crashorder-net9 against the
+    /// DAC's GetStackReferences; gone in 10).
     ///
     /// [`NOT_PUBLISHED`]: crate::discovery::supplement::NOT_PUBLISHED
     pub hmf_gc_refs: u64,

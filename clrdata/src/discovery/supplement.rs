@@ -1151,15 +1151,21 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         md_alignment: l.global("MethodDescAlignment").unwrap_or(NOT_PUBLISHED),
         md_token_remainder_bits: u(l.global("MethodDescTokenRemainderBitCount").unwrap_or(0)),
         frame_next: f("Frame", "Next"),
-        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor). The FCALL
-        // hash's index in 9's g_dacTable is not known: a lazily captured frame is not named.
+        // HelperMethodFrame (gone in .NET 10; .NET 9's is not in its descriptor): as on 8.0.
+        // A lazily captured frame is named through the FCALL hash ([`FCALL_METHODS_NET9`]).
         hmf_method_desc: hmf.hmf_method_desc,
         hmf_fcall_entry: hmf.hmf_fcall_entry,
         hmf_mach_state: hmf.hmf_mach_state,
         hmf_attribs: hmf.hmf_attribs,
-        // 9's HelperMethodFrames with objects: none on the corpus's stacks to check it by.
-        hmf_gc_refs: NOT_PUBLISHED,
-        fcall_methods_index: usize::MAX,
+        // gcPtrs as on 8.0: on crashorder-net9 (9.0.22, the main thread's
+        // HelperMethodFrame_1OBJ in Thread.Join) gcPtrs[0] at +0xE8 holds the slot the
+        // 9.0.22 DAC's GetStackReferences reports for that Frame.
+        hmf_gc_refs: hmf.hmf_gc_refs,
+        fcall_methods_index: if vtables {
+            FCALL_METHODS_NET9
+        } else {
+            usize::MAX
+        },
         ms_rip: hmf.ms_rip,
         ms_rsp: hmf.ms_rsp,
         ms_unwound: hmf.ms_unwound,
@@ -1206,6 +1212,12 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
 /// vtables of the Frames the DAC names DebuggerU2MCatchHandlerFrame, HelperMethodFrame and
 /// InlinedCallFrame sit at 128, 131 and 137 (3, 6 and 12 into the list, as on 8.0).
 pub const FRAME_VTABLES_NET9: usize = 125;
+
+/// g_dacTable index (as [`FRAME_VTABLES_NET9`]) of `gFCallMethods` on 9.0 (8.0's 78 plus the
+/// same 3 as the Frame vtables): on crashorder-net9 (9.0.22) the only index whose FCALL hash
+/// maps the HelperMethodFrame's `m_FCallEntry` (Thread.Join's) to a MethodDesc, the one the
+/// 9.0.22 DAC names for that Frame (Thread.Join(Int32)).
+pub const FCALL_METHODS_NET9: usize = 81;
 
 /// MethodDescs, slots and precodes on .NET 9/10: sizes from the descriptor's types (10) or the
 /// supplement (9), the slot scheme of 9+, and what 10 alone publishes (the module's constructed
