@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod error;
 pub mod metadata;
 pub mod model;
+pub mod nativeaot;
 mod open;
 
 pub use discovery::runtime::{
