@@ -164,7 +164,11 @@ fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandErr
             module_base: hex(aot.base),
             gc: None,
             gc_heaps: None,
-            gc_error: Some("the GC heap of a NativeAOT app is not read yet".into()),
+            gc_error: Some(
+                "the GC mode of a NativeAOT app is not read (dumpheap -stat reads its heap on \
+                 .NET 8 and 10)"
+                    .into(),
+            ),
             gc_mode: None,
             nativeaot: Some(a),
         };
@@ -603,7 +607,25 @@ fn write_listed(
 }
 
 fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        // A NativeAOT app: the census by MethodTable only (-stat, no other option).
+        Err(e) => {
+            let only_stat = m.get_flag("stat")
+                && ["type", "mt", "min", "max", "limit"]
+                    .iter()
+                    .all(|a| m.get_one::<String>(a).is_none())
+                && ["strings", "short", "free", "live", "dead"]
+                    .iter()
+                    .all(|a| !m.get_flag(a));
+            return match crate::session::nativeaot_of(s, &e) {
+                Some(aot) if only_stat => {
+                    aot.and_then(|a| crate::nativeaot::aot_dumpheap_stat(s, &a))
+                }
+                _ => Err(e),
+            };
+        }
+    };
     c.heap()?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
     let num = |n: &str| arg(n).map(parse_count).transpose();

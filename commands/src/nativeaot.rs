@@ -198,3 +198,64 @@ pub fn aot_crashinfo(s: &Session, aot: &NativeAot) -> Result<Output, CommandErro
         },
     ))
 }
+
+/// `dumpheap -stat` on a NativeAOT app: the census by MethodTable (no type names: the
+/// executable's symbols are in its `.dbg`, not read yet).
+#[derive(Serialize)]
+pub struct AotHeapStat {
+    /// The runtime.
+    pub nativeaot: AotSummary,
+    /// The census.
+    #[serde(flatten)]
+    pub census: clrdata::nativeaot::AotCensus,
+}
+
+impl Render for AotHeapStat {
+    fn render(&self) -> String {
+        let c = &self.census;
+        let mut t = table(&["MT", "Count", "TotalSize", "Class Name"]);
+        for x in c.types.iter().rev() {
+            t.add_row(vec![
+                hex(x.mt),
+                x.count.to_string(),
+                x.total_size.to_string(),
+                "<no type names: the executable's symbols are not read>".to_string(),
+            ]);
+        }
+        let mut out = format!("Statistics:\n{}", render(&t));
+        out.push_str(&format!(
+            "Total {} objects, {} bytes ({} of them in frozen segments); free: {} objects, {} \
+             bytes; {} segments\n",
+            c.total_objects,
+            c.total_size,
+            c.frozen_objects,
+            c.free_objects,
+            c.free_size,
+            c.segments
+        ));
+        for e in &c.errors {
+            out.push_str(&format!(
+                "Walk stopped in segment {} at {}: {} ({} bytes not walked)\n",
+                hex(e.segment),
+                hex(e.address),
+                e.detail,
+                e.skipped
+            ));
+        }
+        out
+    }
+}
+
+/// `dumpheap -stat` of a NativeAOT app.
+pub fn aot_dumpheap_stat(s: &Session, aot: &NativeAot) -> Result<Output, CommandError> {
+    let census = aot
+        .heap_census(&*s.target)
+        .map_err(|e| CommandError::clr("reading the NativeAOT GC heap", e))?;
+    Ok(Output::rendered(
+        "dumpheap",
+        AotHeapStat {
+            nativeaot: aot.summary(),
+            census,
+        },
+    ))
+}

@@ -450,8 +450,10 @@ fn index_kinds(host: RuntimeHost) -> &'static [index::ModuleKind] {
 }
 
 /// The NativeAOT runtime of the target (`None`: not a NativeAOT app).
-fn aot_runtime<T: Target + ?Sized>(target: &T) -> Result<Option<crate::nativeaot::NativeAot>> {
-    crate::nativeaot::NativeAot::find(target)
+fn aot_runtime<T: Target + ?Sized>(
+    target: &T,
+) -> Result<Option<crate::discovery::nativeaot::NativeAot>> {
+    crate::discovery::nativeaot::NativeAot::find(target)
 }
 
 /// [`find_runtime`] with what discovery may consult besides the dump (the build index).

@@ -8,14 +8,15 @@
 //! from the descriptor's types; this module knows only which entry names each fact
 //! ([`FIELDS`]) and which header versions were verified ([`HEADER_VERSIONS`]). What it reads:
 //! the runtime's identity ([`NativeAot::find`]), the thread list ([`NativeAot::threads`]) and
-//! the crash info buffer ([`NativeAot::crash_info`]). Everything CoreCLR's structures serve
-//! (the heap, stacks, types) is refused by [`crate::ClrError::NativeAot`].
+//! the crash info buffer ([`NativeAot::crash_info`]) and the GC heap's census by MethodTable
+//! ([`NativeAot::heap_census`], 8 and 10). Everything else CoreCLR's structures serve (objects,
+//! stacks, type names) is refused by [`crate::error::ClrError::NativeAot`].
 
 use crate::discovery::descriptor::{self, ContractDescriptor};
 use crate::error::{ClrError, Result};
 use dumpreader::{Memory, ModuleInfo, Target};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The debug header's export (.NET 8, 9, 10).
 pub const DEBUG_HEADER_EXPORT: &str = "DotNetRuntimeDebugHeader";
@@ -283,9 +284,9 @@ pub struct CrashInfo {
     pub json: serde_json::Value,
 }
 
-/// How many bytes of the crash info buffer are read at most (the runtime's buffer is 2 KB in
-/// the releases read here; the JSON ends at its NUL).
-const MAX_CRASH_INFO: usize = 64 << 10;
+/// How many bytes of the crash info buffer are read at most: SOS's `MAX_CRASHINFOBUFFER_SIZE`
+/// (dotnet/diagnostics `CrashInfoService.cs`); the JSON ends at its NUL.
+const MAX_CRASH_INFO: usize = 8192;
 
 /// The modules that may be a NativeAOT executable: images, the main executable first; not a
 /// CoreCLR single-file host (it exports `DotNetRuntimeInfo` or `g_dacTable`, and on 9+ a
@@ -718,5 +719,328 @@ impl NativeAot {
             ),
         })?;
         Ok(Some(CrashInfo { address: at, json }))
+    }
+}
+
+// ------------------------------------------------------------------------------ the GC heap
+//
+// Walked from the debug header's `g_gcDacGlobals` (.NET 8, 10): the GC is CoreCLR's (regions,
+// workstation), described by its `GcDacVars` and the header's `dac_generation` /
+// `dac_heap_segment` entries (docs/nativeaot-layout.md, sections 7 and 12).
+
+/// One type's total in the census.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotTypeTotal {
+    /// The MethodTable.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub mt: u64,
+    /// How many objects.
+    pub count: u64,
+    /// Their total size in bytes.
+    pub total_size: u64,
+}
+
+/// Where a segment's walk stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotWalkError {
+    /// The segment (`dac_heap_segment`).
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub segment: u64,
+    /// The object where the walk stopped.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub address: u64,
+    /// What was wrong.
+    pub detail: String,
+    /// Bytes of the segment left unwalked.
+    pub skipped: u64,
+}
+
+/// The heap's census: every object of every generation's segments, by MethodTable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotCensus {
+    /// Per MethodTable, largest total size first (free objects apart).
+    pub types: Vec<AotTypeTotal>,
+    /// Objects counted (free ones excluded).
+    pub total_objects: u64,
+    /// Their bytes.
+    pub total_size: u64,
+    /// Free objects (`g_pFreeObjectEEType`).
+    pub free_objects: u64,
+    /// Their bytes.
+    pub free_size: u64,
+    /// Segments walked.
+    pub segments: usize,
+    /// Objects in read-only (frozen: ILC's preinitialized data) segments, counted in the totals.
+    pub frozen_objects: u64,
+    /// Where a segment's walk stopped early.
+    pub errors: Vec<AotWalkError>,
+}
+
+/// `heap_segment_flags_readonly` (gcinterface.h): a frozen segment.
+const SEGMENT_READONLY: u64 = 1;
+/// `HasComponentSize` in the MethodTable's flags: the low 16 bits are the component size.
+const HAS_COMPONENT_SIZE: u32 = 0x8000_0000;
+/// Segments per generation at most (a longer chain is corrupt).
+const MAX_SEGMENTS: usize = 1 << 16;
+
+impl NativeAot {
+    /// The GC heap's census (.NET 8 and 10: the debug header's GC globals). Refused on .NET 11
+    /// (its GC sub-descriptor is not read yet) and on a server GC (no generation table in
+    /// `GcDacVars`: per-heap tables not read yet).
+    pub fn heap_census<T: Target + ?Sized>(&self, target: &T) -> Result<AotCensus> {
+        if self.from_descriptor {
+            return Err(ClrError::NotFound {
+                what: "the NativeAOT GC heap".into(),
+                detail: format!(
+                    "read from the debug header's g_gcDacGlobals only; the {} (its GC \
+                     sub-descriptor) is not read yet",
+                    self.layout
+                ),
+                addr: None,
+            });
+        }
+        let f = |t: &str, n: &str| {
+            self.fields
+                .get(&(t.to_owned(), n.to_owned()))
+                .copied()
+                .ok_or_else(|| ClrError::NotFound {
+                    what: format!("NativeAOT field {t}.{n}"),
+                    detail: format!("not in the {}", self.layout),
+                    addr: None,
+                })
+        };
+        let u64_at = |a: u64, what: &str| target.read_u64(a).map_err(|_| read_err(what, a));
+        let vars = self.global("g_gcDacGlobals")?;
+        let major = target
+            .read_u8(vars)
+            .map_err(|_| read_err("GcDacVars.major_version_number", vars))?;
+        if major != 2 {
+            return Err(ClrError::Corrupt {
+                what: "GcDacVars".into(),
+                addr: vars,
+                detail: format!(
+                    "major version {major}; this reader knows 2 (8.0.31: 2.1, 10.0.12: 2.4)"
+                ),
+            });
+        }
+        let gen_size = u64_at(
+            vars + f("GcDacVars", "generation_size")?,
+            "GcDacVars.generation_size",
+        )?;
+        let gen_count = u64_at(
+            vars + f("GcDacVars", "total_generation_count")?,
+            "GcDacVars.total_generation_count",
+        )?;
+        let table = u64_at(
+            vars + f("GcDacVars", "generation_table")?,
+            "GcDacVars.generation_table",
+        )?;
+        if table == 0 {
+            return Err(ClrError::NotFound {
+                what: "the NativeAOT GC's generation table".into(),
+                detail: "GcDacVars has none: a server GC, whose per-heap tables are not read yet"
+                    .into(),
+                addr: Some(vars),
+            });
+        }
+        if !(1..=8).contains(&gen_count) || !(1..=4096).contains(&gen_size) {
+            return Err(ClrError::Corrupt {
+                what: "GcDacVars".into(),
+                addr: vars,
+                detail: format!("{gen_count} generations of {gen_size} bytes"),
+            });
+        }
+        let eph_var = u64_at(
+            vars + f("GcDacVars", "ephemeral_heap_segment")?,
+            "GcDacVars.ephemeral_heap_segment",
+        )?;
+        let eph = u64_at(eph_var, "ephemeral_heap_segment")?;
+        let aa_var = u64_at(
+            vars + f("GcDacVars", "alloc_allocated")?,
+            "GcDacVars.alloc_allocated",
+        )?;
+        let alloc_allocated = u64_at(aa_var, "alloc_allocated")?;
+        let start_seg = f("dac_generation", "start_segment")?;
+        let (seg_mem, seg_allocated, seg_next, seg_flags) = (
+            f("dac_heap_segment", "mem")?,
+            f("dac_heap_segment", "allocated")?,
+            f("dac_heap_segment", "next")?,
+            f("dac_heap_segment", "flags")?,
+        );
+        let min_obj = f("Globals", "MinObjectSize")?;
+        let free_mt = self.global("g_pFreeObjectEEType")?;
+        // The threads' allocation contexts: [alloc_ptr, alloc_limit) holds no objects.
+        let contexts = self.alloc_contexts(target)?;
+
+        let mut totals: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut mts: HashMap<u64, (u32, u32)> = HashMap::new();
+        let mut c = AotCensus {
+            types: Vec::new(),
+            total_objects: 0,
+            total_size: 0,
+            free_objects: 0,
+            free_size: 0,
+            segments: 0,
+            frozen_objects: 0,
+            errors: Vec::new(),
+        };
+        for g in 0..gen_count {
+            let at = table + g * gen_size + start_seg;
+            let mut seg = u64_at(at, "dac_generation.start_segment")?;
+            let mut n = 0;
+            while seg != 0 {
+                n += 1;
+                if n > MAX_SEGMENTS {
+                    return Err(ClrError::Corrupt {
+                        what: format!("generation {g}'s segment list"),
+                        addr: at,
+                        detail: format!("more than {MAX_SEGMENTS} segments"),
+                    });
+                }
+                c.segments += 1;
+                let mem = u64_at(seg + seg_mem, "heap_segment.mem")?;
+                let end = if seg == eph {
+                    alloc_allocated
+                } else {
+                    u64_at(seg + seg_allocated, "heap_segment.allocated")?
+                };
+                let frozen = u64_at(seg + seg_flags, "heap_segment.flags")? & SEGMENT_READONLY != 0;
+                let mut o = mem;
+                while o < end {
+                    if let Some(&limit) = contexts.get(&o) {
+                        o = limit + min_obj;
+                        continue;
+                    }
+                    let stop = |detail: String| AotWalkError {
+                        segment: seg,
+                        address: o,
+                        detail,
+                        skipped: end - o,
+                    };
+                    let Ok(word) = target.read_u64(o) else {
+                        c.errors.push(stop("the object is not in the dump".into()));
+                        break;
+                    };
+                    let mt = word & !self.mt_unmask();
+                    let (flags, base) = match mts.get(&mt) {
+                        Some(&v) => v,
+                        None => match (target.read_u32(mt), target.read_u32(mt + 4)) {
+                            (Ok(fl), Ok(b)) if b > 0 => {
+                                mts.insert(mt, (fl, b));
+                                (fl, b)
+                            }
+                            _ => {
+                                c.errors.push(stop(format!(
+                                    "MethodTable {mt:#x} is unreadable or has a base size of 0"
+                                )));
+                                break;
+                            }
+                        },
+                    };
+                    let mut size = base as u64;
+                    if flags & HAS_COMPONENT_SIZE != 0 {
+                        let Ok(len) = target.read_u32(o + 8) else {
+                            c.errors
+                                .push(stop("the array's length is not in the dump".into()));
+                            break;
+                        };
+                        size += (flags & 0xffff) as u64 * len as u64;
+                    }
+                    size = (size + 7) & !7;
+                    if o + size > end {
+                        c.errors.push(stop(format!(
+                            "object of {size} bytes runs past the segment's end {end:#x}"
+                        )));
+                        break;
+                    }
+                    if mt == free_mt {
+                        c.free_objects += 1;
+                        c.free_size += size;
+                    } else {
+                        let t = totals.entry(mt).or_default();
+                        t.0 += 1;
+                        t.1 += size;
+                        c.total_objects += 1;
+                        c.total_size += size;
+                        if frozen {
+                            c.frozen_objects += 1;
+                        }
+                    }
+                    o += size;
+                }
+                seg = u64_at(seg + seg_next, "heap_segment.next")?;
+            }
+        }
+        let mut types: Vec<AotTypeTotal> = totals
+            .into_iter()
+            .map(|(mt, (count, total_size))| AotTypeTotal {
+                mt,
+                count,
+                total_size,
+            })
+            .collect();
+        types.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.mt.cmp(&b.mt)));
+        c.types = types;
+        Ok(c)
+    }
+
+    /// The low bits of an object's first word that are not the MethodTable's (7: the 11
+    /// descriptor's `ObjectToMethodTableUnmask`, the same on 8 and 10).
+    fn mt_unmask(&self) -> u64 {
+        7
+    }
+
+    /// Every thread's allocation context, `alloc_ptr` → `alloc_limit` (empty ones left out).
+    fn alloc_contexts<T: Target + ?Sized>(&self, target: &T) -> Result<BTreeMap<u64, u64>> {
+        // 10: RuntimeThreadLocals.m_eeAllocContext + ee_alloc_context.m_rgbAllocContextBuffer;
+        // 8: ThreadBuffer.m_rgbAllocContextBuffer.
+        let ctx_off = [
+            ("RuntimeThreadLocals", "m_eeAllocContext"),
+            ("ThreadBuffer", "m_rgbAllocContextBuffer"),
+        ]
+        .iter()
+        .find_map(|(t, n)| self.fields.get(&((*t).to_owned(), (*n).to_owned())))
+        .copied()
+        .ok_or_else(|| ClrError::NotFound {
+            what: "NativeAOT field Thread.m_eeAllocContext".into(),
+            detail: format!("not in the {}", self.layout),
+            addr: None,
+        })?;
+        let inner = self
+            .fields
+            .get(&(
+                "ee_alloc_context".to_owned(),
+                "m_rgbAllocContextBuffer".to_owned(),
+            ))
+            .copied()
+            .unwrap_or(0);
+        let ptr_off = self
+            .fields
+            .get(&("gc_alloc_context".to_owned(), "alloc_ptr".to_owned()))
+            .copied()
+            .unwrap_or(0);
+        let limit_off = self
+            .fields
+            .get(&("gc_alloc_context".to_owned(), "alloc_limit".to_owned()))
+            .copied()
+            .ok_or_else(|| ClrError::NotFound {
+                what: "NativeAOT field gc_alloc_context.alloc_limit".into(),
+                detail: format!("not in the {}", self.layout),
+                addr: None,
+            })?;
+        let mut out = BTreeMap::new();
+        for t in self.threads(target)? {
+            let a = t.address + ctx_off + inner;
+            let p = target
+                .read_u64(a + ptr_off)
+                .map_err(|_| read_err("gc_alloc_context.alloc_ptr", a + ptr_off))?;
+            let l = target
+                .read_u64(a + limit_off)
+                .map_err(|_| read_err("gc_alloc_context.alloc_limit", a + limit_off))?;
+            if p != 0 && l >= p {
+                out.insert(p, l);
+            }
+        }
+        Ok(out)
     }
 }
