@@ -21,6 +21,24 @@ pub enum ClrError {
         detail: String,
     },
 
+    /// The dump is of a NativeAOT app (its executable exports `DotNetRuntimeDebugHeader` or
+    /// a NativeAOT `DotNetRuntimeContractDescriptor`): it has none of CoreCLR's structures, so
+    /// what needs them is refused; [`crate::nativeaot`] reads what it has.
+    #[error(
+        "this is a NativeAOT app ({runtime}, {module} at {base:#x}): it has none of CoreCLR's \
+         structures, which this command reads (NativeAOT dumps are read by info, eeversion, \
+         clrthreads, crashinfo and dumpheap -stat)"
+    )]
+    NativeAot {
+        /// The runtime as named for people, e.g. "NativeAOT .NET 10.0.12".
+        runtime: String,
+        /// The executable's file name.
+        module: String,
+        /// Its load address.
+        #[serde(serialize_with = "dumpreader::json::hex")]
+        base: u64,
+    },
+
     /// A runtime was found but this build has no layout for it. The native commands still work.
     #[error("found {found} ({module} at {base:#x}); this build reads .NET 8, 9, 10 and 11")]
     UnsupportedRuntime {

@@ -14,6 +14,9 @@ pub mod discovery;
 pub mod error;
 pub mod metadata;
 pub mod model;
+
+/// NativeAOT apps (found at discovery): `clrdata::nativeaot::NativeAot`.
+pub use discovery::nativeaot;
 mod open;
 
 pub use discovery::runtime::{

@@ -217,7 +217,17 @@ impl Render for PrintExceptionOut {
 }
 
 fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        // A NativeAOT app: its crash info names the unhandled exception (objects themselves
+        // are not read on NativeAOT yet).
+        Err(e) => match crate::session::nativeaot_of(s, &e) {
+            Some(aot) if m.get_one::<String>("address").is_none() => {
+                return aot.and_then(|a| crate::nativeaot::aot_crashinfo(s, &a))
+            }
+            _ => return Err(e),
+        },
+    };
     let nested = m.get_flag("nested");
     let mut thread = None;
     let addr = match m.get_one::<String>("address") {

@@ -74,12 +74,28 @@ pub struct EeVersion {
     /// The GC mode `gc` names (None when the runtime is not read).
     #[serde(skip)]
     pub gc_mode: Option<GcMode>,
+    /// A NativeAOT app's runtime (absent for CoreCLR).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nativeaot: Option<clrdata::nativeaot::AotSummary>,
 }
 
 impl Render for EeVersion {
     /// The version lines, what is said of the GC (or why the runtime is not read), then the
     /// runtime module.
     fn render(&self) -> String {
+        if let Some(a) = &self.nativeaot {
+            return format!(
+                "{}\n{} (version read from the {}; layout: {})\nGC: {}\nRuntime: compiled into \
+                 {} at {}\n",
+                self.version,
+                self.runtime,
+                self.version_source.replace('_', " "),
+                a.layout,
+                self.gc_error.as_deref().unwrap_or("not read"),
+                self.module,
+                self.module_base
+            );
+        }
         let error = self.gc_error.as_deref().unwrap_or_default();
         let gc = match (self.gc_mode, self.gc_heaps) {
             (Some(GcMode::Workstation), Some(_)) => "Workstation mode\n".to_string(),
@@ -133,6 +149,32 @@ fn eeversion(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
 /// `eeversion` where the runtime is found but cannot be read (`why`); `why` itself when not
 /// even the runtime module or its version is found.
 fn eeversion_unread(s: &Session, why: CommandError) -> Result<Output, CommandError> {
+    if let Some(aot) = crate::session::nativeaot_of(s, &why) {
+        let aot = aot?;
+        let a = aot.summary();
+        let res = EeVersion {
+            runtime: aot.display_name(),
+            version: aot.version_text(),
+            version_source: serde_json::to_value(a.version_source)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            file_version: None,
+            commit: None,
+            module: aot.module_path.clone(),
+            module_base: hex(aot.base),
+            gc: None,
+            gc_heaps: None,
+            gc_error: Some(
+                "the GC mode of a NativeAOT app is not read (dumpheap -stat reads its heap on \
+                 .NET 8 and 10)"
+                    .into(),
+            ),
+            gc_mode: None,
+            nativeaot: Some(a),
+        };
+        return Ok(Output::rendered("eeversion", res));
+    }
     let Ok(i) = clrdata::find_runtime(&*s.target) else {
         return Err(why);
     };
@@ -161,6 +203,7 @@ fn ee_version_of(i: &clrdata::RuntimeInfo) -> EeVersion {
         gc_heaps: None,
         gc_error: None,
         gc_mode: None,
+        nativeaot: None,
     }
 }
 
@@ -596,7 +639,25 @@ fn write_listed(
 }
 
 fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        // A NativeAOT app: the census by MethodTable only (-stat, no other option).
+        Err(e) => {
+            let only_stat = m.get_flag("stat")
+                && ["type", "mt", "min", "max", "limit"]
+                    .iter()
+                    .all(|a| m.get_one::<String>(a).is_none())
+                && ["strings", "short", "free", "live", "dead"]
+                    .iter()
+                    .all(|a| !m.get_flag(a));
+            return match crate::session::nativeaot_of(s, &e) {
+                Some(aot) if only_stat => {
+                    aot.and_then(|a| crate::nativeaot::aot_dumpheap_stat(s, &a))
+                }
+                _ => Err(e),
+            };
+        }
+    };
     c.heap()?;
     let arg = |n: &str| m.get_one::<String>(n).map(String::as_str);
     let num = |n: &str| arg(n).map(parse_count).transpose();

@@ -14,6 +14,7 @@ pub mod exceptions;
 pub mod heap;
 pub mod locks;
 pub mod native;
+pub mod nativeaot;
 pub mod objects;
 pub mod output;
 pub mod registry;

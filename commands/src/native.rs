@@ -168,6 +168,9 @@ pub struct InfoResult {
     pub runtime_layout: Option<clrdata::LayoutSource>,
     /// Why the runtime found is not read (with each source tried and what would serve).
     pub runtime_error: Option<clrdata::ClrError>,
+    /// The NativeAOT runtime, when the app is one (its layout's source, its version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nativeaot: Option<clrdata::nativeaot::AotSummary>,
     pub warnings: Vec<String>,
 }
 
@@ -242,6 +245,9 @@ impl Render for InfoResult {
         if let Some(l) = &self.runtime_layout {
             line(&mut t, "Layout:", l.to_string());
         }
+        if let Some(a) = &self.nativeaot {
+            line(&mut t, "Layout:", a.layout.to_string());
+        }
         if let Some(e) = &self.runtime_error {
             line(&mut t, "Runtime:", format!("not read: {e}"));
         }
@@ -288,10 +294,37 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         app_shape: None,
         runtime_layout: None,
         runtime_error: None,
+        nativeaot: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
     };
-    let rt = clrdata::find_runtime(d).ok();
+    let found = clrdata::find_runtime(d);
+    let rt = found.as_ref().ok().cloned();
     res.dump_kind = appshape::dump_kind(d, rt.as_ref());
+    // A NativeAOT app: its runtime is in the executable, described by its own export.
+    if let Err(e @ clrdata::ClrError::NativeAot { .. }) = &found {
+        match s.nativeaot() {
+            Ok(Some(aot)) => {
+                res.app_shape = Some(appshape::AppShape {
+                    shape: "nativeaot",
+                    description: format!(
+                        "NativeAOT app {} with {} compiled in ({})",
+                        aot.module_name,
+                        aot.display_name(),
+                        aot.layout
+                    ),
+                    host: Some(aot.module_path.clone()),
+                    runtime_module: Some(aot.module_path.clone()),
+                    runtime_version: Some(aot.version_text()),
+                    runtime_dir: None,
+                    bundle: None,
+                });
+                res.nativeaot = Some(aot.summary());
+            }
+            Ok(None) => res.runtime_error = Some(e.clone()),
+            Err(why) => res.runtime_error = Some(why),
+        }
+        return Ok(Output::rendered("info", res));
+    }
     // The version may need the CLR's discovery: asked for last, as it always was.
     let version = rt.as_ref().and_then(|r| runtime_version(s, r));
     res.app_shape = Some(appshape::app_shape(d, rt.as_ref(), version));

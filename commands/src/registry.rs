@@ -11,7 +11,9 @@ use clap::{ArgMatches, Command};
 pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        use crate::{asyncs, exceptions, heap, locks, native, objects, roots, stacks, threadpool};
+        use crate::{
+            asyncs, exceptions, heap, locks, native, nativeaot, objects, roots, stacks, threadpool,
+        };
         native::SPECS
             .iter()
             .chain(heap::SPECS)
@@ -20,6 +22,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(asyncs::SPECS)
             .chain(roots::SPECS)
             .chain(exceptions::SPECS)
+            .chain(nativeaot::SPECS)
             .chain(locks::SPECS)
             .chain(threadpool::SPECS)
             .collect()

@@ -47,6 +47,7 @@ pub struct Session {
     /// server).
     discover: clrdata::DiscoverOptions,
     clr: OnceLock<Result<Arc<Clr>, ClrError>>,
+    aot: OnceLock<Result<Option<Arc<clrdata::nativeaot::NativeAot>>, ClrError>>,
 }
 
 impl Session {
@@ -81,6 +82,7 @@ impl Session {
             control: Arc::default(),
             discover: clrdata::DiscoverOptions::default(),
             clr: OnceLock::new(),
+            aot: OnceLock::new(),
         }
     }
 
@@ -107,6 +109,43 @@ impl Session {
                 })
             })
             .clone()
+    }
+}
+
+impl Session {
+    /// The NativeAOT runtime of the target, found on first use: `Ok(None)` when the target is
+    /// not a NativeAOT app; the error when it is but its runtime cannot be read.
+    pub fn nativeaot(&self) -> Result<Option<Arc<clrdata::nativeaot::NativeAot>>, ClrError> {
+        self.aot
+            .get_or_init(|| {
+                clrdata::nativeaot::NativeAot::find(&*self.target).map(|o| o.map(Arc::new))
+            })
+            .clone()
+    }
+}
+
+/// The NativeAOT runtime when the CLR's discovery found one (`error` is
+/// [`ClrError::NativeAot`]): commands that read NativeAOT take their own path then.
+pub fn nativeaot_of(
+    s: &Session,
+    error: &CommandError,
+) -> Option<Result<Arc<clrdata::nativeaot::NativeAot>, CommandError>> {
+    match error {
+        CommandError::NoClr {
+            error: ClrError::NativeAot { .. },
+        } => Some(
+            s.nativeaot()
+                .map_err(|error| CommandError::NoClr { error })
+                .and_then(|o| {
+                    o.ok_or_else(|| CommandError::NoClr {
+                        error: ClrError::NoRuntime {
+                            detail: "the NativeAOT runtime found at discovery is not found again"
+                                .into(),
+                        },
+                    })
+                }),
+        ),
+        _ => None,
     }
 }
 

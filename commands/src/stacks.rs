@@ -282,7 +282,13 @@ impl Render for ClrThreads {
 }
 
 fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        Err(e) => match crate::session::nativeaot_of(s, &e) {
+            Some(aot) => return aot.and_then(|a| crate::nativeaot::aot_clrthreads(s, &a)),
+            None => return Err(e),
+        },
+    };
     let l = threadlist::thread_list(&c.rt, &c.names)?;
     Ok(Output::rendered("clrthreads", ClrThreads::of(l)))
 }

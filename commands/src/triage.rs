@@ -465,6 +465,19 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
     };
     t.runtime = Some(v.runtime.clone());
     t.gc = v.gc.map(str::to_owned);
+    // A NativeAOT app: its thread list is read, CoreCLR's structures are not there.
+    if v.nativeaot.is_some() {
+        if let Some(th) = run::<crate::nativeaot::AotThreads>(&s, "clrthreads", p) {
+            t.managed_threads = Some(th.threads.len() as u64);
+        }
+        p.push(
+            "a NativeAOT app: its stacks, objects, exceptions and thread pool are not read yet \
+             (dumpshell crashinfo shows a crashed app's unhandled exception, dumpheap -stat the \
+             heap by MethodTable)"
+                .into(),
+        );
+        return t;
+    }
     if let Some(th) = run::<ClrThreads>(&s, "clrthreads", p) {
         t.managed_threads = Some(th.threads.len() as u64);
         for x in &th.threads {

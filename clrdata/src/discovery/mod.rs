@@ -8,6 +8,7 @@ pub mod descriptor;
 pub mod imagecheck;
 pub mod index;
 pub mod layout;
+pub mod nativeaot;
 pub mod runtime;
 pub mod supplement;
 pub mod symbols;

@@ -449,6 +449,13 @@ fn index_kinds(host: RuntimeHost) -> &'static [index::ModuleKind] {
     }
 }
 
+/// The NativeAOT runtime of the target (`None`: not a NativeAOT app).
+fn aot_runtime<T: Target + ?Sized>(
+    target: &T,
+) -> Result<Option<crate::discovery::nativeaot::NativeAot>> {
+    crate::discovery::nativeaot::NativeAot::find(target)
+}
+
 /// [`find_runtime`] with what discovery may consult besides the dump (the build index).
 pub fn find_runtime_with<T: Target + ?Sized>(
     target: &T,
@@ -463,6 +470,14 @@ pub fn find_runtime_with<T: Target + ?Sized>(
         Some(m) => (m.clone(), RuntimeHost::CoreClr),
         None => {
             // A single-file host: the runtime is linked into the app's executable.
+            // A NativeAOT app: its own runtime, none of CoreCLR's structures.
+            if let Some(aot) = aot_runtime(target)? {
+                return Err(ClrError::NativeAot {
+                    runtime: aot.display_name(),
+                    module: aot.module_name,
+                    base: aot.base,
+                });
+            }
             let m = modules
                 .iter()
                 .filter(|m| m.kind != dumpreader::ModuleKind::Other)

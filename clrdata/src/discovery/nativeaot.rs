@@ -1,0 +1,1046 @@
+//! NativeAOT apps (`PublishAot`): the runtime linked into the app's executable, with no DAC,
+//! no libcoreclr.so and no CoreCLR structures (docs/nativeaot-layout.md).
+//!
+//! Found from the dump alone: the executable's `.dynsym` export `DotNetRuntimeDebugHeader`
+//! (.NET 8: header major 3; .NET 10: major 5) or `DotNetRuntimeContractDescriptor` (.NET 11),
+//! read through the dump's own pages of the executable (or its image file, matched by build
+//! id, for a gcore core). The layout comes from the header's (type, field, offset) entries or
+//! from the descriptor's types; this module knows only which entry names each fact
+//! ([`FIELDS`]) and which header versions were verified ([`HEADER_VERSIONS`]). What it reads:
+//! the runtime's identity ([`NativeAot::find`]), the thread list ([`NativeAot::threads`]) and
+//! the crash info buffer ([`NativeAot::crash_info`]) and the GC heap's census by MethodTable
+//! ([`NativeAot::heap_census`], 8 and 10). Everything else CoreCLR's structures serve (objects,
+//! stacks, type names) is refused by [`crate::error::ClrError::NativeAot`].
+
+use crate::discovery::descriptor::{self, ContractDescriptor};
+use crate::error::{ClrError, Result};
+use dumpreader::{Memory, ModuleInfo, Target};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// The debug header's export (.NET 8, 9, 10).
+pub const DEBUG_HEADER_EXPORT: &str = "DotNetRuntimeDebugHeader";
+/// The debug header's cookie.
+const DEBUG_HEADER_COOKIE: [u8; 4] = *b"DNDH";
+
+/// The debug header major versions this build reads, each with the release it was verified on
+/// (observed in the corpus: dumps/*-aot*.symbols.json). Another version is refused, named.
+pub const HEADER_VERSIONS: &[(u16, u32)] = &[(3, 8), (5, 10)];
+
+/// The debug header's type entries are 24 bytes (`char* TypeName; char* FieldName; u32
+/// FieldOffset; u32 Padding`), its globals 16 (`char* Name; void* Address`); both arrays end
+/// at a null name. More than these many is a corrupt header.
+const MAX_ENTRIES: usize = 4096;
+
+/// A fact of the layout, named by where each source states it.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldName {
+    /// Our name for it (error messages).
+    pub what: &'static str,
+    /// The debug header's (type, field) pairs that give it, the first found taken (the thread
+    /// type is `ThreadBuffer` in 8, `RuntimeThreadLocals` in 10).
+    pub header: &'static [(&'static str, &'static str)],
+    /// The contract descriptor's (type, field).
+    pub descriptor: (&'static str, &'static str),
+}
+
+/// Every field this module reads, as the header and the descriptor name it.
+pub mod fields {
+    use super::FieldName;
+    /// `ThreadStore::m_ThreadList`: the first thread.
+    pub const THREAD_LIST: FieldName = FieldName {
+        what: "ThreadStore.m_ThreadList",
+        header: &[("ThreadStore", "m_ThreadList")],
+        descriptor: ("ThreadStore", "FirstThreadLink"),
+    };
+    /// `RuntimeInstance::m_pThreadStore` (header versions; .NET 11 has a ThreadStore global).
+    pub const THREAD_STORE: FieldName = FieldName {
+        what: "RuntimeInstance.m_pThreadStore",
+        header: &[("RuntimeInstance", "m_pThreadStore")],
+        descriptor: ("", ""),
+    };
+    /// The next thread in the list.
+    pub const THREAD_NEXT: FieldName = FieldName {
+        what: "Thread.m_pNext",
+        header: &[
+            ("RuntimeThreadLocals", "m_pNext"),
+            ("ThreadBuffer", "m_pNext"),
+        ],
+        descriptor: ("Thread", "LinkNext"),
+    };
+    /// The thread's OS id (the Linux tid).
+    pub const THREAD_OS_ID: FieldName = FieldName {
+        what: "Thread.m_threadId",
+        header: &[
+            ("RuntimeThreadLocals", "m_threadId"),
+            ("ThreadBuffer", "m_threadId"),
+        ],
+        descriptor: ("Thread", "OSId"),
+    };
+    /// The head of the thread's chain of exceptions in flight.
+    pub const THREAD_EXINFO: FieldName = FieldName {
+        what: "Thread.m_pExInfoStackHead",
+        header: &[
+            ("RuntimeThreadLocals", "m_pExInfoStackHead"),
+            ("ThreadBuffer", "m_pExInfoStackHead"),
+        ],
+        descriptor: ("Thread", "ExceptionTracker"),
+    };
+    /// `ExInfo::m_pPrevExInfo`.
+    pub const EXINFO_PREV: FieldName = FieldName {
+        what: "ExInfo.m_pPrevExInfo",
+        header: &[("ExInfo", "m_pPrevExInfo")],
+        descriptor: ("ExInfo", "PreviousNestedInfo"),
+    };
+    /// `ExInfo::m_exception`: the exception object.
+    pub const EXINFO_EXCEPTION: FieldName = FieldName {
+        what: "ExInfo.m_exception",
+        header: &[("ExInfo", "m_exception")],
+        descriptor: ("ExInfo", "ThrownObject"),
+    };
+    /// The thread's state flags (`m_ThreadStateFlags`). The header does not list it: see
+    /// [`super::HEADER_STATE_BEFORE_NEXT`].
+    pub const THREAD_STATE: FieldName = FieldName {
+        what: "Thread.m_ThreadStateFlags",
+        header: &[],
+        descriptor: ("Thread", "State"),
+    };
+    /// The thread's transition frame (`m_pTransitionFrame`); not listed by the header: see
+    /// [`super::HEADER_FRAME_BEFORE_NEXT`].
+    pub const THREAD_FRAME: FieldName = FieldName {
+        what: "Thread.m_pTransitionFrame",
+        header: &[],
+        descriptor: ("Thread", "TransitionFrame"),
+    };
+}
+
+/// Where the header versions (3, 5) keep the thread's `u32 m_ThreadStateFlags` and
+/// `m_pTransitionFrame`, which their entries do not list: 32 and 24 bytes before `m_pNext`
+/// (thread.h's field order: `m_eeAllocContext`, `m_ThreadStateFlags`, `m_pTransitionFrame`,
+/// `m_pDeferredTransitionFrame`, `m_pCachedTransitionFrame`, `m_pNext`; checked on every 8 and
+/// 10 corpus dump: each frame found so points back at its thread, docs/nativeaot-layout.md
+/// section 4; .NET 11's descriptor states the same offsets, State 64 / TransitionFrame 72 /
+/// LinkNext 96).
+pub const HEADER_STATE_BEFORE_NEXT: u64 = 32;
+/// See [`HEADER_STATE_BEFORE_NEXT`].
+pub const HEADER_FRAME_BEFORE_NEXT: u64 = 24;
+
+/// Thread state flags (`TSF_*`, thread.h) named in the output.
+pub const THREAD_STATE_FLAGS: &[(u32, &str)] = &[
+    (0x1, "Attached"),
+    (0x2, "Detached"),
+    (0x4, "SavedRedirectContext"),
+    (0x8, "SuppressGcStress"),
+    (0x10, "DoNotTriggerGc"),
+];
+
+/// Where the layout was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AotLayoutSource {
+    /// `DotNetRuntimeDebugHeader` (8, 9, 10).
+    DebugHeader {
+        /// The header's address.
+        #[serde(serialize_with = "dumpreader::json::hex")]
+        address: u64,
+        /// Its major version.
+        major: u16,
+        /// Its minor version.
+        minor: u16,
+        /// How many (type, field, offset) entries.
+        type_entries: usize,
+        /// How many globals.
+        globals: usize,
+    },
+    /// `DotNetRuntimeContractDescriptor` (11).
+    ContractDescriptor {
+        /// The descriptor's address.
+        #[serde(serialize_with = "dumpreader::json::hex")]
+        address: u64,
+        /// How many sub-descriptors were merged (ManagedTypes, GC).
+        sub_descriptors: usize,
+    },
+}
+
+impl std::fmt::Display for AotLayoutSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AotLayoutSource::DebugHeader {
+                address,
+                major,
+                minor,
+                type_entries,
+                globals,
+            } => write!(
+                f,
+                "DotNetRuntimeDebugHeader {major}.{minor} at {address:#x} ({type_entries} \
+                 field entries, {globals} globals)"
+            ),
+            AotLayoutSource::ContractDescriptor {
+                address,
+                sub_descriptors,
+            } => write!(
+                f,
+                "DotNetRuntimeContractDescriptor at {address:#x} ({sub_descriptors} \
+                 sub-descriptors)"
+            ),
+        }
+    }
+}
+
+/// Where the version was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AotVersionSource {
+    /// The contract descriptor's `RuntimeProductVersionString` (11).
+    ContractDescriptor,
+    /// The crash info buffer's `runtime_version` (a crashed app).
+    CrashInfo,
+    /// Only the family, from the debug header's major version ([`HEADER_VERSIONS`]).
+    HeaderVersion,
+}
+
+/// A NativeAOT runtime found in the dump.
+#[derive(Debug, Clone)]
+pub struct NativeAot {
+    /// The executable's path as the dump records it.
+    pub module_path: String,
+    /// Its file name.
+    pub module_name: String,
+    /// Its load address.
+    pub base: u64,
+    /// The release family (8, 10, 11).
+    pub family: u32,
+    /// The exact product version ("10.0.12"), when the dump states it.
+    pub version: Option<String>,
+    /// Where [`NativeAot::family`] / [`NativeAot::version`] were read.
+    pub version_source: AotVersionSource,
+    /// Where the layout was read.
+    pub layout: AotLayoutSource,
+    /// (type, field) → offset, from the header's entries or the descriptor's types.
+    fields: BTreeMap<(String, String), u64>,
+    /// Header globals (name → address of the thing), or the descriptor's pointer globals.
+    globals: BTreeMap<String, u64>,
+    /// Whether the layout is the descriptor's (field names of [`FieldName::descriptor`]).
+    from_descriptor: bool,
+}
+
+/// What is said of a NativeAOT runtime (`info`, `eeversion`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotSummary {
+    /// The executable's path.
+    pub executable: String,
+    /// Its load address.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub base: u64,
+    /// The release family (8, 10, 11).
+    pub family: u32,
+    /// The exact version, when the dump states it.
+    pub version: Option<String>,
+    /// Where the version was read.
+    pub version_source: AotVersionSource,
+    /// Where the layout was read.
+    pub layout: AotLayoutSource,
+}
+
+/// One thread of the ThreadStore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotThread {
+    /// The runtime's Thread.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub address: u64,
+    /// The OS thread id.
+    pub os_id: u64,
+    /// `m_ThreadStateFlags`.
+    pub state: u32,
+    /// The state's flag names.
+    pub state_names: Vec<&'static str>,
+    /// `m_pTransitionFrame` (0: in managed code or none; -1 top of stack; -2 interrupted).
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub transition_frame: u64,
+    /// The exceptions in flight (the ExInfo chain's objects), most recent first.
+    #[serde(serialize_with = "hex_vec")]
+    pub exceptions: Vec<u64>,
+    /// Whether the dump holds an OS thread of this id.
+    pub in_dump: bool,
+}
+
+fn hex_vec<S: serde::Serializer>(v: &[u64], s: S) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut q = s.serialize_seq(Some(v.len()))?;
+    for a in v {
+        q.serialize_element(&format!("{a:#x}"))?;
+    }
+    q.end()
+}
+
+/// The crash info buffer (`g_CrashInfoBuffer`): the JSON the runtime wrote before aborting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrashInfo {
+    /// The buffer's address.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub address: u64,
+    /// The JSON as written.
+    pub json: serde_json::Value,
+}
+
+/// How many bytes of the crash info buffer are read at most: SOS's `MAX_CRASHINFOBUFFER_SIZE`
+/// (dotnet/diagnostics `CrashInfoService.cs`); the JSON ends at its NUL.
+const MAX_CRASH_INFO: usize = 8192;
+
+/// The modules that may be a NativeAOT executable: images, the main executable first; not a
+/// CoreCLR single-file host (it exports `DotNetRuntimeInfo` or `g_dacTable`, and on 9+ a
+/// CoreCLR contract descriptor of the same export name).
+fn candidates<T: Target + ?Sized>(target: &T) -> Vec<&ModuleInfo> {
+    let mods: Vec<&ModuleInfo> = target
+        .modules()
+        .iter()
+        .filter(|m| m.kind != dumpreader::ModuleKind::Other)
+        .filter(|m| {
+            target.find_export(m, "DotNetRuntimeInfo").is_none()
+                && target.find_export(m, "g_dacTable").is_none()
+        })
+        .collect();
+    let exe = target.info().process_name.clone();
+    let (mut first, rest): (Vec<&ModuleInfo>, Vec<&ModuleInfo>) = mods
+        .into_iter()
+        .partition(|m| exe.as_deref() == Some(m.name()));
+    first.extend(rest);
+    first
+}
+
+fn read_err(what: impl Into<String>, addr: u64) -> ClrError {
+    ClrError::Read {
+        what: what.into(),
+        addr,
+    }
+}
+
+impl NativeAot {
+    /// The NativeAOT runtime of the dump: `Ok(None)` when no module exports the debug header
+    /// or the contract descriptor; an error when one does but it cannot be read, or is of a
+    /// version not verified here (named).
+    pub fn find<T: Target + ?Sized>(target: &T) -> Result<Option<NativeAot>> {
+        for m in candidates(target) {
+            if let Some(addr) = target.find_export(m, descriptor::EXPORT_NAME) {
+                // A CoreCLR (9+) exports the same symbol: only a descriptor whose
+                // RuntimeFlavor says NativeAot is one.
+                let d = descriptor::read_at(target, addr).map_err(|e| ClrError::Descriptor {
+                    runtime: format!("NativeAOT executable {}", m.name()),
+                    detail: e.to_string(),
+                })?;
+                if d.global_str("RuntimeFlavor") != Some("NativeAot") {
+                    continue;
+                }
+                return Self::from_descriptor(m, d).map(Some);
+            }
+            if let Some(addr) = target.find_export(m, DEBUG_HEADER_EXPORT) {
+                return Self::from_header(target, m, addr).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    fn from_descriptor(m: &ModuleInfo, d: ContractDescriptor) -> Result<NativeAot> {
+        let runtime = format!("NativeAOT executable {}", m.name());
+        let version = d
+            .global_str("RuntimeProductVersionString")
+            .map(str::to_owned)
+            .ok_or_else(|| ClrError::Descriptor {
+                runtime: runtime.clone(),
+                detail: "the contract descriptor has no RuntimeProductVersionString".into(),
+            })?;
+        let family = version
+            .split('.')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| ClrError::Descriptor {
+                runtime: runtime.clone(),
+                detail: format!("RuntimeProductVersionString {version:?} is not a version"),
+            })?;
+        // The contracts this reader relies on, at the versions it was verified with (n1: the
+        // NativeAOT versions of 11.0.0).
+        for c in ["Thread", "Exception"] {
+            match d.contract(c).map(|v| v.to_string()) {
+                Some(v) if v == "\"n1\"" => {}
+                other => {
+                    return Err(ClrError::Descriptor {
+                        runtime,
+                        detail: format!(
+                            "contract {c} is {}, this build reads NativeAOT's \"n1\" only",
+                            other.unwrap_or_else(|| "absent".into())
+                        ),
+                    })
+                }
+            }
+        }
+        let mut fields = BTreeMap::new();
+        for (t, ti) in &d.types {
+            for (f, o) in &ti.fields {
+                fields.insert((t.clone(), f.clone()), *o);
+            }
+        }
+        let mut globals = BTreeMap::new();
+        for name in ["ThreadStore", "RuntimeInstance", "FreeObjectMethodTable"] {
+            if let Some(v) = d.global_number(name) {
+                globals.insert(name.to_owned(), v);
+            }
+        }
+        Ok(NativeAot {
+            module_path: m.path.clone(),
+            module_name: m.name().to_owned(),
+            base: m.base,
+            family,
+            version: Some(version),
+            version_source: AotVersionSource::ContractDescriptor,
+            layout: AotLayoutSource::ContractDescriptor {
+                address: d.address,
+                sub_descriptors: d.sub_descriptors,
+            },
+            fields,
+            globals,
+            from_descriptor: true,
+        })
+    }
+
+    fn from_header<T: Target + ?Sized>(target: &T, m: &ModuleInfo, addr: u64) -> Result<NativeAot> {
+        let what = |s: &str| format!("DotNetRuntimeDebugHeader {s}");
+        let mut raw = [0u8; 32];
+        target
+            .read_exact(addr, &mut raw)
+            .map_err(|_| read_err(what("(its 32 bytes)"), addr))?;
+        if raw[..4] != DEBUG_HEADER_COOKIE {
+            return Err(ClrError::Corrupt {
+                what: what("of the NativeAOT executable"),
+                addr,
+                detail: format!(
+                    "cookie {:02x?}, expected \"DNDH\" (the runtime fills it at startup: a \
+                     dump taken before that holds zeros)",
+                    &raw[..4]
+                ),
+            });
+        }
+        let u16_at = |o: usize| u16::from_le_bytes([raw[o], raw[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap_or([0; 4]));
+        let u64_at = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().unwrap_or([0; 8]));
+        let (major, minor, flags) = (u16_at(4), u16_at(6), u32_at(8));
+        if flags & 1 == 0 || flags & 2 != 0 {
+            return Err(ClrError::Corrupt {
+                what: what("flags"),
+                addr: addr + 8,
+                detail: format!(
+                    "{flags:#x}: this build reads 64-bit little-endian targets only (bit 0 set, \
+                     bit 1 clear)"
+                ),
+            });
+        }
+        let Some(&(_, family)) = HEADER_VERSIONS.iter().find(|(v, _)| *v == major) else {
+            return Err(ClrError::UnsupportedRuntime {
+                found: format!(
+                    "a NativeAOT runtime with debug header version {major}.{minor} (this build \
+                     reads NativeAOT headers {})",
+                    HEADER_VERSIONS
+                        .iter()
+                        .map(|(v, f)| format!("{v} of .NET {f}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                module: m.name().to_owned(),
+                base: m.base,
+            });
+        };
+        let (types_at, globals_at) = (u64_at(16), u64_at(24));
+        let cstr = |a: u64, w: &str| {
+            target
+                .read_cstr(a, 256)
+                .map_err(|_| read_err(what(&format!("{w} name")), a))
+        };
+        let mut fields = BTreeMap::new();
+        let mut n = 0;
+        loop {
+            let e = types_at + 24 * n as u64;
+            let tname = target
+                .read_u64(e)
+                .map_err(|_| read_err(what("type entry"), e))?;
+            if tname == 0 {
+                break;
+            }
+            if n >= MAX_ENTRIES {
+                return Err(ClrError::Corrupt {
+                    what: what("type entries"),
+                    addr: types_at,
+                    detail: format!("more than {MAX_ENTRIES} entries without the null end"),
+                });
+            }
+            let fname = target
+                .read_u64(e + 8)
+                .map_err(|_| read_err(what("type entry"), e + 8))?;
+            let off = target
+                .read_u32(e + 16)
+                .map_err(|_| read_err(what("type entry"), e + 16))?;
+            fields.insert((cstr(tname, "type")?, cstr(fname, "field")?), off as u64);
+            n += 1;
+        }
+        let mut globals = BTreeMap::new();
+        let mut g = 0;
+        loop {
+            let e = globals_at + 16 * g as u64;
+            let name = target
+                .read_u64(e)
+                .map_err(|_| read_err(what("global entry"), e))?;
+            if name == 0 {
+                break;
+            }
+            if g >= MAX_ENTRIES {
+                return Err(ClrError::Corrupt {
+                    what: what("globals"),
+                    addr: globals_at,
+                    detail: format!("more than {MAX_ENTRIES} entries without the null end"),
+                });
+            }
+            let a = target
+                .read_u64(e + 8)
+                .map_err(|_| read_err(what("global entry"), e + 8))?;
+            globals.insert(cstr(name, "global")?, a);
+            g += 1;
+        }
+        let mut rt = NativeAot {
+            module_path: m.path.clone(),
+            module_name: m.name().to_owned(),
+            base: m.base,
+            family,
+            version: None,
+            version_source: AotVersionSource::HeaderVersion,
+            layout: AotLayoutSource::DebugHeader {
+                address: addr,
+                major,
+                minor,
+                type_entries: n,
+                globals: g,
+            },
+            fields,
+            globals,
+            from_descriptor: false,
+        };
+        // A crashed app's buffer names the exact version; it must agree with the family.
+        if let Ok(Some(ci)) = rt.crash_info(target) {
+            if let Some(v) = ci.json["runtime_version"].as_str() {
+                if v.split('.').next() == Some(&family.to_string()) {
+                    rt.version = Some(v.to_owned());
+                    rt.version_source = AotVersionSource::CrashInfo;
+                }
+            }
+        }
+        Ok(rt)
+    }
+
+    /// What `info` and `eeversion` say of it.
+    pub fn summary(&self) -> AotSummary {
+        AotSummary {
+            executable: self.module_path.clone(),
+            base: self.base,
+            family: self.family,
+            version: self.version.clone(),
+            version_source: self.version_source,
+            layout: self.layout.clone(),
+        }
+    }
+
+    /// The runtime named for people: "NativeAOT .NET 10.0.12", "NativeAOT .NET 8".
+    pub fn display_name(&self) -> String {
+        match &self.version {
+            Some(v) => format!("NativeAOT .NET {v}"),
+            None => format!(
+                "NativeAOT .NET {} (patch not stated in the dump)",
+                self.family
+            ),
+        }
+    }
+
+    /// The version as far as it is known: "10.0.12", or the family "10".
+    pub fn version_text(&self) -> String {
+        self.version
+            .clone()
+            .unwrap_or_else(|| self.family.to_string())
+    }
+
+    /// A field's offset, or the error naming it and the layout that lacks it.
+    pub fn field(&self, f: &FieldName) -> Result<u64> {
+        let found = if self.from_descriptor {
+            self.fields
+                .get(&(f.descriptor.0.to_owned(), f.descriptor.1.to_owned()))
+                .copied()
+        } else {
+            f.header
+                .iter()
+                .find_map(|(t, n)| self.fields.get(&((*t).to_owned(), (*n).to_owned())))
+                .copied()
+        };
+        found.ok_or_else(|| ClrError::NotFound {
+            what: format!("NativeAOT field {}", f.what),
+            detail: format!("not in the {}", self.layout),
+            addr: None,
+        })
+    }
+
+    /// A field the header does not list but places `before` bytes ahead of `m_pNext`.
+    fn field_before_next(&self, f: &FieldName, before: u64) -> Result<u64> {
+        if self.from_descriptor {
+            return self.field(f);
+        }
+        Ok(self.field(&fields::THREAD_NEXT)? - before)
+    }
+
+    fn global(&self, name: &str) -> Result<u64> {
+        self.globals
+            .get(name)
+            .copied()
+            .filter(|&a| a != 0)
+            .ok_or_else(|| ClrError::NotFound {
+                what: format!("NativeAOT global {name}"),
+                detail: format!("not in the {}", self.layout),
+                addr: None,
+            })
+    }
+
+    /// The ThreadStore's address.
+    pub fn thread_store<M: Memory + ?Sized>(&self, mem: &M) -> Result<u64> {
+        if self.from_descriptor {
+            // The ThreadStore global is the address of the `ThreadStore*` variable.
+            let var = self.global("ThreadStore")?;
+            return mem
+                .read_u64(var)
+                .map_err(|_| read_err("the ThreadStore pointer", var));
+        }
+        // The header's g_pTheRuntimeInstance is the address of the RuntimeInstance itself.
+        let inst = self.global("g_pTheRuntimeInstance")?;
+        let at = inst + self.field(&fields::THREAD_STORE)?;
+        mem.read_u64(at)
+            .map_err(|_| read_err("RuntimeInstance.m_pThreadStore", at))
+    }
+
+    /// The ThreadStore's threads in list order. Each thread's OS id is checked against the
+    /// dump's threads ([`AotThread::in_dump`]); a list longer than 65,536 or looping is
+    /// corrupt.
+    pub fn threads<T: Target + ?Sized>(&self, target: &T) -> Result<Vec<AotThread>> {
+        let store = self.thread_store(target)?;
+        let next_off = self.field(&fields::THREAD_NEXT)?;
+        let id_off = self.field(&fields::THREAD_OS_ID)?;
+        let ex_off = self.field(&fields::THREAD_EXINFO)?;
+        let prev_off = self.field(&fields::EXINFO_PREV)?;
+        let exc_off = self.field(&fields::EXINFO_EXCEPTION)?;
+        let state_off = self.field_before_next(&fields::THREAD_STATE, HEADER_STATE_BEFORE_NEXT)?;
+        let frame_off = self.field_before_next(&fields::THREAD_FRAME, HEADER_FRAME_BEFORE_NEXT)?;
+        let list = store + self.field(&fields::THREAD_LIST)?;
+        let mut t = target
+            .read_u64(list)
+            .map_err(|_| read_err("ThreadStore.m_ThreadList", list))?;
+        let os_ids: std::collections::HashSet<u64> =
+            target.threads().iter().map(|t| t.id as u64).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        while t != 0 {
+            if !seen.insert(t) || out.len() >= 1 << 16 {
+                return Err(ClrError::Corrupt {
+                    what: "the NativeAOT thread list".into(),
+                    addr: list,
+                    detail: format!("loops or exceeds 65536 threads (at thread {t:#x})"),
+                });
+            }
+            let os_id = target
+                .read_u64(t + id_off)
+                .map_err(|_| read_err("Thread.m_threadId", t + id_off))?;
+            let state = target
+                .read_u32(t + state_off)
+                .map_err(|_| read_err("Thread.m_ThreadStateFlags", t + state_off))?;
+            let transition_frame = target
+                .read_u64(t + frame_off)
+                .map_err(|_| read_err("Thread.m_pTransitionFrame", t + frame_off))?;
+            let mut exceptions = Vec::new();
+            let mut x = target
+                .read_u64(t + ex_off)
+                .map_err(|_| read_err("Thread.m_pExInfoStackHead", t + ex_off))?;
+            while x != 0 && exceptions.len() < 1024 {
+                let o = target
+                    .read_u64(x + exc_off)
+                    .map_err(|_| read_err("ExInfo.m_exception", x + exc_off))?;
+                exceptions.push(o);
+                x = target
+                    .read_u64(x + prev_off)
+                    .map_err(|_| read_err("ExInfo.m_pPrevExInfo", x + prev_off))?;
+            }
+            out.push(AotThread {
+                address: t,
+                os_id,
+                state,
+                state_names: THREAD_STATE_FLAGS
+                    .iter()
+                    .filter(|(b, _)| state & b != 0)
+                    .map(|&(_, n)| n)
+                    .collect(),
+                transition_frame,
+                exceptions,
+                in_dump: os_ids.contains(&os_id),
+            });
+            t = target
+                .read_u64(t + next_off)
+                .map_err(|_| read_err("Thread.m_pNext", t + next_off))?;
+        }
+        Ok(out)
+    }
+
+    /// The crash info buffer's JSON: `Ok(None)` when the buffer is empty (no crash). Refused
+    /// where the layout names no buffer (.NET 11's descriptor does not).
+    pub fn crash_info<M: Memory + ?Sized>(&self, mem: &M) -> Result<Option<CrashInfo>> {
+        if self.from_descriptor {
+            return Err(ClrError::NotFound {
+                what: "the NativeAOT crash info buffer".into(),
+                detail: format!(
+                    "the {} names no crash info buffer (only .NET 8-10's debug header has \
+                     g_CrashInfoBuffer)",
+                    self.layout
+                ),
+                addr: None,
+            });
+        }
+        let at = self.global("g_CrashInfoBuffer")?;
+        let text = mem
+            .read_cstr(at, MAX_CRASH_INFO)
+            .map_err(|_| read_err("g_CrashInfoBuffer", at))?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let json = serde_json::from_str(&text).map_err(|e| ClrError::Corrupt {
+            what: "g_CrashInfoBuffer".into(),
+            addr: at,
+            detail: format!(
+                "not JSON ({e}): {:?}",
+                text.chars().take(80).collect::<String>()
+            ),
+        })?;
+        Ok(Some(CrashInfo { address: at, json }))
+    }
+}
+
+// ------------------------------------------------------------------------------ the GC heap
+//
+// Walked from the debug header's `g_gcDacGlobals` (.NET 8, 10): the GC is CoreCLR's (regions,
+// workstation), described by its `GcDacVars` and the header's `dac_generation` /
+// `dac_heap_segment` entries (docs/nativeaot-layout.md, sections 7 and 12).
+
+/// One type's total in the census.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotTypeTotal {
+    /// The MethodTable.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub mt: u64,
+    /// How many objects.
+    pub count: u64,
+    /// Their total size in bytes.
+    pub total_size: u64,
+}
+
+/// Where a segment's walk stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotWalkError {
+    /// The segment (`dac_heap_segment`).
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub segment: u64,
+    /// The object where the walk stopped.
+    #[serde(serialize_with = "dumpreader::json::hex")]
+    pub address: u64,
+    /// What was wrong.
+    pub detail: String,
+    /// Bytes of the segment left unwalked.
+    pub skipped: u64,
+}
+
+/// The heap's census: every object of every generation's segments, by MethodTable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AotCensus {
+    /// Per MethodTable, largest total size first (free objects apart).
+    pub types: Vec<AotTypeTotal>,
+    /// Objects counted (free ones excluded).
+    pub total_objects: u64,
+    /// Their bytes.
+    pub total_size: u64,
+    /// Free objects (`g_pFreeObjectEEType`).
+    pub free_objects: u64,
+    /// Their bytes.
+    pub free_size: u64,
+    /// Segments walked.
+    pub segments: usize,
+    /// Objects in read-only (frozen: ILC's preinitialized data) segments, counted in the totals.
+    pub frozen_objects: u64,
+    /// Where a segment's walk stopped early.
+    pub errors: Vec<AotWalkError>,
+}
+
+/// `heap_segment_flags_readonly` (gcinterface.h): a frozen segment.
+const SEGMENT_READONLY: u64 = 1;
+/// `HasComponentSize` in the MethodTable's flags: the low 16 bits are the component size.
+const HAS_COMPONENT_SIZE: u32 = 0x8000_0000;
+/// Segments per generation at most (a longer chain is corrupt).
+const MAX_SEGMENTS: usize = 1 << 16;
+
+impl NativeAot {
+    /// The GC heap's census (.NET 8 and 10: the debug header's GC globals). Refused on .NET 11
+    /// (its GC sub-descriptor is not read yet) and on a server GC (no generation table in
+    /// `GcDacVars`: per-heap tables not read yet).
+    pub fn heap_census<T: Target + ?Sized>(&self, target: &T) -> Result<AotCensus> {
+        if self.from_descriptor {
+            return Err(ClrError::NotFound {
+                what: "the NativeAOT GC heap".into(),
+                detail: format!(
+                    "read from the debug header's g_gcDacGlobals only; the {} (its GC \
+                     sub-descriptor) is not read yet",
+                    self.layout
+                ),
+                addr: None,
+            });
+        }
+        let f = |t: &str, n: &str| {
+            self.fields
+                .get(&(t.to_owned(), n.to_owned()))
+                .copied()
+                .ok_or_else(|| ClrError::NotFound {
+                    what: format!("NativeAOT field {t}.{n}"),
+                    detail: format!("not in the {}", self.layout),
+                    addr: None,
+                })
+        };
+        let u64_at = |a: u64, what: &str| target.read_u64(a).map_err(|_| read_err(what, a));
+        let vars = self.global("g_gcDacGlobals")?;
+        let major = target
+            .read_u8(vars)
+            .map_err(|_| read_err("GcDacVars.major_version_number", vars))?;
+        if major != 2 {
+            return Err(ClrError::Corrupt {
+                what: "GcDacVars".into(),
+                addr: vars,
+                detail: format!(
+                    "major version {major}; this reader knows 2 (8.0.31: 2.1, 10.0.12: 2.4)"
+                ),
+            });
+        }
+        let gen_size = u64_at(
+            vars + f("GcDacVars", "generation_size")?,
+            "GcDacVars.generation_size",
+        )?;
+        let gen_count = u64_at(
+            vars + f("GcDacVars", "total_generation_count")?,
+            "GcDacVars.total_generation_count",
+        )?;
+        let table = u64_at(
+            vars + f("GcDacVars", "generation_table")?,
+            "GcDacVars.generation_table",
+        )?;
+        if table == 0 {
+            return Err(ClrError::NotFound {
+                what: "the NativeAOT GC's generation table".into(),
+                detail: "GcDacVars has none: a server GC, whose per-heap tables are not read yet"
+                    .into(),
+                addr: Some(vars),
+            });
+        }
+        if !(1..=8).contains(&gen_count) || !(1..=4096).contains(&gen_size) {
+            return Err(ClrError::Corrupt {
+                what: "GcDacVars".into(),
+                addr: vars,
+                detail: format!("{gen_count} generations of {gen_size} bytes"),
+            });
+        }
+        let eph_var = u64_at(
+            vars + f("GcDacVars", "ephemeral_heap_segment")?,
+            "GcDacVars.ephemeral_heap_segment",
+        )?;
+        let eph = u64_at(eph_var, "ephemeral_heap_segment")?;
+        let aa_var = u64_at(
+            vars + f("GcDacVars", "alloc_allocated")?,
+            "GcDacVars.alloc_allocated",
+        )?;
+        let alloc_allocated = u64_at(aa_var, "alloc_allocated")?;
+        let start_seg = f("dac_generation", "start_segment")?;
+        let (seg_mem, seg_allocated, seg_next, seg_flags) = (
+            f("dac_heap_segment", "mem")?,
+            f("dac_heap_segment", "allocated")?,
+            f("dac_heap_segment", "next")?,
+            f("dac_heap_segment", "flags")?,
+        );
+        let min_obj = f("Globals", "MinObjectSize")?;
+        let free_mt = self.global("g_pFreeObjectEEType")?;
+        // The threads' allocation contexts: [alloc_ptr, alloc_limit) holds no objects.
+        let contexts = self.alloc_contexts(target)?;
+
+        let mut totals: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut mts: HashMap<u64, (u32, u32)> = HashMap::new();
+        let mut c = AotCensus {
+            types: Vec::new(),
+            total_objects: 0,
+            total_size: 0,
+            free_objects: 0,
+            free_size: 0,
+            segments: 0,
+            frozen_objects: 0,
+            errors: Vec::new(),
+        };
+        for g in 0..gen_count {
+            let at = table + g * gen_size + start_seg;
+            let mut seg = u64_at(at, "dac_generation.start_segment")?;
+            let mut n = 0;
+            while seg != 0 {
+                n += 1;
+                if n > MAX_SEGMENTS {
+                    return Err(ClrError::Corrupt {
+                        what: format!("generation {g}'s segment list"),
+                        addr: at,
+                        detail: format!("more than {MAX_SEGMENTS} segments"),
+                    });
+                }
+                c.segments += 1;
+                let mem = u64_at(seg + seg_mem, "heap_segment.mem")?;
+                let end = if seg == eph {
+                    alloc_allocated
+                } else {
+                    u64_at(seg + seg_allocated, "heap_segment.allocated")?
+                };
+                let frozen = u64_at(seg + seg_flags, "heap_segment.flags")? & SEGMENT_READONLY != 0;
+                let mut o = mem;
+                while o < end {
+                    if let Some(&limit) = contexts.get(&o) {
+                        o = limit + min_obj;
+                        continue;
+                    }
+                    let stop = |detail: String| AotWalkError {
+                        segment: seg,
+                        address: o,
+                        detail,
+                        skipped: end - o,
+                    };
+                    let Ok(word) = target.read_u64(o) else {
+                        c.errors.push(stop("the object is not in the dump".into()));
+                        break;
+                    };
+                    let mt = word & !self.mt_unmask();
+                    let (flags, base) = match mts.get(&mt) {
+                        Some(&v) => v,
+                        None => match (target.read_u32(mt), target.read_u32(mt + 4)) {
+                            (Ok(fl), Ok(b)) if b > 0 => {
+                                mts.insert(mt, (fl, b));
+                                (fl, b)
+                            }
+                            _ => {
+                                c.errors.push(stop(format!(
+                                    "MethodTable {mt:#x} is unreadable or has a base size of 0"
+                                )));
+                                break;
+                            }
+                        },
+                    };
+                    let mut size = base as u64;
+                    if flags & HAS_COMPONENT_SIZE != 0 {
+                        let Ok(len) = target.read_u32(o + 8) else {
+                            c.errors
+                                .push(stop("the array's length is not in the dump".into()));
+                            break;
+                        };
+                        size += (flags & 0xffff) as u64 * len as u64;
+                    }
+                    size = (size + 7) & !7;
+                    if o + size > end {
+                        c.errors.push(stop(format!(
+                            "object of {size} bytes runs past the segment's end {end:#x}"
+                        )));
+                        break;
+                    }
+                    if mt == free_mt {
+                        c.free_objects += 1;
+                        c.free_size += size;
+                    } else {
+                        let t = totals.entry(mt).or_default();
+                        t.0 += 1;
+                        t.1 += size;
+                        c.total_objects += 1;
+                        c.total_size += size;
+                        if frozen {
+                            c.frozen_objects += 1;
+                        }
+                    }
+                    o += size;
+                }
+                seg = u64_at(seg + seg_next, "heap_segment.next")?;
+            }
+        }
+        let mut types: Vec<AotTypeTotal> = totals
+            .into_iter()
+            .map(|(mt, (count, total_size))| AotTypeTotal {
+                mt,
+                count,
+                total_size,
+            })
+            .collect();
+        types.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.mt.cmp(&b.mt)));
+        c.types = types;
+        Ok(c)
+    }
+
+    /// The low bits of an object's first word that are not the MethodTable's (7: the 11
+    /// descriptor's `ObjectToMethodTableUnmask`, the same on 8 and 10).
+    fn mt_unmask(&self) -> u64 {
+        7
+    }
+
+    /// Every thread's allocation context, `alloc_ptr` → `alloc_limit` (empty ones left out).
+    fn alloc_contexts<T: Target + ?Sized>(&self, target: &T) -> Result<BTreeMap<u64, u64>> {
+        // 10: RuntimeThreadLocals.m_eeAllocContext + ee_alloc_context.m_rgbAllocContextBuffer;
+        // 8: ThreadBuffer.m_rgbAllocContextBuffer.
+        let ctx_off = [
+            ("RuntimeThreadLocals", "m_eeAllocContext"),
+            ("ThreadBuffer", "m_rgbAllocContextBuffer"),
+        ]
+        .iter()
+        .find_map(|(t, n)| self.fields.get(&((*t).to_owned(), (*n).to_owned())))
+        .copied()
+        .ok_or_else(|| ClrError::NotFound {
+            what: "NativeAOT field Thread.m_eeAllocContext".into(),
+            detail: format!("not in the {}", self.layout),
+            addr: None,
+        })?;
+        let inner = self
+            .fields
+            .get(&(
+                "ee_alloc_context".to_owned(),
+                "m_rgbAllocContextBuffer".to_owned(),
+            ))
+            .copied()
+            .unwrap_or(0);
+        let ptr_off = self
+            .fields
+            .get(&("gc_alloc_context".to_owned(), "alloc_ptr".to_owned()))
+            .copied()
+            .unwrap_or(0);
+        let limit_off = self
+            .fields
+            .get(&("gc_alloc_context".to_owned(), "alloc_limit".to_owned()))
+            .copied()
+            .ok_or_else(|| ClrError::NotFound {
+                what: "NativeAOT field gc_alloc_context.alloc_limit".into(),
+                detail: format!("not in the {}", self.layout),
+                addr: None,
+            })?;
+        let mut out = BTreeMap::new();
+        for t in self.threads(target)? {
+            let a = t.address + ctx_off + inner;
+            let p = target
+                .read_u64(a + ptr_off)
+                .map_err(|_| read_err("gc_alloc_context.alloc_ptr", a + ptr_off))?;
+            let l = target
+                .read_u64(a + limit_off)
+                .map_err(|_| read_err("gc_alloc_context.alloc_limit", a + limit_off))?;
+            if p != 0 && l >= p {
+                out.insert(p, l);
+            }
+        }
+        Ok(out)
+    }
+}
