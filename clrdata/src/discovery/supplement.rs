@@ -1070,12 +1070,21 @@ fn context_frames(d: &ContractDescriptor, windows: bool) -> layout::ContextFrame
         } else {
             None
         };
+        // The registers an x64 ABI may save (Windows unwind numbers), as the descriptor
+        // names CalleeSavedRegisters' fields; each OS's struct has some of them.
+        const NONVOLATILE: [(&str, usize); 8] = [
+            ("Rbx", 3),
+            ("Rbp", 5),
+            ("Rsi", 6),
+            ("Rdi", 7),
+            ("R12", 12),
+            ("R13", 13),
+            ("R14", 14),
+            ("R15", 15),
+        ];
         let mut callee_saved_regs = [None; 16];
-        for (i, name) in crate::model::stack::REG_NAMES.iter().enumerate() {
-            // The descriptor names them `Rbx`, `R12`.
-            let mut field = name.to_string();
-            field[..1].make_ascii_uppercase();
-            callee_saved_regs[i] = d.field("CalleeSavedRegisters", &field);
+        for (field, reg) in NONVOLATILE {
+            callee_saved_regs[reg] = d.field("CalleeSavedRegisters", field);
         }
         if callee_saved_regs.iter().all(|r| r.is_none()) {
             return None;
