@@ -853,8 +853,12 @@ impl GcInfo {
                 }
                 cum += g.end - g.start;
             }
-            if pseudo.is_none() && execution_aborted {
-                return Ok(out); // nothing at all, not even the untracked slots
+            // Aborted outside every interruptible range of a method that has some: nothing
+            // at all, not even the untracked slots. A method with no ranges (MinOpts: its
+            // references untracked) still reports its untracked slots, as the runtime's
+            // decoder does (its range check runs only when there are ranges).
+            if pseudo.is_none() && execution_aborted && !self.interruptible_ranges.is_empty() {
+                return Ok(out);
             }
         }
         if self.num_tracked > 0 {

@@ -58,6 +58,21 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 /// The FXSAVE area that follows is read when the record holds it.
 pub const CONTEXT_MIN_SIZE: usize = OFF_FLTSAVE;
 
+/// Rax..R15 (in CONTEXT order, which is the Windows unwind numbering) and Rip of a `CONTEXT`
+/// record, whatever its `ContextFlags` say: what the runtime copies out of a CONTEXT it saved
+/// in a Frame (`FaultingExceptionFrame::UpdateRegDisplay` copies all of it). `None` when
+/// `bytes` is shorter than [`CONTEXT_MIN_SIZE`].
+pub fn integer_registers(bytes: &[u8]) -> Option<([u64; 16], u64)> {
+    if bytes.len() < CONTEXT_MIN_SIZE {
+        return None;
+    }
+    let mut gpr = [0u64; 16];
+    for (i, g) in gpr.iter_mut().enumerate() {
+        *g = u64_at(bytes, OFF_RAX + 8 * i);
+    }
+    Some((gpr, u64_at(bytes, OFF_RAX + 8 * 16)))
+}
+
 /// Decodes a `CONTEXT` record. `None` when `bytes` is shorter than [`CONTEXT_MIN_SIZE`].
 /// Registers whose `ContextFlags` group is absent read as 0; the FXSAVE area is kept only when
 /// `CONTEXT_FLOATING_POINT` is set. `fs_base`, `gs_base` and `orig_rax` are not part of a
@@ -182,5 +197,13 @@ mod tests {
         assert_eq!(b[0x1a0], 0xaa);
         assert_eq!(decode(&b).unwrap(), c);
         assert!(decode(&b[..100]).is_none());
+        // The integer registers are read whatever ContextFlags say (a Frame's saved CONTEXT).
+        let mut bare = b.clone();
+        bare[OFF_CONTEXT_FLAGS..OFF_CONTEXT_FLAGS + 4].copy_from_slice(&0u32.to_le_bytes());
+        let (gpr, rip) = integer_registers(&bare).unwrap();
+        assert_eq!(gpr[4], 8);
+        assert_eq!(rip, 0x7ff0_1234_5678);
+        assert_eq!(decode(&bare).unwrap().rip, 0);
+        assert!(integer_registers(&b[..CONTEXT_MIN_SIZE - 1]).is_none());
     }
 }

@@ -371,28 +371,6 @@ pub fn pending() -> &'static [Pending] {
             reason: NODAC_NO_GC,
             shortfall: HeapRefused,
         },
-        Pending {
-            name: "faultnull-net10",
-            issue: 27,
-            reason: "a crash through a FaultingExceptionFrame (null dereference): the \
-                crashing thread's walk does not resume from the context the Frame saved, so \
-                the frames beyond it are missing (commands/tests/stacks.rs fails)",
-            shortfall: StackWalk,
-        },
-        Pending {
-            name: "faultav-net10",
-            issue: 27,
-            reason: "a crash through a FaultingExceptionFrame (access violation): as \
-                faultnull-net10",
-            shortfall: StackWalk,
-        },
-        Pending {
-            name: "failfast-net10",
-            issue: 27,
-            reason: "FailFast in a catch block, the exception's frames below the \
-                FaultingExceptionFrame: as faultnull-net10",
-            shortfall: StackWalk,
-        },
     ]
 }
 

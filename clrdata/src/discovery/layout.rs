@@ -1237,6 +1237,10 @@ pub struct StackLayout {
     /// SoftwareExceptionFrame: its inline CONTEXT (`m_Context`), on families that have the
     /// Frame (.NET 9+'s managed exception handling).
     pub sef_target_context: Option<u64>,
+    /// The other Frames that saved a register context the walk resumes from, where the
+    /// family's descriptor publishes where (.NET 10+); `None` elsewhere: such a Frame stops
+    /// the walk, saying why.
+    pub context_frames: ContextFrames,
     /// The first (type, field) the walk needs that the family's descriptor and supplement
     /// lack: the walk is refused with it (`ClrError::MissingField`).
     pub missing: Option<(&'static str, &'static str)>,
@@ -1244,6 +1248,40 @@ pub struct StackLayout {
     /// handle's address). Linux verified on crash.dmp (= the DAC's lastThrownObjectHandle);
     /// Windows assumed +0x10 like m_OSThreadId (no Windows dump with an exception yet).
     pub thread_last_thrown: u64,
+}
+
+/// Where the Frames that saved a whole register context keep it (the cDAC's StackWalk
+/// contract: `FaultingExceptionFrame.TargetContext`, `ResumableFrame.TargetContextPtr`,
+/// `HijackFrame` {`ReturnAddress`, `HijackArgsPtr`} with `HijackArgs` and
+/// `CalleeSavedRegisters`), each as the descriptor publishes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextFrames {
+    /// FaultingExceptionFrame: its inline CONTEXT (`m_ctx`), the hardware fault's registers.
+    pub faulting_context: Option<u64>,
+    /// ResumableFrame (and RedirectedThreadFrame, its subclass): the pointer to the CONTEXT
+    /// it resumes (`m_Regs`).
+    pub resumable_context_ptr: Option<u64>,
+    /// HijackFrame: the hijacked return address and the registers its trip function saved.
+    pub hijack: Option<HijackLayout>,
+}
+
+/// A HijackFrame and the `HijackArgs` it points at (x64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HijackLayout {
+    /// HijackFrame `m_ReturnAddress`: the IP resumed.
+    pub return_address: u64,
+    /// HijackFrame `m_Args`: the pointer to its HijackArgs.
+    pub args_ptr: u64,
+    /// `sizeof(HijackArgs)`: off Windows the resumed SP is the end of the HijackArgs (they
+    /// lie on the stack right below the hijacked return's caller frame).
+    pub args_size: u64,
+    /// HijackArgs `Rsp` (Windows): the resumed SP, saved.
+    pub args_rsp: Option<u64>,
+    /// HijackArgs `Regs`: its CalleeSavedRegisters.
+    pub args_callee_saved: u64,
+    /// CalleeSavedRegisters: each register's offset by Windows unwind number (`None`: not a
+    /// callee-saved register of the OS's ABI).
+    pub callee_saved_regs: [Option<u64>; 16],
 }
 
 /// The Frame classes whose vtable addresses follow each other in g_dacTable (vptr_list.h,
@@ -1381,6 +1419,11 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     frame_type: FrameTypeSource::Vtable,
     nibble_map: NibbleMapEncoding::Linear,
     sef_target_context: None,
+    context_frames: ContextFrames {
+        faulting_context: None,
+        resumable_context_ptr: None,
+        hijack: None,
+    },
     module_r2r_info: 0x480,
     r2r_info_header: 0x10,
     r2r_info_module: Some(0),

@@ -1059,6 +1059,52 @@ fn per_type_statics(l: &Lookup<'_>) -> Result<layout::PerTypeStatics> {
 /// class is told and how the nibble map is encoded, are made here once: a descriptor with
 /// FrameIdentifier globals has identifiers, ExecutionManager contract version 2 the
 /// constant-lookup nibble map.
+/// The Frames that saved a register context, where the descriptor says where they keep it
+/// (10+; each left `None` where a field is missing: the walk then stops at such a Frame,
+/// saying so). The HijackFrame needs the resumed SP: off Windows the end of its HijackArgs
+/// (their size), on Windows their `Rsp`.
+fn context_frames(d: &ContractDescriptor, windows: bool) -> layout::ContextFrames {
+    let hijack = (|| {
+        let args_rsp = if windows {
+            Some(d.field("HijackArgs", "Rsp")?)
+        } else {
+            None
+        };
+        // The registers an x64 ABI may save (Windows unwind numbers), as the descriptor
+        // names CalleeSavedRegisters' fields; each OS's struct has some of them.
+        const NONVOLATILE: [(&str, usize); 8] = [
+            ("Rbx", 3),
+            ("Rbp", 5),
+            ("Rsi", 6),
+            ("Rdi", 7),
+            ("R12", 12),
+            ("R13", 13),
+            ("R14", 14),
+            ("R15", 15),
+        ];
+        let mut callee_saved_regs = [None; 16];
+        for (field, reg) in NONVOLATILE {
+            callee_saved_regs[reg] = d.field("CalleeSavedRegisters", field);
+        }
+        if callee_saved_regs.iter().all(|r| r.is_none()) {
+            return None;
+        }
+        Some(layout::HijackLayout {
+            return_address: d.field("HijackFrame", "ReturnAddress")?,
+            args_ptr: d.field("HijackFrame", "HijackArgsPtr")?,
+            args_size: d.type_size("HijackArgs")?,
+            args_rsp,
+            args_callee_saved: d.field("HijackArgs", "CalleeSavedRegisters")?,
+            callee_saved_regs,
+        })
+    })();
+    layout::ContextFrames {
+        faulting_context: d.field("FaultingExceptionFrame", "TargetContext"),
+        resumable_context_ptr: d.field("ResumableFrame", "TargetContextPtr"),
+        hijack,
+    }
+}
+
 fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackLayout {
     let n8 = if windows {
         layout::NET8_WINDOWS_X64_STACK
@@ -1187,6 +1233,7 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         frame_type,
         nibble_map,
         sef_target_context: l.d.field("SoftwareExceptionFrame", "TargetContext"),
+        context_frames: context_frames(l.d, windows),
         module_r2r_info: f("Module", "ReadyToRunInfo"),
         r2r_info_header: f("ReadyToRunInfo", "ReadyToRunHeader"),
         // m_pModule: at +0 on 8.0 and 9.0 (checked on use); 10's descriptor does not say.

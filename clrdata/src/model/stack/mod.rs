@@ -484,7 +484,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
     }
 
     /// Reports the explicit Frame at `frame`, and the context it resumes, if any.
-    fn explicit_frame(&self, frame: u64, regs: &Regs) -> (StackFrame, Option<Regs>) {
+    fn explicit_frame(&self, frame: u64, regs: &Regs) -> (StackFrame, Resume) {
         let l = self.rt.layout.stack();
         let m = self.rt.memory();
         let name = self.frame_name(frame);
@@ -504,7 +504,24 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             source: None,
             context: None,
         };
-        let mut resume = None;
+        let mut resume = Resume::Nothing;
+        let runtime = || format!("{} ({})", self.rt.info.display_name(), self.rt.info.os);
+        let unread = |what: &str, e: &dyn std::fmt::Display| {
+            Resume::Unread(format!(
+                "{} {frame:#x}: {what}: {e}; the managed frames it would resume are not walked",
+                name.unwrap_or("Frame")
+            ))
+        };
+        let unpublished = |field: &str| {
+            Resume::Unread(format!(
+                "{} {frame:#x}: where it saved its context is not known for {} (the runtime's \
+                 descriptor does not publish {field}); the managed frames it would resume are \
+                 not walked",
+                name.unwrap_or("Frame"),
+                runtime()
+            ))
+        };
+        let cl = &l.context_frames;
         match name {
             Some(n) if n.starts_with("HelperMethodFrame") => {
                 let ms = frame + l.hmf_mach_state;
@@ -539,10 +556,10 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                             r.gpr[reg as usize] = v;
                         }
                     }
-                    resume = Some(r);
+                    resume = Resume::At(r);
                 } else {
                     match self.unwind_lazy_state(ms, regs) {
-                        Ok(r) => resume = Some(r),
+                        Ok(r) => resume = Resume::At(r),
                         Err(e) => f.method_error = Some(format!("cannot resume: {e}")),
                     }
                 }
@@ -554,7 +571,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                     r.rip = ret;
                     r.gpr[unwind::RSP] = m.read_u64(frame + l.icf_call_site_sp).unwrap_or(0);
                     r.gpr[unwind::RBP] = m.read_u64(frame + l.icf_callee_saved_fp).unwrap_or(0);
-                    resume = Some(r);
+                    resume = Resume::At(r);
                     if let Some(Ok(d)) = l.icf_datum.map(|o| m.read_u64(frame + o)) {
                         // m_Datum is the MethodDesc of the P/Invoke when its low bits are clear.
                         if d != 0 && d & 7 == 0 && self.method_desc_info(d).is_ok() {
@@ -565,21 +582,85 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             }
             Some("SoftwareExceptionFrame") => {
                 // The CONTEXT it holds: IP, SP and the callee-saved registers.
-                if let Some(ctx) = l.sef_target_context {
-                    if let Ok(c) = context_at(m, frame + ctx) {
-                        let mut r = *regs;
-                        r.rip = c.rip;
-                        r.gpr[unwind::RSP] = c.sp();
-                        for &reg in l.callee_saved {
-                            r.gpr[reg as usize] = c.gpr[reg as usize];
+                resume = match l.sef_target_context {
+                    Some(ctx) => match context_at(m, frame + ctx) {
+                        Ok(c) => {
+                            let mut r = *regs;
+                            r.rip = c.rip;
+                            r.gpr[unwind::RSP] = c.sp();
+                            for &reg in l.callee_saved {
+                                r.gpr[reg as usize] = c.gpr[reg as usize];
+                            }
+                            Resume::At(r)
                         }
-                        resume = Some(r);
-                    }
-                }
+                        Err(e) => unread("its saved context", &e),
+                    },
+                    None => unpublished("SoftwareExceptionFrame.TargetContext"),
+                };
+            }
+            // A hardware fault's context (m_ctx), copied whole as the runtime's
+            // UpdateRegDisplay does: the faulting instruction's IP and every register.
+            Some("FaultingExceptionFrame") => {
+                resume = match cl.faulting_context {
+                    Some(ctx) => match context_at(m, frame + ctx) {
+                        Ok(c) => Resume::At(c),
+                        Err(e) => unread("its saved context", &e),
+                    },
+                    None => unpublished("FaultingExceptionFrame.TargetContext"),
+                };
+            }
+            // A context the Frame points at (a redirected or suspended thread's), copied whole.
+            Some("ResumableFrame") | Some("RedirectedThreadFrame") => {
+                resume = match cl.resumable_context_ptr {
+                    Some(p) => match m
+                        .read_u64(frame + p)
+                        .map_err(|_| crate::ClrError::read("ResumableFrame::m_Regs", frame + p))
+                        .and_then(|c| context_at(m, c))
+                    {
+                        Ok(c) => Resume::At(c),
+                        Err(e) => unread("its saved context", &e),
+                    },
+                    None => unpublished("ResumableFrame.TargetContextPtr"),
+                };
+            }
+            // A hijacked return: the return address, the callee-saved registers the trip
+            // function saved in its HijackArgs, the SP above them (Windows: saved).
+            Some("HijackFrame") => {
+                resume = match &cl.hijack {
+                    Some(h) => match self.hijack_context(frame, h, regs) {
+                        Ok(r) => Resume::At(r),
+                        Err(e) => unread("its saved registers", &e),
+                    },
+                    None => unpublished("HijackFrame, HijackArgs and CalleeSavedRegisters"),
+                };
             }
             _ => {}
         }
         (f, resume)
+    }
+
+    /// The registers a HijackFrame resumes (the runtime's `HijackFrame::UpdateRegDisplay`).
+    fn hijack_context(
+        &self,
+        frame: u64,
+        h: &crate::discovery::layout::HijackLayout,
+        regs: &Regs,
+    ) -> crate::Result<Regs> {
+        let m = self.rt.memory();
+        let rd = |what: &str, a: u64| m.read_u64(a).map_err(|_| crate::ClrError::read(what, a));
+        let mut r = *regs;
+        r.rip = rd("HijackFrame::m_ReturnAddress", frame + h.return_address)?;
+        let args = rd("HijackFrame::m_Args", frame + h.args_ptr)?;
+        for (reg, off) in h.callee_saved_regs.iter().enumerate() {
+            if let Some(off) = off {
+                r.gpr[reg] = rd("HijackArgs", args + h.args_callee_saved + off)?;
+            }
+        }
+        r.gpr[unwind::RSP] = match h.args_rsp {
+            Some(o) => rd("HijackArgs::Rsp", args + o)?,
+            None => args + h.args_size,
+        };
+        Ok(r)
     }
 
     /// Whether the explicit Frame at `frame` (of class `name`) is an exception Frame whose
@@ -592,6 +673,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         const FRAME_ATTR_FAULTED: u32 = 4;
         match name {
             Some("SoftwareExceptionFrame") => Some(false),
+            Some("FaultingExceptionFrame") => Some(true),
             Some(n) if n.starts_with("HelperMethodFrame") => {
                 let l = self.rt.layout.stack();
                 let a = self.rt.memory().read_u32(frame + l.hmf_attribs).ok()?;
@@ -772,21 +854,27 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                         break;
                     }
                 };
-                let lazy_hmf = resume.is_none()
+                let lazy_hmf = matches!(resume, Resume::Nothing)
                     && f.frame_name
                         .as_deref()
                         .is_some_and(|n| n.starts_with("HelperMethodFrame"));
                 let is_icf = f.frame_name.as_deref() == Some("InlinedCallFrame");
                 let exception = self.exception_frame(this, f.frame_name.as_deref());
+                let resumable = matches!(
+                    f.frame_name.as_deref(),
+                    Some("ResumableFrame") | Some("RedirectedThreadFrame")
+                );
                 st.frames.push(f);
                 frame = next;
-                if let Some(r) = resume {
+                if let Resume::At(r) = resume {
                     if r.sp() >= last_sp {
                         regs = r;
                         in_managed = true;
-                        // None of the Frames resumed from is resumable (ResumableFrame,
-                        // RedirectedThreadFrame, HijackFrame): the next frame is at a call.
-                        first = false;
+                        // A resumable Frame (`FRAME_ATTR_RESUMABLE`: ResumableFrame,
+                        // RedirectedThreadFrame) makes the next frame the active one, as if it
+                        // were the top of the stack; after the others it is at a call (or, after
+                        // a FaultingExceptionFrame, at the faulting instruction: `faulted`).
+                        first = resumable;
                         interrupted = exception;
                         // An active InlinedCallFrame lies inside the managed frame it resumes:
                         // it stays the next Frame, reported again (with that frame's context)
@@ -796,6 +884,9 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                             frame = this;
                         }
                     }
+                } else if let Resume::Unread(why) = resume {
+                    st.incomplete = Some(why);
+                    break;
                 } else if lazy_hmf {
                     let fr = st.frames.last();
                     st.incomplete = Some(format!(
@@ -830,6 +921,28 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 runtime: format!("{} ({})", self.rt.info.display_name(), self.rt.info.os),
             }),
             None => Ok(()),
+        }
+    }
+}
+
+/// What an explicit Frame gives the walk to go on from.
+#[derive(Debug, Clone)]
+enum Resume {
+    /// Nothing: the Frame saved no context (a marker Frame, an InlinedCallFrame with no
+    /// active call).
+    Nothing,
+    /// The registers of the managed code it interrupted or called from.
+    At(Regs),
+    /// It saved a context the walk cannot read (its layout not published, its memory not in
+    /// the dump): why.
+    Unread(String),
+}
+
+impl Resume {
+    fn regs(&self) -> Option<Regs> {
+        match self {
+            Resume::At(r) => Some(*r),
+            _ => None,
         }
     }
 }
@@ -1020,7 +1133,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 let (f, resume) = self.explicit_frame(frame, &before);
                 st.frames.push(f);
                 frame = m.read_u64(frame + l.frame_next).unwrap_or(FRAME_TOP);
-                if let Some(r) = resume.filter(|r| r.sp() > before.sp()) {
+                if let Some(r) = resume.regs().filter(|r| r.sp() > before.sp()) {
                     st.gaps.push(format!(
                         "{why}; went on from Frame {:#x}",
                         st.frames.last().and_then(|f| f.frame).unwrap_or(0)
@@ -1133,17 +1246,11 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
     st
 }
 
-/// The registers of an AMD64 `CONTEXT` at `at` (Windows' layout, which the PAL's mirrors):
-/// Rax..R15 from 0x78 in unwind-number order, Rip at 0xF8.
+/// The registers of the AMD64 `CONTEXT` the runtime saved at `at` (Windows' layout, which the
+/// PAL's mirrors: [`Regs::from_context_record`]).
 fn context_at<M: Memory + ?Sized>(m: &M, at: u64) -> crate::Result<Regs> {
-    let mut b = [0u8; 0x88];
-    m.read_exact(at + 0x78, &mut b)
+    let mut b = [0u8; dumpreader::context::CONTEXT_MIN_SIZE];
+    m.read_exact(at, &mut b)
         .map_err(|_| crate::ClrError::read("the CONTEXT", at))?;
-    let q = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
-    let mut r = Regs::default();
-    for (i, g) in r.gpr.iter_mut().enumerate() {
-        *g = q(i);
-    }
-    r.rip = q(16);
-    Ok(r)
+    Regs::from_context_record(&b).ok_or_else(|| crate::ClrError::read("the CONTEXT", at))
 }

@@ -33,6 +33,14 @@ impl Regs {
         self.gpr[RSP]
     }
 
+    /// From a `CONTEXT` record the runtime saved in the target's memory (a Frame's): every
+    /// integer register and rip, whatever its `ContextFlags` say (the layout is
+    /// `dumpreader::context`'s).
+    pub fn from_context_record(bytes: &[u8]) -> Option<Regs> {
+        let (gpr, rip) = dumpreader::context::integer_registers(bytes)?;
+        Some(Regs { gpr, rip })
+    }
+
     /// From a dump thread's context.
     pub fn from_context(c: &dumpreader::X64Context) -> Regs {
         Regs {
