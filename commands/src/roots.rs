@@ -158,8 +158,24 @@ fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut names: HashMap<u64, String> = HashMap::new();
     let mut name = |mt: u64| names.entry(mt).or_insert_with(|| c.type_name(mt)).clone();
     let pass = |n: &str| filter.as_ref().is_none_or(|f| n.contains(f.as_str()));
-    let mut order: Vec<usize> = (0..r.addresses.len()).collect();
-    order.sort_by(|&a, &b| r.retained[b].cmp(&r.retained[a]).then(a.cmp(&b)));
+    // The largest `top` of the objects whose type passes, without sorting them all (a heap
+    // can hold tens of millions): the types are few, so the filter is by MethodTable.
+    let passing: std::collections::HashSet<u64> = by_type
+        .iter()
+        .map(|t| t.mt)
+        .filter(|&mt| pass(&name(mt)))
+        .collect();
+    let mut order: Vec<usize> = (0..r.addresses.len())
+        .filter(|&i| filter.is_none() || passing.contains(&r.mts[i]))
+        .collect();
+    let largest = |a: &usize, b: &usize| r.retained[*b].cmp(&r.retained[*a]).then(a.cmp(b));
+    if order.len() > top {
+        if top > 0 {
+            order.select_nth_unstable_by(top - 1, largest);
+        }
+        order.truncate(top);
+    }
+    order.sort_by(largest);
     let reader = ObjectReader::new(&c.rt, &c.names);
     let mut statics: Option<HashMap<u64, String>> = None;
     let mut objects = Vec::new();

@@ -147,6 +147,7 @@ commands!(
     "eeversion" => ext_eeversion,
     "objsize" => ext_objsize,
     "retained" => ext_retained,
+    "crashinfo" => ext_crashinfo,
     "gcwhere" => ext_gcwhere,
     "verifyheap" => ext_verifyheap,
     "name2ee" => ext_name2ee,

@@ -55,6 +55,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "eeversion",
     "objsize",
     "retained",
+    "crashinfo",
     "gcwhere",
     "verifyheap",
     "name2ee",

@@ -117,7 +117,9 @@ pub fn retention_of<M: Memory + Target>(
 ) -> Result<Retention> {
     let mut notes = set.notes.clone();
     // Number the live objects.
-    let mut objs: Vec<(u64, u64, u64)> = Vec::new();
+    // As many as were marked (capacity the walk does not touch costs no memory): no copy as
+    // the vector grows.
+    let mut objs: Vec<(u64, u64, u64)> = Vec::with_capacity(set.marked as usize);
     let mut it = heap.objects(rt);
     for o in it.by_ref() {
         if !o.is_free && set.is_live(o.address) {
@@ -130,7 +132,11 @@ pub fn retention_of<M: Memory + Target>(
             it.errors().len()
         ));
     }
-    objs.sort_unstable();
+    // The walk gives each segment's objects in address order: sorted unless the segments
+    // are not.
+    if !objs.windows(2).all(|w| w[0].0 < w[1].0) {
+        objs.sort_unstable();
+    }
     let n = objs.len();
     let addresses: Vec<u64> = objs.iter().map(|o| o.0).collect();
     let mts: Vec<u64> = objs.iter().map(|o| o.1).collect();
@@ -145,7 +151,9 @@ pub fn retention_of<M: Memory + Target>(
         deps.entry(p).or_default().push(s);
     }
     let mut offsets: Vec<u64> = Vec::with_capacity(n + 2);
-    let mut targets: Vec<u32> = Vec::new();
+    // Room for two references per object before the vector grows (untouched capacity costs
+    // no memory).
+    let mut targets: Vec<u32> = Vec::with_capacity(2 * n + 16);
     offsets.push(0);
     let mut root_nodes: Vec<u32> = roots
         .roots
