@@ -551,8 +551,9 @@ pub struct WalkErrorOut {
 }
 
 impl DumpHeap {
-    /// The result of a walk's statistics.
-    pub fn of(st: HeapStatistics) -> DumpHeap {
+    /// The result of a walk's statistics; with `retained` (MethodTable -> bytes, from
+    /// `-retained`), each type's retained bytes.
+    pub fn of(st: HeapStatistics, retained: Option<&HashMap<u64, u64>>) -> DumpHeap {
         DumpHeap {
             not_listed: st.not_listed,
             statistics: st
@@ -563,7 +564,7 @@ impl DumpHeap {
                     count: t.count,
                     total_size: t.total_size,
                     name: t.name,
-                    retained: None,
+                    retained: retained.map(|r| r.get(&t.mt).copied().unwrap_or(0)),
                 })
                 .collect(),
             strings: st.strings.map(|v| {
@@ -728,16 +729,10 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         let heap = c.heap()?;
         let progress = c.control.progress(heap.walk_bytes(), "walking the heap");
         heapstat::heap_statistics(&c.rt, &c.names, heap, &q, &|n| progress.advance(n), list)
-            .map(DumpHeap::of)
-            .map(|mut d| {
+            .map(|st| {
+                let mut d = DumpHeap::of(st, retention.as_ref().map(|r| &r.0));
                 d.reachability = reach_out.clone();
-                if let Some((by_type, out)) = &retention {
-                    for t in &mut d.statistics {
-                        let mt = u64::from_str_radix(t.mt.trim_start_matches("0x"), 16).ok();
-                        t.retained = Some(mt.and_then(|mt| by_type.get(&mt)).copied().unwrap_or(0));
-                    }
-                    d.retention = Some(out.clone());
-                }
+                d.retention = retention.as_ref().map(|r| r.1.clone());
                 d
             })
             .map_err(|e| match e {

@@ -72,16 +72,25 @@ fn run(s: &Session, line: &str) -> Value {
     out.json_document()["result"].clone()
 }
 
+/// An address (a MethodTable, a handle) as the JSON gives it (`"0x.."`).
+fn addr_of(v: &Value) -> u64 {
+    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
 /// Our statistics (`dumpheap -stat --json`'s rows): MethodTable -> (count, size, name).
 fn our_stats(r: &Value) -> Stats {
-    r["statistics"]
-        .as_array()
+    rows_stats(&r["statistics"])
+}
+
+/// Rows `{"mt", "count", "total_size", "name"}` (dumpheap's `statistics`, objsize's `types`):
+/// MethodTable -> (count, size, name).
+fn rows_stats(rows: &Value) -> Stats {
+    rows.as_array()
         .unwrap()
         .iter()
         .map(|t| {
             (
-                u64::from_str_radix(t["mt"].as_str().unwrap().trim_start_matches("0x"), 16)
-                    .unwrap(),
+                addr_of(&t["mt"]),
                 (
                     t["count"].as_u64().unwrap(),
                     t["total_size"].as_u64().unwrap(),
@@ -271,22 +280,7 @@ fn objsize_is_sos() {
                 "{}: objsize {a}: {r}",
                 e.name
             );
-            let ours: Stats = r["types"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| {
-                    (
-                        u64::from_str_radix(t["mt"].as_str().unwrap().trim_start_matches("0x"), 16)
-                            .unwrap(),
-                        (
-                            t["count"].as_u64().unwrap(),
-                            t["total_size"].as_u64().unwrap(),
-                            t["name"].as_str().unwrap().to_owned(),
-                        ),
-                    )
-                })
-                .collect();
+            let ours = rows_stats(&r["types"]);
             let (counts, sizes) = compare(&ours, &sos);
             assert!(
                 counts.is_empty() && sizes.is_empty(),
@@ -449,8 +443,7 @@ fn dumpheap_retained_column_is_its_definition() {
         let rows = r["statistics"].as_array().unwrap();
         assert!(!rows.is_empty(), "{}", e.name);
         for t in rows {
-            let mt = u64::from_str_radix(t["mt"].as_str().unwrap().trim_start_matches("0x"), 16)
-                .unwrap();
+            let mt = addr_of(&t["mt"]);
             assert_eq!(
                 t["retained"].as_u64(),
                 Some(want.get(&mt).copied().unwrap_or(0)),
@@ -558,10 +551,7 @@ fn retained_names_the_root_behind_each_object() {
             let ty = hd["target_type"].as_str().unwrap();
             // GCHandle.ToIntPtr tags a pinned handle with bit 0 (GCHandle.cs: `handle |= 1`
             // for GCHandleType.Pinned); the handle table's slot is the value without it.
-            let raw =
-                u64::from_str_radix(hd["handle"].as_str().unwrap().trim_start_matches("0x"), 16)
-                    .unwrap();
-            let handle = format!("{:#x}", raw & !1);
+            let handle = format!("{:#x}", addr_of(&hd["handle"]) & !1);
             let held = objs.iter().any(|o| {
                 o["name"] == ty
                     && o["held_by"]["top"] == o["address"]
