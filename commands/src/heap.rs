@@ -691,7 +691,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
         let out = ReachOut {
             only: if want_live { "live" } else { "dead" },
-            roots: set.roots,
+            roots: set.roots.roots.len(),
             root_objects: set.root_objects,
             live_objects: set.marked,
             unreadable: set.unreadable,

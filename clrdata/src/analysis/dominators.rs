@@ -13,7 +13,7 @@
 //! postorder of the graph.
 
 use crate::analysis::reach::{live_set, LiveSet};
-use crate::analysis::roots::{FindRoots, RefReader, Root};
+use crate::analysis::roots::{RefReader, Root};
 use crate::discovery::runtime::Runtime;
 use crate::error::Result;
 use crate::model::heap::{read_method_table, GcHeap};
@@ -145,7 +145,8 @@ pub fn retention_of<M: Memory + Target>(
     let index = |a: u64| addresses.binary_search(&a).ok().map(|i| i as u32);
 
     // The edges: node 0 is the virtual root, object i is node i + 1.
-    let roots = rt.roots(heap, names)?;
+    // The roots the set was marked from (not found again: a stack walk per thread).
+    let roots = &set.roots;
     let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
     for &(p, s) in &roots.dependent {
         deps.entry(p).or_default().push(s);
@@ -290,8 +291,9 @@ pub fn retention_of<M: Memory + Target>(
         live_bytes: sizes.iter().sum(),
         roots: roots
             .roots
-            .into_iter()
+            .iter()
             .filter(|r| index(r.object).is_some())
+            .cloned()
             .collect(),
         addresses,
         mts,

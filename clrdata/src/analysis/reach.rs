@@ -12,7 +12,7 @@
 //! references from its frames' GC info (a frame whose GC info cannot be read is scanned
 //! conservatively, and said so in the notes).
 
-use crate::analysis::roots::{FindRoots, HeapBits, RefReader, Root};
+use crate::analysis::roots::{FindRoots, HeapBits, RefReader, Root, Roots};
 use crate::analysis::totals::{type_totals, TypeTotal};
 use crate::discovery::runtime::Runtime;
 use crate::error::{ClrError, Result};
@@ -25,8 +25,9 @@ use std::collections::HashMap;
 /// The objects the roots keep alive: a mark per 8-byte-aligned address of the heap's ranges.
 pub struct LiveSet {
     bits: HeapBits,
-    /// Roots taken (every root of [`FindRoots::roots`], duplicates included).
-    pub roots: usize,
+    /// The roots taken (those of [`FindRoots::roots`] the caller kept, duplicates included)
+    /// and the dependent handles followed: what the set was marked from.
+    pub roots: Roots,
     /// Distinct objects the roots hold.
     pub root_objects: u64,
     /// Objects marked (reached), the roots' own included.
@@ -165,7 +166,7 @@ pub fn live_set_with<M: Memory + Target>(
     }
     Ok(LiveSet {
         bits,
-        roots: roots.roots.len(),
+        roots,
         root_objects: objs.len() as u64,
         marked,
         unreadable,
