@@ -165,16 +165,27 @@ fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .map(|t| t.mt)
         .filter(|&mt| pass(&name(mt)))
         .collect();
-    let mut order: Vec<usize> = (0..r.addresses.len())
-        .filter(|&i| filter.is_none() || passing.contains(&r.mts[i]))
-        .collect();
-    let largest = |a: &usize, b: &usize| r.retained[*b].cmp(&r.retained[*a]).then(a.cmp(b));
-    if order.len() > top {
-        if top > 0 {
-            order.select_nth_unstable_by(top - 1, largest);
+    // A min-heap of the `top` largest so far (ties: the lower address first, as the sort
+    // below orders them).
+    let key = |i: usize| (r.retained[i], std::cmp::Reverse(i));
+    let mut best: std::collections::BinaryHeap<std::cmp::Reverse<(u64, std::cmp::Reverse<usize>)>> =
+        std::collections::BinaryHeap::with_capacity(top + 1);
+    if top > 0 {
+        for i in 0..r.addresses.len() {
+            if best.len() == top && best.peek().is_some_and(|m| m.0 >= key(i)) {
+                continue;
+            }
+            if filter.is_some() && !passing.contains(&r.mts[i]) {
+                continue;
+            }
+            best.push(std::cmp::Reverse(key(i)));
+            if best.len() > top {
+                best.pop();
+            }
         }
-        order.truncate(top);
     }
+    let largest = |a: &usize, b: &usize| r.retained[*b].cmp(&r.retained[*a]).then(a.cmp(b));
+    let mut order: Vec<usize> = best.into_iter().map(|k| (k.0).1 .0).collect();
     order.sort_by(largest);
     let reader = ObjectReader::new(&c.rt, &c.names);
     let mut statics: Option<HashMap<u64, String>> = None;
@@ -229,7 +240,7 @@ fn retained(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             name: n,
             size: r.sizes[i],
             retained: r.retained[i],
-            dominator: r.idom[i].map(|d| hex(r.addresses[d as usize])),
+            dominator: r.idom(i as u32).map(|d| hex(r.addresses[d as usize])),
         });
     }
     let types = by_type

@@ -722,6 +722,14 @@ impl Memory for Dump {
         }
         self.read_missing(addr, buf, got)
     }
+
+    /// The dump's own bytes, where its file holds all `len` of them in one range.
+    #[inline]
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.index
+            .slice(self.data.bytes(), addr)
+            .and_then(|s| s.get(..len))
+    }
 }
 
 impl Dump {

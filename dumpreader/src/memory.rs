@@ -19,6 +19,14 @@ pub trait Memory: Send + Sync {
     /// mapped at `addr`. Reads may span adjacent ranges.
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize;
 
+    /// The `len` bytes at `addr` without a copy, where the implementation holds them
+    /// contiguously (a dump's file bytes); None where it does not, or does not say: then
+    /// [`Memory::read`] them. Where given, they are the bytes `read` would copy.
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let _ = (addr, len);
+        None
+    }
+
     /// Fills `buf` completely or fails with a [`ReadError`] telling how much was there.
     fn read_exact(&self, addr: u64, buf: &mut [u8]) -> Result<(), ReadError> {
         let got = self.read(addr, buf);
@@ -139,17 +147,29 @@ impl<M: Memory + ?Sized> Memory for &M {
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         (**self).read(addr, buf)
     }
+
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        (**self).slice(addr, len)
+    }
 }
 
 impl<M: Memory + ?Sized> Memory for std::sync::Arc<M> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         (**self).read(addr, buf)
     }
+
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        (**self).slice(addr, len)
+    }
 }
 
 impl<M: Memory + ?Sized> Memory for Box<M> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         (**self).read(addr, buf)
+    }
+
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        (**self).slice(addr, len)
     }
 }
 

@@ -12,17 +12,21 @@
 //! of Cooper, Harvey and Kennedy ("A Simple, Fast Dominance Algorithm", 2001) over a reverse
 //! postorder of the graph.
 
+use crate::analysis::bigvec;
 use crate::analysis::reach::{live_set, LiveSet};
-use crate::analysis::roots::{RefReader, Root};
+use crate::analysis::roots::{HeapBits, RefReader, Root};
 use crate::discovery::runtime::Runtime;
 use crate::error::Result;
 use crate::model::heap::{read_method_table, GcHeap};
 use crate::model::names::TypeNames;
 use dumpreader::{Memory, Target};
+use std::cell::Cell;
 use std::collections::HashMap;
 
-/// No dominator (unreachable, or the virtual root's own).
+/// No dominator (unreachable, or only the virtual root).
 const NONE: u32 = u32::MAX;
+/// Met by the depth-first search, not yet numbered.
+const SEEN: u32 = u32::MAX - 1;
 
 /// The live objects with their immediate dominators and retained sizes.
 #[derive(Debug, Clone)]
@@ -33,9 +37,9 @@ pub struct Retention {
     pub mts: Vec<u64>,
     /// Their sizes.
     pub sizes: Vec<u64>,
-    /// Each object's immediate dominator (an object number), or None when only the virtual
-    /// root dominates it (held by a root, or by several disjoint ways).
-    pub idom: Vec<Option<u32>>,
+    /// Each object's immediate dominator (an object number), NONE when only the virtual root
+    /// dominates it (held by a root, or by several disjoint ways): [`Retention::idom`].
+    idom: Vec<u32>,
     /// Each object's retained size (itself included).
     pub retained: Vec<u64>,
     /// The total size of the live objects.
@@ -47,6 +51,12 @@ pub struct Retention {
 }
 
 impl Retention {
+    /// Object `i`'s immediate dominator (an object number), or None when only the virtual
+    /// root dominates it (held by a root, or by several disjoint ways).
+    pub fn idom(&self, i: u32) -> Option<u32> {
+        self.idom.get(i as usize).copied().filter(|&d| d != NONE)
+    }
+
     /// The number of the object at `addr`, if live.
     pub fn index_of(&self, addr: u64) -> Option<u32> {
         self.addresses.binary_search(&addr).ok().map(|i| i as u32)
@@ -59,12 +69,12 @@ impl Retention {
         let mut chain = vec![i];
         let mut v = i;
         // A dominator tree has no cycle; the bound only guards against a malformed one.
-        while let Some(Some(d)) = self.idom.get(v as usize) {
+        while let Some(d) = self.idom(v) {
             if chain.len() > self.idom.len() {
                 break;
             }
-            chain.push(*d);
-            v = *d;
+            chain.push(d);
+            v = d;
         }
         chain.reverse();
         chain
@@ -108,6 +118,134 @@ pub fn retention<M: Memory + Target>(
     retention_of(rt, heap, names, &set)
 }
 
+/// Object numbers by address: the rank of an object's bit in a bitmap holding a bit for
+/// each numbered object (a bit per 8 bytes of the heap's segments, as the live set's marks),
+/// with the count of set bits before each word. O(1) per lookup, where a binary search over
+/// 20 million addresses costs some 25 comparisons, each a likely cache miss.
+struct Numbering<'a> {
+    bits: std::borrow::Cow<'a, HeapBits>,
+    /// Set bits in the words before each word.
+    before: Vec<u32>,
+    /// Set bits in all.
+    total: u64,
+    /// The range of the last address looked up ([`HeapBits::id_near`]).
+    hint: Cell<usize>,
+}
+
+impl<'a> Numbering<'a> {
+    /// The marked objects of a live set, numbered in address order.
+    fn marks(set: &'a LiveSet) -> Numbering<'a> {
+        Numbering::of(std::borrow::Cow::Borrowed(set.bits()))
+    }
+
+    /// `addresses`, each with a bit in `heap`'s segments, numbered in address order.
+    fn new(heap: &GcHeap, addresses: &[u64]) -> Numbering<'a> {
+        let mut bits = HeapBits::new(heap);
+        let mut hint = 0;
+        for &a in addresses {
+            if let Some(id) = bits.id_near(a, &mut hint) {
+                bits.set(id);
+            }
+        }
+        Numbering::of(std::borrow::Cow::Owned(bits))
+    }
+
+    fn of(bits: std::borrow::Cow<'a, HeapBits>) -> Numbering<'a> {
+        let mut before = bigvec::with_capacity(bits.words().len());
+        let mut total = 0u64;
+        for w in bits.words() {
+            before.push(total as u32);
+            total += w.count_ones() as u64;
+        }
+        Numbering {
+            bits,
+            before,
+            total,
+            hint: Cell::new(0),
+        }
+    }
+
+    #[inline]
+    fn index(&self, addr: u64) -> Option<u32> {
+        let mut hint = self.hint.get();
+        let id = self.bits.id_near(addr, &mut hint);
+        self.hint.set(hint);
+        let id = id?;
+        let w = (id / 64) as usize;
+        let word = self.bits.words()[w];
+        let m = 1u64 << (id % 64);
+        (word & m != 0).then(|| self.before[w] + (word & (m - 1)).count_ones())
+    }
+}
+
+/// The references of object `i` (numbered by `index`, its dependent handles' secondaries
+/// from `deps`, sorted by primary) appended to `items` as its row; false when the rows
+/// outgrow u32.
+#[allow(clippy::too_many_arguments)]
+fn push_row<M: Memory>(
+    rr: &mut RefReader<'_, M>,
+    index: &impl Fn(u64) -> Option<u32>,
+    deps: &mut std::iter::Peekable<std::vec::IntoIter<(u32, u32)>>,
+    i: u32,
+    addr: u64,
+    mt: u64,
+    items: &mut Vec<u32>,
+    start: &mut Vec<u32>,
+) -> bool {
+    rr.for_each(addr, mt, |_, v| {
+        if let Some(j) = index(v) {
+            items.push(j);
+        }
+    });
+    while let Some((_, s)) = deps.next_if(|d| d.0 == i) {
+        items.push(s);
+    }
+    if items.len() >= u32::MAX as usize {
+        return false;
+    }
+    start.push(items.len() as u32);
+    true
+}
+
+/// Compressed rows: row `v` is `items[start[v]..start[v + 1]]`.
+struct Rows {
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Rows {
+    #[inline]
+    fn row(&self, v: usize) -> &[u32] {
+        &self.items[self.start[v] as usize..self.start[v + 1] as usize]
+    }
+
+    /// The rows of `rows` turned around: `w` in row `v` becomes `v` in row `w`, for the rows
+    /// `keep` takes. `items` stays within u32 as the rows turned around do.
+    fn reversed(rows: &Rows, nodes: usize, keep: impl Fn(usize) -> bool) -> Rows {
+        // Counts at start[w + 2], summed to row starts at start[w + 1]; filling row w moves
+        // start[w + 1] to its end, which is row w + 1's start.
+        let mut start = bigvec::filled(nodes + 2, 0u32);
+        for v in (0..nodes).filter(|&v| keep(v)) {
+            for &w in rows.row(v) {
+                start[w as usize + 2] += 1;
+            }
+        }
+        for v in 0..nodes {
+            start[v + 2] += start[v + 1];
+        }
+        let mut items = bigvec::filled(start[nodes + 1] as usize, 0u32);
+        for v in (0..nodes).filter(|&v| keep(v)) {
+            for &w in rows.row(v) {
+                let at = &mut start[w as usize + 1];
+                items[*at as usize] = v as u32;
+                *at += 1;
+            }
+        }
+        start.truncate(nodes + 1);
+        Rows { start, items }
+    }
+}
+
 /// As [`retention`], for a live set already marked.
 pub fn retention_of<M: Memory + Target>(
     rt: &Runtime<M>,
@@ -116,88 +254,144 @@ pub fn retention_of<M: Memory + Target>(
     set: &LiveSet,
 ) -> Result<Retention> {
     let mut notes = set.notes.clone();
-    // Number the live objects.
-    // As many as were marked (capacity the walk does not touch costs no memory): no copy as
-    // the vector grows.
-    let mut objs: Vec<(u64, u64, u64)> = Vec::with_capacity(set.marked as usize);
-    let mut it = heap.objects(rt);
-    for o in it.by_ref() {
-        if !o.is_free && set.is_live(o.address) {
-            objs.push((o.address, o.mt, o.size));
-        }
+    let too_many = |what: &str| crate::error::ClrError::Unsupported {
+        what: "retained sizes".into(),
+        detail: format!("the live object graph has more {what} than this build numbers (2^32)"),
+        addr: None,
+    };
+    // Node n (beyond the objects) is the virtual root, and the sentinels NONE and SEEN are
+    // no node.
+    if set.marked + 1 >= SEEN as u64 {
+        return Err(too_many("objects"));
     }
-    if !it.errors().is_empty() {
-        notes.push(format!(
-            "the heap walk met {} bad place(s): objects there are left out",
-            it.errors().len()
-        ));
-    }
-    // The walk gives each segment's objects in address order: sorted unless the segments
-    // are not.
-    if !objs.windows(2).all(|w| w[0].0 < w[1].0) {
-        objs.sort_unstable();
-    }
-    let n = objs.len();
-    let addresses: Vec<u64> = objs.iter().map(|o| o.0).collect();
-    let mts: Vec<u64> = objs.iter().map(|o| o.1).collect();
-    let sizes: Vec<u64> = objs.iter().map(|o| o.2).collect();
-    drop(objs);
-    let index = |a: u64| addresses.binary_search(&a).ok().map(|i| i as u32);
-
-    // The edges: node 0 is the virtual root, object i is node i + 1.
-    // The roots the set was marked from (not found again: a stack walk per thread).
     let roots = &set.roots;
-    let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
-    for &(p, s) in &roots.dependent {
-        deps.entry(p).or_default().push(s);
-    }
-    let mut offsets: Vec<u64> = Vec::with_capacity(n + 2);
+    let deps_by = |index: &dyn Fn(u64) -> Option<u32>| {
+        // Dependent handles as edges primary -> secondary, by the primary's number.
+        let mut deps: Vec<(u32, u32)> = roots
+            .dependent
+            .iter()
+            .filter_map(|&(p, s)| Some((index(p)?, index(s)?)))
+            .collect();
+        deps.sort_unstable();
+        deps.into_iter().peekable()
+    };
+    // One walk over the heap, segment by segment in address order, numbers the live objects
+    // and reads each one's references: object i is the i-th marked address, so a reference's
+    // number is its mark's rank. That holds when the marks are exactly the objects walked
+    // (checked after the walk); in a damaged heap (a reference that is no object's start, or
+    // segments that overlap) the objects walked are numbered alone and read a second time.
+    // As many as were marked (capacity the walk does not touch costs no memory): no copy as
+    // the vectors grow.
+    let cap = set.marked as usize;
+    let (mut addresses, mut mts, mut sizes) = (
+        bigvec::with_capacity::<u64>(cap),
+        bigvec::with_capacity::<u64>(cap),
+        bigvec::with_capacity::<u64>(cap),
+    );
+    let mut start: Vec<u32> = bigvec::with_capacity(cap + 2);
     // Room for two references per object before the vector grows (untouched capacity costs
     // no memory).
-    let mut targets: Vec<u32> = Vec::with_capacity(2 * n + 16);
-    offsets.push(0);
-    let mut root_nodes: Vec<u32> = roots
-        .roots
+    let mut items: Vec<u32> = bigvec::with_capacity(2 * cap + 16);
+    start.push(0);
+    let marks = Numbering::marks(set);
+    let fused = {
+        let index = |a: u64| marks.index(a);
+        let mut deps = deps_by(&index);
+        let mut rr = RefReader::new(rt, names);
+        let mut segments: Vec<usize> = (0..heap.segments.len()).collect();
+        segments.sort_by_key(|&i| heap.segments[i].mem);
+        let mut errors = 0;
+        let mut hint = 0;
+        let mut fits = true;
+        for i in segments {
+            errors += heap
+                .visit_segment(rt, i, |o| {
+                    if !o.is_free && set.is_live_near(o.address, &mut hint) {
+                        let i = addresses.len() as u32;
+                        addresses.push(o.address);
+                        mts.push(o.mt);
+                        sizes.push(o.size);
+                        fits &= push_row(
+                            &mut rr, &index, &mut deps, i, o.address, o.mt, &mut items, &mut start,
+                        );
+                    }
+                })
+                .len();
+        }
+        if !fits {
+            return Err(too_many("references"));
+        }
+        if errors > 0 {
+            notes.push(format!(
+                "the heap walk met {errors} bad place(s): objects there are left out"
+            ));
+        }
+        addresses.len() as u64 == marks.total && addresses.windows(2).all(|w| w[0] < w[1])
+    };
+    drop(marks);
+    let numbering = if fused {
+        None
+    } else {
+        // Sorted unless segments overlap (an object walked twice is numbered once).
+        if !addresses.windows(2).all(|w| w[0] < w[1]) {
+            let mut order: Vec<usize> = (0..addresses.len()).collect();
+            order.sort_by_key(|&i| addresses[i]);
+            order.dedup_by_key(|i| addresses[*i]);
+            addresses = order.iter().map(|&i| addresses[i]).collect();
+            mts = order.iter().map(|&i| mts[i]).collect();
+            sizes = order.iter().map(|&i| sizes[i]).collect();
+        }
+        let numbering = Numbering::new(heap, &addresses);
+        let index = |a: u64| numbering.index(a);
+        let mut deps = deps_by(&index);
+        let mut rr = RefReader::new(rt, names);
+        items.clear();
+        start.clear();
+        start.push(0);
+        for (i, (&a, &mt)) in addresses.iter().zip(&mts).enumerate() {
+            if !push_row(
+                &mut rr, &index, &mut deps, i as u32, a, mt, &mut items, &mut start,
+            ) {
+                return Err(too_many("references"));
+            }
+        }
+        Some(numbering)
+    };
+    let n = addresses.len();
+    let index = |a: u64| match &numbering {
+        Some(x) => x.index(a),
+        None => addresses.binary_search(&a).ok().map(|i| i as u32),
+    };
+    debug_assert!(addresses
         .iter()
-        .filter_map(|r| index(r.object))
-        .map(|i| i + 1)
-        .collect();
+        .enumerate()
+        .all(|(i, &a)| index(a) == Some(i as u32)));
+    let nodes = n + 1;
+    let root = n;
+    let mut root_nodes: Vec<u32> = roots.roots.iter().filter_map(|r| index(r.object)).collect();
     root_nodes.sort_unstable();
     root_nodes.dedup();
-    targets.extend_from_slice(&root_nodes);
-    offsets.push(targets.len() as u64);
-    let mut rr = RefReader::new(rt, names);
-    for (i, &a) in addresses.iter().enumerate() {
-        if let Ok(mt) = read_method_table(rt.memory(), a) {
-            debug_assert_eq!(mt, mts[i]);
-            rr.for_each(a, mt, |_, v| {
-                if let Some(j) = index(v) {
-                    targets.push(j + 1);
-                }
-            });
-        }
-        if let Some(d) = deps.get(&a) {
-            targets.extend(d.iter().filter_map(|&v| index(v)).map(|j| j + 1));
-        }
-        offsets.push(targets.len() as u64);
+    items.extend_from_slice(&root_nodes);
+    if items.len() >= u32::MAX as usize {
+        return Err(too_many("references"));
     }
-    let succ = |v: usize| &targets[offsets[v] as usize..offsets[v + 1] as usize];
-    let nodes = n + 1;
+    start.push(items.len() as u32);
+    let succ = Rows { start, items };
 
-    // Postorder numbers by an iterative depth-first search from the root.
-    let mut post = vec![NONE; nodes];
-    let mut order: Vec<u32> = Vec::with_capacity(nodes); // nodes in postorder
-    let mut visited = vec![false; nodes];
-    let mut stack: Vec<(u32, u64)> = vec![(0, offsets[0])];
-    visited[0] = true;
+    // Postorder numbers by an iterative depth-first search from the root (SEEN: on the
+    // stack, not yet numbered).
+    let mut post = bigvec::filled(nodes, NONE);
+    let mut order: Vec<u32> = bigvec::with_capacity(nodes); // nodes in postorder
+    let mut stack: Vec<(u32, u32)> = vec![(root as u32, succ.start[root])];
+    post[root] = SEEN;
     while let Some(top) = stack.last_mut() {
         let v = top.0 as usize;
-        if top.1 < offsets[v + 1] {
-            let w = targets[top.1 as usize] as usize;
+        if top.1 < succ.start[v + 1] {
+            let w = succ.items[top.1 as usize] as usize;
             top.1 += 1;
-            if !visited[w] {
-                visited[w] = true;
-                stack.push((w as u32, offsets[w]));
+            if post[w] == NONE {
+                post[w] = SEEN;
+                stack.push((w as u32, succ.start[w]));
             }
         } else {
             post[v] = order.len() as u32;
@@ -205,6 +399,7 @@ pub fn retention_of<M: Memory + Target>(
             stack.pop();
         }
     }
+    drop(stack);
     let unreached = nodes - order.len();
     if unreached > 0 {
         notes.push(format!(
@@ -212,40 +407,20 @@ pub fn retention_of<M: Memory + Target>(
              referrers could not be read): left without a dominator"
         ));
     }
-    // Predecessors, as compressed rows.
-    let mut pcount = vec![0u64; nodes + 1];
-    for v in 0..nodes {
-        if visited[v] {
-            for &w in succ(v) {
-                pcount[w as usize + 1] += 1;
-            }
-        }
-    }
-    for v in 0..nodes {
-        pcount[v + 1] += pcount[v];
-    }
-    let mut preds = vec![0u32; pcount[nodes] as usize];
-    let mut fill = pcount.clone();
-    for v in 0..nodes {
-        if visited[v] {
-            for &w in succ(v) {
-                preds[fill[w as usize] as usize] = v as u32;
-                fill[w as usize] += 1;
-            }
-        }
-    }
-    drop(fill);
+    // Predecessors of the reached nodes.
+    let preds = Rows::reversed(&succ, nodes, |v| post[v] != NONE);
+    drop(succ);
     // Cooper-Harvey-Kennedy: idom by postorder numbers, iterated to a fixed point over the
     // reverse postorder.
-    let mut idom = vec![NONE; nodes];
-    idom[0] = 0;
+    let mut idom = bigvec::filled(nodes, NONE);
+    idom[root] = root as u32;
     let mut changed = true;
     while changed {
         changed = false;
         for &b in order.iter().rev().skip(1) {
             let b = b as usize;
             let mut new = NONE;
-            for &p in &preds[pcount[b] as usize..pcount[b + 1] as usize] {
+            for &p in preds.row(b) {
                 if idom[p as usize] == NONE {
                     continue;
                 }
@@ -270,24 +445,29 @@ pub fn retention_of<M: Memory + Target>(
             }
         }
     }
+    drop(preds);
+    drop(post);
     // Retained sizes: each node's size added to its dominators', children first (postorder).
-    let mut retained = vec![0u64; nodes];
-    for v in 1..nodes {
-        retained[v] = sizes[v - 1];
-    }
+    let mut retained = bigvec::with_capacity(nodes);
+    retained.extend_from_slice(&sizes);
+    retained.push(0);
     for &v in &order {
         let v = v as usize;
-        if v != 0 && idom[v] != NONE {
+        if v != root && idom[v] != NONE {
             let r = retained[v];
             retained[idom[v] as usize] += r;
         }
     }
+    retained.truncate(n);
+    idom.truncate(n);
+    for d in idom.iter_mut() {
+        if *d == root as u32 {
+            *d = NONE;
+        }
+    }
     Ok(Retention {
-        idom: idom[1..]
-            .iter()
-            .map(|&d| (d != NONE && d != 0).then(|| d - 1))
-            .collect(),
-        retained: retained[1..].to_vec(),
+        idom,
+        retained,
         live_bytes: sizes.iter().sum(),
         roots: roots
             .roots
@@ -322,63 +502,82 @@ impl Retention {
     /// another of its type is within that one's), largest first.
     pub fn by_type(&self) -> Vec<TypeRetained> {
         let n = self.addresses.len();
-        // Children of each object in the dominator tree, as compressed rows; the tops (only
-        // the virtual root dominates them) apart.
-        let mut count = vec![0u32; n + 1];
+        // Dense type numbers (objects of a type often sit side by side: the last one is
+        // remembered), each type's totals at its number.
+        let mut numbers: HashMap<u64, u32> = HashMap::new();
+        let mut out: Vec<TypeRetained> = Vec::new();
+        let mut last = (u64::MAX, 0u32);
+        let mut tid: Vec<u32> = bigvec::with_capacity(n);
+        tid.extend(self.mts.iter().map(|&mt| {
+            if last.0 != mt {
+                let t = *numbers.entry(mt).or_insert_with(|| {
+                    out.push(TypeRetained {
+                        mt,
+                        count: 0,
+                        size: 0,
+                        retained: 0,
+                    });
+                    out.len() as u32 - 1
+                });
+                last = (mt, t);
+            }
+            last.1
+        }));
+        drop(numbers);
+        // Children of each object in the dominator tree, as rows; the tops (only the virtual
+        // root dominates them) apart.
+        let mut start = bigvec::filled(n + 2, 0u32);
         let mut tops = Vec::new();
-        for (v, d) in self.idom.iter().enumerate() {
-            match d {
-                Some(p) => count[*p as usize + 1] += 1,
-                None => tops.push(v as u32),
+        for (v, &d) in self.idom.iter().enumerate() {
+            if d == NONE {
+                tops.push(v as u32);
+            } else {
+                start[d as usize + 2] += 1;
             }
         }
-        for i in 0..n {
-            count[i + 1] += count[i];
+        for v in 0..n {
+            start[v + 2] += start[v + 1];
         }
-        let mut children = vec![0u32; count[n] as usize];
-        let mut fill = count.clone();
-        for (v, d) in self.idom.iter().enumerate() {
-            if let Some(p) = d {
-                children[fill[*p as usize] as usize] = v as u32;
-                fill[*p as usize] += 1;
+        let mut children = bigvec::filled(start[n + 1] as usize, 0u32);
+        for (v, &d) in self.idom.iter().enumerate() {
+            if d != NONE {
+                let at = &mut start[d as usize + 1];
+                children[*at as usize] = v as u32;
+                *at += 1;
             }
         }
+        start.truncate(n + 1);
+        let tree = Rows {
+            start,
+            items: children,
+        };
         // Depth first over the tree with each type's objects on the current path counted.
-        let mut on_path: HashMap<u64, u32> = HashMap::new();
-        let mut out: HashMap<u64, TypeRetained> = HashMap::new();
+        let mut on_path = vec![0u32; out.len()];
+        // (node, entered)
+        let mut stack: Vec<(u32, bool)> = Vec::new();
         for &t in &tops {
-            // (node, entered)
-            let mut stack: Vec<(u32, bool)> = vec![(t, false)];
+            stack.push((t, false));
             while let Some((v, entered)) = stack.pop() {
                 let vi = v as usize;
-                let mt = self.mts[vi];
+                let t = tid[vi] as usize;
                 if entered {
-                    if let Some(c) = on_path.get_mut(&mt) {
-                        *c -= 1;
-                    }
+                    on_path[t] -= 1;
                     continue;
                 }
-                let c = on_path.entry(mt).or_insert(0);
-                let e = out.entry(mt).or_insert(TypeRetained {
-                    mt,
-                    count: 0,
-                    size: 0,
-                    retained: 0,
-                });
+                let e = &mut out[t];
                 e.count += 1;
                 e.size += self.sizes[vi];
-                if *c == 0 {
+                if on_path[t] == 0 {
                     e.retained += self.retained[vi];
                 }
-                *c += 1;
+                on_path[t] += 1;
                 stack.push((v, true));
-                for &w in &children[count[vi] as usize..count[vi + 1] as usize] {
+                for &w in tree.row(vi) {
                     stack.push((w, false));
                 }
             }
         }
-        let mut v: Vec<TypeRetained> = out.into_values().collect();
-        v.sort_by(|a, b| b.retained.cmp(&a.retained).then(a.mt.cmp(&b.mt)));
-        v
+        out.sort_by(|a, b| b.retained.cmp(&a.retained).then(a.mt.cmp(&b.mt)));
+        out
     }
 }

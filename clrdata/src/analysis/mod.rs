@@ -3,6 +3,7 @@
 //! on the model; returns typed results, prints nothing.
 
 pub mod asyncsm;
+mod bigvec;
 pub mod causality;
 pub mod channels;
 pub mod dominators;

@@ -45,6 +45,19 @@ impl LiveSet {
         self.bits.id(addr).is_some_and(|id| self.bits.get(id))
     }
 
+    /// As [`LiveSet::is_live`], for addresses met in order ([`HeapBits::id_near`]: `hint`
+    /// starts at 0 and is kept between calls).
+    pub fn is_live_near(&self, addr: u64, hint: &mut usize) -> bool {
+        self.bits
+            .id_near(addr, hint)
+            .is_some_and(|id| self.bits.get(id))
+    }
+
+    /// The marks.
+    pub(crate) fn bits(&self) -> &HeapBits {
+        &self.bits
+    }
+
     /// Bytes of the mark bitmap.
     pub fn bitmap_bytes(&self) -> u64 {
         self.bits.bytes() as u64

@@ -297,39 +297,40 @@ impl<'r, M: Memory> RefReader<'r, M> {
         if size > MAX_OBJECT_BYTES {
             return false;
         }
-        let bytes: &[u8] =
-            if addr >= self.win_base && addr + size <= self.win_base + self.win_len as u64 {
-                let o = (addr - self.win_base) as usize;
-                &self.win[o..o + size as usize]
-            } else if size as usize <= WINDOW {
-                if self.win.is_empty() {
-                    self.win = vec![0u8; WINDOW];
-                }
-                // Going down, just below the window: a window ending at the object's end, when
-                // the dump holds all of it; else one starting at the object.
-                let end = addr + size;
-                let below = addr < self.win_base && self.win_base - addr <= WINDOW as u64;
-                let back = end.saturating_sub(WINDOW as u64);
-                if below && back < addr && mem.read(back, &mut self.win) == WINDOW {
-                    self.win_base = back;
-                    self.win_len = WINDOW;
-                } else {
-                    let got = mem.read(addr, &mut self.win);
-                    self.win_base = addr;
-                    self.win_len = got;
-                    if (got as u64) < size {
-                        return false;
-                    }
-                }
-                let o = (addr - self.win_base) as usize;
-                &self.win[o..o + size as usize]
+        let bytes: &[u8] = if let Some(b) = mem.slice(addr, size as usize) {
+            b
+        } else if addr >= self.win_base && addr + size <= self.win_base + self.win_len as u64 {
+            let o = (addr - self.win_base) as usize;
+            &self.win[o..o + size as usize]
+        } else if size as usize <= WINDOW {
+            if self.win.is_empty() {
+                self.win = vec![0u8; WINDOW];
+            }
+            // Going down, just below the window: a window ending at the object's end, when
+            // the dump holds all of it; else one starting at the object.
+            let end = addr + size;
+            let below = addr < self.win_base && self.win_base - addr <= WINDOW as u64;
+            let back = end.saturating_sub(WINDOW as u64);
+            if below && back < addr && mem.read(back, &mut self.win) == WINDOW {
+                self.win_base = back;
+                self.win_len = WINDOW;
             } else {
-                self.big.resize(size as usize, 0);
-                if mem.read(addr, &mut self.big) < size as usize {
+                let got = mem.read(addr, &mut self.win);
+                self.win_base = addr;
+                self.win_len = got;
+                if (got as u64) < size {
                     return false;
                 }
-                &self.big
-            };
+            }
+            let o = (addr - self.win_base) as usize;
+            &self.win[o..o + size as usize]
+        } else {
+            self.big.resize(size as usize, 0);
+            if mem.read(addr, &mut self.big) < size as usize {
+                return false;
+            }
+            &self.big
+        };
         let at = |off: u64| -> u64 {
             let o = off as usize;
             match bytes.get(o..o + 8) {
@@ -838,6 +839,7 @@ fn resolve<M: Memory>(
 
 /// One bit per 8-byte-aligned address of every heap segment (region), numbered across the
 /// segments: the search's marks, with no per-object table.
+#[derive(Clone)]
 pub(crate) struct HeapBits {
     /// `(start, end, first bit)` per segment, sorted by start.
     ranges: Vec<(u64, u64, u64)>,
@@ -869,7 +871,7 @@ impl HeapBits {
         }
         HeapBits {
             ranges,
-            bits: vec![0u64; total.div_ceil(64) as usize],
+            bits: crate::analysis::bigvec::filled(total.div_ceil(64) as usize, 0u64),
         }
     }
 
@@ -887,6 +889,27 @@ impl HeapBits {
         (addr < end).then(|| base + (addr - start) / 8)
     }
 
+    /// As [`HeapBits::id`], trying the range `hint` names first and leaving there the range
+    /// `addr` fell in: addresses met in order, or near each other, mostly share one.
+    #[inline]
+    pub(crate) fn id_near(&self, addr: u64, hint: &mut usize) -> Option<u64> {
+        if let Some(&(start, end, base)) = self.ranges.get(*hint) {
+            if addr >= start && addr < end && addr & 7 == 0 {
+                return Some(base + (addr - start) / 8);
+            }
+        }
+        if addr & 7 != 0 {
+            return None;
+        }
+        let i = self
+            .ranges
+            .partition_point(|r| r.0 <= addr)
+            .checked_sub(1)?;
+        let (start, end, base) = self.ranges[i];
+        *hint = i;
+        (addr < end).then(|| base + (addr - start) / 8)
+    }
+
     pub(crate) fn addr(&self, id: u64) -> u64 {
         let i = self.ranges.partition_point(|r| r.2 <= id).saturating_sub(1);
         let (start, _, base) = self.ranges[i];
@@ -895,6 +918,11 @@ impl HeapBits {
 
     pub(crate) fn get(&self, id: u64) -> bool {
         self.bits[(id / 64) as usize] >> (id % 64) & 1 != 0
+    }
+
+    /// The bitmap's words (bit `id % 64` of word `id / 64` is bit `id`).
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.bits
     }
 
     /// Sets the bit; whether it was clear.

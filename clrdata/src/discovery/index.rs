@@ -189,6 +189,12 @@ impl<'a, M: Memory + ?Sized> IndexOverlay<'a, M> {
 }
 
 impl<M: Memory + ?Sized> Memory for IndexOverlay<'_, M> {
+    /// The dump's bytes come first ([`Memory::read`] below), so where it holds them all they
+    /// are the answer.
+    fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.mem.slice(addr, len)
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
         let mut n = 0;
         while n < buf.len() {
