@@ -569,7 +569,10 @@ fn single_file_dumps_made_without_the_dac_are_read_without_their_app_domain_sayi
                     ClrError::Read { addr, what } => {
                         assert!(what.contains("AppDomain"), "{name}: {what}");
                         assert!((host..end).contains(&addr), "{name}: {addr:#x}");
-                        assert!(d.read_u64(addr).is_err(), "{name}: {addr:#x} is in the dump");
+                        assert!(
+                            d.read_u64(addr).is_err(),
+                            "{name}: {addr:#x} is in the dump"
+                        );
                         let said = rt.degraded().expect("degraded");
                         assert!(said.contains(&format!("{addr:#x}")), "{name}: {said}");
                     }
