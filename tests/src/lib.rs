@@ -339,10 +339,11 @@ pub enum Shortfall {
     /// AppDomain, whose global's page the dump lacks: `Runtime::app_domain` and
     /// `Runtime::loaded_images` refuse naming the global and its address, which the dump
     /// indeed cannot read, and `Runtime::degraded` says so once), its thread store and every
-    /// managed thread equal the DAC's, and its GC heap is refused (the GC's tables are not in
+    /// managed thread equal the DAC's, so do its sync blocks where the AppDomain is read (10;
+    /// without it the DAC lists none: not claimed), and its GC heap is refused (the GC's tables are not in
     /// the dump; the DAC cannot read it either). It still falls short of the DAC, which also
-    /// lists GC handles, stack roots and (10) sync blocks and the first explicit frames. A
-    /// thread list unequal to the DAC's, a heap or an AppDomain read, all fail.
+    /// lists GC handles, stack roots and (10) the first explicit frames. A thread list or sync
+    /// blocks unequal to the DAC's, a heap or an AppDomain read, all fail.
     ThreadsOnly,
 }
 
@@ -450,6 +451,72 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
             diffs.join("; ")
         ));
     }
+    // The sync blocks, against the DAC's (lockprobe's `<name>.locks.dac.json`), where the
+    // AppDomain is read: without it (8, 9) the DAC lists none, and records no error (likely
+    // because its SyncBlockData carries the AppDomain; not checked in its source), so there is
+    // no truth to hold them to, and they are not claimed.
+    let locks = load_json(&dumps_dir().join(format!("{}.locks.dac.json", e.name)));
+    let table = clrdata::analysis::locks::monitors(rt, &clrdata::TypeNames::new())
+        .map_err(|err| format!("the sync table is not read: {err}"))?;
+    let count = locks["sync_blocks"]["count"].as_u64().unwrap_or(u64::MAX);
+    let sync_blocks_claimed = rt.app_domain().is_ok();
+    if sync_blocks_claimed && table.used_entries.saturating_sub(1) as u64 != count {
+        diffs.push(format!(
+            "{} sync table entries in use, the DAC's {count}",
+            table.used_entries.saturating_sub(1)
+        ));
+    }
+    let dac_blocks = locks["sync_blocks"]["sync_blocks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for d in dac_blocks
+        .iter()
+        .filter(|d| sync_blocks_claimed && d["free"] == false)
+    {
+        let i = d["index"].as_u64().unwrap_or(u64::MAX);
+        let Some(sb) = table.sync_blocks.iter().find(|s| s.index as u64 == i) else {
+            diffs.push(format!("sync block {i}: not read"));
+            continue;
+        };
+        for (what, ours, theirs) in [
+            ("object", sb.object, hex(&d["object"])),
+            ("sync block", sb.sync_block, hex(&d["sync_block"])),
+            (
+                "monitor held",
+                sb.monitor_held as u64,
+                d["monitor_held"].as_u64().unwrap_or(u64::MAX),
+            ),
+            (
+                "recursion",
+                sb.recursion as u64,
+                d["recursion"].as_u64().unwrap_or(u64::MAX),
+            ),
+            (
+                "holding thread",
+                sb.holding_thread,
+                hex(&d["holding_thread"]),
+            ),
+            (
+                // The 8-10 DACs count a non-empty Monitor.Wait list as 1000.
+                "threads in Monitor.Wait",
+                !sb.wait_threads.is_empty() as u64,
+                (d["additional_thread_count"].as_u64().unwrap_or(0) > 0) as u64,
+            ),
+        ] {
+            if ours != theirs {
+                diffs.push(format!(
+                    "sync block {i} {what}: {ours:#x}, the DAC's {theirs:#x}"
+                ));
+            }
+        }
+    }
+    if !diffs.is_empty() {
+        return Err(format!(
+            "its sync blocks differ from the DAC's: {}",
+            diffs.join("; ")
+        ));
+    }
     if rt.gc_heap().is_ok() {
         return Err("its GC heap is read".into());
     }
@@ -492,8 +559,16 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
         }
     };
     Ok(format!(
-        "{app_domain}; its {} threads equal the DAC's; the GC heap refused",
-        threads.len()
+        "{app_domain}; its {} threads{} equal the DAC's; the GC heap refused",
+        threads.len(),
+        if sync_blocks_claimed {
+            format!(" and {} sync blocks", table.sync_blocks.len())
+        } else {
+            format!(
+                " (its {} sync blocks not compared: the DAC lists none without the AppDomain)",
+                table.sync_blocks.len()
+            )
+        }
     ))
 }
 
@@ -511,10 +586,10 @@ pub fn pending() -> &'static [Pending] {
         and stack roots, which dumpshell does not read here, so the corpus's truth tests cannot \
         hold it (dumps/README.md)";
     const NODAC_NO_GC: &str = "a single-file app dumped by the pack's createdump --withheap by \
-        hand: its runtime is found through the build index and its threads equal the DAC's, \
-        but the GC's own tables are not in the dump, so the heap is refused (rightly: the DAC \
-        cannot read it either); the DAC also lists GC handles, stack roots, sync blocks and the \
-        first explicit frames, which dumpshell does not read here";
+        hand: its runtime is found through the build index and its threads and sync blocks \
+        equal the DAC's, but the GC's own tables are not in the dump, so the heap is refused \
+        (rightly: the DAC cannot read it either); the DAC also lists GC handles, stack roots \
+        and the first explicit frames, which dumpshell does not read here";
     &[
         Pending {
             name: "hang-net8-single-nodac",
