@@ -539,12 +539,13 @@ fn the_net9_dac_table_map_is_the_descriptors() {
 }
 
 /// The single-file apps of 8 and 9 dumped by the pack's createdump run by hand (no DAC beside
-/// the app: `-nodac`, in `tests::pending()`) lack the host's data pages holding the runtime's
-/// globals: their runtime is found through the index (9: its release's descriptor through the
-/// host's g_dacTable, which the dump holds) and refused naming the global that is missing,
-/// inside the host, and why (createdump wrote without the DAC).
+/// the app: `-nodac`, in `tests::pending()`, read in part) lack the host's data page holding
+/// `AppDomain::m_pTheAppDomain`: their runtime is found through the index (9: its release's
+/// descriptor through the host's g_dacTable, which the dump holds) and read without the
+/// AppDomain, which is refused naming the global, its address inside the host, and why
+/// (createdump wrote without the DAC); `degraded` says the same once.
 #[test]
-fn single_file_dumps_made_without_the_dac_are_refused_saying_why() {
+fn single_file_dumps_made_without_the_dac_are_read_without_their_app_domain_saying_why() {
     for name in ["hang-net8-single-nodac", "hang-net9-single-nodac"] {
         let e = tests::entry(name);
         let d = Dump::open_with(&e.dump_path(), &bare()).expect("open");
@@ -555,21 +556,31 @@ fn single_file_dumps_made_without_the_dac_are_refused_saying_why() {
             .find(|m| m.base == host)
             .expect("the host")
             .end;
-        match Runtime::discover_with_options(&d, &DiscoverOptions::clean_room()) {
+        let rt = Runtime::discover_with_options(&d, &DiscoverOptions::clean_room())
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert_eq!(rt.info.version, e.runtime_version(), "{name}");
+        match rt.app_domain() {
             Err(ClrError::While { context, error }) => {
                 assert!(
                     context.contains("without the runtime's DAC"),
                     "{name}: {context}"
                 );
                 match *error {
-                    ClrError::Read { addr, .. } => {
-                        assert!((host..end).contains(&addr), "{name}: {addr:#x}")
+                    ClrError::Read { addr, what } => {
+                        assert!(what.contains("AppDomain"), "{name}: {what}");
+                        assert!((host..end).contains(&addr), "{name}: {addr:#x}");
+                        assert!(
+                            d.read_u64(addr).is_err(),
+                            "{name}: {addr:#x} is in the dump"
+                        );
+                        let said = rt.degraded().expect("degraded");
+                        assert!(said.contains(&format!("{addr:#x}")), "{name}: {said}");
                     }
                     other => panic!("{name}: {other}"),
                 }
             }
             Err(other) => panic!("{name}: refused otherwise: {other}"),
-            Ok(rt) => panic!("{name}: read as {}", rt.info.version),
+            Ok(a) => panic!("{name}: AppDomain read: {a:#x}"),
         }
     }
 }

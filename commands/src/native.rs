@@ -168,6 +168,10 @@ pub struct InfoResult {
     pub runtime_layout: Option<clrdata::LayoutSource>,
     /// Why the runtime found is not read (with each source tried and what would serve).
     pub runtime_error: Option<clrdata::ClrError>,
+    /// What the runtime is read without, when it is read degraded (a createdump dump of a
+    /// single-file app made without the DAC lacks the AppDomain's page): what needs it is
+    /// refused with this reason. `null` otherwise.
+    pub runtime_degraded: Option<String>,
     /// The NativeAOT runtime, when the app is one (its layout's source, its version).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nativeaot: Option<clrdata::nativeaot::AotSummary>,
@@ -251,6 +255,9 @@ impl Render for InfoResult {
         if let Some(e) = &self.runtime_error {
             line(&mut t, "Runtime:", format!("not read: {e}"));
         }
+        if let Some(e) = &self.runtime_degraded {
+            line(&mut t, "Runtime:", format!("read in part: {e}"));
+        }
         for w in &self.warnings {
             line(&mut t, "Warning:", w.clone());
         }
@@ -294,6 +301,7 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         app_shape: None,
         runtime_layout: None,
         runtime_error: None,
+        runtime_degraded: None,
         nativeaot: None,
         warnings: i.warnings.iter().map(|w| w.to_string()).collect(),
     };
@@ -334,6 +342,10 @@ fn info(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         .as_ref()
         .and_then(|c| c.as_ref().ok())
         .map(|c| c.rt.layout_source.clone());
+    res.runtime_degraded = clr
+        .as_ref()
+        .and_then(|c| c.as_ref().ok())
+        .and_then(|c| c.rt.degraded());
     res.runtime_error = clr.and_then(Result::err);
     Ok(Output::rendered("info", res))
 }

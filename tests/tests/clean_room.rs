@@ -139,3 +139,38 @@ fn every_dump_is_read_from_itself_and_the_index() {
     }
     assert_eq!(per_family.len(), 3, "{per_family:?}");
 }
+
+/// The dumps read in part ([`tests::Shortfall::ThreadsOnly`], in `tests::pending()`) are read
+/// so in the clean room too: the runtime from the dump and the build index only, its threads
+/// equal to the DAC's, and what the dump lacks refused as tests/tests/pending.rs holds it.
+#[test]
+fn dumps_read_in_part_are_read_so_from_themselves_and_the_index() {
+    let mut checked = 0;
+    for p in tests::pending() {
+        if p.shortfall != tests::Shortfall::ThreadsOnly
+            || !tests::dumps_dir()
+                .join(format!("{}.dmp.zst", p.name))
+                .is_file()
+        {
+            continue;
+        }
+        let e = tests::entry(p.name);
+        let d = Dump::open_with(&e.dump_path(), &e.open_options()).expect("open");
+        let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        assert_eq!(rt.info.version, e.runtime_version(), "{}", e.name);
+        match tests::read_in_part(&e, &rt) {
+            Ok(how) => eprintln!("{}: {how}", e.name),
+            Err(why) => panic!("{}: not read in part as listed: {why}", e.name),
+        }
+        for fs in d.file_sources() {
+            assert!(
+                !matches!(fs.state, FileSourceState::Used { .. }),
+                "{}: {} stood in for missing pages in the clean room",
+                e.name,
+                fs.recorded
+            );
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} dumps read in part checked in the clean room");
+}

@@ -76,6 +76,10 @@ fn falls_short(e: &Entry, shortfall: Option<Shortfall>) -> Verdict {
                 _ => Gone("dumpasync reads every box".to_owned()),
             }
         }
+        (Shortfall::ThreadsOnly, Ok(rt)) => match tests::read_in_part(e, &rt) {
+            Ok(how) => Short(how),
+            Err(why) => Gone(why),
+        },
         (Shortfall::StackWalk, Ok(rt)) => {
             let names = clrdata::TypeNames::new();
             let walked = clrdata::model::stack::StackWalker::for_target(&rt, &names).walk_all();

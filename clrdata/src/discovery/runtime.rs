@@ -358,6 +358,43 @@ pub struct Runtime<M> {
     /// Where this build's g_dacTable has an entry the layout's numbering lacks
     /// ([`layout::DacTableRevision`]).
     dac_revision: layout::DacTableRevision,
+    /// Why the AppDomain (`AppDomain::m_pTheAppDomain`) is not read, when it is not: a
+    /// createdump dump of a single-file app made without the runtime's DAC lacks the host's
+    /// data page that holds it ([`Runtime::app_domain`]).
+    app_domain_missing: Option<ClrError>,
+    /// The load-time checks skipped because the structure checked is not in the dump (only
+    /// on a runtime read without its AppDomain: [`Runtime::degraded`]).
+    unchecked: Vec<String>,
+}
+
+/// The AppDomain global as read (`read`), or, when the page holding it is absent from a
+/// createdump dump of a single-file app made without the runtime's DAC (the host's data pages
+/// the runtime touched are not saved), 0 and why: the runtime is then read without it, and
+/// what needs it is refused with that reason ([`Runtime::app_domain`]). Any other failure is
+/// the runtime's refusal, as before.
+fn app_domain_or_missing<T: Target + ?Sized>(
+    target: &T,
+    read: Result<u64>,
+) -> Result<(u64, Option<ClrError>)> {
+    match read {
+        Ok(a) => Ok((a, None)),
+        Err(e @ ClrError::Read { addr, .. }) => match no_dac_single_file_host(target) {
+            Some((host, start, end)) if (start..end).contains(&addr) => Ok((
+                0,
+                Some(ClrError::While {
+                    context: format!(
+                        "the runtime is read without its AppDomain: the page of {host}'s data that \
+                         holds the global is not in this dump (createdump wrote it without the \
+                         runtime's DAC, run by hand on a single-file app; the app's own dump \
+                         request, createdump --full or gdb gcore save it)"
+                    ),
+                    error: Box::new(e),
+                }),
+            )),
+            _ => Err(e),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// Where the image files of managed assemblies are looked for when the dump lacks pages of
@@ -805,11 +842,7 @@ impl<M: Memory> Runtime<M> {
     /// assemblies, their Modules, loaded layouts and lookup maps: what a PE file whose headers
     /// the dump lacks is compared with, [`crate::discovery::imagecheck`]).
     pub fn loaded_images(&self) -> Result<Vec<Result<crate::discovery::imagecheck::LoadedImage>>> {
-        crate::discovery::imagecheck::loaded_images(
-            self.memory(),
-            self.layout,
-            self.globals.app_domain,
-        )
+        crate::discovery::imagecheck::loaded_images(self.memory(), self.layout, self.app_domain()?)
     }
 
     /// Why the missing bytes of the file mapped at `addr` are not read from a file (a gcore
@@ -968,9 +1001,13 @@ impl<M: Memory> Runtime<M> {
             unread_files: Default::default(),
             descriptor: None,
             dac_revision,
+            app_domain_missing: None,
+            unchecked: Vec::new(),
         };
         if version_unknown {
-            let tried = rt.resolve_globals(&module).and_then(|_| rt.sanity_check());
+            let tried = rt
+                .resolve_globals(&module)
+                .and_then(|_| rt.sanity_check().map(drop));
             let version = tried.as_ref().ok().and_then(|_| corelib_version(&rt));
             match version {
                 Some(v) if v.split('.').next() == Some("8") => {
@@ -997,7 +1034,7 @@ impl<M: Memory> Runtime<M> {
             return Ok(rt);
         }
         rt.resolve_globals(&module)?;
-        rt.sanity_check()?;
+        rt.unchecked = rt.sanity_check()?;
         Ok(rt)
     }
 
@@ -1068,6 +1105,7 @@ impl<M: Memory> Runtime<M> {
         }
         // .NET 11: every global is the descriptor's (the GC's own in its sub-descriptor);
         // .NET 9/10: some come from g_dacTable entries next to descriptor globals.
+        let mut app_domain_missing = None;
         let globals = if let layout::GcSource::Descriptor(_) = layout.gc_source {
             descriptor_globals(&target, &d, &runtime)?
         } else {
@@ -1167,6 +1205,8 @@ impl<M: Memory> Runtime<M> {
             // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
             let table_start = dac_export
                 .unwrap_or_else(|| table.slot.wrapping_sub(8 * anchors.thread_store_index));
+            let (app_domain, missing) = app_domain_or_missing(&target, deref("AppDomain"))?;
+            app_domain_missing = missing;
             Globals {
                 dac_table: table_start,
                 thread_store: deref("ThreadStore")?,
@@ -1177,7 +1217,7 @@ impl<M: Memory> Runtime<M> {
                 gc_dac_vars: target
                     .read_u64(gc_dac_globals_addr)
                     .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
-                app_domain: deref("AppDomain")?,
+                app_domain,
                 system_domain: optional("SystemDomain"),
                 global_alloc_context,
                 object_mt: deref("ObjectMethodTable")?,
@@ -1207,7 +1247,7 @@ impl<M: Memory> Runtime<M> {
             }
         };
         let image_search = ImageSearch::for_options(&target, opts);
-        let rt = Runtime {
+        let mut rt = Runtime {
             mem: target,
             info,
             layout,
@@ -1219,8 +1259,10 @@ impl<M: Memory> Runtime<M> {
             unread_files: Default::default(),
             descriptor: Some(std::sync::Arc::new(d)),
             dac_revision: layout::DacTableRevision::AS_NUMBERED,
+            app_domain_missing,
+            unchecked: Vec::new(),
         };
-        rt.sanity_check()?;
+        rt.unchecked = rt.sanity_check()?;
         // The global allocation context must be empty or a range (a wrong anchor reads
         // something else).
         let m = rt.memory();
@@ -1247,6 +1289,31 @@ impl<M: Memory> Runtime<M> {
     /// The contract descriptor the runtime published (.NET 9+), as read at discovery.
     pub fn descriptor(&self) -> Option<&crate::discovery::descriptor::ContractDescriptor> {
         self.descriptor.as_deref()
+    }
+
+    /// The AppDomain (the value of `AppDomain::m_pTheAppDomain`); or, when the runtime was read
+    /// without it (the page holding the global is not in the dump), why: what needs it (the
+    /// loaded assemblies, code versions) is refused with that reason.
+    pub fn app_domain(&self) -> Result<u64> {
+        match &self.app_domain_missing {
+            None => Ok(self.globals.app_domain),
+            Some(e) => Err(e.clone()),
+        }
+    }
+
+    /// What the runtime was read without, when it was (a degraded runtime: the AppDomain of a
+    /// createdump dump made without the DAC), with the load-time checks its absent memory
+    /// skipped: said once by `info` and `eeversion`.
+    pub fn degraded(&self) -> Option<String> {
+        let e = self.app_domain_missing.as_ref()?;
+        Some(if self.unchecked.is_empty() {
+            e.to_string()
+        } else {
+            format!(
+                "{e}; not checked at load, not in the dump either: {}",
+                self.unchecked.join(", ")
+            )
+        })
     }
 
     /// `Ok` when `capability` has been verified against the DAC for this runtime's family;
@@ -1310,8 +1377,16 @@ impl<M: Memory> Runtime<M> {
         self.mem.read_u64(a).map_err(|_| ClrError::read(what, a))
     }
 
-    fn resolve_globals(&mut self, _module: &ModuleInfo) -> Result<()> {
+    fn resolve_globals(&mut self, _module: &ModuleInfo) -> Result<()>
+    where
+        M: Target,
+    {
         let d = self.layout.dac;
+        let (app_domain, app_domain_missing) = app_domain_or_missing(
+            &self.mem,
+            self.read_global_ptr(d.app_domain, "AppDomain::m_pTheAppDomain"),
+        )?;
+        self.app_domain_missing = app_domain_missing;
         let g = Globals {
             dac_table: self.globals.dac_table,
             thread_store: self.read_global_ptr(d.thread_store, "ThreadStore::s_pThreadStore")?,
@@ -1323,9 +1398,14 @@ impl<M: Memory> Runtime<M> {
                     .map_err(|_| ClrError::read("g_heap_type", a))?
             },
             gc_dac_vars: self.read_global_ptr(d.gc_dac_globals, "g_gcDacGlobals")?,
-            app_domain: self.read_global_ptr(d.app_domain, "AppDomain::m_pTheAppDomain")?,
-            system_domain: self
-                .read_global_ptr(d.system_domain, "SystemDomain::m_pSystemDomain")?,
+            app_domain,
+            // Read by nothing yet (as on .NET 9 and 10, where it is optional): 0 when its page
+            // is absent as the AppDomain's is.
+            system_domain: app_domain_or_missing(
+                &self.mem,
+                self.read_global_ptr(d.system_domain, "SystemDomain::m_pSystemDomain"),
+            )?
+            .0,
             card_table: self.read_global_ptr(d.card_table, "g_card_table")?,
             lowest_address: self.read_global_ptr(d.lowest_address, "g_lowest_address")?,
             highest_address: self.read_global_ptr(d.highest_address, "g_highest_address")?,
@@ -1362,55 +1442,72 @@ impl<M: Memory> Runtime<M> {
         Ok(())
     }
 
-    fn sanity_check(&self) -> Result<()> {
+    /// The load-time checks of the layout against the runtime's own structures. A runtime read
+    /// without its AppDomain ([`Runtime::degraded`]: createdump wrote neither the host's data
+    /// page nor the loader heap's pages) may lack the structures checked: each check whose
+    /// memory is absent is then skipped and returned, said with the degradation; on any other
+    /// runtime it refuses, and content that is there and wrong always refuses.
+    fn sanity_check(&self) -> Result<Vec<String>> {
+        let tolerate_absent = self.app_domain_missing.is_some();
+        let skipped = std::cell::RefCell::new(Vec::new());
         let fail = |detail: String| ClrError::SanityCheck {
             version: self.info.version.clone(),
             detail,
         };
         let g = &self.globals;
         let mtl = &self.layout.method_table;
-        let read_mt = |mt: u64, what: &str| -> Result<(u32, u32)> {
-            let flags = self
-                .mem
-                .read_u32(mt + mtl.flags)
-                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
-            let base = self
-                .mem
-                .read_u32(mt + mtl.base_size)
-                .map_err(|_| fail(format!("{what} MethodTable {mt:#x} is not in the dump")))?;
-            Ok((flags, base))
+        let read_mt = |mt: u64, what: &str| -> Result<Option<(u32, u32)>> {
+            match (
+                self.mem.read_u32(mt + mtl.flags),
+                self.mem.read_u32(mt + mtl.base_size),
+            ) {
+                (Ok(flags), Ok(base)) => Ok(Some((flags, base))),
+                _ if tolerate_absent => {
+                    skipped
+                        .borrow_mut()
+                        .push(format!("{what}'s MethodTable at {mt:#x}"));
+                    Ok(None)
+                }
+                _ => Err(fail(format!(
+                    "{what} MethodTable {mt:#x} is not in the dump"
+                ))),
+            }
         };
-        let (sf, sb) = read_mt(g.string_mt, "g_pStringClass")?;
-        if sb != self.layout.string_base_size
-            || sf & layout::mt_flags::HAS_COMPONENT_SIZE == 0
-            || sf & 0xFFFF != 2
-        {
+        if let Some((sf, sb)) = read_mt(g.string_mt, "g_pStringClass")?.filter(|&(sf, sb)| {
+            sb != self.layout.string_base_size
+                || sf & layout::mt_flags::HAS_COMPONENT_SIZE == 0
+                || sf & 0xFFFF != 2
+        }) {
             return Err(fail(format!(
                 "String's MethodTable {:#x} has BaseSize {sb:#x} and flags {sf:#x}; expected \
                  BaseSize {:#x} with component size 2",
                 g.string_mt, self.layout.string_base_size
             )));
         }
-        let (ff, fb) = read_mt(g.free_mt, "g_pFreeObjectMethodTable")?;
-        if ff & layout::mt_flags::HAS_COMPONENT_SIZE == 0 || ff & 0xFFFF != 1 || fb != 0x18 {
+        if let Some((ff, fb)) =
+            read_mt(g.free_mt, "g_pFreeObjectMethodTable")?.filter(|&(ff, fb)| {
+                ff & layout::mt_flags::HAS_COMPONENT_SIZE == 0 || ff & 0xFFFF != 1 || fb != 0x18
+            })
+        {
             return Err(fail(format!(
                 "the free-object MethodTable {:#x} has BaseSize {fb:#x} and flags {ff:#x}; \
                  expected BaseSize 0x18 with component size 1",
                 g.free_mt
             )));
         }
-        let (of, ob) = read_mt(g.object_mt, "g_pObjectClass")?;
-        if of & layout::mt_flags::HAS_COMPONENT_SIZE != 0 || ob != 0x18 {
+        if let Some((of, ob)) = read_mt(g.object_mt, "g_pObjectClass")?
+            .filter(|&(of, ob)| of & layout::mt_flags::HAS_COMPONENT_SIZE != 0 || ob != 0x18)
+        {
             return Err(fail(format!(
                 "Object's MethodTable {:#x} has BaseSize {ob:#x} and flags {of:#x}; expected \
                  BaseSize 0x18 without component size",
                 g.object_mt
             )));
         }
-        let (af, _) = read_mt(g.object_array_mt, "Object[]")?;
-        if af & layout::mt_flags::CATEGORY_ARRAY_MASK != layout::mt_flags::CATEGORY_ARRAY
-            || af & 0xFFFF != 8
-        {
+        if let Some((af, _)) = read_mt(g.object_array_mt, "Object[]")?.filter(|&(af, _)| {
+            af & layout::mt_flags::CATEGORY_ARRAY_MASK != layout::mt_flags::CATEGORY_ARRAY
+                || af & 0xFFFF != 8
+        }) {
             return Err(fail(format!(
                 "Object[]'s MethodTable {:#x} has flags {af:#x}; expected an array with \
                  component size 8",
@@ -1425,25 +1522,30 @@ impl<M: Memory> Runtime<M> {
         }
         // .NET 11: the GC's sub-descriptor (checked when it was merged) stands for GcDacVars.
         if let layout::GcSource::Descriptor(_) = self.layout.gc_source {
-            return Ok(());
+            return Ok(skipped.into_inner());
         }
         let gv = &self.layout.gc_dac_vars;
-        let major = self
-            .mem
-            .read_u8(g.gc_dac_vars + gv.major_version)
-            .map_err(|_| {
-                fail(format!(
+        let major = match self.mem.read_u8(g.gc_dac_vars + gv.major_version) {
+            Ok(m) => m,
+            Err(_) if tolerate_absent => {
+                let mut skipped = skipped.into_inner();
+                skipped.push(format!("GcDacVars at {:#x}", g.gc_dac_vars));
+                return Ok(skipped);
+            }
+            Err(_) => {
+                return Err(fail(format!(
                     "GcDacVars at {:#x} is not in the dump",
                     g.gc_dac_vars
-                ))
-            })?;
+                )))
+            }
+        };
         if major != gv.major {
             return Err(fail(format!(
                 "GcDacVars at {:#x} has major version {major}; this layout reads {}",
                 g.gc_dac_vars, gv.major
             )));
         }
-        Ok(())
+        Ok(skipped.into_inner())
     }
 
     /// Workstation or server GC.

@@ -872,7 +872,9 @@ fn active_code_version<M: Memory>(r: &ObjectReader<'_, M>, d: &MethodDescData) -
             il_versions,
             method_descs,
         } => {
-            let ad = r.rt.globals.app_domain;
+            let Ok(ad) = r.rt.app_domain() else {
+                return ActiveVersion::Unknown;
+            };
             // SHash {m_table, m_tableSize, m_tableCount, ..}
             match m.read_u32(ad.wrapping_add(il_versions + 12)) {
                 Ok(0) => {}
