@@ -7,7 +7,7 @@ use crate::session::{clr, nativeaot_of, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{ArgMatches, Command};
-use clrdata::nativeaot::{AotSummary, AotThread, NativeAot};
+use clrdata::nativeaot::{AotSummary, AotThread, AotTypeNames, NativeAot};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -199,8 +199,9 @@ pub fn aot_crashinfo(s: &Session, aot: &NativeAot) -> Result<Output, CommandErro
     ))
 }
 
-/// `dumpheap -stat` on a NativeAOT app: the census by MethodTable (no type names: the
-/// executable's symbols are in its `.dbg`, not read yet).
+/// `dumpheap -stat` on a NativeAOT app: the census by MethodTable, each type named by the
+/// executable's symbol file when it is found (`<app>.dbg`, matched by build id), else unnamed
+/// and said so.
 #[derive(Serialize)]
 pub struct AotHeapStat {
     /// The runtime.
@@ -219,10 +220,26 @@ impl Render for AotHeapStat {
                 hex(x.mt),
                 x.count.to_string(),
                 x.total_size.to_string(),
-                "<no type names: the executable's symbols are not read>".to_string(),
+                x.name.clone().unwrap_or_else(|| "<unnamed>".to_string()),
             ]);
         }
         let mut out = format!("Statistics:\n{}", render(&t));
+        match &c.names {
+            AotTypeNames::Symbols {
+                file,
+                method_tables,
+            } => out.push_str(&format!(
+                "Type names: ILC's symbol names ({method_tables} MethodTables) from {file}\n"
+            )),
+            AotTypeNames::Unnamed { reason, looked_for } => {
+                out.push_str(&format!(
+                    "Types are unnamed (counted by MethodTable): {reason}\n"
+                ));
+                if !looked_for.is_empty() {
+                    out.push_str(&format!("  looked for: {}\n", looked_for.join(", ")));
+                }
+            }
+        }
         out.push_str(&format!(
             "Total {} objects, {} bytes ({} of them in frozen segments); free: {} objects, {} \
              bytes; {} segments\n",

@@ -1007,3 +1007,58 @@ pub(crate) fn add_file_symtab(bytes: &[u8], img: &mut ElfImage) {
     }
     img.symbols.sort_by_key(|s| s.address);
 }
+
+/// What an ELF file on disk says of itself for symbolization: its build id, its
+/// `.gnu_debuglink` file name, and the symbols of its own `.symtab` whose names start with a
+/// prefix (link-time addresses: add the load bias). What a separate debug file
+/// (`objcopy --only-keep-debug`, e.g. NativeAOT's `<app>.dbg`) is matched and read by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElfFileSymbols {
+    /// `.note.gnu.build-id`'s bytes.
+    pub build_id: Option<Vec<u8>>,
+    /// `.gnu_debuglink`'s file name.
+    pub debuglink: Option<String>,
+    /// (name, link-time address) of the `.symtab` symbols with the prefix, defined ones only.
+    pub symbols: Vec<(String, u64)>,
+}
+
+/// Reads [`ElfFileSymbols`] from an ELF file's bytes (`.symtab` only: `.dynsym` is what the
+/// image in memory already gives); no symbols when `prefix` is `None`.
+pub fn elf_file_symbols(bytes: &[u8], prefix: Option<&str>) -> Result<ElfFileSymbols, Error> {
+    use object::{Object, ObjectSymbol};
+    if !bytes.starts_with(b"\x7fELF") {
+        return Err(bad("ELF file", 0, "no ELF magic"));
+    }
+    let f = object::File::parse(bytes).map_err(|e| bad("ELF file", 0, e.to_string()))?;
+    let build_id = f.build_id().ok().flatten().map(<[u8]>::to_vec);
+    let debuglink = f
+        .gnu_debuglink()
+        .ok()
+        .flatten()
+        .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
+    let mut symbols = Vec::new();
+    let Some(prefix) = prefix else {
+        return Ok(ElfFileSymbols {
+            build_id,
+            debuglink,
+            symbols,
+        });
+    };
+    for s in f.symbols() {
+        if symbols.len() as u64 >= MAX_SYMBOLS {
+            break;
+        }
+        if !s.is_definition() {
+            continue;
+        }
+        let Ok(name) = s.name() else { continue };
+        if name.starts_with(prefix) {
+            symbols.push((name.to_string(), s.address()));
+        }
+    }
+    Ok(ElfFileSymbols {
+        build_id,
+        debuglink,
+        symbols,
+    })
+}

@@ -47,8 +47,8 @@ pub use check::{Evidence, FileCheck, ImageGap, Refusal, Refusals};
 pub use elfmods::{BundlePlacement, HostBundle};
 pub use error::{Error, ReadError};
 pub use image::{
-    file_identity, pe_identity, ElfImage, Export, ImageFormat, ImageSource, ModuleImage, PeImage,
-    PeLayout, PeSection, ProgramHeader, Symbol,
+    elf_file_symbols, file_identity, pe_identity, ElfFileSymbols, ElfImage, Export, ImageFormat,
+    ImageSource, ModuleImage, PeImage, PeLayout, PeSection, ProgramHeader, Symbol,
 };
 pub use memory::{Memory, MemoryRange, Perms, SliceMemory, MAX_READ_BYTES};
 pub use sparse::{copy_sparse, disk_usage};

@@ -49,7 +49,8 @@ struct Cli {
 #[derive(Args, Debug)]
 struct OpenArgs {
     /// A folder to search for module files (matched by build id or PE timestamp and size)
-    /// when the dump lacks an image's pages; repeatable.
+    /// when the dump lacks an image's pages, and for a NativeAOT app's symbol file
+    /// (`<app>.dbg`, matched by build id: it names the types); repeatable.
     #[arg(long = "image-path", value_name = "DIR")]
     image_path: Vec<PathBuf>,
     /// Never read image files from the paths the dump records for its modules (only from

@@ -223,6 +223,10 @@ pub struct NativeAot {
     globals: BTreeMap<String, u64>,
     /// Whether the layout is the descriptor's (field names of [`FieldName::descriptor`]).
     from_descriptor: bool,
+    /// The GC sub-descriptor's `GCIdentifiers` ("workstation, regions, background,"), 11.
+    gc_identifiers: Option<String>,
+    /// The GC sub-descriptor's GC contract version (`"c1"`), 11.
+    gc_contract: Option<String>,
 }
 
 /// What is said of a NativeAOT runtime (`info`, `eeversion`).
@@ -379,13 +383,21 @@ impl NativeAot {
             for (f, o) in &ti.fields {
                 fields.insert((t.clone(), f.clone()), *o);
             }
-        }
-        let mut globals = BTreeMap::new();
-        for name in ["ThreadStore", "RuntimeInstance", "FreeObjectMethodTable"] {
-            if let Some(v) = d.global_number(name) {
-                globals.insert(name.to_owned(), v);
+            // The type's size, as the descriptor spells it ("!").
+            if let Some(size) = ti.size {
+                fields.insert((t.clone(), "!".to_owned()), size);
             }
         }
+        // Every number global of the merged descriptor (the GC sub-descriptor's included):
+        // addresses (ThreadStore, FreeObjectMethodTable, GCHeapGenerationTable...) and
+        // constants (TotalGenerationCount...).
+        let globals: BTreeMap<String, u64> = d
+            .globals
+            .keys()
+            .filter_map(|n| d.global_number(n).map(|v| (n.clone(), v)))
+            .collect();
+        let gc_identifiers = d.global_str("GCIdentifiers").map(str::to_owned);
+        let gc_contract = d.contract("GC").map(|v| v.to_string());
         Ok(NativeAot {
             module_path: m.path.clone(),
             module_name: m.name().to_owned(),
@@ -400,6 +412,8 @@ impl NativeAot {
             fields,
             globals,
             from_descriptor: true,
+            gc_identifiers,
+            gc_contract,
         })
     }
 
@@ -521,6 +535,8 @@ impl NativeAot {
             fields,
             globals,
             from_descriptor: false,
+            gc_identifiers: None,
+            gc_contract: None,
         };
         // A crashed app's buffer names the exact version; it must agree with the family.
         if let Ok(Some(ci)) = rt.crash_info(target) {
@@ -689,29 +705,35 @@ impl NativeAot {
         Ok(out)
     }
 
-    /// The crash info buffer's JSON: `Ok(None)` when the buffer is empty (no crash). Refused
-    /// where the layout names no buffer (.NET 11's descriptor does not).
+    /// The crash info buffer's JSON: `Ok(None)` when the buffer is empty (no crash). Read from
+    /// the debug header's `g_CrashInfoBuffer` (8, 9, 10), or, where the layout names no buffer
+    /// (.NET 11's descriptor), from the exception record createdump saves in the dump
+    /// ([`special_diag_info_crash_buffer`]).
     pub fn crash_info<M: Memory + ?Sized>(&self, mem: &M) -> Result<Option<CrashInfo>> {
         if self.from_descriptor {
-            return Err(ClrError::NotFound {
-                what: "the NativeAOT crash info buffer".into(),
-                detail: format!(
-                    "the {} names no crash info buffer (only .NET 8-10's debug header has \
-                     g_CrashInfoBuffer)",
-                    self.layout
-                ),
-                addr: None,
-            });
+            let Some((at, size)) = special_diag_info_crash_buffer(mem)? else {
+                return Ok(None);
+            };
+            let mut buf = vec![0u8; size.min(MAX_CRASH_INFO as u64) as usize];
+            mem.read_exact(at, &mut buf)
+                .map_err(|_| read_err("the crash info buffer", at))?;
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+            return Self::parse_crash_info(at, &text);
         }
         let at = self.global("g_CrashInfoBuffer")?;
         let text = mem
             .read_cstr(at, MAX_CRASH_INFO)
             .map_err(|_| read_err("g_CrashInfoBuffer", at))?;
+        Self::parse_crash_info(at, &text)
+    }
+
+    fn parse_crash_info(at: u64, text: &str) -> Result<Option<CrashInfo>> {
         if text.is_empty() {
             return Ok(None);
         }
-        let json = serde_json::from_str(&text).map_err(|e| ClrError::Corrupt {
-            what: "g_CrashInfoBuffer".into(),
+        let json = serde_json::from_str(text).map_err(|e| ClrError::Corrupt {
+            what: "the crash info buffer".into(),
             addr: at,
             detail: format!(
                 "not JSON ({e}): {:?}",
@@ -720,6 +742,61 @@ impl NativeAot {
         })?;
         Ok(Some(CrashInfo { address: at, json }))
     }
+}
+
+/// Where createdump keeps its "special diagnostic info" in ELF dumps (64-bit Linux):
+/// `{char Signature[16] = "DIAGINFOHEADER"; int Version; u64 ExceptionRecordAddress}`
+/// (dotnet/runtime `src/coreclr/debug/createdump/specialdiaginfo.h`; dotnet/diagnostics
+/// `SpecialDiagInfo.cs`, what SOS `crashinfo` reads on .NET 11 NativeAOT dumps).
+pub const SPECIAL_DIAG_INFO_ADDRESS: u64 = 0x0000_7fff_fff1_0000;
+const SPECIAL_DIAG_INFO_SIGNATURE: &[u8] = b"DIAGINFOHEADER";
+/// The NativeAOT fail-fast record: `STATUS_STACK_BUFFER_OVERRUN` with subcode
+/// `FAST_FAIL_EXCEPTION_DOTNET_AOT` (0x48) in `ExceptionInformation[0]`, the HRESULT in [1],
+/// the crash info buffer's address and size in [2] and [3] (NativeAOT's
+/// `RaiseFailFastException`; SOS `CrashInfoService`).
+const STATUS_STACK_BUFFER_OVERRUN: u32 = 0xC000_0409;
+const FAST_FAIL_EXCEPTION_DOTNET_AOT: u64 = 0x48;
+
+/// The crash info buffer (address, size) named by the NativeAOT fail-fast exception record
+/// createdump saved: `Ok(None)` when the dump holds the header but no such record (no crash);
+/// an error when it holds no header (not written by createdump: whether the app crashed is not
+/// known from it).
+pub fn special_diag_info_crash_buffer<M: Memory + ?Sized>(mem: &M) -> Result<Option<(u64, u64)>> {
+    let at = SPECIAL_DIAG_INFO_ADDRESS;
+    let mut h = [0u8; 32];
+    let header = mem
+        .read_exact(at, &mut h)
+        .ok()
+        .filter(|_| h.starts_with(SPECIAL_DIAG_INFO_SIGNATURE));
+    if header.is_none() {
+        return Err(ClrError::NotFound {
+            what: "the NativeAOT crash info".into(),
+            detail: format!(
+                "the dump has no createdump diagnostic header at {at:#x} (\"DIAGINFOHEADER\"), \
+                 which names the crash info buffer on .NET 11"
+            ),
+            addr: Some(at),
+        });
+    }
+    let version = i32::from_le_bytes(h[16..20].try_into().unwrap_or_default());
+    let record = u64::from_le_bytes(h[24..32].try_into().unwrap_or_default());
+    if version < 1 || record == 0 {
+        return Ok(None);
+    }
+    // EXCEPTION_RECORD64: u32 code, u32 flags, u64 record, u64 address, u32 count, u32 pad,
+    // u64 information[15].
+    let mut r = [0u8; 152];
+    mem.read_exact(record, &mut r)
+        .map_err(|_| read_err("the diagnostic header's exception record", record))?;
+    let code = u32::from_le_bytes(r[0..4].try_into().unwrap_or_default());
+    let count = u32::from_le_bytes(r[24..28].try_into().unwrap_or_default());
+    let info =
+        |i: usize| u64::from_le_bytes(r[32 + 8 * i..40 + 8 * i].try_into().unwrap_or_default());
+    if code != STATUS_STACK_BUFFER_OVERRUN || count < 4 || info(0) != FAST_FAIL_EXCEPTION_DOTNET_AOT
+    {
+        return Ok(None);
+    }
+    Ok(Some((info(2), info(3))))
 }
 
 // ------------------------------------------------------------------------------ the GC heap
@@ -738,6 +815,9 @@ pub struct AotTypeTotal {
     pub count: u64,
     /// Their total size in bytes.
     pub total_size: u64,
+    /// The type's name from the symbol file ([`AotCensus::names`]), when it names this
+    /// MethodTable.
+    pub name: Option<String>,
 }
 
 /// Where a segment's walk stopped early.
@@ -774,6 +854,8 @@ pub struct AotCensus {
     pub frozen_objects: u64,
     /// Where a segment's walk stopped early.
     pub errors: Vec<AotWalkError>,
+    /// Where the types' names come from, or why there are none.
+    pub names: AotTypeNames,
 }
 
 /// `heap_segment_flags_readonly` (gcinterface.h): a frozen segment.
@@ -783,92 +865,54 @@ const HAS_COMPONENT_SIZE: u32 = 0x8000_0000;
 /// Segments per generation at most (a longer chain is corrupt).
 const MAX_SEGMENTS: usize = 1 << 16;
 
+/// Where the GC heap is and how its segments are laid out.
+struct GcPlan {
+    /// sizeof(generation) (the array's stride).
+    gen_size: u64,
+    /// Generations (5).
+    gen_count: u64,
+    /// The generations array.
+    table: u64,
+    /// The ephemeral segment.
+    eph: u64,
+    /// `alloc_allocated`: the ephemeral segment's end.
+    alloc_allocated: u64,
+    /// generation::start_segment.
+    start_seg: u64,
+    /// heap_segment::mem.
+    seg_mem: u64,
+    /// heap_segment::allocated.
+    seg_allocated: u64,
+    /// heap_segment::next.
+    seg_next: u64,
+    /// heap_segment::flags.
+    seg_flags: u64,
+    /// The smallest object.
+    min_obj: u64,
+    /// The free object's MethodTable.
+    free_mt: u64,
+}
+
 impl NativeAot {
     /// The GC heap's census (.NET 8 and 10: the debug header's GC globals). Refused on .NET 11
     /// (its GC sub-descriptor is not read yet) and on a server GC (no generation table in
     /// `GcDacVars`: per-heap tables not read yet).
     pub fn heap_census<T: Target + ?Sized>(&self, target: &T) -> Result<AotCensus> {
-        if self.from_descriptor {
-            return Err(ClrError::NotFound {
-                what: "the NativeAOT GC heap".into(),
-                detail: format!(
-                    "read from the debug header's g_gcDacGlobals only; the {} (its GC \
-                     sub-descriptor) is not read yet",
-                    self.layout
-                ),
-                addr: None,
-            });
-        }
-        let f = |t: &str, n: &str| {
-            self.fields
-                .get(&(t.to_owned(), n.to_owned()))
-                .copied()
-                .ok_or_else(|| ClrError::NotFound {
-                    what: format!("NativeAOT field {t}.{n}"),
-                    detail: format!("not in the {}", self.layout),
-                    addr: None,
-                })
-        };
+        let GcPlan {
+            gen_size,
+            gen_count,
+            table,
+            eph,
+            alloc_allocated,
+            start_seg,
+            seg_mem,
+            seg_allocated,
+            seg_next,
+            seg_flags,
+            min_obj,
+            free_mt,
+        } = self.gc_plan(target)?;
         let u64_at = |a: u64, what: &str| target.read_u64(a).map_err(|_| read_err(what, a));
-        let vars = self.global("g_gcDacGlobals")?;
-        let major = target
-            .read_u8(vars)
-            .map_err(|_| read_err("GcDacVars.major_version_number", vars))?;
-        if major != 2 {
-            return Err(ClrError::Corrupt {
-                what: "GcDacVars".into(),
-                addr: vars,
-                detail: format!(
-                    "major version {major}; this reader knows 2 (8.0.31: 2.1, 10.0.12: 2.4)"
-                ),
-            });
-        }
-        let gen_size = u64_at(
-            vars + f("GcDacVars", "generation_size")?,
-            "GcDacVars.generation_size",
-        )?;
-        let gen_count = u64_at(
-            vars + f("GcDacVars", "total_generation_count")?,
-            "GcDacVars.total_generation_count",
-        )?;
-        let table = u64_at(
-            vars + f("GcDacVars", "generation_table")?,
-            "GcDacVars.generation_table",
-        )?;
-        if table == 0 {
-            return Err(ClrError::NotFound {
-                what: "the NativeAOT GC's generation table".into(),
-                detail: "GcDacVars has none: a server GC, whose per-heap tables are not read yet"
-                    .into(),
-                addr: Some(vars),
-            });
-        }
-        if !(1..=8).contains(&gen_count) || !(1..=4096).contains(&gen_size) {
-            return Err(ClrError::Corrupt {
-                what: "GcDacVars".into(),
-                addr: vars,
-                detail: format!("{gen_count} generations of {gen_size} bytes"),
-            });
-        }
-        let eph_var = u64_at(
-            vars + f("GcDacVars", "ephemeral_heap_segment")?,
-            "GcDacVars.ephemeral_heap_segment",
-        )?;
-        let eph = u64_at(eph_var, "ephemeral_heap_segment")?;
-        let aa_var = u64_at(
-            vars + f("GcDacVars", "alloc_allocated")?,
-            "GcDacVars.alloc_allocated",
-        )?;
-        let alloc_allocated = u64_at(aa_var, "alloc_allocated")?;
-        let start_seg = f("dac_generation", "start_segment")?;
-        let (seg_mem, seg_allocated, seg_next, seg_flags) = (
-            f("dac_heap_segment", "mem")?,
-            f("dac_heap_segment", "allocated")?,
-            f("dac_heap_segment", "next")?,
-            f("dac_heap_segment", "flags")?,
-        );
-        let min_obj = f("Globals", "MinObjectSize")?;
-        let free_mt = self.global("g_pFreeObjectEEType")?;
         // The threads' allocation contexts: [alloc_ptr, alloc_limit) holds no objects.
         let contexts = self.alloc_contexts(target)?;
 
@@ -883,6 +927,10 @@ impl NativeAot {
             segments: 0,
             frozen_objects: 0,
             errors: Vec::new(),
+            names: AotTypeNames::Unnamed {
+                reason: String::new(),
+                looked_for: Vec::new(),
+            },
         };
         for g in 0..gen_count {
             let at = table + g * gen_size + start_seg;
@@ -971,17 +1019,167 @@ impl NativeAot {
                 seg = u64_at(seg + seg_next, "heap_segment.next")?;
             }
         }
+        let symbols = self.symbol_file(target);
+        let name_of = |mt: u64| {
+            symbols
+                .as_ref()
+                .ok()
+                .and_then(|s| s.names.get(&mt).cloned())
+        };
         let mut types: Vec<AotTypeTotal> = totals
             .into_iter()
             .map(|(mt, (count, total_size))| AotTypeTotal {
                 mt,
                 count,
                 total_size,
+                name: name_of(mt),
             })
             .collect();
+        c.names = match symbols {
+            Ok(s) => AotTypeNames::Symbols {
+                file: s.path.display().to_string(),
+                method_tables: s.names.len(),
+            },
+            Err((reason, looked_for)) => AotTypeNames::Unnamed { reason, looked_for },
+        };
         types.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.mt.cmp(&b.mt)));
         c.types = types;
         Ok(c)
+    }
+
+    /// A field of the layout by (type, field) as the header or the descriptor spells it.
+    fn raw_field(&self, t: &str, n: &str) -> Result<u64> {
+        self.fields
+            .get(&(t.to_owned(), n.to_owned()))
+            .copied()
+            .ok_or_else(|| ClrError::NotFound {
+                what: format!("NativeAOT field {t}.{n}"),
+                detail: format!("not in the {}", self.layout),
+                addr: None,
+            })
+    }
+
+    /// Where the GC's heap is: from the debug header's `g_gcDacGlobals` (8, 10) or the 11
+    /// descriptor's GC sub-descriptor.
+    fn gc_plan<T: Target + ?Sized>(&self, target: &T) -> Result<GcPlan> {
+        let u64_at = |a: u64, what: &str| target.read_u64(a).map_err(|_| read_err(what, a));
+        let f = |t: &str, n: &str| self.raw_field(t, n);
+        let plan = if self.from_descriptor {
+            // The GC sub-descriptor (contract "GC" c1, as CoreCLR 11's): its globals are the
+            // addresses of the GC's variables (GCHeapGenerationTable: the generations array
+            // itself), its types the offsets (docs/nativeaot-layout.md section 3).
+            let what = "the NativeAOT GC heap";
+            match self.gc_contract.as_deref() {
+                Some("\"c1\"") => {}
+                other => {
+                    return Err(ClrError::NotFound {
+                        what: what.into(),
+                        detail: format!(
+                            "the GC sub-descriptor's GC contract is {}; this build reads \"c1\"",
+                            other.unwrap_or("absent")
+                        ),
+                        addr: None,
+                    })
+                }
+            }
+            let ids = self.gc_identifiers.as_deref().unwrap_or("");
+            if !ids.split(',').any(|w| w.trim() == "workstation") {
+                return Err(ClrError::NotFound {
+                    what: what.into(),
+                    detail: format!(
+                        "the GC says GCIdentifiers {ids:?}: only the workstation GC's heap is \
+                         read (a server GC's per-heap tables are not read yet)"
+                    ),
+                    addr: None,
+                });
+            }
+            let eph_var = self.global("GCHeapEphemeralHeapSegment")?;
+            let aa_var = self.global("GCHeapAllocAllocated")?;
+            let free_var = self.global("FreeObjectMethodTable")?;
+            GcPlan {
+                gen_size: f("Generation", "!")?,
+                gen_count: self.constant("TotalGenerationCount")?,
+                table: self.global("GCHeapGenerationTable")?,
+                eph: u64_at(eph_var, "ephemeral_heap_segment")?,
+                alloc_allocated: u64_at(aa_var, "alloc_allocated")?,
+                start_seg: f("Generation", "StartSegment")?,
+                seg_mem: f("HeapSegment", "Mem")?,
+                seg_allocated: f("HeapSegment", "Allocated")?,
+                seg_next: f("HeapSegment", "Next")?,
+                seg_flags: f("HeapSegment", "Flags")?,
+                // Three pointers: the object header, the MethodTable and one field (the
+                // header versions' Globals.MinObjectSize, 24 on 8 and 10; CoreCLR 11's
+                // descriptor reader takes the same).
+                min_obj: 3 * 8,
+                // The address of g_pFreeObjectEEType (observed: it holds the MethodTable of
+                // flags 0x80020001, base size 24).
+                free_mt: u64_at(free_var, "g_pFreeObjectEEType")?,
+            }
+        } else {
+            let vars = self.global("g_gcDacGlobals")?;
+            let major = target
+                .read_u8(vars)
+                .map_err(|_| read_err("GcDacVars.major_version_number", vars))?;
+            if major != 2 {
+                return Err(ClrError::Corrupt {
+                    what: "GcDacVars".into(),
+                    addr: vars,
+                    detail: format!(
+                        "major version {major}; this reader knows 2 (8.0.31: 2.1, 10.0.12: 2.4)"
+                    ),
+                });
+            }
+            let var = |n: &str| {
+                let at = vars + f("GcDacVars", n)?;
+                u64_at(at, &format!("GcDacVars.{n}"))
+            };
+            let table = var("generation_table")?;
+            if table == 0 {
+                return Err(ClrError::NotFound {
+                    what: "the NativeAOT GC's generation table".into(),
+                    detail:
+                        "GcDacVars has none: a server GC, whose per-heap tables are not read yet"
+                            .into(),
+                    addr: Some(vars),
+                });
+            }
+            let eph_var = var("ephemeral_heap_segment")?;
+            let aa_var = var("alloc_allocated")?;
+            GcPlan {
+                gen_size: var("generation_size")?,
+                gen_count: var("total_generation_count")?,
+                table,
+                eph: u64_at(eph_var, "ephemeral_heap_segment")?,
+                alloc_allocated: u64_at(aa_var, "alloc_allocated")?,
+                start_seg: f("dac_generation", "start_segment")?,
+                seg_mem: f("dac_heap_segment", "mem")?,
+                seg_allocated: f("dac_heap_segment", "allocated")?,
+                seg_next: f("dac_heap_segment", "next")?,
+                seg_flags: f("dac_heap_segment", "flags")?,
+                min_obj: f("Globals", "MinObjectSize")?,
+                free_mt: self.global("g_pFreeObjectEEType")?,
+            }
+        };
+        if !(1..=8).contains(&plan.gen_count) || !(1..=4096).contains(&plan.gen_size) {
+            return Err(ClrError::Corrupt {
+                what: "the NativeAOT GC's generation table".into(),
+                addr: plan.table,
+                detail: format!("{} generations of {} bytes", plan.gen_count, plan.gen_size),
+            });
+        }
+        Ok(plan)
+    }
+
+    /// A constant global of the descriptor (0 allowed, unlike [`NativeAot::global`]).
+    fn constant(&self, name: &str) -> Result<u64> {
+        self.globals
+            .get(name)
+            .copied()
+            .ok_or_else(|| ClrError::NotFound {
+                what: format!("NativeAOT global {name}"),
+                detail: format!("not in the {}", self.layout),
+                addr: None,
+            })
     }
 
     /// The low bits of an object's first word that are not the MethodTable's (7: the 11
@@ -992,6 +1190,17 @@ impl NativeAot {
 
     /// Every thread's allocation context, `alloc_ptr` → `alloc_limit` (empty ones left out).
     fn alloc_contexts<T: Target + ?Sized>(&self, target: &T) -> Result<BTreeMap<u64, u64>> {
+        if self.from_descriptor {
+            // 11: Thread.AllocContext + EEAllocContext.GCAllocationContext, then
+            // GCAllocContext.Pointer / Limit.
+            let ctx = self.raw_field("Thread", "AllocContext")?
+                + self.raw_field("EEAllocContext", "GCAllocationContext")?;
+            let (ptr_off, limit_off) = (
+                self.raw_field("GCAllocContext", "Pointer")?,
+                self.raw_field("GCAllocContext", "Limit")?,
+            );
+            return self.contexts_at(target, ctx, ptr_off, limit_off);
+        }
         // 10: RuntimeThreadLocals.m_eeAllocContext + ee_alloc_context.m_rgbAllocContextBuffer;
         // 8: ThreadBuffer.m_rgbAllocContextBuffer.
         let ctx_off = [
@@ -1028,9 +1237,20 @@ impl NativeAot {
                 detail: format!("not in the {}", self.layout),
                 addr: None,
             })?;
+        self.contexts_at(target, ctx_off + inner, ptr_off, limit_off)
+    }
+
+    /// Each thread's allocation context at `ctx` in the thread, `alloc_ptr` → `alloc_limit`.
+    fn contexts_at<T: Target + ?Sized>(
+        &self,
+        target: &T,
+        ctx: u64,
+        ptr_off: u64,
+        limit_off: u64,
+    ) -> Result<BTreeMap<u64, u64>> {
         let mut out = BTreeMap::new();
         for t in self.threads(target)? {
-            let a = t.address + ctx_off + inner;
+            let a = t.address + ctx;
             let p = target
                 .read_u64(a + ptr_off)
                 .map_err(|_| read_err("gc_alloc_context.alloc_ptr", a + ptr_off))?;
@@ -1042,5 +1262,194 @@ impl NativeAot {
             }
         }
         Ok(out)
+    }
+}
+
+// ------------------------------------------------------------------------------ type names
+//
+// A NativeAOT MethodTable holds no name. ILC names each one in the executable's symbol table
+// (`_ZTV<length><mangled type>`, docs/nativeaot-layout.md section 6), which PublishAot on
+// Linux strips into `<app>.dbg` beside the executable (`StripSymbols`; the executable keeps a
+// `.gnu_debuglink` to it). The file is found as gdb finds one: by the debuglink's name (and
+// `<app>.dbg`, `<app>.debug`) in the image path's folders and the executable's recorded folder,
+// and `.build-id/xx/yyyy.debug` under each; it is taken only when its build id equals the
+// executable's in the dump.
+
+/// The prefix of ILC's MethodTable symbols.
+const MT_SYMBOL_PREFIX: &str = "_ZTV";
+
+/// The most bytes a symbol file may have (a larger one is not read).
+const MAX_SYMBOL_FILE: u64 = 1 << 31;
+
+/// Where the census's type names come from, or why there are none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AotTypeNames {
+    /// The MethodTable symbols of the executable's symbol file (its build id checked). The
+    /// names are ILC's mangled names less `_ZTV<length>`: `<assembly>_<Namespace_Type>` with
+    /// every character that is not a letter or digit spelled `_` (`heap_Heap_Payload`), value
+    /// types as their boxed form (`Boxed_heap_Heap_GeoPoint`), arrays `__Array<...>`.
+    Symbols {
+        /// The symbol file.
+        file: String,
+        /// How many MethodTable symbols it holds.
+        method_tables: usize,
+    },
+    /// No names: the types are counted by MethodTable only.
+    Unnamed {
+        /// Why.
+        reason: String,
+        /// The files looked for, and what was wrong with each that exists.
+        looked_for: Vec<String>,
+    },
+}
+
+/// The executable's symbol file, read: MethodTable address → ILC's name.
+#[derive(Debug, Clone)]
+pub struct AotSymbolFile {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// MethodTable (run-time address) → name (`_ZTV<n>` removed).
+    pub names: HashMap<u64, String>,
+}
+
+/// ILC's MethodTable symbol `_ZTV<n><name>` → `<name>` (exactly n bytes), else `None`.
+pub fn method_table_symbol_name(symbol: &str) -> Option<&str> {
+    let rest = symbol.strip_prefix(MT_SYMBOL_PREFIX)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let n: usize = rest[..digits].parse().ok()?;
+    let name = &rest[digits..];
+    (name.len() == n && n > 0).then_some(name)
+}
+
+fn hex_bytes(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl NativeAot {
+    /// The executable's symbol file with its MethodTable names, or why there is none (and the
+    /// files looked for).
+    pub fn symbol_file<T: Target + ?Sized>(
+        &self,
+        target: &T,
+    ) -> std::result::Result<AotSymbolFile, (String, Vec<String>)> {
+        let module = target
+            .modules()
+            .iter()
+            .find(|m| m.base == self.base)
+            .ok_or_else(|| (format!("no module at {:#x}", self.base), Vec::new()))?;
+        let image = target.module_image(module).map_err(|e| {
+            (
+                format!("the executable's image is not readable: {e}"),
+                Vec::new(),
+            )
+        })?;
+        let dumpreader::ImageFormat::Elf(elf) = &image.format else {
+            return Err((
+                "the executable is not ELF: symbol files are read on Linux only".into(),
+                Vec::new(),
+            ));
+        };
+        let Some(build_id) = elf.build_id.clone() else {
+            return Err((
+                "the executable's build id is not in the dump: no symbol file can be matched"
+                    .into(),
+                Vec::new(),
+            ));
+        };
+        let id = hex_bytes(&build_id);
+        let mut dirs: Vec<std::path::PathBuf> = target.image_search_path();
+        if target.use_recorded_paths() {
+            if let Some(parent) = std::path::Path::new(&self.module_path).parent() {
+                if !parent.as_os_str().is_empty() && !dirs.iter().any(|d| d == parent) {
+                    dirs.push(parent.to_path_buf());
+                }
+            }
+        }
+        // The debuglink of the executable file, when one of the same build id is at hand.
+        let mut names = vec![
+            format!("{}.dbg", self.module_name),
+            format!("{}.debug", self.module_name),
+        ];
+        for exe in dumpreader::image_candidates(&self.module_path, &dirs, false) {
+            let Ok(bytes) = std::fs::read(&exe) else {
+                continue;
+            };
+            if let Ok(f) = dumpreader::elf_file_symbols(&bytes, None) {
+                if f.build_id.as_deref() == Some(&build_id[..]) {
+                    if let Some(l) = f.debuglink {
+                        if !names.contains(&l) {
+                            names.insert(0, l);
+                        }
+                    }
+                }
+            }
+        }
+        let mut files = Vec::new();
+        for d in &dirs {
+            for n in &names {
+                files.push(d.join(n));
+            }
+            if id.len() > 2 {
+                files.push(
+                    d.join(".build-id")
+                        .join(&id[..2])
+                        .join(format!("{}.debug", &id[2..])),
+                );
+            }
+        }
+        let mut looked = Vec::new();
+        for f in files {
+            let shown = f.display().to_string();
+            let Ok(meta) = std::fs::metadata(&f) else {
+                looked.push(shown);
+                continue;
+            };
+            if meta.len() > MAX_SYMBOL_FILE {
+                looked.push(format!("{shown} (refused: {} bytes)", meta.len()));
+                continue;
+            }
+            let bytes = match std::fs::read(&f) {
+                Ok(b) => b,
+                Err(e) => {
+                    looked.push(format!("{shown} (unreadable: {e})"));
+                    continue;
+                }
+            };
+            let syms = match dumpreader::elf_file_symbols(&bytes, Some(MT_SYMBOL_PREFIX)) {
+                Ok(s) => s,
+                Err(e) => {
+                    looked.push(format!("{shown} (refused: {e})"));
+                    continue;
+                }
+            };
+            match &syms.build_id {
+                Some(b) if *b == build_id => {}
+                other => {
+                    looked.push(format!(
+                        "{shown} (refused: build id {}, the executable's is {id})",
+                        other.as_deref().map_or("absent".into(), hex_bytes)
+                    ));
+                    continue;
+                }
+            }
+            let names = syms
+                .symbols
+                .iter()
+                .filter_map(|(s, a)| {
+                    method_table_symbol_name(s)
+                        .map(|n| (a.wrapping_add(elf.load_bias), n.to_owned()))
+                })
+                .collect();
+            return Ok(AotSymbolFile { path: f, names });
+        }
+        Err((
+            format!(
+                "no symbol file of build id {id} was found (PublishAot strips the symbols \
+                 into {}.dbg beside the executable: pass its folder with --image-path)",
+                self.module_name
+            ),
+            looked,
+        ))
     }
 }
