@@ -68,6 +68,8 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
 # OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1):
 #   faultnull-net8 faultav-net8 failfast-net8 names-net8 faultnull-net11 faultav-net11 failfast-net11
 #   hang-net11-single hang-net11-single-nodac ilonly-net9-gcore
+#   servergc-net11 (issue 25: .NET 11 server GC, 2 heaps; System.GC.HeapCount=2 and
+#   System.GC.DynamicAdaptationMode=0 in its runtimeconfig.json, as servergc-net9)
 
 die() { echo "generate-sdk.sh: error: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
