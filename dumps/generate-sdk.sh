@@ -61,13 +61,15 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
      asyncreal-net10 asyncreal-net8 asyncreal-net9-debug hang-net8-triage
      hang-net11 heap-net11 async-net11 asyncreal-net11 crash-net11 deadlock-net11 threadpool-net11
      async-net11-classic asyncreal-net11-classic
-     "${ISSUES_24_27[@]}")
+     "${ISSUES_24_27[@]}" crashasync-net11)
 # Made on demand only (not committed: 18 MB compressed, over the corpus's size budget):
 #   hang-net10-full (createdump --full).  Any <scenario>-<rt>[-<shape>][-<kind>] can be asked for.
 # Made on demand, for size (dumps/README.md, "Dumps for issues 24 and 27";
 # OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1):
 #   faultnull-net8 faultav-net8 failfast-net8 names-net8 faultnull-net11 faultav-net11 failfast-net11
 #   hang-net11-single hang-net11-single-nodac ilonly-net9-gcore
+#   servergc-net11 (issue 25: .NET 11 server GC, 2 heaps; System.GC.HeapCount=2 and
+#   System.GC.DynamicAdaptationMode=0 in its runtimeconfig.json, as servergc-net9)
 
 die() { echo "generate-sdk.sh: error: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
@@ -168,7 +170,11 @@ wait_ready() {  # <pid> <stdout file> <stderr file> -> echoes the reported pid
 # runtime-async on (methods get MethodImpl flag 0x2000, no state machine) or off (`classic`), and
 # a runtimeconfig.json naming Microsoft.NETCore.App <version> beside it (framework-dependent).
 compile_net11() {  # <name> <prog> <version> <out dir> <runtime_async true|false> <server GC>
-    local name=$1 prog=$2 ver=$3 out=$4 ra=$5 server=$6
+    local name=$1 prog=$2 ver=$3 out=$4 ra=$5 server=$6 gc_extra=
+    # servergc-net11: 2 heaps in use, as servergc-net9 (DATAS, on by default for server GC,
+    # would start with 1 on this 2-core machine)
+    [ "$server" != true ] || gc_extra='"System.GC.HeapCount": 2, "System.GC.DynamicAdaptationMode": 0,'
+
     local ref=$NUGET/microsoft.netcore.app.ref/$ver/ref/net${ver%%.*}.0 f
     [ -d "$ref" ] || die "[$name] no reference pack $ref"
     [ -f "$CSC" ] || die "[$name] no csc at $CSC"
@@ -190,7 +196,7 @@ compile_net11() {  # <name> <prog> <version> <out dir> <runtime_async true|false
     "tfm": "net${ver%%.*}.0",
     "framework": { "name": "Microsoft.NETCore.App", "version": "$ver" },
     "configProperties": {
-      "System.GC.Server": $server,
+      "System.GC.Server": $server, $gc_extra
       "System.Globalization.Invariant": true
     }
   }
@@ -263,6 +269,9 @@ run_one() {
     local -a prog_args=() libs=()
     case $scen in
         hang|heap|async|asyncreal|crash|deadlock|threadpool|names) ;;
+        # scenarios/crashasync.cs: an unhandled exception through suspended async callers
+        # (.NET 11 runtime-async: the runtime appends their frames to the exception's trace)
+        crashasync) [ "$rt" = net11 ] || die "[$name] crashasync is a .NET 11 (runtime-async) scenario" ;;
         # the same bug as crash-*, another order: another message (fleet triage's buckets)
         crashorder) prog=crash; prog_args=(23 45y1) ;;
         servergc) prog=hang; server=true ;;
@@ -276,7 +285,7 @@ run_one() {
         *) die "unknown scenario '$scen'" ;;
     esac
     # the runtime writes these dumps itself, when the program dies
-    case $prog in crash|fault) kind=crash ;; esac
+    case $prog in crash|crashasync|fault) kind=crash ;; esac
     local ver tfm
     ver=$(rt_version "$rt")
     tfm=net${ver%%.*}.0
@@ -599,11 +608,11 @@ for i in dict.fromkeys(c for c in crashers if c in ids):
     fi
     # the app's portable PDB (source lines, local names): the dumps of one build share it
     # (dumps/pdbs/README.md; the tests match it to each dump's dll by PDB id)
-    # (.NET 11, and a dump listed in tests::pending() (tests/src/lib.rs): in pdbs-ahead/, while
-    # the tests leave it out: clrdata/tests/pdb_corpus.rs wants every PDB in pdbs/ to belong to a
-    # dump of tests::all(), which leaves the .NET 11 and the pending dumps out)
+    # (a dump listed in tests::pending() (tests/src/lib.rs): in pdbs-ahead/, while the tests
+    # leave it out: clrdata/tests/pdb_corpus.rs wants every PDB in pdbs/ to belong to a dump of
+    # tests::all(), which leaves the pending dumps out; .NET 11 is claimed: its PDBs in pdbs/)
     local pdbs=$OUT/pdbs
-    if [ $rt = net11 ] || grep -q "name: \"$name\"," "$HERE/../tests/src/lib.rs"; then
+    if grep -q "name: \"$name\"," "$HERE/../tests/src/lib.rs"; then
         pdbs=$OUT/pdbs-ahead
     fi
     keep_pdb "$pdbs" "$key" "$app/$prog.pdb"

@@ -518,3 +518,185 @@ fn last_thrown_objects_are_the_dacs() {
         "{threads} threads, {thrown} thrown"
     );
 }
+
+/// SOS's `pe` of an entry (`<name>.sos.txt`, its `### pe` section): each recorded frame as
+/// (SP, IP, module, method, offset).
+fn sos_pe_frames(e: &tests::Entry) -> Option<Vec<(u64, u64, String, String, u64)>> {
+    let p = tests::dumps_dir().join(format!("{}.sos.txt", e.name));
+    let text = std::fs::read_to_string(p).ok()?;
+    let section = text.split("\n### ").find(|s| s.starts_with("pe\n"))?;
+    let mut frames = Vec::new();
+    for line in section
+        .lines()
+        .skip_while(|l| !l.starts_with("StackTrace (generated):"))
+    {
+        let mut w = line.split_whitespace();
+        let (Some(sp), Some(ip)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let (Ok(sp), Ok(ip)) = (u64::from_str_radix(sp, 16), u64::from_str_radix(ip, 16)) else {
+            continue;
+        };
+        let func = w.collect::<Vec<_>>().join(" ");
+        let (module, rest) = func.split_once('!').unwrap();
+        let (method, off) = rest.rsplit_once("+0x").unwrap();
+        frames.push((
+            sp,
+            ip,
+            module.to_string(),
+            method.to_string(),
+            u64::from_str_radix(off, 16).unwrap(),
+        ));
+    }
+    Some(frames)
+}
+
+#[test]
+fn async_frames_of_a_crash_through_runtime_async_are_the_dacs_and_the_manifests() {
+    // crashasync-net11: an exception thrown in a resumed runtime-async method, unwound through
+    // its suspended async callers (one of them awaiting a Task.Run) and rethrown unhandled by
+    // Main's GetResult. The runtime appends each suspended caller's frame to the trace as it
+    // unwinds through its continuation (STEF_CONTINUATION: sp 0, ip its DiagnosticIP). Those
+    // frames, in order, are the DAC's (its trace of the exception, lockprobe's
+    // GetMethodDescName of each MethodDesc, the flags as recorded) and the manifest's (the
+    // async callers of the throwing method, innermost first); the program's own frames are
+    // those of the program's own StackTrace of a rehearsal of the same chain (caught in
+    // Rehearse where the real one reaches Main); every frame is SOS's `pe` frame; and
+    // printexception marks exactly those frames (`continuation`, "[async continuation]").
+    use clrdata::analysis::exceptions::STEF_CONTINUATION;
+    let mut checked = 0;
+    for e in of_program("crashasync") {
+        eprintln!("checking {}", e.name);
+        assert!(names_methods(&e), "{}: method names are claimed", e.name);
+        let (d, rt) = open(&e);
+        let names = TypeNames::new();
+        let r = ObjectReader::new(&rt, &names);
+        let w = StackWalker::new(&rt, &names, Default::default());
+        let mex = &e.manifest["exceptions"][0];
+        let crasher = e.manifest["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["managed_id"] == mex["thrown_on_managed_id"])
+            .unwrap();
+        let threads = rt.threads().unwrap();
+        let cur = current_thread(d.info().crashing_thread, &threads).unwrap();
+        assert_eq!(Some(cur.os_id), crasher["os_id"].as_u64(), "{}", e.name);
+        let (_, obj) = rt.last_thrown_object(cur.address).unwrap();
+        let ex = read_exception(&r, &w, obj).unwrap();
+        assert!(ex.notes.is_empty(), "{}: {:?}", e.name, ex.notes);
+        assert_eq!(ex.type_name, mex["type"].as_str().unwrap());
+        assert_eq!(ex.message.as_deref(), mex["message"].as_str());
+        assert_eq!(ex.inner, 0);
+        let all = trace_methods(&ex);
+        assert_eq!(
+            Some(all[0].as_str()),
+            mex["thrown_in"].as_str(),
+            "{}",
+            e.name
+        );
+
+        // The async frames: ours, the DAC's, the manifest's.
+        let ours: Vec<_> = ex
+            .stack_trace
+            .iter()
+            .filter(|f| f.flags & STEF_CONTINUATION != 0)
+            .collect();
+        let dac = dac_locks(&e).expect("the DAC's exceptions");
+        let dex = dac["exceptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| hex(&x["address"]) == obj)
+            .unwrap_or_else(|| panic!("{}: the DAC lists no exception {obj:#x}", e.name));
+        let theirs: Vec<&Value> = dex["stack_trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["flags"].as_u64().unwrap() as u32 & STEF_CONTINUATION != 0)
+            .collect();
+        assert_eq!(ours.len(), theirs.len(), "{}: async frames", e.name);
+        for (o, t) in ours.iter().zip(&theirs) {
+            assert_eq!(o.flags, t["flags"].as_u64().unwrap() as u32, "{}", e.name);
+            assert_eq!(o.ip, hex(&t["ip"]), "{}: the DiagnosticIP", e.name);
+            assert_eq!(o.sp, 0, "{}: an async frame has no SP", e.name);
+            assert_eq!(o.sp, hex(&t["sp"]));
+            assert_eq!(o.method_desc, hex(&t["method_desc"]), "{}", e.name);
+            assert_eq!(o.method.as_deref(), t["method"].as_str(), "{}", e.name);
+        }
+        let ours_names: Vec<&str> = ours
+            .iter()
+            .map(|f| bare(f.method.as_deref().unwrap()))
+            .collect();
+        let manifest_names: Vec<&str> = mex["async_continuation_frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert!(manifest_names.len() >= 2);
+        assert_eq!(ours_names, manifest_names, "{}: the manifest's", e.name);
+
+        // The program's own frames, in the order its own StackTrace of the rehearsal gives.
+        let ns = format!("{}.", all[0].split('.').next().unwrap());
+        let own: Vec<&str> = all
+            .iter()
+            .map(String::as_str)
+            .filter(|m| m.starts_with(&ns))
+            .collect();
+        let rehearsal: Vec<&str> = mex["rehearsal_own_frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        let mut want: Vec<&str> = rehearsal[..rehearsal.len() - 1].to_vec();
+        want.extend(
+            crasher["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m.as_str().unwrap()),
+        );
+        assert_eq!(own, want, "{}: own frames", e.name);
+
+        // Every frame is SOS's `pe` frame.
+        let sos = sos_pe_frames(&e).expect("SOS's pe");
+        assert_eq!(sos.len(), ex.stack_trace.len(), "{}: SOS's frames", e.name);
+        for (o, (sp, ip, module, method, off)) in ex.stack_trace.iter().zip(&sos) {
+            assert_eq!((o.sp, o.ip), (*sp, *ip), "{}: {method}", e.name);
+            assert_eq!(
+                o.module.as_deref().map(|m| format!("{m}.dll")).as_deref(),
+                Some(module.as_str())
+            );
+            assert_eq!(o.method.as_deref(), Some(method.as_str()));
+            assert_eq!(o.offset, Some(*off), "{}: {method}", e.name);
+        }
+
+        // printexception: `continuation` on exactly those frames, in JSON and in the text.
+        let s = commands::Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let (out, _) = commands::execute(&s, &format!("printexception {obj:#x}"))
+            .unwrap()
+            .unwrap();
+        let frames = out.data["exceptions"][0]["stack_trace"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(frames.len(), ex.stack_trace.len());
+        let marked: Vec<&str> = frames
+            .iter()
+            .filter(|f| f["continuation"] == true)
+            .map(|f| bare(f["method"].as_str().unwrap()))
+            .collect();
+        assert_eq!(marked, manifest_names, "{}: printexception --json", e.name);
+        let text_marked: Vec<&str> = out
+            .text
+            .lines()
+            .filter(|l| l.ends_with(" [async continuation]"))
+            .map(|l| bare(l.split_once('!').unwrap().1))
+            .collect();
+        assert_eq!(text_marked, manifest_names, "{}: printexception", e.name);
+        checked += ours.len();
+    }
+    assert!(checked >= 3, "only {checked} async frames checked");
+}
