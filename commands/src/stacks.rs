@@ -14,7 +14,7 @@ use clrdata::model::disasm::MethodCode;
 use clrdata::model::dso::{thread_stack_objects, ThreadStackObjects};
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::source::SourceLines;
-use clrdata::model::stack::vars::{FrameVar, FrameVars, VarPlace};
+use clrdata::model::stack::vars::{frame_vars, FrameVar, FrameVars, VarPlace};
 use clrdata::model::stack::{
     walk_native_threads, CodeKind, FrameKind, MixedStack, Regs, StackFrame, StackWalker,
     ThreadStack,
@@ -677,7 +677,7 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     .iter()
                     .map(|f| {
                         (f.kind == FrameKind::Managed)
-                            .then(|| lines.frame_vars(&w, f).map_err(|e| e.to_string()))
+                            .then(|| frame_vars(&lines, &w, f).map_err(|e| e.to_string()))
                     })
                     .collect()
             })

@@ -8,7 +8,7 @@
 //! and count (SOS's `local_<n>` where the PDB names none).
 
 use clrdata::model::stack::source::SourceLines;
-use clrdata::model::stack::vars::{FrameVar, VarPlace};
+use clrdata::model::stack::vars::{frame_vars, FrameVar, VarPlace};
 use clrdata::model::stack::{FrameKind, StackWalker};
 use std::collections::HashMap;
 
@@ -205,7 +205,7 @@ fn frame_arguments_and_locals_equal_sos() {
                     ));
                     continue;
                 };
-                let fv = match lines.frame_vars(&w, of) {
+                let fv = match frame_vars(&lines, &w, of) {
                     Ok(v) => v,
                     Err(e) => {
                         diffs.push(format!("{name}: {}: {e}", sf.text));
@@ -355,7 +355,7 @@ fn frame_variable_names_equal_sos_icordebug_walk() {
                 ));
                 continue;
             };
-            let fv = match lines.frame_vars(&w, of) {
+            let fv = match frame_vars(&lines, &w, of) {
                 Ok(v) => v,
                 Err(e) => {
                     diffs.push(format!("{name}: {text}: {e}"));

@@ -104,13 +104,15 @@ fn value_kind(t: &SigType) -> ValueKind {
     }
 }
 
-impl SourceLines {
-    /// The arguments and locals of managed frame `f` at its IP.
-    pub fn frame_vars<M: Memory>(
-        &self,
-        w: &StackWalker<'_, M>,
-        f: &StackFrame,
-    ) -> crate::Result<FrameVars> {
+/// The arguments and locals of managed frame `f` at its IP (`lines`: the session's debug
+/// info and PDB caches).
+pub fn frame_vars<M: Memory>(
+    lines: &SourceLines,
+    w: &StackWalker<'_, M>,
+    f: &StackFrame,
+) -> crate::Result<FrameVars> {
+    let this = lines;
+    {
         if f.kind != FrameKind::Managed {
             return Err(crate::ClrError::not_found(
                 "the frame's variables",
@@ -168,7 +170,7 @@ impl SourceLines {
             }
         };
         let pdb = (!locals_sig.is_empty())
-            .then(|| self.pdb(w, module).ok())
+            .then(|| this.pdb(w, module).ok())
             .flatten();
         let reader = pdb.as_ref().and_then(|p| p.reader().ok());
         let locals: Vec<(ValueKind, Option<String>)> = locals_sig
@@ -193,7 +195,7 @@ impl SourceLines {
                 let ci = ci.ok_or_else(|| {
                     crate::ClrError::not_found_at("the frame's method", f.ip, "not managed code")
                 })?;
-                Ok((self.debug_info(w, &ci)?, f.ip.wrapping_sub(ci.method_start)))
+                Ok((this.debug_info(w, &ci)?, f.ip.wrapping_sub(ci.method_start)))
             })
             .map_err(|e| out.notes.push(format!("the method's debug info: {e}")))
             .ok();
