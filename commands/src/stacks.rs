@@ -14,6 +14,7 @@ use clrdata::model::disasm::MethodCode;
 use clrdata::model::dso::{thread_stack_objects, ThreadStackObjects};
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::source::SourceLines;
+use clrdata::model::stack::vars::{frame_vars, FrameVar, FrameVars, VarPlace};
 use clrdata::model::stack::{
     walk_native_threads, CodeKind, FrameKind, MixedStack, Regs, StackFrame, StackWalker,
     ThreadStack,
@@ -41,6 +42,24 @@ pub static SPECS: &[CommandSpec] = &[
                         .long("all")
                         .action(ArgAction::SetTrue)
                         .help("every managed thread (SOS spells it -all)"),
+                )
+                .arg(
+                    Arg::new("params")
+                        .short('p')
+                        .action(ArgAction::SetTrue)
+                        .help("each managed frame's arguments (PARAMETERS), as SOS's -p"),
+                )
+                .arg(
+                    Arg::new("locals")
+                        .short('l')
+                        .action(ArgAction::SetTrue)
+                        .help("each managed frame's locals (LOCALS), named from the app's PDB"),
+                )
+                .arg(
+                    Arg::new("both")
+                        .short('a')
+                        .action(ArgAction::SetTrue)
+                        .help("arguments and locals (-p -l)"),
                 )
                 .arg(Arg::new("thread").help(
                     "OS thread id (decimal, or hex with 0x); default: the current thread (the \
@@ -323,7 +342,61 @@ pub struct ClrStackFrame {
     /// Why a managed frame has no source line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_note: Option<String>,
+    /// With -p/-a: the managed frame's arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Vec<ClrStackVar>>,
+    /// With -l/-a: the managed frame's locals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locals: Option<Vec<ClrStackVar>>,
+    /// With -p/-l/-a: why the frame's variables (or some) are not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vars_note: Option<String>,
 }
+
+/// An argument or local of a frame (clrstack -p/-l/-a).
+#[derive(Serialize)]
+pub struct ClrStackVar {
+    pub index: u32,
+    pub name: Option<String>,
+    /// Where it is at the frame's IP: `{"kind": "register", "register"}` or `{"kind":
+    /// "memory", "address"}`; empty: nowhere (SOS's `<no data>`).
+    pub locations: Vec<serde_json::Value>,
+    /// The bytes read, hex, in memory order.
+    pub bytes: Option<String>,
+    /// The value as SOS prints it (the bytes as a number when 1, 2, 4 or 8 of them, else 0).
+    pub value: Option<String>,
+    pub error: Option<String>,
+}
+
+impl ClrStackVar {
+    fn of(v: &FrameVar) -> ClrStackVar {
+        ClrStackVar {
+            index: v.index,
+            name: v.name.clone(),
+            locations: v
+                .locations
+                .iter()
+                .map(|l| match l {
+                    VarPlace::Register { register } => {
+                        serde_json::json!({"kind": "register", "register": register})
+                    }
+                    VarPlace::Memory { address } => {
+                        serde_json::json!({"kind": "memory", "address": hex(*address)})
+                    }
+                })
+                .collect(),
+            bytes: v
+                .bytes
+                .as_ref()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect()),
+            value: v.value.map(|x| format!("{x:#018x}")),
+            error: v.error.clone(),
+        }
+    }
+}
+
+/// A managed frame's variables as clrstack -p/-l/-a found them (`None`: not asked for).
+pub type FrameVarsResult = Option<Result<FrameVars, String>>;
 
 #[derive(Serialize)]
 pub struct ClrStackThread {
@@ -335,7 +408,12 @@ pub struct ClrStackThread {
 }
 
 impl ClrStackThread {
-    fn of(st: &ThreadStack) -> ClrStackThread {
+    fn of(
+        st: &ThreadStack,
+        vars: Option<&[FrameVarsResult]>,
+        params: bool,
+        locals: bool,
+    ) -> ClrStackThread {
         ClrStackThread {
             os_id: st.os_id,
             managed_id: st.managed_id,
@@ -343,19 +421,34 @@ impl ClrStackThread {
             frames: st
                 .frames
                 .iter()
-                .map(|f| ClrStackFrame {
-                    kind: f.kind,
-                    sp: hex(f.sp),
-                    ip: hex(f.ip),
-                    frame: f.frame.map(hex),
-                    frame_name: f.frame_name.clone(),
-                    method_desc: f.method_desc.map(hex),
-                    method: f.method.clone(),
-                    method_error: f.method_error.clone(),
-                    il_offset: f.source.as_ref().and_then(|s| s.il_offset),
-                    source_file: f.source.as_ref().and_then(|s| s.file.clone()),
-                    source_line: f.source.as_ref().and_then(|s| s.line),
-                    source_note: f.source.as_ref().and_then(|s| s.note.clone()),
+                .enumerate()
+                .map(|(i, f)| {
+                    let fv = vars.and_then(|v| v.get(i)).and_then(|v| v.as_ref());
+                    let list = |want: bool, pick: fn(&FrameVars) -> &Vec<FrameVar>| match fv {
+                        Some(Ok(v)) if want => Some(pick(v).iter().map(ClrStackVar::of).collect()),
+                        _ => None,
+                    };
+                    ClrStackFrame {
+                        kind: f.kind,
+                        sp: hex(f.sp),
+                        ip: hex(f.ip),
+                        frame: f.frame.map(hex),
+                        frame_name: f.frame_name.clone(),
+                        method_desc: f.method_desc.map(hex),
+                        method: f.method.clone(),
+                        method_error: f.method_error.clone(),
+                        il_offset: f.source.as_ref().and_then(|s| s.il_offset),
+                        source_file: f.source.as_ref().and_then(|s| s.file.clone()),
+                        source_line: f.source.as_ref().and_then(|s| s.line),
+                        source_note: f.source.as_ref().and_then(|s| s.note.clone()),
+                        arguments: list(params, |v| &v.arguments),
+                        locals: list(locals, |v| &v.locals),
+                        vars_note: match fv {
+                            Some(Err(e)) => Some(e.clone()),
+                            Some(Ok(v)) if !v.notes.is_empty() => Some(v.notes.join("; ")),
+                            _ => None,
+                        },
+                    }
                 })
                 .collect(),
             incomplete: st.incomplete.clone(),
@@ -363,24 +456,112 @@ impl ClrStackThread {
     }
 }
 
-/// `clrstack`'s result: the stacks of the threads asked for. Its JSON is the list of
+/// `clrstack`'s result: the stacks of the threads asked for, and with -p/-l/-a each
+/// managed frame's arguments and locals (per thread, per frame). Its JSON is the list of
 /// [`ClrStackThread`].
-pub struct ClrStack(pub Vec<ThreadStack>);
+pub struct ClrStack {
+    pub stacks: Vec<ThreadStack>,
+    /// Per thread, per frame (`None` for a frame that is not managed); empty when not asked.
+    pub vars: Vec<Vec<FrameVarsResult>>,
+    pub params: bool,
+    pub locals: bool,
+}
 
 impl Serialize for ClrStack {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(ClrStackThread::of))
+        s.collect_seq(self.stacks.iter().enumerate().map(|(i, st)| {
+            ClrStackThread::of(
+                st,
+                self.vars.get(i).map(|v| v.as_slice()),
+                self.params,
+                self.locals,
+            )
+        }))
     }
+}
+
+/// SOS's line of one argument (`name (0xADDR) = value`) or local (`0xADDR = value`; a local
+/// the PDB names is shown as an argument is).
+fn var_line(v: &FrameVar, as_arg: bool) -> String {
+    let mut out = String::from("        ");
+    let named = as_arg || v.name.is_some();
+    if let Some(n) = &v.name {
+        out.push_str(n);
+        out.push(' ');
+    }
+    let loc = match v.locations.as_slice() {
+        [VarPlace::Register { .. }] => Some("<CLR reg>".to_string()),
+        [VarPlace::Memory { address }] => Some(format!("0x{address:016X}")),
+        _ => None,
+    };
+    match (&loc, named) {
+        (Some(l), true) => out.push_str(&format!("({l}) ")),
+        (Some(l), false) => out.push_str(&format!("{l} ")),
+        (None, _) => {}
+    }
+    if (named && (v.name.is_some() || loc.is_some())) || (!named && loc.is_some()) {
+        out.push_str("= ");
+    }
+    match (v.locations.is_empty(), v.value) {
+        (true, _) => out.push_str("<no data>"),
+        (false, Some(x)) => out.push_str(&format!("0x{x:016x}")),
+        (false, None) => out.push_str(&format!(
+            "<unable to retrieve data: {}>",
+            v.error.as_deref().unwrap_or("")
+        )),
+    }
+    out.push('\n');
+    out
 }
 
 impl Render for ClrStack {
     fn render(&self) -> String {
         let mut text = String::new();
-        for st in &self.0 {
+        for (ti, st) in self.stacks.iter().enumerate() {
             text.push_str(&format!(
                 "OS Thread Id: {:#x} ({})\n",
                 st.os_id, st.managed_id
             ));
+            let vars = self.vars.get(ti);
+            if vars.is_some() {
+                // SOS's layout: each managed frame followed by its blocks and a blank line.
+                text.push_str(&format!("{:>16} {:>16} Call Site\n", "Child SP", "IP"));
+                for (fi, f) in st.frames.iter().enumerate() {
+                    text.push_str(&format!(
+                        "{} {} {}\n",
+                        fmt_addr(child_sp(f)),
+                        fmt_addr(f.ip),
+                        frame_text(f)
+                    ));
+                    match vars.and_then(|v| v.get(fi)).and_then(|v| v.as_ref()) {
+                        None => continue,
+                        Some(Err(e)) => text.push_str(&format!("    <no variables: {e}>\n")),
+                        Some(Ok(v)) => {
+                            if self.params && !v.arguments.is_empty() {
+                                text.push_str("    PARAMETERS:\n");
+                                for a in &v.arguments {
+                                    text.push_str(&var_line(a, true));
+                                }
+                            }
+                            if self.locals && !v.locals.is_empty() {
+                                text.push_str("    LOCALS:\n");
+                                for l in &v.locals {
+                                    text.push_str(&var_line(l, false));
+                                }
+                            }
+                            for n in &v.notes {
+                                text.push_str(&format!("    <{n}>\n"));
+                            }
+                        }
+                    }
+                    text.push('\n');
+                }
+                if let Some(why) = &st.incomplete {
+                    text.push_str(&format!("<the walk stopped: {why}>\n"));
+                }
+                text.push('\n');
+                continue;
+            }
             let mut t = table(&["Child SP", "IP", "Call Site"]);
             for f in &st.frames {
                 t.add_row(vec![fmt_addr(child_sp(f)), fmt_addr(f.ip), frame_text(f)]);
@@ -485,7 +666,34 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     };
     let mut chosen = chosen;
     annotate_lines(&c, &w, &mut chosen);
-    Ok(Output::rendered("clrstack", ClrStack(chosen)))
+    let both = m.get_flag("both");
+    let (params, locals) = (both || m.get_flag("params"), both || m.get_flag("locals"));
+    let vars = if params || locals {
+        let lines = SourceLines::for_target(&c.rt);
+        chosen
+            .iter()
+            .map(|st| {
+                st.frames
+                    .iter()
+                    .map(|f| {
+                        (f.kind == FrameKind::Managed)
+                            .then(|| frame_vars(&lines, &w, f).map_err(|e| e.to_string()))
+                    })
+                    .collect()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Output::rendered(
+        "clrstack",
+        ClrStack {
+            stacks: chosen,
+            vars,
+            params,
+            locals,
+        },
+    ))
 }
 
 // ------------------------------------------------------------------------------------- pstacks

@@ -288,3 +288,61 @@ fn clrstack_defaults_to_the_current_thread() {
         assert_eq!(got, want, "{name}: clrstack's default thread");
     }
 }
+
+/// The PARAMETERS and LOCALS lines of a `clrstack -a -all` text, per OS thread id.
+fn var_blocks(text: &str) -> std::collections::BTreeMap<u64, Vec<String>> {
+    let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    let mut thread = None;
+    for l in text.lines() {
+        if let Some(id) = l.strip_prefix("OS Thread Id: 0x") {
+            thread = u64::from_str_radix(id.split_whitespace().next().unwrap_or(""), 16).ok();
+            continue;
+        }
+        if let Some(t) = thread {
+            if l.starts_with("        ") || l == "    PARAMETERS:" || l == "    LOCALS:" {
+                out.entry(t).or_default().push(l.trim_end().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `clrstack -a -all` prints SOS's PARAMETERS and LOCALS blocks line for line (SOS:
+/// dumps/<name>.sos-locals.txt; no PDB folder here, so no local is named and every line has
+/// SOS's own form).
+#[test]
+fn clrstack_a_prints_sos_parameters_and_locals() {
+    let mut lines = 0;
+    for name in tests::names() {
+        let Ok(sos) =
+            std::fs::read_to_string(tests::dumps_dir().join(format!("{name}.sos-locals.txt")))
+        else {
+            continue;
+        };
+        let sos = sos
+            .split("### ")
+            .find(|s| s.starts_with("clrstack -a -all"))
+            .expect("a clrstack -a -all section");
+        let e = tests::entry(&name);
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        let (out, _) = commands::execute(&s, "clrstack -a -all").unwrap().unwrap();
+        let (ours, theirs) = (var_blocks(&out.text), var_blocks(sos));
+        for (t, want) in &theirs {
+            assert_eq!(
+                ours.get(t),
+                Some(want),
+                "{name}: thread {t:#x}:\n{}",
+                out.text
+            );
+            lines += want.len();
+        }
+        let doc = out.json_document();
+        let frames = doc["result"][0]["frames"].as_array().unwrap();
+        assert!(
+            frames.iter().any(|f| f["arguments"].is_array()),
+            "{name}: no arguments in the JSON"
+        );
+    }
+    eprintln!("clrstack -a -all: {lines} PARAMETERS/LOCALS lines equal to SOS's");
+    assert!(lines > 1000, "only {lines} lines compared");
+}

@@ -722,7 +722,7 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
                 param_names.insert(row.sequence, row.name.to_string());
             }
         }
-        let locals = self.locals_sig(module, &meta, def.rva)?;
+        let locals = crate::model::stack::vars::locals_sig(&self.walker, module, &meta, def.rva)?;
         let args: Vec<String> = mt.type_args.iter().map(|&a| r.type_name(a)).collect();
         let names = crate::metadata::MetadataNames::new(&meta).with_generic_args(args, Vec::new());
         let type_of = |t: &crate::metadata::SigType| {
@@ -851,40 +851,6 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         }
     }
 
-    /// The method's locals signature (its IL body's `LocalVarSigTok`), empty for a tiny body.
-    fn locals_sig(
-        &self,
-        module: u64,
-        meta: &crate::metadata::Metadata<'_>,
-        rva: u32,
-    ) -> crate::Result<Vec<crate::metadata::SigType>> {
-        if rva == 0 {
-            return Ok(Vec::new());
-        }
-        let data = self.r.rt.module(module)?;
-        let body = rva_address(self.r.rt, data.image_base, data.mapped, rva)?;
-        // the image's file stands in for pages the dump lacks (a ReadyToRun framework image)
-        let m = self.walker.code().memory(self.r.rt.memory());
-        let first = m
-            .read_u8(body)
-            .map_err(|_| crate::ClrError::read("the method's IL header", body))?;
-        if first & 3 != 3 {
-            return Ok(Vec::new()); // tiny: no locals
-        }
-        let tok = m
-            .read_u32(body + 8)
-            .map_err(|_| crate::ClrError::read("the method's LocalVarSigTok", body + 8))?;
-        if tok == 0 {
-            return Ok(Vec::new());
-        }
-        let what = || format!("the locals signature {tok:#x}");
-        let s = meta
-            .stand_alone_sig(tok & 0x00FF_FFFF)
-            .map_err(|e| crate::ClrError::metadata(what(), e))?;
-        crate::metadata::sig::decode_local_sig(s.signature)
-            .map_err(|e| crate::ClrError::metadata(what(), e))
-    }
-
     /// The app's portable PDB for `module`: found by its CodeView entry in the session's
     /// PDB folders (`DiscoverOptions::pdb_dirs`), taken only when its id matches.
     fn pdb(&mut self, module: u64) -> Option<std::sync::Arc<crate::metadata::PdbFile>> {
@@ -910,41 +876,4 @@ impl<'a, 'r, M: Memory> HeldReader<'a, 'r, M> {
         self.pdbs.insert(module, found.clone());
         found
     }
-}
-
-/// The address of `rva` in the image at `base` (mapped: base + rva; flat: through the
-/// section headers).
-fn rva_address<M: Memory>(
-    rt: &crate::discovery::runtime::Runtime<M>,
-    base: u64,
-    mapped: bool,
-    rva: u32,
-) -> crate::Result<u64> {
-    if mapped {
-        return Ok(base + rva as u64);
-    }
-    let m = rt.memory();
-    let r32 = |a: u64| {
-        m.read_u32(a)
-            .map_err(|_| crate::ClrError::read("the PE headers", a))
-    };
-    let r16 = |a: u64| {
-        m.read_u16(a)
-            .map_err(|_| crate::ClrError::read("the PE headers", a))
-    };
-    let nt = base + r32(base + 0x3C)? as u64;
-    let nsec = r16(nt + 6)? as u64;
-    let sec = nt + 24 + r16(nt + 20)? as u64;
-    for i in 0..nsec.min(96) {
-        let s = sec + 40 * i;
-        let (vsize, va, rsize, raw) = (r32(s + 8)?, r32(s + 12)?, r32(s + 16)?, r32(s + 20)?);
-        if rva >= va && rva < va + vsize.max(rsize) {
-            return Ok(base + (rva - va + raw) as u64);
-        }
-    }
-    Err(crate::ClrError::corrupt(
-        "PE image",
-        base,
-        format!("no section holds RVA {rva:#x}"),
-    ))
 }

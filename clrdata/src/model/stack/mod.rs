@@ -33,6 +33,7 @@ pub mod native;
 mod r2r;
 pub mod source;
 pub mod unwind;
+pub mod vars;
 
 pub use codeman::{CodeIndex, CodeInfo, CodeKind, EhClause};
 pub use native::{NativeModules, NativeName, Unwound};

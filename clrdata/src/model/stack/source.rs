@@ -166,7 +166,7 @@ impl SourceLines {
         })
     }
 
-    fn debug_info<M: Memory>(
+    pub(crate) fn debug_info<M: Memory>(
         &self,
         w: &StackWalker<'_, M>,
         ci: &CodeInfo,
