@@ -396,7 +396,7 @@ impl ClrStackVar {
 }
 
 /// A managed frame's variables as clrstack -p/-l/-a found them (`None`: not asked for).
-pub type FrameVarsResult = Option<Result<FrameVars, String>>;
+pub type FrameVarsResult = Option<Result<FrameVars, clrdata::ClrError>>;
 
 #[derive(Serialize)]
 pub struct ClrStackThread {
@@ -444,7 +444,7 @@ impl ClrStackThread {
                         arguments: list(params, |v| &v.arguments),
                         locals: list(locals, |v| &v.locals),
                         vars_note: match fv {
-                            Some(Err(e)) => Some(e.clone()),
+                            Some(Err(e)) => Some(e.to_string()),
                             Some(Ok(v)) if !v.notes.is_empty() => Some(v.notes.join("; ")),
                             _ => None,
                         },
@@ -675,10 +675,7 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             .map(|st| {
                 st.frames
                     .iter()
-                    .map(|f| {
-                        (f.kind == FrameKind::Managed)
-                            .then(|| frame_vars(&lines, &w, f).map_err(|e| e.to_string()))
-                    })
+                    .map(|f| (f.kind == FrameKind::Managed).then(|| frame_vars(&lines, &w, f)))
                     .collect()
             })
             .collect()

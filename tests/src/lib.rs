@@ -347,12 +347,22 @@ pub enum Shortfall {
     ThreadsOnly,
 }
 
+/// What differs where a dump should be read in part ([`read_in_part`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartialRead(pub String);
+
+impl std::fmt::Display for PartialRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Whether the runtime `rt` of `e` is read in part as [`Shortfall::ThreadsOnly`] says: `Ok`
 /// with what was checked, or `Err` with what differs.
 pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
     e: &Entry,
     rt: &clrdata::Runtime<M>,
-) -> Result<String, String> {
+) -> Result<String, PartialRead> {
     use clrdata::prelude::*;
     let hex = |v: &Value| {
         v.as_str()
@@ -362,7 +372,7 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
     let mut diffs = Vec::new();
     let ts = rt
         .thread_store()
-        .map_err(|err| format!("the thread store is not read: {err}"))?;
+        .map_err(|err| PartialRead(format!("the thread store is not read: {err}")))?;
     let dts = &e.dac["runtime"]["thread_store"];
     for (what, ours, theirs) in [
         ("first thread", ts.first_thread, hex(&dts["firstThread"])),
@@ -405,7 +415,7 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
     }
     let threads = rt
         .threads()
-        .map_err(|err| format!("the thread list is not read: {err}"))?;
+        .map_err(|err| PartialRead(format!("the thread list is not read: {err}")))?;
     let dthreads = e.dac["threads"].as_array().cloned().unwrap_or_default();
     if threads.len() != dthreads.len() || threads.is_empty() {
         diffs.push(format!(
@@ -446,10 +456,10 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
         }
     }
     if !diffs.is_empty() {
-        return Err(format!(
+        return Err(PartialRead(format!(
             "its threads differ from the DAC's: {}",
             diffs.join("; ")
-        ));
+        )));
     }
     // The sync blocks, against the DAC's (lockprobe's `<name>.locks.dac.json`), where the
     // AppDomain is read: without it (8, 9) the DAC lists none, and records no error (likely
@@ -457,7 +467,7 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
     // no truth to hold them to, and they are not claimed.
     let locks = load_json(&dumps_dir().join(format!("{}.locks.dac.json", e.name)));
     let table = clrdata::analysis::locks::monitors(rt, &clrdata::TypeNames::new())
-        .map_err(|err| format!("the sync table is not read: {err}"))?;
+        .map_err(|err| PartialRead(format!("the sync table is not read: {err}")))?;
     let count = locks["sync_blocks"]["count"].as_u64().unwrap_or(u64::MAX);
     let sync_blocks_claimed = rt.app_domain().is_ok();
     if sync_blocks_claimed && table.used_entries.saturating_sub(1) as u64 != count {
@@ -512,16 +522,16 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
         }
     }
     if !diffs.is_empty() {
-        return Err(format!(
+        return Err(PartialRead(format!(
             "its sync blocks differ from the DAC's: {}",
             diffs.join("; ")
-        ));
+        )));
     }
     if rt.gc_heap().is_ok() {
-        return Err("its GC heap is read".into());
+        return Err(PartialRead("its GC heap is read".into()));
     }
     let app_domain = match (e.family(), rt.app_domain()) {
-        (8 | 9, Ok(a)) => return Err(format!("its AppDomain is read: {a:#x}")),
+        (8 | 9, Ok(a)) => return Err(PartialRead(format!("its AppDomain is read: {a:#x}"))),
         (8 | 9, Err(err)) => {
             // The reason names the global and its address, which the dump cannot read.
             let addr = match &err {
@@ -529,33 +539,43 @@ pub fn read_in_part<M: dumpreader::Memory + dumpreader::Target>(
                     clrdata::ClrError::Read { addr, ref what } if what.contains("AppDomain") => {
                         addr
                     }
-                    _ => return Err(format!("the AppDomain refused otherwise: {err}")),
+                    _ => {
+                        return Err(PartialRead(format!(
+                            "the AppDomain refused otherwise: {err}"
+                        )))
+                    }
                 },
-                _ => return Err(format!("the AppDomain refused otherwise: {err}")),
+                _ => {
+                    return Err(PartialRead(format!(
+                        "the AppDomain refused otherwise: {err}"
+                    )))
+                }
             };
             if rt.memory().read_u64(addr).is_ok() {
-                return Err(format!(
+                return Err(PartialRead(format!(
                     "the AppDomain is refused, but its global at {addr:#x} is in the dump"
-                ));
+                )));
             }
             let said = rt.degraded().unwrap_or_default();
             if !said.contains(&format!("{addr:#x}")) {
-                return Err(format!(
+                return Err(PartialRead(format!(
                     "the degraded runtime does not say the AppDomain's address: {said:?}"
-                ));
+                )));
             }
             if rt.loaded_images().is_ok() {
-                return Err("the loaded images are listed without the AppDomain".into());
+                return Err(PartialRead(
+                    "the loaded images are listed without the AppDomain".into(),
+                ));
             }
             format!("read without its AppDomain (global at {addr:#x}, not in the dump)")
         }
         (_, Ok(_)) if rt.degraded().is_none() => "read whole".to_owned(),
         (_, r) => {
-            return Err(format!(
+            return Err(PartialRead(format!(
                 "degraded on .NET {}: {r:?}, {:?}",
                 e.family(),
                 rt.degraded()
-            ))
+            )))
         }
     };
     Ok(format!(

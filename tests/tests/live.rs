@@ -417,6 +417,34 @@ fn retained_sizes_are_their_definition() {
     assert!(checked >= 8, "{checked} dumps");
 }
 
+/// The retained sizes read in one heap walk (objects numbered by their live-set marks) equal
+/// those read the way a damaged heap is (the walked objects numbered apart, read twice).
+#[test]
+fn retention_one_walk_is_the_two_walks() {
+    use clrdata::analysis::dominators::{retention_of, retention_of_two_walks};
+    let mut checked = 0;
+    for e in with_truth().into_iter().map(|x| x.0) {
+        let d = e.open();
+        let rt = tests::discover(&d).unwrap();
+        let names = clrdata::TypeNames::new();
+        let heap = rt.gc_heap().unwrap();
+        let set = clrdata::analysis::reach::live_set(&rt, &heap, &names).unwrap();
+        let one = retention_of(&rt, &heap, &names, &set).unwrap();
+        let two = retention_of_two_walks(&rt, &heap, &names, &set).unwrap();
+        assert!(!one.addresses.is_empty(), "{}", e.name);
+        assert_eq!(one.addresses, two.addresses, "{}", e.name);
+        assert_eq!(one.mts, two.mts, "{}", e.name);
+        assert_eq!(one.sizes, two.sizes, "{}", e.name);
+        assert_eq!(one.retained, two.retained, "{}", e.name);
+        assert_eq!(one.notes, two.notes, "{}", e.name);
+        for i in 0..one.addresses.len() as u32 {
+            assert_eq!(one.idom(i), two.idom(i), "{}: object {i}", e.name);
+        }
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} dumps");
+}
+
 /// `dumpheap -stat -retained`'s column against its definition, by brute force ([`Graph`]):
 /// a type's retained bytes are those of the objects that some live object of the type
 /// dominates (object Y is dominated by X when the roots no longer reach Y without X), each

@@ -78,7 +78,7 @@ fn falls_short(e: &Entry, shortfall: Option<Shortfall>) -> Verdict {
         }
         (Shortfall::ThreadsOnly, Ok(rt)) => match tests::read_in_part(e, &rt) {
             Ok(how) => Short(how),
-            Err(why) => Gone(why),
+            Err(why) => Gone(why.0),
         },
         (Shortfall::StackWalk, Ok(rt)) => {
             let names = clrdata::TypeNames::new();

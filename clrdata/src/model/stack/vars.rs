@@ -228,6 +228,17 @@ enum Loc {
     Mem(u64),
 }
 
+/// Why a variable's location cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum Unplaced {
+    #[error("register number {0} is not an x64 integer register")]
+    NotAnIntegerRegister(u32),
+    #[error("the by-reference slot at {0:#x} is not in the dump")]
+    ByRefSlotMissing(u64),
+    #[error("a by-reference register variable (the DAC's own read of it is not defined)")]
+    ByRefRegister,
+}
+
 fn place<M: Memory>(
     rt: &Runtime<M>,
     regs: Option<&super::Regs>,
@@ -253,54 +264,48 @@ fn place<M: Memory>(
         return v;
     };
     let m = rt.memory();
-    let reg = |r: u32| -> Result<usize, String> {
+    let reg = |r: u32| -> Result<usize, Unplaced> {
         if (r as usize) < REG_NAMES.len() {
             Ok(r as usize)
         } else {
-            Err(format!(
-                "register number {r} is not an x64 integer register"
-            ))
+            Err(Unplaced::NotAnIntegerRegister(r))
         }
     };
-    let stk = |base: u32, offset: i32| -> Result<u64, String> {
+    let stk = |base: u32, offset: i32| -> Result<u64, Unplaced> {
         Ok(regs.gpr[reg(base)?].wrapping_add(offset as i64 as u64))
     };
-    let locs: Result<Vec<(Loc, u32)>, String> =
-        (|| {
-            Ok(match loc {
-                VarLoc::Reg(r) => vec![(Loc::Reg(reg(r)?), 8)],
-                VarLoc::Stack { base, offset } => vec![(Loc::Mem(stk(base, offset)?), 8)],
-                VarLoc::StackByRef { base, offset } => {
-                    let slot = stk(base, offset)?;
-                    let a = m.read_u64(slot).map_err(|_| {
-                        format!("the by-reference slot at {slot:#x} is not in the dump")
-                    })?;
-                    vec![(Loc::Mem(a), 8)]
-                }
-                VarLoc::Stack2 { base, offset } => vec![(Loc::Mem(stk(base, offset)?), 16)],
-                VarLoc::RegReg(a, b) => vec![(Loc::Reg(reg(a)?), 8), (Loc::Reg(reg(b)?), 8)],
-                VarLoc::RegStack {
-                    reg: r,
-                    base,
-                    offset,
-                } => vec![(Loc::Reg(reg(r)?), 8), (Loc::Mem(stk(base, offset)?), 8)],
-                VarLoc::StackReg {
-                    base,
-                    offset,
-                    reg: r,
-                } => vec![(Loc::Mem(stk(base, offset)?), 8), (Loc::Reg(reg(r)?), 8)],
-                VarLoc::RegByRef(_) => return Err(
-                    "a by-reference register variable (the DAC's own read of it is not defined)"
-                        .into(),
-                ),
-                // NativeVarLocations gives no location for these: SOS prints `<no data>`.
-                VarLoc::RegFp(_) | VarLoc::FpStack(_) | VarLoc::FixedVarArg(_) => Vec::new(),
-            })
-        })();
+    let locs: Result<Vec<(Loc, u32)>, Unplaced> = (|| {
+        Ok(match loc {
+            VarLoc::Reg(r) => vec![(Loc::Reg(reg(r)?), 8)],
+            VarLoc::Stack { base, offset } => vec![(Loc::Mem(stk(base, offset)?), 8)],
+            VarLoc::StackByRef { base, offset } => {
+                let slot = stk(base, offset)?;
+                let a = m
+                    .read_u64(slot)
+                    .map_err(|_| Unplaced::ByRefSlotMissing(slot))?;
+                vec![(Loc::Mem(a), 8)]
+            }
+            VarLoc::Stack2 { base, offset } => vec![(Loc::Mem(stk(base, offset)?), 16)],
+            VarLoc::RegReg(a, b) => vec![(Loc::Reg(reg(a)?), 8), (Loc::Reg(reg(b)?), 8)],
+            VarLoc::RegStack {
+                reg: r,
+                base,
+                offset,
+            } => vec![(Loc::Reg(reg(r)?), 8), (Loc::Mem(stk(base, offset)?), 8)],
+            VarLoc::StackReg {
+                base,
+                offset,
+                reg: r,
+            } => vec![(Loc::Mem(stk(base, offset)?), 8), (Loc::Reg(reg(r)?), 8)],
+            VarLoc::RegByRef(_) => return Err(Unplaced::ByRefRegister),
+            // NativeVarLocations gives no location for these: SOS prints `<no data>`.
+            VarLoc::RegFp(_) | VarLoc::FpStack(_) | VarLoc::FixedVarArg(_) => Vec::new(),
+        })
+    })();
     let mut locs = match locs {
         Ok(l) => l,
         Err(e) => {
-            v.error = Some(e);
+            v.error = Some(e.to_string());
             return v;
         }
     };
