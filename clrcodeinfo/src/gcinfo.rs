@@ -329,6 +329,12 @@ pub struct LivenessQuery {
     /// `NoReportUntracked`: the walker sets it for filter funclets (their parent reports the
     /// untracked slots).
     pub no_report_untracked: bool,
+    /// The runtime's decoder is .NET 11's or later ([`GcInfo::aborted_needs_range`]): with
+    /// `execution_aborted`, an offset outside every interruptible range reports nothing even
+    /// when the method has no ranges at all. Earlier decoders ran that range check only when
+    /// there were ranges: a method without any (MinOpts code: untracked slots only) still
+    /// reported its untracked slots.
+    pub aborted_needs_range: bool,
     /// The calling convention (which registers are scratch).
     pub abi: Abi,
     /// The frame's stack pointers; without them only SP-relative slots can be recognised as
@@ -422,6 +428,21 @@ impl GcInfo {
             10 => 4,
             _ => 5,
         }
+    }
+
+    /// Whether the decoder of a runtime major version reports nothing for an aborted frame
+    /// outside every interruptible range even when the method has none
+    /// ([`LivenessQuery::aborted_needs_range`]): .NET 11 on (dotnet/runtime PR 119403,
+    /// "Unconditionally skip GC reporting for non-interruptible aborted methods", opened
+    /// September 2025, after .NET 10 branched; dotnet/diagnostics' copy of the decoder has it
+    /// from its December 2025 sync). A rule of the runtime's decoder, whatever the version of
+    /// the blob it reads (a ReadyToRun image's may be older). Seen in the corpus: .NET 11.0.0
+    /// reports no slot for crashasync-net11's `ExceptionDispatchInfo.Throw()` below its
+    /// SoftwareExceptionFrame (no safe points, no ranges, untracked `rbp-8`), .NET 10.0.14
+    /// reports faultnull-net10's `ReadNext` `rbp-8` below its FaultingExceptionFrame (the same
+    /// shape of GC info).
+    pub fn aborted_needs_range(runtime_major: u32) -> bool {
+        runtime_major >= 11
     }
 
     /// The GC info version of a ReadyToRun image's code, from its R2R header's major version
@@ -809,19 +830,20 @@ impl GcInfo {
         let scratch = (!q.active_frame).then_some(q);
         self.enumerate_live(
             offset,
-            q.execution_aborted,
+            q.execution_aborted.then_some(q.aborted_needs_range),
             q.parent_of_funclet || q.no_report_untracked,
             scratch,
         )
     }
 
     /// `EnumerateLiveSlots` at the offset the decoder is built with (already adjusted):
+    /// `aborted` is `Some(aborted_needs_range)` for `ExecutionAborted`, None otherwise;
     /// `scratch_filter` is the query whose scratch registers and slots are left out (a
     /// non-leaf frame), `None` to report them (`reportScratchSlots`).
     fn enumerate_live(
         &self,
         offset: u32,
-        execution_aborted: bool,
+        aborted: Option<bool>,
         no_untracked: bool,
         scratch_filter: Option<&LivenessQuery>,
     ) -> Result<Vec<LiveSlot>> {
@@ -841,6 +863,7 @@ impl GcInfo {
             Ok(())
         };
 
+        let execution_aborted = aborted.is_some();
         let safe_point = self.find_safe_point(offset).filter(|_| !execution_aborted);
         // Not at a safe point (or aborted): where the offset falls in the concatenated
         // interruptible ranges.
@@ -853,12 +876,14 @@ impl GcInfo {
                 }
                 cum += g.end - g.start;
             }
-            // Aborted outside every interruptible range of a method that has some: nothing
-            // at all, not even the untracked slots. A method with no ranges (MinOpts: its
-            // references untracked) still reports its untracked slots, as the runtime's
-            // decoder does (its range check runs only when there are ranges).
-            if pseudo.is_none() && execution_aborted && !self.interruptible_ranges.is_empty() {
-                return Ok(out);
+            // Aborted outside every interruptible range: nothing at all, not even the
+            // untracked slots. Before .NET 11 the runtime's decoder ran this check only when
+            // the method has ranges: one without (MinOpts: its references untracked) still
+            // reported its untracked slots (`aborted_needs_range` false).
+            if let (None, Some(needs_range)) = (pseudo, aborted) {
+                if needs_range || !self.interruptible_ranges.is_empty() {
+                    return Ok(out);
+                }
             }
         }
         if self.num_tracked > 0 {
@@ -905,7 +930,7 @@ impl GcInfo {
             // A safe point: flags 0; else ActiveStackFrame, plus ExecutionAborted where not
             // interruptible.
             let aborted = !at_safe_point && !interruptible;
-            let live = self.enumerate_live(offset, aborted, true, None)?;
+            let live = self.enumerate_live(offset, aborted.then_some(false), true, None)?;
             out.push(OffsetState {
                 offset,
                 interruptible,
@@ -1387,6 +1412,52 @@ fn decode_slot_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two slim-header blobs with no safe points, no interruptible ranges and one untracked
+    /// slot (`rbp-8`), each asked as the frame below an exception Frame: .NET 11.0.0's
+    /// `ExceptionDispatchInfo.Throw()` of crashasync-net11 (JIT'd at 0x7f0c550d4bd0, GC info
+    /// at 0x7f0c5535f450; below its SoftwareExceptionFrame, the return address of the throwing
+    /// call at offset 0x39), for which the 11.0.0 DAC's GetStackReferences reports nothing,
+    /// and .NET 10.0.14's `Fault.Program.ReadNext` of faultnull-net10 (0x7f2404093ab0, GC info
+    /// at 0x7f2404362758; below its FaultingExceptionFrame, faulted at offset 0x5b), for which
+    /// the 10.0.14 DAC reports `rbp-8`.
+    #[test]
+    fn aborted_frames_without_ranges_follow_their_runtime() {
+        let throw = GcInfo::decode(&[0xea, 0x80, 0xc8, 0x1f, 0, 0, 0, 0], 5).unwrap();
+        let read_next = GcInfo::decode(&[0x92, 0x81, 0xc8, 0x1f, 0, 0, 0, 0], 4).unwrap();
+        let rbp_8 = Slot {
+            location: SlotLocation::Stack {
+                base: StackBase::Frame,
+                offset: -8,
+            },
+            flags: SlotFlags(0),
+            untracked: true,
+        };
+        for g in [&throw, &read_next] {
+            assert!(g.interruptible_ranges.is_empty() && g.safe_points().is_empty());
+            assert_eq!((g.num_tracked, g.num_untracked), (0, 1));
+            assert_eq!(g.slots, vec![rbp_8]);
+        }
+        let aborted = |needs_range, aborting_call| LivenessQuery {
+            execution_aborted: true,
+            aborting_call,
+            aborted_needs_range: needs_range,
+            ..LivenessQuery::default()
+        };
+        let net11 = GcInfo::aborted_needs_range(11);
+        assert!(net11 && !GcInfo::aborted_needs_range(10));
+        assert!(throw
+            .live_slots_at(0x39, &aborted(net11, true))
+            .unwrap()
+            .is_empty());
+        let live = read_next
+            .live_slots_at(0x5b, &aborted(false, false))
+            .unwrap();
+        assert_eq!(live.iter().map(|l| l.slot).collect::<Vec<_>>(), vec![rbp_8]);
+        // Not aborted, the untracked slot is reported either way.
+        let caller = LivenessQuery::caller_frame();
+        assert_eq!(throw.live_slots_at(0x39, &caller).unwrap().len(), 1);
+    }
 
     #[test]
     fn ceil_log2_matches_the_runtime() {

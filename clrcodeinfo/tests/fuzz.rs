@@ -47,6 +47,11 @@ fn exercise_gc(bytes: &[u8], version: u32) {
                 ..Default::default()
             },
             LivenessQuery {
+                execution_aborted: true,
+                aborted_needs_range: true,
+                ..Default::default()
+            },
+            LivenessQuery {
                 parent_of_funclet: true,
                 ..Default::default()
             },

@@ -9,18 +9,6 @@ use clrdata::{Runtime, TypeNames};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Stack references dumpshell reports that the DAC and ClrMD both leave out, found and not yet
-/// explained: (dump, OS thread id, slot, frame SP). crashasync-net11's main thread: one slot of
-/// the frame of `ExceptionDispatchInfo.Throw()` (SP 0x7ffcb7358960, below the
-/// SoftwareExceptionFrame) where Main's `GetResult` rethrows the unhandled exception. The
-/// tests still require it to be exactly there and fail once it is gone (then remove it here).
-const KNOWN_EXTRA_STACK_REFS: &[(&str, u64, u64, u64)] = &[(
-    "crashasync-net11",
-    0x74e3,
-    0x7ffc_b735_8968,
-    0x7ffc_b735_8960,
-)];
-
 fn hex(v: &Value) -> u64 {
     let s = v
         .as_str()
@@ -623,17 +611,6 @@ fn stack_references_are_the_dacs() {
                     )
                 })
                 .collect();
-            for &(n, tid, slot, sp) in KNOWN_EXTRA_STACK_REFS {
-                if n == name && tid == os {
-                    let at = ours.iter().position(|r| r.0 == slot && r.4 == sp);
-                    assert!(
-                        at.is_some() && !dac.iter().any(|r| r.0 == slot && r.4 == sp),
-                        "{name}: thread {os:#x}: the known extra reference at {slot:#x} is gone: \
-                         remove it from KNOWN_EXTRA_STACK_REFS"
-                    );
-                    ours.remove(at.unwrap());
-                }
-            }
             ours.sort_unstable();
             dac.sort_unstable();
             assert_eq!(
@@ -1485,20 +1462,7 @@ fn root_set_is_clrmds() {
             ));
         }
         let missing: Vec<_> = theirs_stack.difference(&ours_stack).collect();
-        let mut extra: Vec<_> = ours_stack.difference(&theirs_stack).collect();
-        for &(n, tid, slot, _) in KNOWN_EXTRA_STACK_REFS {
-            if n == e.name {
-                let before = extra.len();
-                extra.retain(|k| !(k.0 == tid && k.1 == slot));
-                assert_eq!(
-                    extra.len() + 1,
-                    before,
-                    "{}: the known extra stack root at {slot:#x} is gone: remove it from \
-                     KNOWN_EXTRA_STACK_REFS",
-                    e.name
-                );
-            }
-        }
+        let extra: Vec<_> = ours_stack.difference(&theirs_stack).collect();
         assert!(
             missing.is_empty() && extra.is_empty(),
             "{}: stack roots (thread, slot, register, frame sp, object, interior, pinned): \

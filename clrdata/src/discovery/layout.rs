@@ -489,6 +489,18 @@ pub enum Family {
     Net11,
 }
 
+impl Family {
+    /// The runtime's major version.
+    pub fn major(self) -> u32 {
+        match self {
+            Family::Net8 => 8,
+            Family::Net9 => 9,
+            Family::Net10 => 10,
+            Family::Net11 => 11,
+        }
+    }
+}
+
 /// How a MethodTable encodes its TypeDef token and module (RuntimeTypeSystem).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MethodTableScheme {

@@ -204,15 +204,9 @@ impl CodeIndex {
         info: &CodeInfo,
     ) -> crate::Result<u32> {
         match info.kind {
-            CodeKind::Jit => {
-                let major = match rt.layout.family {
-                    crate::discovery::layout::Family::Net8 => 8,
-                    crate::discovery::layout::Family::Net9 => 9,
-                    crate::discovery::layout::Family::Net10 => 10,
-                    crate::discovery::layout::Family::Net11 => 11,
-                };
-                Ok(clrcodeinfo::GcInfo::version_for_runtime(major))
-            }
+            CodeKind::Jit => Ok(clrcodeinfo::GcInfo::version_for_runtime(
+                rt.layout.family.major(),
+            )),
             CodeKind::ReadyToRun => {
                 let module = info.module.ok_or_else(|| {
                     crate::ClrError::corrupt("R2R code", info.method_start, "no module")
@@ -389,12 +383,7 @@ impl CodeIndex {
         info: &CodeInfo,
     ) -> crate::Result<(clrcodeinfo::debuginfo::DebugInfo, u64)> {
         use clrcodeinfo::debuginfo::{DebugInfo, DebugInfoFormat};
-        let major = match rt.layout.family {
-            crate::discovery::layout::Family::Net8 => 8,
-            crate::discovery::layout::Family::Net9 => 9,
-            crate::discovery::layout::Family::Net10 => 10,
-            crate::discovery::layout::Family::Net11 => 11,
-        };
+        let major = rt.layout.family.major();
         let m = rt.memory();
         let (bytes, blob) = match info.kind {
             CodeKind::Jit => {

@@ -339,7 +339,8 @@ impl<'a, M: Memory> StackWalker<'a, M> {
             frame_register: frame_register.map(|r| ctx.regs.gpr[r as usize]),
             caller_sp,
         };
-        let q = query(&ctx, flags, self.abi(), addrs);
+        let needs_range = GcInfo::aborted_needs_range(self.rt.layout.family.major());
+        let q = query(&ctx, flags, self.abi(), addrs, needs_range);
         let live = g.live_slots_at(offset, &q).map_err(|error| {
             if !g.is_complete() && matches!(error, GcInfoError::Truncated { .. }) {
                 FrameRefsError::LiveSlotsNotInDump { offset, error }
@@ -630,8 +631,16 @@ struct Flags {
     filter: bool,
 }
 
-/// How the runtime asks a frame's GC info (`CrawlFrame::GetCodeManagerFlags`).
-fn query(ctx: &FrameContext, flags: Flags, abi: Abi, frame: FrameAddresses) -> LivenessQuery {
+/// How the runtime asks a frame's GC info (`CrawlFrame::GetCodeManagerFlags`), and how its
+/// decoder answers an aborted frame outside interruptible ranges (`aborted_needs_range`:
+/// `GcInfo::aborted_needs_range` of the runtime's major version).
+fn query(
+    ctx: &FrameContext,
+    flags: Flags,
+    abi: Abi,
+    frame: FrameAddresses,
+    aborted_needs_range: bool,
+) -> LivenessQuery {
     LivenessQuery {
         active_frame: ctx.active,
         execution_aborted: ctx.interrupted,
@@ -640,6 +649,7 @@ fn query(ctx: &FrameContext, flags: Flags, abi: Abi, frame: FrameAddresses) -> L
         aborting_call: ctx.interrupted && !ctx.faulted && !ctx.active,
         parent_of_funclet: flags.parent_of_funclet,
         no_report_untracked: flags.filter,
+        aborted_needs_range,
         abi,
         frame: Some(frame),
     }
