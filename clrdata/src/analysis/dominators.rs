@@ -219,30 +219,37 @@ impl Rows {
         &self.items[self.start[v] as usize..self.start[v + 1] as usize]
     }
 
-    /// The rows of `rows` turned around: `w` in row `v` becomes `v` in row `w`, for the rows
-    /// `keep` takes. `items` stays within u32 as the rows turned around do.
-    fn reversed(rows: &Rows, nodes: usize, keep: impl Fn(usize) -> bool) -> Rows {
-        // Counts at start[w + 2], summed to row starts at start[w + 1]; filling row w moves
-        // start[w + 1] to its end, which is row w + 1's start.
-        let mut start = bigvec::filled(nodes + 2, 0u32);
-        for v in (0..nodes).filter(|&v| keep(v)) {
-            for &w in rows.row(v) {
-                start[w as usize + 2] += 1;
-            }
+    /// Rows grouped by key: row `k` holds, in the order `pairs` gives them, each value paired
+    /// with key `k` (a counting sort; `pairs` is iterated twice: to count, then to fill).
+    /// Keys are below `keys`; there are fewer than 2^32 pairs.
+    fn grouped<I: Iterator<Item = (u32, u32)>>(keys: usize, pairs: impl Fn() -> I) -> Rows {
+        // Counts at start[k + 2], summed to row starts at start[k + 1]; filling row k moves
+        // start[k + 1] to its end, which is row k + 1's start.
+        let mut start = bigvec::filled(keys + 2, 0u32);
+        for (k, _) in pairs() {
+            start[k as usize + 2] += 1;
         }
-        for v in 0..nodes {
-            start[v + 2] += start[v + 1];
+        for k in 0..keys {
+            start[k + 2] += start[k + 1];
         }
-        let mut items = bigvec::filled(start[nodes + 1] as usize, 0u32);
-        for v in (0..nodes).filter(|&v| keep(v)) {
-            for &w in rows.row(v) {
-                let at = &mut start[w as usize + 1];
-                items[*at as usize] = v as u32;
-                *at += 1;
-            }
+        let mut items = bigvec::filled(start[keys + 1] as usize, 0u32);
+        for (k, v) in pairs() {
+            let at = &mut start[k as usize + 1];
+            items[*at as usize] = v;
+            *at += 1;
         }
-        start.truncate(nodes + 1);
+        start.truncate(keys + 1);
         Rows { start, items }
+    }
+
+    /// The rows of `rows` turned around: `w` in row `v` becomes `v` in row `w`, for the rows
+    /// `keep` takes.
+    fn reversed(rows: &Rows, nodes: usize, keep: impl Fn(usize) -> bool) -> Rows {
+        Rows::grouped(nodes, || {
+            (0..nodes)
+                .filter(|&v| keep(v))
+                .flat_map(move |v| rows.row(v).iter().map(move |&w| (w, v as u32)))
+        })
     }
 }
 
@@ -551,31 +558,14 @@ impl Retention {
         drop(numbers);
         // Children of each object in the dominator tree, as rows; the tops (only the virtual
         // root dominates them) apart.
-        let mut start = bigvec::filled(n + 2, 0u32);
-        let mut tops = Vec::new();
-        for (v, &d) in self.idom.iter().enumerate() {
-            if d == NONE {
-                tops.push(v as u32);
-            } else {
-                start[d as usize + 2] += 1;
-            }
-        }
-        for v in 0..n {
-            start[v + 2] += start[v + 1];
-        }
-        let mut children = bigvec::filled(start[n + 1] as usize, 0u32);
-        for (v, &d) in self.idom.iter().enumerate() {
-            if d != NONE {
-                let at = &mut start[d as usize + 1];
-                children[*at as usize] = v as u32;
-                *at += 1;
-            }
-        }
-        start.truncate(n + 1);
-        let tree = Rows {
-            start,
-            items: children,
-        };
+        let tops: Vec<u32> = (0..n as u32)
+            .filter(|&v| self.idom[v as usize] == NONE)
+            .collect();
+        let tree = Rows::grouped(n, || {
+            (0..n as u32)
+                .map(|v| (self.idom[v as usize], v))
+                .filter(|&(d, _)| d != NONE)
+        });
         // Depth first over the tree with each type's objects on the current path counted.
         let mut on_path = vec![0u32; out.len()];
         // (node, entered)

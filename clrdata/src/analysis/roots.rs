@@ -878,6 +878,12 @@ impl HeapBits {
     /// The bit of an 8-byte-aligned address in a segment.
     #[inline]
     pub(crate) fn id(&self, addr: u64) -> Option<u64> {
+        self.locate(addr).map(|(_, id)| id)
+    }
+
+    /// The range holding `addr` and its bit.
+    #[inline]
+    fn locate(&self, addr: u64) -> Option<(usize, u64)> {
         if addr & 7 != 0 {
             return None;
         }
@@ -886,7 +892,7 @@ impl HeapBits {
             .partition_point(|r| r.0 <= addr)
             .checked_sub(1)?;
         let (start, end, base) = self.ranges[i];
-        (addr < end).then(|| base + (addr - start) / 8)
+        (addr < end).then(|| (i, base + (addr - start) / 8))
     }
 
     /// As [`HeapBits::id`], trying the range `hint` names first and leaving there the range
@@ -898,16 +904,9 @@ impl HeapBits {
                 return Some(base + (addr - start) / 8);
             }
         }
-        if addr & 7 != 0 {
-            return None;
-        }
-        let i = self
-            .ranges
-            .partition_point(|r| r.0 <= addr)
-            .checked_sub(1)?;
-        let (start, end, base) = self.ranges[i];
+        let (i, id) = self.locate(addr)?;
         *hint = i;
-        (addr < end).then(|| base + (addr - start) / 8)
+        Some(id)
     }
 
     pub(crate) fn addr(&self, id: u64) -> u64 {
