@@ -11,7 +11,10 @@ same way. Of the objects listed (any heap listing: only their addresses are used
 decides which are delegates (a MethodTable whose parent chain, per GetMethodTableData and
 GetMethodTableName, reaches System.MulticastDelegate). For each delegate it reads the raw
 fields at the offsets of src/coreclr/vm/amd64/asmconstants.h (Delegate: _target +8,
-_methodPtr +0x18, _methodPtrAux +0x20; MulticastDelegate: _invocationCount +0x30) and asks
+_methodPtr +0x18, _methodPtrAux +0x20; MulticastDelegate: _invocationCount +0x30; with
+--net11, .NET 11's layout as the 11.0.0 DAC gives it through SOS's dumpobj: _helperObject +8,
+_target +0x10, _methodPtr +0x18, _methodPtrAux +0x20, _extraData +0x28, no
+_invocationCount, so invocation_count is null) and asks
 IXCLRDataProcess::GetRuntimeNameByAddress (the 13th method after IUnknown's three, per
 xclrdata.idl) for the name of each non-null code pointer: the DAC names JIT'd code and
 precodes (FixupPrecode, StubPrecode) by their MethodDesc, and stubs as CLRStub[...].
@@ -26,6 +29,7 @@ from ctypes import POINTER, byref, c_uint32, c_uint64, c_void_p, create_string_b
 ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
 ap.add_argument('--dac', required=True)
 ap.add_argument('--objects', required=True, help='a file with one object address (hex) a line')
+ap.add_argument('--net11', action='store_true', help="the Delegate fields at .NET 11's offsets")
 ap.add_argument('--dacprobe-dir',
                 default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                      '../../../shared/tools/dacprobe'))
@@ -102,10 +106,11 @@ def main():
         if not mt or not delegate_mt(mt):
             continue
         tname, _ = dac.wname('GetMethodTableName', mt)
-        ent = {'address': dp.hx(a), 'type': tname, 'target': dp.hx(core.u64(a + 8)),
+        ent = {'address': dp.hx(a), 'type': tname,
+               'target': dp.hx(core.u64(a + (0x10 if args.net11 else 8))),
                'method_ptr': dp.hx(core.u64(a + 0x18)),
                'method_ptr_aux': dp.hx(core.u64(a + 0x20)),
-               'invocation_count': core.u64(a + 0x30)}
+               'invocation_count': None if args.net11 else core.u64(a + 0x30)}
         for k in ('method_ptr', 'method_ptr_aux'):
             ip = int(ent[k], 16)
             if ip:

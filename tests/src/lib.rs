@@ -730,9 +730,6 @@ pub fn on_demand() -> &'static [OnDemand] {
         sdk!("hang-net11-single", 24, Short(NoRuntime)),
         sdk!("hang-net11-single-nodac", 24, Short(NoRuntime)),
         sdk!("ilonly-net9-gcore", 24, Read(ImagesUnread)),
-        // .NET 11 with server GC, 2 heaps (System.GC.HeapCount 2, DATAS off): not claimed on
-        // 11 (tests::family_claims; clrdata's VERIFIED_NET11), so the heap is refused
-        sdk!("servergc-net11", 25, Short(HeapRefused)),
         windows!("windows-asyncreal-net8", 24, Read(AsyncBoxes)),
         windows!("windows-asyncreal-net9", 24, Short(StackWalk)),
     ]
@@ -917,6 +914,7 @@ pub fn family_claims(family: u32, cap: Capability) -> bool {
             HeapWalk
                 | Threads
                 | TypeNames
+                | ServerGc
                 | Fields
                 | Statics
                 | Stacks

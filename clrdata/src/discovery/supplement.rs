@@ -88,13 +88,14 @@ pub const VERIFIED_NET10: &[Capability] = &[
 ];
 
 /// What is verified against the 11.0.0 DAC (Linux x64, the .NET 11 corpus: createdump
-/// --withheap and crash dumps, runtime-async on and off, an ASP.NET Core service): as .NET 10
-/// but server-GC heaps (no .NET 11 server-GC dump). Every truth test runs on those dumps
-/// (`tests::family_claims`).
+/// --withheap and crash dumps, runtime-async on and off, an ASP.NET Core service, server GC
+/// with 2 heaps read through the GC's server sub-descriptor: servergc-net11): as .NET 10.
+/// Every truth test runs on those dumps (`tests::family_claims`).
 pub const VERIFIED_NET11: &[Capability] = &[
     Capability::HeapWalk,
     Capability::Threads,
     Capability::TypeNames,
+    Capability::ServerGc,
     Capability::Fields,
     Capability::Statics,
     Capability::Stacks,

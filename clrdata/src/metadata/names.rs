@@ -162,37 +162,11 @@ fn fmt_type(ty: &SigType, style: SigStyle, names: &dyn SigResolver, out: &mut St
         }
         SigType::GenericInst { generic, args, .. } => {
             names.type_name(*generic, style, out);
-            match style {
-                SigStyle::Dac => {
-                    out.push('<');
-                    for (i, a) in args.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        fmt_type(a, style, names, out, d);
-                    }
-                    out.push('>');
-                }
-                SigStyle::TypeName => {
-                    out.push('[');
-                    for (i, a) in args.iter().enumerate() {
-                        if i > 0 {
-                            out.push(',');
-                        }
-                        let asm = assembly_of_type(a, names);
-                        if let Some(asm) = &asm {
-                            out.push('[');
-                            fmt_type(a, style, names, out, d);
-                            out.push_str(", ");
-                            out.push_str(asm);
-                            out.push(']');
-                        } else {
-                            fmt_type(a, style, names, out, d);
-                        }
-                    }
-                    out.push(']');
-                }
-            }
+            fmt_type_args(args, style, names, out, d);
+        }
+        SigType::GenericInstOfHandle { handle, args } => {
+            fmt_type(&SigType::Internal(*handle), style, names, out, d);
+            fmt_type_args(args, style, names, out, d);
         }
         SigType::Var(n) => match names.generic_arg(*n, false, style) {
             Some(s) => out.push_str(&s),
@@ -233,6 +207,48 @@ fn fmt_type(ty: &SigType, style: SigStyle, names: &dyn SigResolver, out: &mut St
                 let _ = write!(out, "<TypeHandle {h:#x}>");
             }
         },
+    }
+}
+
+/// Appends a generic instantiation's arguments: `<A,B>` (DAC style) or `[[A, asm],[B, asm]]`
+/// (type-name style).
+fn fmt_type_args(
+    args: &[SigType],
+    style: SigStyle,
+    names: &dyn SigResolver,
+    out: &mut String,
+    d: u32,
+) {
+    match style {
+        SigStyle::Dac => {
+            out.push('<');
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                fmt_type(a, style, names, out, d);
+            }
+            out.push('>');
+        }
+        SigStyle::TypeName => {
+            out.push('[');
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let asm = assembly_of_type(a, names);
+                if let Some(asm) = &asm {
+                    out.push('[');
+                    fmt_type(a, style, names, out, d);
+                    out.push_str(", ");
+                    out.push_str(asm);
+                    out.push(']');
+                } else {
+                    fmt_type(a, style, names, out, d);
+                }
+            }
+            out.push(']');
+        }
     }
 }
 

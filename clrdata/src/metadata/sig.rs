@@ -177,6 +177,15 @@ pub enum SigType {
         /// Type arguments.
         args: Vec<SigType>,
     },
+    /// `GENERICINST INTERNAL <handle>`: an instantiated generic type whose definition is a
+    /// runtime TypeHandle (runtime-generated signatures only: a dynamic method's, as
+    /// SignatureHelper writes them for types of a dynamic scope).
+    GenericInstOfHandle {
+        /// The generic type definition's TypeHandle.
+        handle: u64,
+        /// Type arguments.
+        args: Vec<SigType>,
+    },
     /// `VAR n`: the type's generic parameter `n`.
     Var(u32),
     /// `MVAR n`: the method's generic parameter `n`.
@@ -368,6 +377,17 @@ impl<'b> Decoder<'b> {
         Ok(Token::new(table, v >> 2))
     }
 
+    /// The 8-byte TypeHandle after `INTERNAL`.
+    fn handle(&mut self) -> Result<u64> {
+        let b = self
+            .blob
+            .get(self.pos..self.pos + 8)
+            .ok_or_else(|| self.err("INTERNAL without an 8-byte handle"))?;
+        let v = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        self.pos += 8;
+        Ok(v)
+    }
+
     fn ty(&mut self, depth: u32) -> Result<SigType> {
         if depth > MAX_SIG_DEPTH {
             return Err(self.err(format!("types nested deeper than {MAX_SIG_DEPTH}")));
@@ -423,16 +443,21 @@ impl<'b> Decoder<'b> {
             }
             et::GENERICINST => {
                 let kind = self.byte()?;
-                let value_type = match kind {
-                    et::CLASS => false,
-                    et::VALUETYPE => true,
+                let (value_type, handle) = match kind {
+                    et::CLASS => (false, None),
+                    et::VALUETYPE => (true, None),
+                    et::INTERNAL => (false, Some(self.handle()?)),
                     other => {
                         return Err(self.err(format!(
-                            "GENERICINST of element type {other:#x} (expected CLASS or VALUETYPE)"
+                            "GENERICINST of element type {other:#x} (expected CLASS, VALUETYPE \
+                             or INTERNAL)"
                         )))
                     }
                 };
-                let generic = self.type_def_or_ref()?;
+                let generic = match handle {
+                    None => Some(self.type_def_or_ref()?),
+                    Some(_) => None,
+                };
                 let n = self.count("generic argument")?;
                 if n == 0 {
                     return Err(self.err("GENERICINST with no arguments"));
@@ -441,22 +466,20 @@ impl<'b> Decoder<'b> {
                 for _ in 0..n {
                     args.push(self.ty(d)?);
                 }
-                SigType::GenericInst {
-                    value_type,
-                    generic,
-                    args,
+                match (generic, handle) {
+                    (Some(generic), _) => SigType::GenericInst {
+                        value_type,
+                        generic,
+                        args,
+                    },
+                    (None, handle) => SigType::GenericInstOfHandle {
+                        handle: handle.unwrap_or_default(),
+                        args,
+                    },
                 }
             }
             et::FNPTR => SigType::FnPtr(Box::new(self.method(d)?)),
-            et::INTERNAL => {
-                let b = self
-                    .blob
-                    .get(self.pos..self.pos + 8)
-                    .ok_or_else(|| self.err("INTERNAL without an 8-byte handle"))?;
-                let v = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-                self.pos += 8;
-                SigType::Internal(v)
-            }
+            et::INTERNAL => SigType::Internal(self.handle()?),
             other => return Err(self.err(format!("unexpected element type {other:#x}"))),
         })
     }
