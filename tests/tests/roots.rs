@@ -471,7 +471,7 @@ fn heap_finalizables(e: &tests::Entry) {
 // ------------------------------------------------------------------------------------ gcroot
 
 use clrdata::analysis::roots::{
-    gcroot, gcroot_with, static_slot_names, GcRootOptions, ObjectIndex, RootSource,
+    gcroot, gcroot_with, static_slot_names, GcRootOptions, ObjectIndex, RootSource, Roots,
 };
 use clrdata::model::objects::ObjectReader;
 use clrdata::model::stack::gcrefs::RefSource;
@@ -1223,6 +1223,136 @@ fn clrmd_root_kind(k: HandleKind) -> &'static str {
     }
 }
 
+/// Whether a ClrMD root is a stack root or one of ClrMD's "additional" roots
+/// (`ClrHeap.EnumerateAdditionalRoots`, part of `EnumerateRoots` in ClrMD 4.2: statics buckets
+/// and thread-statics storage on .NET 9 and 10). ClrMD reports these only when it knows the
+/// runtime's major version: on a Windows minidump (coreclr.dll's version resource), not on a
+/// Linux core, where it reads 0.0 (dumps/tools/clrmd/README.md, finding 6).
+fn is_stack_or_additional(r: &Value) -> bool {
+    matches!(
+        r["kind"].as_str(),
+        Some("Stack" | "StaticVar" | "ThreadStaticVar")
+    )
+}
+
+/// ClrMD's additional roots of a dump found among ours (`ours`: handles, f-reachable queue,
+/// thread statics; `held`: the objects our handles hold); how many there are.
+/// - `StaticVar`: the pinned `object[]` holding types' GC statics (the runtime's
+///   PinnedHeapHandleTable bucket), `address` a type's statics base inside it. The GC has no
+///   root of that kind: a strong handle holds the bucket (ClrMD calls the report "purely
+///   additive"), so the object must be one our handles hold, and the address inside it.
+/// - `ThreadStaticVar`: a type's GC thread-statics storage (an `object[]`) on a live thread
+///   (`address` = `object`). The GC reaches it through its thread's ThreadLocalData array,
+///   whose slot `ScanThreadStaticRoots` reports and we give as the thread-statics root: every
+///   ClrMD one must be an element of one of those arrays. The arrays may hold more, two kinds
+///   ClrMD's enumeration leaves out by construction (it asks, per TypeDef of each module's
+///   TypeDef map, for the GC base `GetThreadStaticBaseAddress` gives): a type's non-GC thread
+///   statics (the runtime allocates them as an `sbyte[]`, `AllocatePrimitiveArray
+///   (ELEMENT_TYPE_I1, ...)` in threadstatics.cpp), and the GC thread statics of a generic
+///   instantiation (no TypeDef map holds it). Each such element must be one of the two: an
+///   `sbyte[]`, or the GC thread-statics base of a generic instantiation among the heap's
+///   types.
+fn additional_roots_found(
+    e: &tests::Entry,
+    rt: &Runtime<&dumpreader::Dump>,
+    ours: &Roots,
+    held: &BTreeSet<u64>,
+    roots: &[Value],
+) -> usize {
+    use dumpreader::Memory;
+    let d = rt.memory();
+    let of = |kind: &str| -> Vec<(u64, u64)> {
+        roots
+            .iter()
+            .filter(|r| r["kind"] == kind)
+            .map(|r| (hex(&r["address"]), hex(&r["object"])))
+            .collect()
+    };
+    let (statics, thread_statics) = (of("StaticVar"), of("ThreadStaticVar"));
+    let n = statics.len() + thread_statics.len();
+    assert_eq!(
+        n > 0,
+        e.os() == "windows" && (9..=10).contains(&e.family()),
+        "{}: ClrMD reports static roots on .NET 9 and 10 when it reads the runtime's version \
+         (Windows), else none",
+        e.name
+    );
+    if n == 0 {
+        return 0;
+    }
+    for &(address, object) in &statics {
+        assert!(
+            held.contains(&object),
+            "{}: ClrMD's static root {object:#x} is held by none of our handles",
+            e.name
+        );
+        let len = d.read_u32(object + 8).unwrap() as u64;
+        assert!(
+            object < address && address < object + 16 + 8 * len,
+            "{}: ClrMD's static base {address:#x} is not inside {object:#x}",
+            e.name
+        );
+    }
+    let names = TypeNames::new();
+    let reader = ObjectReader::new(rt, &names);
+    let type_of = |o: u64| {
+        reader
+            .object_mt(o)
+            .map(|(mt, _)| reader.type_name(mt))
+            .unwrap_or_else(|err| panic!("{}: {o:#x}: {err}", e.name))
+    };
+    let mut elements = BTreeSet::new();
+    for r in &ours.roots {
+        if let RootSource::ThreadStatics { .. } = r.source {
+            assert_eq!(type_of(r.object), "System.Object[]", "{}", e.name);
+            let len = d.read_u32(r.object + 8).unwrap() as u64;
+            for i in 0..len {
+                let v = d.read_u64(r.object + 16 + 8 * i).unwrap();
+                if v != 0 {
+                    elements.insert(v);
+                }
+            }
+        }
+    }
+    let theirs: BTreeSet<u64> = thread_statics
+        .iter()
+        .map(|&(address, object)| {
+            assert_eq!(address, object, "{}", e.name);
+            object
+        })
+        .collect();
+    let missing: Vec<_> = theirs.difference(&elements).collect();
+    assert!(
+        missing.is_empty(),
+        "{}: ClrMD's thread-static roots {missing:x?} are in none of our thread-statics arrays",
+        e.name
+    );
+    // The GC thread-statics bases of the heap's types, by base: whose each extra element is.
+    let heap = rt.gc_heap().unwrap();
+    let mut owner: BTreeMap<u64, String> = BTreeMap::new();
+    for t in heap.census(rt).types {
+        let class = clrdata::metadata::sig::element_type::CLASS;
+        for (_, _, base) in reader
+            .thread_static_addresses(t.mt, 0, class)
+            .unwrap_or_default()
+        {
+            owner.insert(base, reader.type_name(t.mt));
+        }
+    }
+    for &x in elements.difference(&theirs) {
+        let ty = type_of(x);
+        let generic = owner.get(&x).filter(|o| o.contains("[["));
+        assert!(
+            ty == "System.SByte[]" || (ty == "System.Object[]" && generic.is_some()),
+            "{}: {x:#x} ({ty}) in a thread-statics array: not ClrMD's, neither a non-GC \
+             thread-statics sbyte[] nor a generic instantiation's GC thread statics ({:?})",
+            e.name,
+            owner.get(&x)
+        );
+    }
+    n
+}
+
 /// A stack root as ClrMD names it: (OS thread, slot address or 0 for a register, the register
 /// (for a register root), the frame's SP (for a register root), object, interior, pinned).
 type ClrmdStackRoot = (u64, u64, String, u64, u64, bool, bool);
@@ -1238,7 +1368,7 @@ type ClrmdStackRoot = (u64, u64, String, u64, u64, bool, bool);
 fn root_set_is_clrmds() {
     use dumpreader::Memory;
     let (mut dumps, mut compared, mut stack_compared, mut byrefs) = (0, 0, 0, 0);
-    let (mut thread_statics, mut conservative_found) = (0, 0);
+    let (mut thread_statics, mut conservative_found, mut additional) = (0, 0, 0);
     let mut families = BTreeSet::new();
     let mut stack_families = BTreeSet::new();
     for e in roots_claimed() {
@@ -1273,10 +1403,16 @@ fn root_set_is_clrmds() {
                 _ => unreachable!(),
             })
             .collect();
+        let strong: BTreeSet<u64> = ours
+            .roots
+            .iter()
+            .filter(|r| matches!(r.source, RootSource::Handle { .. }))
+            .map(|r| r.object)
+            .collect();
         let roots = truth["roots"].as_array().unwrap();
         let theirs: BTreeSet<(String, u64, u64)> = roots
             .iter()
-            .filter(|r| r["kind"] != "Stack")
+            .filter(|r| !is_stack_or_additional(r))
             .map(|r| {
                 (
                     r["kind"].as_str().unwrap().to_owned(),
@@ -1291,6 +1427,7 @@ fn root_set_is_clrmds() {
             e.name
         );
         compared += theirs.len();
+        additional += additional_roots_found(&e, &rt, &ours, &strong, roots);
         families.insert(e.family());
         dumps += 1;
         if !tests::claims(&e, tests::Capability::GcRoots) {
@@ -1476,7 +1613,8 @@ fn root_set_is_clrmds() {
         "root sets: {dumps} dumps, {compared} handle/f-reachable roots equal ClrMD's; \
          {stack_compared} stack roots equal ClrMD's ({byrefs} ClrMD interior roots outside the \
          heap, read through, left out; {conservative_found} found by the conservative scan of a \
-         frame whose GC info the dump lacks); {thread_statics} thread-statics roots (9+) beside"
+         frame whose GC info the dump lacks); {thread_statics} thread-statics roots (9+) beside; \
+         {additional} ClrMD static and thread-static roots found among ours"
     );
     for f in [8, 9, 10, 11] {
         assert!(

@@ -50,7 +50,7 @@ if [ "$stale" = 1 ]; then
             rt="$(comm -12 <(ls "$local_pk/microsoft.netcore.app.runtime.win-x64/" 2>/dev/null | sort) \
                            <(ls "$local_pk/microsoft.netcore.app.host.win-x64/" 2>/dev/null | sort) \
                   | comm -12 - <(ls "$local_pk/microsoft.aspnetcore.app.runtime.win-x64/" 2>/dev/null | sort) \
-                  | grep '^10\.' | sort -V | tail -1)"
+                  | { grep '^10\.' || true; } | sort -V | tail -1)"
             dotnet publish "$here/clrmd-truth.csproj" -c Release -r win-x64 --self-contained true \
                 ${rt:+-p:RuntimeFrameworkVersion=$rt} -o "$out_dir.new" --nologo -v quiet >&2
         else
