@@ -691,7 +691,7 @@ pub fn on_demand_dir() -> PathBuf {
 
 /// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
 pub fn on_demand() -> &'static [OnDemand] {
-    use OnDemandState::{Read, Refused, Short};
+    use OnDemandState::{Read, Short};
     use Shortfall::*;
     macro_rules! sdk {
         ($name:literal, $issue:literal, $short:expr) => {
