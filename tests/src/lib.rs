@@ -691,7 +691,7 @@ pub fn on_demand_dir() -> PathBuf {
 
 /// The dumps of issues 24 and 27 made on demand ([`OnDemand`]).
 pub fn on_demand() -> &'static [OnDemand] {
-    use OnDemandState::{Read, Refused, Short};
+    use OnDemandState::{Read, Short};
     use Shortfall::*;
     macro_rules! sdk {
         ($name:literal, $issue:literal, $short:expr) => {
@@ -720,13 +720,13 @@ pub fn on_demand() -> &'static [OnDemand] {
         };
     }
     &[
-        sdk!("faultnull-net8", 27, Short(StackWalk)),
-        sdk!("faultav-net8", 27, Short(StackWalk)),
-        sdk!("failfast-net8", 27, Short(StackWalk)),
+        sdk!("faultnull-net8", 27, Read(StackWalk)),
+        sdk!("faultav-net8", 27, Read(StackWalk)),
+        sdk!("failfast-net8", 27, Read(StackWalk)),
         sdk!("names-net8", 27, Read(StackWalk)),
-        sdk!("faultnull-net11", 27, Refused),
-        sdk!("faultav-net11", 27, Refused),
-        sdk!("failfast-net11", 27, Refused),
+        sdk!("faultnull-net11", 27, Read(StackWalk)),
+        sdk!("faultav-net11", 27, Read(StackWalk)),
+        sdk!("failfast-net11", 27, Read(StackWalk)),
         sdk!("hang-net11-single", 24, Short(NoRuntime)),
         sdk!("hang-net11-single-nodac", 24, Short(NoRuntime)),
         sdk!("ilonly-net9-gcore", 24, Read(ImagesUnread)),

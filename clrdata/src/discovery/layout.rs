@@ -1250,8 +1250,9 @@ pub struct StackLayout {
     /// Frame (.NET 9+'s managed exception handling).
     pub sef_target_context: Option<u64>,
     /// The other Frames that saved a register context the walk resumes from, where the
-    /// family's descriptor publishes where (.NET 10+); `None` elsewhere: such a Frame stops
-    /// the walk, saying why.
+    /// family's descriptor publishes where (.NET 10+) or its tables know it (.NET 8: the
+    /// FaultingExceptionFrame and ResumableFrame); `None` elsewhere: such a Frame stops the
+    /// walk, saying why.
     pub context_frames: ContextFrames,
     /// The first (type, field) the walk needs that the family's descriptor and supplement
     /// lack: the walk is refused with it (`ClrError::MissingField`).
@@ -1431,9 +1432,19 @@ const STACK_NET8_COMMON: StackLayout = StackLayout {
     frame_type: FrameTypeSource::Vtable,
     nibble_map: NibbleMapEncoding::Linear,
     sef_target_context: None,
+    // frames.h of 8 (a version before 9's SoftwareExceptionFrame; x64, FEATURE_EH_FUNCLETS on
+    // both OSes): a Frame is its vtable
+    // and m_Next (0x10); FaultingExceptionFrame then has BOOL m_fFilterExecuted 0x10, TADDR
+    // m_ReturnAddress 0x18 and T_CONTEXT m_ctx (DECLSPEC_ALIGN(16)) at 0x20; ResumableFrame
+    // (RedirectedThreadFrame adds no field) has PTR_CONTEXT m_Regs at 0x10. As 10's and 11's
+    // descriptors publish them (TargetContext 32, TargetContextPtr 16). m_ctx verified on the
+    // on-demand faultnull-, faultav-, failfast-net8 (8.0.33, Linux): the frames resumed from
+    // it equal the DAC's. HijackFrame: its HijackArgs (10's: 80 bytes, CalleeSavedRegisters
+    // at 24) was not found at an 8.0 tag and no .NET 8 dump holds one to check it against:
+    // not known here, the walk stops at it saying so.
     context_frames: ContextFrames {
-        faulting_context: None,
-        resumable_context_ptr: None,
+        faulting_context: Some(0x20),
+        resumable_context_ptr: Some(0x10),
         hijack: None,
     },
     module_r2r_info: 0x480,

@@ -150,6 +150,11 @@ pub struct LayoutSource {
     pub detail: String,
 }
 
+impl LayoutSource {
+    /// [`LayoutSource::what`] of a runtime read through its contract descriptor (.NET 9+).
+    pub const DESCRIPTOR: &'static str = "contract descriptor";
+}
+
 impl std::fmt::Display for LayoutSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let from = match self.from {
@@ -1777,7 +1782,7 @@ fn find_descriptor<T: Target + ?Sized>(
     LayoutSource,
 )> {
     use crate::discovery::descriptor::{self as desc, DescriptorError};
-    const WHAT: &str = "contract descriptor";
+    const WHAT: &str = LayoutSource::DESCRIPTOR;
     let desc_err = |detail: String| ClrError::Descriptor {
         runtime: runtime.to_owned(),
         detail,

@@ -513,11 +513,19 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 name.unwrap_or("Frame")
             ))
         };
+        // The walk takes the offsets from the descriptor where the runtime has one (9+),
+        // else from dumpshell's own tables (8): say which one lacks it.
         let unpublished = |field: &str| {
+            let lacking = if self.rt.layout_source.what
+                == crate::discovery::runtime::LayoutSource::DESCRIPTOR
+            {
+                format!("the runtime's descriptor does not publish {field}")
+            } else {
+                format!("no context offset: dumpshell's tables for it do not hold {field}")
+            };
             Resume::Unread(format!(
-                "{} {frame:#x}: where it saved its context is not known for {} (the runtime's \
-                 descriptor does not publish {field}); the managed frames it would resume are \
-                 not walked",
+                "{} {frame:#x}: where it saved its context is not known for {} ({lacking}); the \
+                 managed frames it would resume are not walked",
                 name.unwrap_or("Frame"),
                 runtime()
             ))
