@@ -394,6 +394,19 @@ fn dumpheap_grammar() -> Command {
                 .help("only objects with this MethodTable"),
         )
         .arg(
+            Arg::new("range")
+                .value_name("START [END]")
+                .num_args(1..=2)
+                .help(
+                    "only objects that start at START or after it, and before END (`L<n>`: \
+                     START + n bytes), as SOS's dumpheap takes a memory range",
+                ),
+        )
+        .arg(Arg::new("gen").long("gen").value_name("GENERATION").help(
+            "only objects of this generation: gen0, gen1, gen2, loh (large), poh \
+                     (pinned) or foh (frozen), as SOS spells them",
+        ))
+        .arg(
             Arg::new("min")
                 .long("min")
                 .value_name("BYTES")
@@ -591,7 +604,7 @@ impl DumpHeap {
     }
 }
 
-fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
+pub(crate) fn walk_error(e: &clrdata::WalkError) -> WalkErrorOut {
     WalkErrorOut {
         address: hex(e.address),
         segment: hex(e.segment),
@@ -645,7 +658,8 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         // A NativeAOT app: the census by MethodTable only (-stat, no other option).
         Err(e) => {
             let only_stat = m.get_flag("stat")
-                && ["type", "mt", "min", "max", "limit"]
+                && m.get_many::<String>("range").is_none()
+                && ["type", "mt", "gen", "min", "max", "limit"]
                     .iter()
                     .all(|a| m.get_one::<String>(a).is_none())
                 && ["strings", "short", "free", "live", "dead"]
@@ -714,8 +728,20 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
         (None, None)
     };
+    let generation = arg("gen")
+        .map(crate::heapsos::parse_generation)
+        .transpose()?;
+    if generation.is_some() {
+        clrdata::analysis::generations::check_regions(c.heap()?)?;
+    }
+    let range = m
+        .get_many::<String>("range")
+        .map(|v| address_range(c.heap()?, &v.map(String::as_str).collect::<Vec<_>>()))
+        .transpose()?;
     let q = HeapQuery {
         reach,
+        generation,
+        range,
         type_filter: arg("type").map(str::to_owned),
         mt_filter: arg("mt").map(parse_address).transpose()?,
         min: num("min")?,
@@ -747,6 +773,37 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     Ok(Output::streamed("dumpheap", move |w, json| {
         write_listing(w, json, short, &walk)
     }))
+}
+
+/// `dumpheap <start> [<end>]`'s range as SOS reads it: `[start, end)`, the end an address or
+/// `L<n>` (start + n, hexadecimal), none meaning the end of memory; refused when it is empty or
+/// no segment's memory (from its region's start to its committed end) meets it.
+fn address_range(heap: &clrdata::GcHeap, words: &[&str]) -> Result<(u64, u64), CommandError> {
+    let start = parse_address(words[0])?;
+    let end = match words.get(1) {
+        None => u64::MAX,
+        Some(w) => match w.strip_prefix(['L', 'l']) {
+            Some(n) => start.saturating_add(parse_address(n)?),
+            None => parse_address(w)?,
+        },
+    };
+    if end <= start {
+        return Err(CommandError::bad_argument(
+            format!("range {}", words.join(" ")),
+            "the start must be before the end",
+        ));
+    }
+    if !heap
+        .segments
+        .iter()
+        .any(|sg| sg.region_start() < end && start < sg.committed)
+    {
+        return Err(CommandError::bad_argument(
+            format!("range {}", words.join(" ")),
+            "no segment of the GC heap is in it",
+        ));
+    }
+    Ok((start, end))
 }
 
 /// A heap walk handing each listed object to its argument, giving the statistics.

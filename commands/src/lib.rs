@@ -12,6 +12,7 @@ pub mod buckets;
 pub mod control;
 pub mod exceptions;
 pub mod heap;
+pub mod heapsos;
 pub mod locks;
 pub mod native;
 pub mod nativeaot;

@@ -12,11 +12,13 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, exceptions, heap, locks, native, nativeaot, objects, roots, stacks, threadpool,
+            asyncs, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots, stacks,
+            threadpool,
         };
         native::SPECS
             .iter()
             .chain(heap::SPECS)
+            .chain(heapsos::SPECS)
             .chain(objects::SPECS)
             .chain(stacks::SPECS)
             .chain(asyncs::SPECS)
@@ -126,6 +128,8 @@ pub const SOS_OPTION_WORDS: &[(&str, &[&str])] = &[
         ],
     ),
     ("threadpool", &["-hc", "-ti", "-wi", "-stat", "-summary"]),
+    ("gcheapstat", &["-inclUnrooted", "-iu", "-unreachable"]),
+    ("dumpgen", &["-type", "-mt"]),
 ];
 
 /// SOS's option words of `command` (empty for a command not in [`SOS_OPTION_WORDS`]).

@@ -101,6 +101,7 @@ fn value_of(word: &str) -> Option<&'static str> {
 fn positional(cmd: &str) -> &'static str {
     match cmd {
         "gcroot" | "dumpobj" => " 0x7f0000001000",
+        "dumpgen" => " gen0",
         _ => "",
     }
 }

@@ -13,7 +13,7 @@ zstd -qdc "$here/crash-net10.dmp.zst" > "$core"
 {
     echo "# SOS's help for the commands of commands::registry::SOS_OPTION_WORDS (dumps/tools/sos_help.sh)"
     echo "# $("$dd" --version | head -1)"
-    for c in dumpheap clrstack gcroot dumpobj syncblk dumpasync threadpool; do
+    for c in dumpheap clrstack gcroot dumpobj syncblk dumpasync threadpool gcheapstat dumpgen; do
         echo "### help $c"
         "$dd" analyze "$core" -c "setsymbolserver -disable" -c "setclrpath $pack" -c "help $c" -c exit 2>&1 \
             | sed -e '/^Loading core dump/d' -e '/^Current symbol store settings/d' \

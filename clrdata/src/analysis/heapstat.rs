@@ -142,6 +142,11 @@ pub struct HeapQuery {
     pub type_filter: Option<String>,
     /// Only objects of this MethodTable.
     pub mt_filter: Option<u64>,
+    /// Only objects of this generation (`dumpheap -gen`; a heap of segments is refused by
+    /// [`crate::analysis::generations::check_regions`] before the walk).
+    pub generation: Option<crate::analysis::generations::Generation>,
+    /// Only objects that start in `[start, end)` (`dumpheap <start> [<end>]`).
+    pub range: Option<(u64, u64)>,
     /// Only objects at least this big.
     pub min: Option<u64>,
     /// Only objects at most this big.
@@ -179,6 +184,8 @@ impl HeapQuery {
     pub fn filtered(&self) -> bool {
         self.type_filter.is_some()
             || self.mt_filter.is_some()
+            || self.generation.is_some()
+            || self.range.is_some()
             || self.min.is_some()
             || self.max.is_some()
             || self.strings
@@ -263,18 +270,29 @@ pub fn heap_statistics<M: Memory, E>(
     mut list: Option<&mut ListObject<'_, E>>,
 ) -> Result<HeapStatistics, WalkStop<E>> {
     let filtered = q.filtered();
-    // Free space is counted (apart) by a walk of the whole heap, and by `-dead` alone (free
-    // space is no live object: SOS's `-dead` lists it).
-    let count_free = !filtered
-        || (q.reach.as_ref().is_some_and(|r| !r.live)
-            && !HeapQuery {
-                reach: None,
-                ..q.clone()
-            }
-            .filtered());
+    // Free space is counted (apart) by a walk of the whole heap, of one generation or of an
+    // address range, and by `-dead` alone (free space is no live object: SOS's `-dead` lists it).
+    let count_free = q.reach.as_ref().is_none_or(|r| !r.live)
+        && !HeapQuery {
+            reach: None,
+            generation: None,
+            range: None,
+            ..q.clone()
+        }
+        .filtered();
+    // The generation and the address range choose where to look: free space there is counted.
+    let in_generation = |kind: SegmentKind, addr: u64| {
+        q.generation
+            .is_none_or(|g| crate::analysis::generations::Generation::of_kind(kind) == Some(g))
+            && q.range
+                .is_none_or(|(start, end)| start <= addr && addr < end)
+    };
     // Which MethodTables pass the type filter (decided once per MethodTable).
     let mut type_ok: HashMap<u64, bool> = HashMap::new();
-    let mut pass = |addr: u64, mt: u64, size: u64| -> bool {
+    let mut pass = |addr: u64, mt: u64, size: u64, kind: SegmentKind| -> bool {
+        if !in_generation(kind, addr) {
+            return false;
+        }
         if q.reach
             .as_ref()
             .is_some_and(|r| r.set.is_live(addr) != r.live)
@@ -334,7 +352,7 @@ pub fn heap_statistics<M: Memory, E>(
                 bytes = 0;
             }
             if o.is_free {
-                if count_free {
+                if count_free && in_generation(o.kind, o.address) {
                     free_objects += 1;
                     free_size += o.size;
                     if q.list_free {
@@ -351,7 +369,7 @@ pub fn heap_statistics<M: Memory, E>(
                 }
                 continue;
             }
-            if !pass(o.address, o.mt, o.size) {
+            if !pass(o.address, o.mt, o.size, o.kind) {
                 continue;
             }
             let e = stats.entry(o.mt).or_default();

@@ -8,6 +8,7 @@ pub mod causality;
 pub mod channels;
 pub mod dominators;
 pub mod exceptions;
+pub mod generations;
 pub mod heapstat;
 pub mod listing;
 pub mod locks;

@@ -88,6 +88,22 @@ pub struct Segment {
     pub is_ephemeral: bool,
 }
 
+/// `sizeof(aligned_plug_and_gap)` on a 64-bit target (gc.cpp: a pad word and plug_and_gap's
+/// gap, reloc, pair and plug): the bytes a region keeps ahead of its first object
+/// (`get_region_start` is `heap_segment_mem - sizeof(aligned_plug_and_gap)`).
+pub const ALIGNED_PLUG_AND_GAP: u64 = 0x28;
+
+impl Segment {
+    /// Where the segment's memory starts: a region's start (its first object less
+    /// [`ALIGNED_PLUG_AND_GAP`]); a frozen segment's first object (its header is not the GC's).
+    pub fn region_start(&self) -> u64 {
+        match self.kind {
+            SegmentKind::Frozen => self.mem,
+            _ => self.mem.saturating_sub(ALIGNED_PLUG_AND_GAP),
+        }
+    }
+}
+
 /// One generation's entry of a heap's generation table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Generation {
