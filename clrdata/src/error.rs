@@ -27,7 +27,7 @@ pub enum ClrError {
     #[error(
         "this is a NativeAOT app ({runtime}, {module} at {base:#x}): it has none of CoreCLR's \
          structures, which this command reads (NativeAOT dumps are read by info, eeversion, \
-         clrthreads, crashinfo and dumpheap -stat)"
+         clrthreads, clrstack, pstacks, crashinfo and dumpheap -stat)"
     )]
     NativeAot {
         /// The runtime as named for people, e.g. "NativeAOT .NET 10.0.12".

@@ -7,6 +7,9 @@ use crate::session::{clr, nativeaot_of, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
 use clap::{ArgMatches, Command};
+use clrdata::model::stack::aot::{
+    AotFrameKind, AotFrameNames, AotStack, AotStackEnd, AotStackWalker,
+};
 use clrdata::nativeaot::{AotSummary, AotThread, AotTypeNames, NativeAot};
 use serde::Serialize;
 use serde_json::Value;
@@ -275,4 +278,175 @@ pub fn aot_dumpheap_stat(s: &Session, aot: &NativeAot) -> Result<Output, Command
             census,
         },
     ))
+}
+
+// ------------------------------------------------------------------------------ stacks
+
+/// `clrstack` on a NativeAOT app: each thread's frames by native unwinding, the executable's
+/// named from its symbol file or said `<stripped>`.
+#[derive(Serialize)]
+pub struct AotClrStack {
+    /// The runtime.
+    pub nativeaot: AotSummary,
+    /// Where the executable's frames are named from.
+    pub names: AotFrameNames,
+    /// The threads' stacks.
+    pub stacks: Vec<AotStack>,
+}
+
+fn end_text(end: &AotStackEnd) -> String {
+    match end {
+        AotStackEnd::ThreadStart => "<the walk reached the thread's first frame>".to_string(),
+        AotStackEnd::Stopped { reason } => format!("<the walk stopped: {reason}>"),
+    }
+}
+
+fn names_text(n: &AotFrameNames) -> String {
+    match n {
+        AotFrameNames::Symbols { file, functions } => {
+            format!("Frame names: ILC's symbols ({functions} functions) from {file}\n")
+        }
+        AotFrameNames::Unnamed { reason, looked_for } => {
+            let mut t = format!("The executable's frames are <stripped> (unnamed): {reason}\n");
+            if !looked_for.is_empty() {
+                t.push_str(&format!("  looked for: {}\n", looked_for.join(", ")));
+            }
+            t
+        }
+    }
+}
+
+impl Render for AotClrStack {
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for st in &self.stacks {
+            out.push_str(&format!(
+                "OS Thread Id: {:#x} (NativeAOT Thread {})\n",
+                st.os_id,
+                hex(st.thread)
+            ));
+            let mut t = table(&["Child SP", "IP", "Call Site"]);
+            for f in &st.frames {
+                let mut site = f.call_site();
+                if f.kind == AotFrameKind::Native {
+                    site = format!("[native] {site}");
+                }
+                if f.caller_by_frame_pointer {
+                    site.push_str(" (left by its frame pointer: no CFI)");
+                }
+                t.add_row(vec![hex(f.sp), hex(f.ip), site]);
+            }
+            out.push_str(&render(&t));
+            if let Some(g) = &st.gap {
+                out.push_str(&format!(
+                    "<native frames missing: the walk from the registers stopped ({}); it went on \
+                     from the thread's transition frame {}>\n",
+                    g.reason,
+                    hex(g.transition_frame)
+                ));
+            }
+            out.push_str(&end_text(&st.end));
+            out.push_str("\n\n");
+        }
+        out.push_str(&names_text(&self.names));
+        out
+    }
+}
+
+fn aot_walk(s: &Session, aot: &NativeAot) -> Result<(AotFrameNames, Vec<AotStack>), CommandError> {
+    let threads = aot
+        .threads(&*s.target)
+        .map_err(|e| CommandError::clr("reading the NativeAOT thread list", e))?;
+    let w = AotStackWalker::new(&*s.target, aot);
+    let stacks = threads.iter().map(|t| w.walk(t)).collect();
+    Ok((w.names, stacks))
+}
+
+/// `clrstack` of a NativeAOT app: the thread `os_id` (None: the current thread when it is the
+/// runtime's, else the first), or every thread (`all`).
+pub fn aot_clrstack(
+    s: &Session,
+    aot: &NativeAot,
+    all: bool,
+    os_id: Option<u64>,
+) -> Result<Output, CommandError> {
+    let (names, stacks) = aot_walk(s, aot)?;
+    let chosen: Vec<AotStack> = if all {
+        stacks
+    } else if let Some(id) = os_id {
+        let st = stacks
+            .into_iter()
+            .find(|st| st.os_id == id)
+            .ok_or_else(|| {
+                CommandError::not_found(
+                    format!("the NativeAOT thread with OS id {id:#x}"),
+                    "none in the ThreadStore",
+                )
+            })?;
+        vec![st]
+    } else {
+        let cur = s.current_os_thread();
+        let i = stacks
+            .iter()
+            .position(|t| Some(t.os_id) == cur)
+            .unwrap_or(0);
+        stacks.into_iter().skip(i).take(1).collect()
+    };
+    Ok(Output::rendered(
+        "clrstack",
+        AotClrStack {
+            nativeaot: aot.summary(),
+            names,
+            stacks: chosen,
+        },
+    ))
+}
+
+/// `pstacks` of a NativeAOT app: the threads' frames in the executable merged into a tree.
+pub fn aot_pstacks(s: &Session, aot: &NativeAot, all: bool) -> Result<Output, CommandError> {
+    let (names, stacks) = aot_walk(s, aot)?;
+    let mut root = crate::tree::Node::default();
+    let mut n = 0;
+    let mut incomplete = Vec::new();
+    for st in &stacks {
+        if let AotStackEnd::Stopped { reason } = &st.end {
+            incomplete.push((st.os_id, reason.clone()));
+        }
+        let frames = st.app_methods_root_first();
+        if frames.is_empty() {
+            continue;
+        }
+        n += 1;
+        root.insert(&frames, st.os_id);
+    }
+    Ok(Output::rendered(
+        "pstacks",
+        AotPStacks {
+            stacks: crate::stacks::PStacks {
+                threads: n,
+                roots: root.children,
+                incomplete,
+                all,
+            },
+            names,
+        },
+    ))
+}
+
+/// `pstacks` on a NativeAOT app: the merged tree of the executable's frames.
+#[derive(Serialize)]
+pub struct AotPStacks {
+    /// The tree, as `pstacks` gives it.
+    #[serde(flatten)]
+    pub stacks: crate::stacks::PStacks,
+    /// Where the frames are named from.
+    pub names: AotFrameNames,
+}
+
+impl Render for AotPStacks {
+    fn render(&self) -> String {
+        let mut t = self.stacks.render();
+        t.push_str(&names_text(&self.names));
+        t
+    }
 }

@@ -638,7 +638,20 @@ pub fn annotate_lines(
 }
 
 fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        Err(e) => match crate::session::nativeaot_of(s, &e) {
+            Some(aot) => {
+                let id = match m.get_one::<String>("thread") {
+                    Some(t) => Some(parse_os_id(t)?),
+                    None => None,
+                };
+                return aot
+                    .and_then(|a| crate::nativeaot::aot_clrstack(s, &a, m.get_flag("all"), id));
+            }
+            None => return Err(e),
+        },
+    };
     let w = StackWalker::for_target(&c.rt, &c.names);
     let all = w
         .walk_all()
@@ -727,7 +740,13 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     if m.get_flag("async") {
         return crate::asyncs::pstacks_async(s, all);
     }
-    let c = clr(s)?;
+    let c = match clr(s) {
+        Ok(c) => c,
+        Err(e) => match crate::session::nativeaot_of(s, &e) {
+            Some(aot) => return aot.and_then(|a| crate::nativeaot::aot_pstacks(s, &a, all)),
+            None => return Err(e),
+        },
+    };
     let stacks = walk_all(&c)?;
     // The fold into one tree is the shared merged-stack tree's (crate::tree, also used by
     // `pstacks --async`).

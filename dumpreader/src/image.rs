@@ -1020,11 +1020,19 @@ pub struct ElfFileSymbols {
     pub debuglink: Option<String>,
     /// (name, link-time address) of the `.symtab` symbols with the prefix, defined ones only.
     pub symbols: Vec<(String, u64)>,
+    /// The `.symtab`'s defined functions (`STT_FUNC`) of non-zero size, when asked for:
+    /// (name, link-time address, size), sorted by address.
+    pub functions: Vec<(String, u64, u64)>,
 }
 
 /// Reads [`ElfFileSymbols`] from an ELF file's bytes (`.symtab` only: `.dynsym` is what the
-/// image in memory already gives); no symbols when `prefix` is `None`.
-pub fn elf_file_symbols(bytes: &[u8], prefix: Option<&str>) -> Result<ElfFileSymbols, Error> {
+/// image in memory already gives); no symbols when `prefix` is `None`, no functions unless
+/// `functions`.
+pub fn elf_file_symbols(
+    bytes: &[u8],
+    prefix: Option<&str>,
+    functions: bool,
+) -> Result<ElfFileSymbols, Error> {
     use object::{Object, ObjectSymbol};
     if !bytes.starts_with(b"\x7fELF") {
         return Err(bad("ELF file", 0, "no ELF magic"));
@@ -1037,28 +1045,29 @@ pub fn elf_file_symbols(bytes: &[u8], prefix: Option<&str>) -> Result<ElfFileSym
         .flatten()
         .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
     let mut symbols = Vec::new();
-    let Some(prefix) = prefix else {
-        return Ok(ElfFileSymbols {
-            build_id,
-            debuglink,
-            symbols,
-        });
-    };
-    for s in f.symbols() {
-        if symbols.len() as u64 >= MAX_SYMBOLS {
-            break;
-        }
-        if !s.is_definition() {
-            continue;
-        }
-        let Ok(name) = s.name() else { continue };
-        if name.starts_with(prefix) {
-            symbols.push((name.to_string(), s.address()));
+    let mut funcs = Vec::new();
+    if prefix.is_some() || functions {
+        for s in f.symbols() {
+            if symbols.len() as u64 >= MAX_SYMBOLS || funcs.len() as u64 >= MAX_SYMBOLS {
+                break;
+            }
+            if !s.is_definition() {
+                continue;
+            }
+            let Ok(name) = s.name() else { continue };
+            if prefix.is_some_and(|p| name.starts_with(p)) {
+                symbols.push((name.to_string(), s.address()));
+            }
+            if functions && s.kind() == object::SymbolKind::Text && s.size() > 0 {
+                funcs.push((name.to_string(), s.address(), s.size()));
+            }
         }
     }
+    funcs.sort_by_key(|f| f.1);
     Ok(ElfFileSymbols {
         build_id,
         debuglink,
         symbols,
+        functions: funcs,
     })
 }

@@ -120,7 +120,7 @@ fn commands_name_nativeaot_and_refuse_coreclr_commands() {
             .as_str()
             .unwrap()
             .starts_with("NativeAOT .NET"));
-        for cmd in ["dumpheap", "clrstack -all", "eeheap", "dumpasync"] {
+        for cmd in ["dumpheap", "dso", "eeheap", "dumpasync"] {
             match commands::execute(&s, cmd) {
                 Err(commands::CommandError::NoClr {
                     error: ClrError::NativeAot { .. },
@@ -365,8 +365,17 @@ fn nativeaot_heap_census() {
 /// A minimal ELF64 file with what a separate debug file gives a reader of NativeAOT names: a
 /// `.note.gnu.build-id` and a `.symtab` of (name, link-time address) symbols. The corpus does
 /// not commit the builds' `.dbg` files (dumps/README.md, "The NativeAOT corpus"); this one is
-/// made of the MethodTable symbols aotsymbols.py read from the real `.dbg` (symbols.json).
+/// made of the MethodTable symbols aotsymbols.py read from the real `.dbg` (symbols.json) and,
+/// where given, its function symbols (name, link-time address, size).
 fn symbol_file(build_id: &[u8], syms: &[(String, u64)]) -> Vec<u8> {
+    symbol_file_with(build_id, syms, &[])
+}
+
+fn symbol_file_with(
+    build_id: &[u8],
+    syms: &[(String, u64)],
+    funcs: &[(String, u64, u64)],
+) -> Vec<u8> {
     fn pad(v: &mut Vec<u8>, a: usize) {
         while v.len() % a != 0 {
             v.push(0);
@@ -386,7 +395,7 @@ fn symbol_file(build_id: &[u8], syms: &[(String, u64)]) -> Vec<u8> {
     let strtab = v.len();
     v.push(0);
     let mut offs = Vec::new();
-    for (n, _) in syms {
+    for n in syms.iter().map(|s| &s.0).chain(funcs.iter().map(|f| &f.0)) {
         offs.push(v.len() - strtab);
         v.extend_from_slice(n.as_bytes());
         v.push(0);
@@ -403,6 +412,14 @@ fn symbol_file(build_id: &[u8], syms: &[(String, u64)]) -> Vec<u8> {
         v.extend_from_slice(&1u16.to_le_bytes());
         v.extend_from_slice(&addr.to_le_bytes());
         v.extend_from_slice(&8u64.to_le_bytes());
+    }
+    for ((_, addr, size), off) in funcs.iter().zip(&offs[syms.len()..]) {
+        v.extend_from_slice(&(*off as u32).to_le_bytes());
+        v.push(0x12); // STB_GLOBAL, STT_FUNC
+        v.push(0);
+        v.extend_from_slice(&1u16.to_le_bytes());
+        v.extend_from_slice(&addr.to_le_bytes());
+        v.extend_from_slice(&size.to_le_bytes());
     }
     let symtab_len = v.len() - symtab;
     // .shstrtab
@@ -611,4 +628,213 @@ fn nativeaot_heap_census_named_by_the_real_dbg() {
              (dumps/generate-aot.sh keeps them; they are not committed)"
         );
     }
+}
+
+/// ILC's symbol of the manifest's method `Namespace.Type.Method` in the app `exe` (the
+/// assembly PublishAot names the executable after): `<exe>_<Namespace_Type>__<Method>`, every
+/// character that is not an ASCII letter or digit spelled `_` (the type names' rule,
+/// [`clrdata::nativeaot::AotTypeNames`], with `__` before the method).
+fn ilc_method_symbol(exe: &str, method: &str) -> String {
+    let (ty, m) = method.rsplit_once('.').expect("Type.Method");
+    let mangle = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect()
+    };
+    format!("{}_{}__{}", mangle(exe), mangle(ty), mangle(m))
+}
+
+/// `clrstack -all` of the dump, opened with `dir` on the image path when given.
+fn aot_clrstack(e: &tests::Entry, dir: Option<&std::path::Path>, cmd: &str) -> Value {
+    let mut o = e.open_options();
+    if let Some(d) = dir {
+        o.image_search_path.push(d.to_path_buf());
+    }
+    let d = dumpreader::Dump::open_with(&e.dump_path(), &o).unwrap();
+    let s = Session::new(Arc::new(d), e.dump_path());
+    commands::execute(&s, cmd)
+        .unwrap_or_else(|err| panic!("{}: {cmd}: {err}", e.name))
+        .unwrap()
+        .0
+        .data
+}
+
+/// A walk ends at the thread's first frame; on a gcore core, whose libc pages (its
+/// `.eh_frame`) gcore leaves out and whose libc file the corpus does not keep, it may instead
+/// stop at libc, saying so, past the executable's frames (the waits' native frames are left
+/// through the thread's transition frame, said as a gap).
+fn assert_ends(e: &tests::Entry, st: &Value, gcore: bool) {
+    if st["end"]["kind"] == "thread_start" {
+        return;
+    }
+    let reason = st["end"]["reason"].as_str().unwrap_or("");
+    assert!(
+        gcore
+            && (reason.contains("no unwind info in libc.so.6")
+                || reason.contains(
+                    "(libc.so.6) cannot be checked: the code before it is not in the dump"
+                )),
+        "{}: thread {}: {}",
+        e.name,
+        st["os_id"],
+        st["end"]
+    );
+}
+
+/// Whether `want` occurs in `have` in order (not necessarily adjacent).
+fn in_order(want: &[String], have: &[&str]) -> bool {
+    let mut it = have.iter();
+    want.iter().all(|w| it.any(|h| h == w))
+}
+
+/// The stacks (`clrstack -all`, `pstacks`) by native unwinding from each thread's registers:
+/// on every NativeAOT dump every ThreadStore thread is walked to its first frame (`_start`,
+/// `clone3`: the unwind info has no return address). Without a symbol file (as the corpus is
+/// opened everywhere else) the executable's frames are `<stripped>`, none named. With the
+/// stand-in symbol file (symbols.json's functions of the program, from the real `.dbg`), each
+/// manifest thread's stack holds the manifest's methods, innermost first, under ILC's names
+/// ([`ilc_method_symbol`], checked against symbols.json's), and `pstacks` holds the same.
+#[test]
+fn nativeaot_stacks() {
+    let mut threads_matched = 0;
+    for e in tests::nativeaot() {
+        let sym = symbols(&e);
+        let exe = e.manifest["app"]["executable"].as_str().unwrap();
+        let d = e.open();
+        let threads = find(&e, &d).threads(&d).unwrap();
+        // Without symbols: every thread walked to its base, the app's frames unnamed.
+        let out = aot_clrstack(&e, None, "clrstack -all");
+        assert_eq!(out["names"]["kind"], "unnamed", "{}", e.name);
+        let stacks = out["stacks"].as_array().unwrap();
+        assert_eq!(
+            stacks
+                .iter()
+                .map(|s| s["os_id"].as_u64().unwrap())
+                .collect::<Vec<_>>(),
+            threads.iter().map(|t| t.os_id).collect::<Vec<_>>(),
+            "{}",
+            e.name
+        );
+        let gcore = e.manifest["dump"]["kind"] == "gcore";
+        for st in stacks {
+            assert_ends(&e, st, gcore);
+            let frames = st["frames"].as_array().unwrap();
+            assert!(
+                frames.iter().any(|f| f["kind"] == "app"),
+                "{}: thread {} has no frame in the executable",
+                e.name,
+                st["os_id"]
+            );
+            for f in frames.iter().filter(|f| f["kind"] == "app") {
+                assert!(f["symbol"].is_null(), "{}: {f}", e.name);
+            }
+        }
+        let text = commands::execute(&session(&e), "clrstack -all")
+            .unwrap()
+            .unwrap()
+            .0
+            .text;
+        assert!(text.contains("<stripped> "), "{}", e.name);
+        // The documented rule gives the binary's own names.
+        let methods = sym["methods"].as_array().unwrap();
+        let mut funcs = Vec::new();
+        for m in methods {
+            let name = m["name"].as_str().unwrap();
+            let symbol = m["symbol"].as_str().unwrap();
+            if !name.contains('<') && !name.contains('+') {
+                assert_eq!(ilc_method_symbol(exe, name), symbol, "{}", e.name);
+            }
+            funcs.push((
+                symbol.to_owned(),
+                hex(&m["rva"]),
+                m["size"].as_u64().unwrap(),
+            ));
+        }
+        // With the stand-in symbol file: the manifest's methods in order.
+        let build_id = unhex(sym["executable"]["build_id"].as_str().unwrap());
+        let dir = std::env::temp_dir().join(format!("aot-stk-{}-{}", e.name, std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("{exe}.dbg")),
+            symbol_file_with(&build_id, &[], &funcs),
+        )
+        .unwrap();
+        let out = aot_clrstack(&e, Some(&dir), "clrstack -all");
+        let pst = aot_clrstack(&e, Some(&dir), "pstacks");
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(
+            out["names"]["kind"], "symbols",
+            "{}: {}",
+            e.name, out["names"]
+        );
+        // ILC 8 writes some functions (the async methods' stubs) with size 0: not read, since
+        // where they end is not stated.
+        let sized = funcs.iter().filter(|f| f.2 > 0).count();
+        assert_eq!(out["names"]["functions"], sized, "{}", e.name);
+        let stacks = out["stacks"].as_array().unwrap();
+        for t in e.manifest["threads"].as_array().unwrap() {
+            let want: Vec<String> = t["frames"]
+                .as_array()
+                .map(|v| {
+                    v.iter()
+                        .map(|f| ilc_method_symbol(exe, f.as_str().unwrap()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if want.is_empty() {
+                continue;
+            }
+            let id = t["os_id"].as_u64().unwrap();
+            let st = stacks
+                .iter()
+                .find(|s| s["os_id"] == id)
+                .unwrap_or_else(|| panic!("{}: no stack of thread {id}", e.name));
+            assert_ends(&e, st, gcore);
+            let have: Vec<&str> = st["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == "app")
+                .filter_map(|f| f["symbol"].as_str())
+                .collect();
+            assert!(
+                in_order(&want, &have),
+                "{}: thread {id}: {want:?} not in order in {have:?}",
+                e.name
+            );
+            // pstacks: a path of the tree holds them root first.
+            let mut root_first = want.clone();
+            root_first.reverse();
+            assert!(
+                tree_has_path(&pst["roots"], &root_first, id),
+                "{}: pstacks lacks {root_first:?} for thread {id}",
+                e.name
+            );
+            threads_matched += 1;
+        }
+    }
+    assert!(threads_matched >= 40, "{threads_matched} threads matched");
+}
+
+/// Whether the `pstacks` tree has, on thread `id`'s path, the methods `want` in order.
+fn tree_has_path(nodes: &Value, want: &[String], id: u64) -> bool {
+    fn walk(nodes: &Value, id: u64, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for n in nodes.as_array().into_iter().flatten() {
+            if !n["threads"].as_array().unwrap().iter().any(|t| t == id) {
+                continue;
+            }
+            path.push(n["method"].as_str().unwrap().to_owned());
+            if n["children"].as_array().unwrap().is_empty() {
+                out.push(path.clone());
+            }
+            walk(&n["children"], id, path, out);
+            path.pop();
+        }
+    }
+    let mut paths = Vec::new();
+    walk(nodes, id, &mut Vec::new(), &mut paths);
+    paths.iter().any(|p| {
+        let have: Vec<&str> = p.iter().map(String::as_str).collect();
+        in_order(want, &have)
+    })
 }

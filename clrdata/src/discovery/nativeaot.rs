@@ -1311,6 +1311,23 @@ pub struct AotSymbolFile {
     pub path: std::path::PathBuf,
     /// MethodTable (run-time address) → name (`_ZTV<n>` removed).
     pub names: HashMap<u64, String>,
+    /// The file's functions (managed methods under ILC's mangled names, the runtime's and the
+    /// libraries' native code): (run-time start, size, name), sorted by start.
+    pub functions: Vec<(u64, u64, String)>,
+}
+
+impl AotSymbolFile {
+    /// The function holding `addr`: its name and `addr`'s offset in it (inside its size).
+    pub fn function_at(&self, addr: u64) -> Option<(&str, u64)> {
+        let i = self.functions.partition_point(|f| f.0 <= addr);
+        // Functions may nest or repeat (aliases): look back a few for one that holds it.
+        self.functions[..i]
+            .iter()
+            .rev()
+            .take(16)
+            .find(|f| addr - f.0 < f.1)
+            .map(|f| (f.2.as_str(), addr - f.0))
+    }
 }
 
 /// ILC's MethodTable symbol `_ZTV<n><name>` → `<name>` (exactly n bytes), else `None`.
@@ -1375,7 +1392,7 @@ impl NativeAot {
             let Ok(bytes) = std::fs::read(&exe) else {
                 continue;
             };
-            if let Ok(f) = dumpreader::elf_file_symbols(&bytes, None) {
+            if let Ok(f) = dumpreader::elf_file_symbols(&bytes, None, false) {
                 if f.build_id.as_deref() == Some(&build_id[..]) {
                     if let Some(l) = f.debuglink {
                         if !names.contains(&l) {
@@ -1416,7 +1433,7 @@ impl NativeAot {
                     continue;
                 }
             };
-            let syms = match dumpreader::elf_file_symbols(&bytes, Some(MT_SYMBOL_PREFIX)) {
+            let syms = match dumpreader::elf_file_symbols(&bytes, Some(MT_SYMBOL_PREFIX), true) {
                 Ok(s) => s,
                 Err(e) => {
                     looked.push(format!("{shown} (refused: {e})"));
@@ -1441,7 +1458,16 @@ impl NativeAot {
                         .map(|n| (a.wrapping_add(elf.load_bias), n.to_owned()))
                 })
                 .collect();
-            return Ok(AotSymbolFile { path: f, names });
+            let functions = syms
+                .functions
+                .into_iter()
+                .map(|(n, a, size)| (a.wrapping_add(elf.load_bias), size, n))
+                .collect();
+            return Ok(AotSymbolFile {
+                path: f,
+                names,
+                functions,
+            });
         }
         Err((
             format!(

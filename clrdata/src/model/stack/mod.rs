@@ -24,6 +24,7 @@
 //! [`walk_native`] does the native part alone (a dump without a CLR the walker can read).
 //! Every loop is bounded; a stack that cannot be walked further ends with the reason.
 
+pub mod aot;
 pub mod codeman;
 mod eh;
 mod gcerror;
