@@ -1,6 +1,6 @@
 //! SOS's thread and runtime commands that dumpshell had not: `setthread` (the session's current
 //! thread, which `clrstack`, `pe`, `dso`, `stack` and `registers` then act on), `threadstate`,
-//! `registers`, `clrmodules`, `dumpassembly`, `token2ee` and `soshelp`. Each prints what SOS 10.0.750501 prints, checked against SOS's
+//! `registers`, `clrmodules`, `dumpassembly` and `token2ee` (`soshelp` is `help`, in the front ends). Each prints what SOS 10.0.750501 prints, checked against SOS's
 //! own output on the corpus (dumps/tools/sos_runtime.sh, tests/tests/sos_runtime.rs).
 
 use crate::addr::hex;
@@ -91,13 +91,6 @@ pub static SPECS: &[CommandSpec] = &[
                 )
         },
         run: token2ee,
-    },
-    CommandSpec {
-        name: "soshelp",
-        aliases: &[],
-        about: "the list of commands, or one command's options (the same as help)",
-        grammar: || Command::new("soshelp").arg(Arg::new("command").help("a command's name")),
-        run: soshelp,
     },
 ];
 
@@ -692,25 +685,4 @@ fn token2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             modules_without_match: without,
         },
     ))
-}
-
-// ------------------------------------------------------------------------------------- soshelp
-
-/// `soshelp`'s result: the text of `help`.
-#[derive(Serialize)]
-pub struct SosHelp {
-    pub command: Option<String>,
-    pub text: String,
-}
-
-impl Render for SosHelp {
-    fn render(&self) -> String {
-        self.text.clone()
-    }
-}
-
-fn soshelp(_: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let command = m.get_one::<String>("command").cloned();
-    let text = crate::registry::help_text(command.as_deref())?;
-    Ok(Output::rendered("soshelp", SosHelp { command, text }))
 }

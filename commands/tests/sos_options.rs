@@ -231,7 +231,6 @@ fn sos_prefix_and_soshelp() {
         ("!sos clrstack -a", "clrstack"),
         ("SOS   dumpheap -stat", "dumpheap"),
         ("sos setthread -t 19330", "setthread"),
-        ("sos soshelp", "soshelp"),
     ] {
         let inv = commands::parse(line).unwrap().unwrap();
         assert_eq!(inv.spec.name, name, "{line}");

@@ -176,7 +176,7 @@ pub fn help(args: &str) -> Printed {
 /// calls happen only here, while the command itself runs on a worker thread.
 pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
     let mut p = Printed::default();
-    if name == "help" {
+    if name == "help" || name == "soshelp" {
         return help(args);
     }
     if commands::lookup(name).is_none() {

@@ -597,7 +597,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     let bare = commands::registry::without_sos_prefix(line);
     let name = bare.split_whitespace().next().unwrap_or("").to_owned();
-    if name == "help" || name == "!help" {
+    if matches!(name.as_str(), "help" | "!help" | "soshelp" | "!soshelp") {
         let topic = bare.split_whitespace().nth(1);
         return match help_text(topic) {
             Ok(t) => {
