@@ -236,8 +236,20 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             let threads =
                 c.rt.threads()
                     .map_err(|e| CommandError::clr("reading the thread list", e))?;
-            let t = current_thread(s.target.info().crashing_thread, &threads)
-                .ok_or_else(|| CommandError::not_found("the dump has no managed thread", ""))?;
+            // The thread setthread chose, else the faulting one, else the first managed one.
+            let t = match s.selected_os_thread() {
+                Some(id) => threads
+                    .iter()
+                    .find(|t| t.os_id == u64::from(id))
+                    .ok_or_else(|| {
+                        CommandError::not_found(
+                            format!("a managed thread with OS id {id:#x} (the current thread)"),
+                            "it is not a managed thread",
+                        )
+                    })?,
+                None => current_thread(s.target.info().crashing_thread, &threads)
+                    .ok_or_else(|| CommandError::not_found("the dump has no managed thread", ""))?,
+            };
             let (_, obj) = c.rt.last_thrown_object(t.address).map_err(|e| {
                 CommandError::clr(format!("thread {:#x} ({})", t.os_id, t.managed_id), e)
             })?;

@@ -20,6 +20,7 @@ pub mod objects;
 pub mod output;
 pub mod registry;
 pub mod roots;
+pub mod runtimesos;
 pub mod session;
 pub mod spec;
 pub mod stacks;

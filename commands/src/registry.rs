@@ -12,8 +12,8 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots, stacks,
-            threadpool,
+            asyncs, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
+            runtimesos, stacks, threadpool,
         };
         native::SPECS
             .iter()
@@ -27,6 +27,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(nativeaot::SPECS)
             .chain(locks::SPECS)
             .chain(threadpool::SPECS)
+            .chain(runtimesos::SPECS)
             .collect()
     })
 }
@@ -51,9 +52,24 @@ pub struct Invocation {
     pub matches: ArgMatches,
 }
 
+/// The line without SOS's `sos` prefix (`sos clrthreads` is `clrthreads`, as dotnet-dump
+/// and WinDbg's `!sos.` accept it); a line that is `sos` alone stays as it is.
+pub fn without_sos_prefix(line: &str) -> &str {
+    let t = line.trim_start();
+    match t.split_once(char::is_whitespace) {
+        Some((first, rest))
+            if first.trim_start_matches('!').eq_ignore_ascii_case("sos")
+                && !rest.trim().is_empty() =>
+        {
+            rest.trim_start()
+        }
+        _ => line,
+    }
+}
+
 /// Parses one command line. `Ok(None)` for an empty line.
 pub fn parse(line: &str) -> Result<Option<Invocation>, CommandError> {
-    let words = tokenize::split(line)?;
+    let words = tokenize::split(without_sos_prefix(line))?;
     let Some((first, rest)) = words.split_first() else {
         return Ok(None);
     };

@@ -48,17 +48,40 @@ pub struct Session {
     discover: clrdata::DiscoverOptions,
     clr: OnceLock<Result<Arc<Clr>, ClrError>>,
     aot: OnceLock<Result<Option<Arc<clrdata::nativeaot::NativeAot>>, ClrError>>,
+    /// The OS id of the thread `setthread` chose (SOS's current thread), kept for the session.
+    selected: std::sync::Mutex<Option<u32>>,
 }
 
 impl Session {
-    /// The thread a command uses when none is named (SOS's current thread in a dump): the
-    /// thread the dump records as faulting, else the process's main thread, else the first.
+    /// The thread a command uses when none is named (SOS's current thread in a dump): the one
+    /// `setthread` chose, else the thread the dump records as faulting, else the process's main
+    /// thread, else the first.
     pub fn current_os_thread(&self) -> Option<u64> {
         let i = self.target.info();
-        i.crashing_thread
+        self.selected_os_thread()
+            .or(i.crashing_thread)
             .or(i.main_thread)
             .or_else(|| self.target.threads().first().map(|t| t.id))
             .map(u64::from)
+    }
+
+    /// The OS id of the thread `setthread` chose, if it did.
+    pub fn selected_os_thread(&self) -> Option<u32> {
+        *self.selected.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the dump's thread with OS id `os_id` the current one (`setthread`).
+    pub fn select_os_thread(&self, os_id: u32) {
+        *self.selected.lock().unwrap_or_else(|e| e.into_inner()) = Some(os_id);
+    }
+
+    /// The debugger's index of the dump's thread with OS id `os_id` (SOS's and dotnet-dump's
+    /// thread numbering: its position in the dump's thread list, from 0).
+    pub fn thread_index(&self, os_id: u64) -> Option<usize> {
+        self.target
+            .threads()
+            .iter()
+            .position(|t| u64::from(t.id) == os_id)
     }
 
     /// Opens the dump at `path` (a `.zst` file is decompressed once into the cache).
@@ -83,6 +106,7 @@ impl Session {
             discover: clrdata::DiscoverOptions::default(),
             clr: OnceLock::new(),
             aot: OnceLock::new(),
+            selected: std::sync::Mutex::new(None),
         }
     }
 

@@ -161,7 +161,9 @@ fn parse_os_id(t: &str) -> Result<u64, CommandError> {
 
 #[derive(Serialize)]
 pub struct ClrThread {
-    pub index: usize,
+    /// The debugger's index of the thread (SOS's DBG column: its position in the dump's
+    /// thread list, from 0; `setthread` takes it); `None` when its OS thread is not in the dump.
+    pub index: Option<usize>,
     pub managed_id: u32,
     pub os_id: u64,
     pub thread: String,
@@ -198,7 +200,7 @@ pub struct ClrThreads {
 }
 
 impl ClrThreads {
-    fn of(l: threadlist::ThreadList) -> ClrThreads {
+    fn of(l: threadlist::ThreadList, index_of: impl Fn(u64) -> Option<usize>) -> ClrThreads {
         let ts = &l.store;
         ClrThreads {
             thread_count: ts.thread_count,
@@ -210,9 +212,10 @@ impl ClrThreads {
             threads: l
                 .threads
                 .iter()
-                .enumerate()
-                .map(|(i, t)| ClrThread {
-                    index: i + 1,
+                .map(|t| ClrThread {
+                    index: (t.data.os_id != 0)
+                        .then(|| index_of(t.data.os_id))
+                        .flatten(),
                     managed_id: t.data.managed_id,
                     os_id: t.data.os_id,
                     thread: hex(t.data.address),
@@ -276,7 +279,7 @@ impl Render for ClrThreads {
                 ex.push_str(&format!("({tag})"));
             }
             t.add_row(vec![
-                th.index.to_string(),
+                th.index.map_or("XXXX".to_string(), |i| i.to_string()),
                 th.managed_id.to_string(),
                 if th.dead {
                     "XXXX".to_string()
@@ -309,7 +312,10 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
         },
     };
     let l = threadlist::thread_list(&c.rt, &c.names)?;
-    Ok(Output::rendered("clrthreads", ClrThreads::of(l)))
+    Ok(Output::rendered(
+        "clrthreads",
+        ClrThreads::of(l, |os_id| s.thread_index(os_id)),
+    ))
 }
 
 // ------------------------------------------------------------------------------------ clrstack
@@ -465,6 +471,8 @@ pub struct ClrStack {
     pub vars: Vec<Vec<FrameVarsResult>>,
     pub params: bool,
     pub locals: bool,
+    /// Per thread, its debugger index (what SOS prints after the OS id; `setthread` takes it).
+    pub debugger_index: Vec<Option<usize>>,
 }
 
 impl Serialize for ClrStack {
@@ -518,9 +526,15 @@ impl Render for ClrStack {
     fn render(&self) -> String {
         let mut text = String::new();
         for (ti, st) in self.stacks.iter().enumerate() {
+            // SOS's header: the OS id, then the thread's debugger index.
             text.push_str(&format!(
                 "OS Thread Id: {:#x} ({})\n",
-                st.os_id, st.managed_id
+                st.os_id,
+                self.debugger_index
+                    .get(ti)
+                    .copied()
+                    .flatten()
+                    .map_or("XXXX".to_string(), |i| i.to_string())
             ));
             let vars = self.vars.get(ti);
             if vars.is_some() {
@@ -664,6 +678,18 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             CommandError::not_found(format!("the managed thread with OS id {t}"), "none")
         })?;
         vec![st]
+    } else if let Some(id) = s.selected_os_thread() {
+        // The thread setthread chose: as SOS, its stack or the statement that it is not managed.
+        let st = all
+            .into_iter()
+            .find(|t| t.os_id == u64::from(id))
+            .ok_or_else(|| {
+                CommandError::not_found(
+                    format!("a managed thread with OS id {id:#x} (the current thread)"),
+                    "it is not a managed thread (clrthreads lists them)",
+                )
+            })?;
+        vec![st]
     } else {
         // The current thread when it is managed, else the first managed thread.
         let cur = s.current_os_thread();
@@ -698,6 +724,7 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     Ok(Output::rendered(
         "clrstack",
         ClrStack {
+            debugger_index: chosen.iter().map(|t| s.thread_index(t.os_id)).collect(),
             stacks: chosen,
             vars,
             params,

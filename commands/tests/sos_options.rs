@@ -222,3 +222,29 @@ fn a_mistyped_command_gets_the_closest_names() {
         _ => panic!("frobnicate parsed"),
     }
 }
+
+/// `sos <command>` is `<command>` (dotnet-dump's and WinDbg's prefix; tests/tests/sos_threads.rs
+/// runs it and `soshelp` on a dump), and `setthread`'s options are SOS's (`-t`/`--tid`).
+#[test]
+fn sos_prefix_and_soshelp() {
+    for (line, name) in [
+        ("sos clrthreads", "clrthreads"),
+        ("!sos clrstack -a", "clrstack"),
+        ("SOS   dumpheap -stat", "dumpheap"),
+        ("sos setthread -t 19330", "setthread"),
+    ] {
+        let inv = commands::parse(line).unwrap().unwrap();
+        assert_eq!(inv.spec.name, name, "{line}");
+    }
+    assert_eq!(
+        commands::registry::without_sos_prefix("sos"),
+        "sos",
+        "`sos` alone is no command line to strip"
+    );
+    assert!(matches!(
+        commands::parse("sos nosuchcommand"),
+        Err(CommandError::UnknownCommand { .. })
+    ));
+    let inv = commands::parse("setthread --tid 5").unwrap().unwrap();
+    assert_eq!(inv.matches.get_one::<String>("tid").unwrap(), "5");
+}

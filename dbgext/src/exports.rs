@@ -179,7 +179,15 @@ commands!(
     "clru" => ext_clru,
     "stack" => ext_stack,
     "k" => ext_k,
-    "causality" => ext_causality
+    "causality" => ext_causality,
+    "setthread" => ext_setthread,
+    "threadstate" => ext_threadstate,
+    "registers" => ext_registers,
+    "clrmodules" => ext_clrmodules,
+    "assemblies" => ext_assemblies,
+    "dumpassembly" => ext_dumpassembly,
+    "token2ee" => ext_token2ee,
+    "soshelp" => ext_soshelp
 );
 
 #[cfg(test)]

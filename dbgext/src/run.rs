@@ -88,6 +88,14 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "stack",
     "k",
     "causality",
+    "setthread",
+    "threadstate",
+    "registers",
+    "clrmodules",
+    "assemblies",
+    "dumpassembly",
+    "token2ee",
+    "soshelp",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).
@@ -174,11 +182,21 @@ pub fn help(args: &str) -> Printed {
 /// calls happen only here, while the command itself runs on a worker thread.
 pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
     let mut p = Printed::default();
-    if name == "help" {
+    if name == "help" || name == "soshelp" {
         return help(args);
     }
     if commands::lookup(name).is_none() {
         p.error(not_available(name));
+        return p;
+    }
+    // Each export runs in a session of its own: a thread chosen here would be forgotten at once.
+    if name == "setthread" && args.split_whitespace().any(|w| w != "--json") {
+        p.error(
+            "dumpshell: !setthread: in WinDbg each command runs on its own, so a current thread \
+             set here would not last: name the thread in the command instead (!clrstack <OS id>, \
+             !dso -t <OS id>); !setthread alone lists the threads\n"
+                .to_string(),
+        );
         return p;
     }
     let line = format!("{name} {}", args.trim());

@@ -595,9 +595,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 
 /// Runs one line and prints its result; false when the command failed (said on stderr).
 fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
-    let name = line.split_whitespace().next().unwrap_or("").to_owned();
-    if name == "help" || name == "!help" {
-        let topic = line.split_whitespace().nth(1);
+    let bare = commands::registry::without_sos_prefix(line);
+    let name = bare.split_whitespace().next().unwrap_or("").to_owned();
+    if matches!(name.as_str(), "help" | "!help" | "soshelp" | "!soshelp") {
+        let topic = bare.split_whitespace().nth(1);
         return match help_text(topic) {
             Ok(t) => {
                 print!("{t}");

@@ -243,44 +243,93 @@ impl<M: Memory> ReadThreads for Runtime<M> {
     }
 }
 
-/// `ThreadState` bits (threads.h) with the names `clrthreads` shows, in bit order.
-pub const THREAD_STATE_BITS: &[(u32, &str)] = &[
-    (0x0000_0001, "AbortRequested"),
-    (0x0000_0002, "GCSuspendPending"),
-    (0x0000_0004, "UserSuspendPending"),
-    (0x0000_0008, "DebugSuspendPending"),
-    (0x0000_0010, "GCOnTransitions"),
-    (0x0000_0020, "LegalToJoin"),
-    (0x0000_0080, "Hijacked"),
-    (0x0000_0200, "Background"),
-    (0x0000_0400, "Unstarted"),
-    (0x0000_0800, "Dead"),
-    (0x0000_1000, "WeOwn"),
-    (0x0000_2000, "CoInitialized"),
-    (0x0000_4000, "InSTA"),
-    (0x0000_8000, "InMTA"),
-    (0x0001_0000, "ReportDead"),
-    (0x0002_0000, "FullyInitialized"),
-    (0x0004_0000, "TaskReset"),
-    (0x0008_0000, "SyncSuspended"),
-    (0x0010_0000, "DebugWillSync"),
-    (0x0020_0000, "StackCrawlNeeded"),
-    (0x0040_0000, "SuspendUnstarted"),
-    (0x0100_0000, "ThreadPoolWorker"),
-    (0x0200_0000, "Interruptible"),
-    (0x0400_0000, "Interrupted"),
-    (0x0800_0000, "CompletionPortThread"),
-    (0x1000_0000, "AbortInitiated"),
-    (0x2000_0000, "Finalized"),
-    (0x4000_0000, "FailStarted"),
-    (0x8000_0000, "Detached"),
+/// One `ThreadState` bit: its name in the runtime's threads.h (`None`: a bit the runtimes
+/// dumpshell reads leave unused) and SOS's description of it (`threadstate`, SOS 10.0.750501,
+/// which still describes the retired bits).
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadStateBit {
+    /// The bit.
+    pub bit: u32,
+    /// The runtime's name, as `clrthreads` shows it (threads.h's `TS_` name).
+    pub name: Option<&'static str>,
+    /// SOS's description (`threadstate`).
+    pub sos: &'static str,
+}
+
+const fn tsb(bit: u32, name: Option<&'static str>, sos: &'static str) -> ThreadStateBit {
+    ThreadStateBit { bit, name, sos }
+}
+
+/// Every `ThreadState` bit (threads.h), in bit order.
+pub const THREAD_STATE_BITS: &[ThreadStateBit] = &[
+    tsb(
+        0x0000_0001,
+        Some("AbortRequested"),
+        "Thread Abort Requested",
+    ),
+    tsb(0x0000_0002, Some("GCSuspendPending"), "GC Suspend Pending"),
+    tsb(
+        0x0000_0004,
+        Some("UserSuspendPending"),
+        "User Suspend Pending",
+    ),
+    tsb(
+        0x0000_0008,
+        Some("DebugSuspendPending"),
+        "Debug Suspend Pending",
+    ),
+    tsb(0x0000_0010, Some("GCOnTransitions"), "GC On Transitions"),
+    tsb(0x0000_0020, Some("LegalToJoin"), "Legal to Join"),
+    tsb(0x0000_0040, None, "Yield Requested"),
+    tsb(0x0000_0080, Some("Hijacked"), "Hijacked by the GC"),
+    tsb(0x0000_0100, None, "Blocking GC for Stack Overflow"),
+    tsb(0x0000_0200, Some("Background"), "Background"),
+    tsb(0x0000_0400, Some("Unstarted"), "Unstarted"),
+    tsb(0x0000_0800, Some("Dead"), "Dead"),
+    tsb(0x0000_1000, Some("WeOwn"), "CLR Owns"),
+    tsb(0x0000_2000, Some("CoInitialized"), "CoInitialized"),
+    tsb(0x0000_4000, Some("InSTA"), "In Single Threaded Apartment"),
+    tsb(0x0000_8000, Some("InMTA"), "In Multi Threaded Apartment"),
+    tsb(0x0001_0000, Some("ReportDead"), "Reported Dead"),
+    tsb(0x0002_0000, Some("FullyInitialized"), "Fully initialized"),
+    tsb(0x0004_0000, Some("TaskReset"), "Task Reset"),
+    tsb(0x0008_0000, Some("SyncSuspended"), "Sync Suspended"),
+    tsb(0x0010_0000, Some("DebugWillSync"), "Debug Will Sync"),
+    tsb(0x0020_0000, Some("StackCrawlNeeded"), "Stack Crawl Needed"),
+    tsb(0x0040_0000, Some("SuspendUnstarted"), "Suspend Unstarted"),
+    tsb(0x0080_0000, None, "Aborted"),
+    tsb(
+        0x0100_0000,
+        Some("ThreadPoolWorker"),
+        "Thread Pool Worker Thread",
+    ),
+    tsb(0x0200_0000, Some("Interruptible"), "Interruptible"),
+    tsb(0x0400_0000, Some("Interrupted"), "Interrupted"),
+    tsb(
+        0x0800_0000,
+        Some("CompletionPortThread"),
+        "Completion Port Thread",
+    ),
+    tsb(0x1000_0000, Some("AbortInitiated"), "Abort Initiated"),
+    tsb(0x2000_0000, Some("Finalized"), "Finalized"),
+    tsb(0x4000_0000, Some("FailStarted"), "Failed to Start"),
+    tsb(0x8000_0000, Some("Detached"), "Detached"),
 ];
+
+/// SOS's descriptions of the bits set in a `ThreadState` (`threadstate`), in bit order.
+pub fn thread_state_descriptions(state: u32) -> Vec<&'static str> {
+    THREAD_STATE_BITS
+        .iter()
+        .filter(|b| state & b.bit != 0)
+        .map(|b| b.sos)
+        .collect()
+}
 
 /// The names of the bits set in a `ThreadState`.
 pub fn thread_state_names(state: u32) -> Vec<&'static str> {
     THREAD_STATE_BITS
         .iter()
-        .filter(|(b, _)| state & b != 0)
-        .map(|(_, n)| *n)
+        .filter(|b| state & b.bit != 0)
+        .filter_map(|b| b.name)
         .collect()
 }
