@@ -13,6 +13,7 @@ pub mod control;
 pub mod exceptions;
 pub mod heap;
 pub mod heapsos;
+pub mod help;
 pub mod locks;
 pub mod native;
 pub mod nativeaot;
@@ -30,7 +31,8 @@ pub mod tokenize;
 pub mod tree;
 pub mod triage;
 
+pub use help::help_text;
 pub use output::{CommandError, Output, JSON_SCHEMA_VERSION};
-pub use registry::{execute, execute_streaming, help_text, lookup, parse, registry, Invocation};
+pub use registry::{execute, execute_streaming, lookup, parse, registry, Invocation};
 pub use session::Session;
 pub use spec::CommandSpec;

@@ -257,7 +257,7 @@ fn unknown_option(name: &str, cmd: &Command, word: &str) -> CommandError {
 }
 
 /// The commands (names and aliases) closest to the word `name`.
-fn closest_commands(name: &str) -> Vec<String> {
+pub(crate) fn closest_commands(name: &str) -> Vec<String> {
     let n = name.strip_prefix('!').unwrap_or(name);
     closest(
         n,
@@ -331,31 +331,4 @@ pub fn execute_streaming(
     session.control.reset();
     let out = (inv.spec.run)(session, &inv.matches)?;
     Ok(Some((out, inv.json)))
-}
-
-/// The text of `help` (no argument) or `help <command>`.
-pub fn help_text(topic: Option<&str>) -> Result<String, CommandError> {
-    match topic {
-        None => {
-            let mut s = String::from(
-                "Commands (type 'help <command>' for its options; add --json to any command):\n",
-            );
-            for c in registry() {
-                let names = if c.aliases.is_empty() {
-                    c.name.to_string()
-                } else {
-                    format!("{} ({})", c.name, c.aliases.join(", "))
-                };
-                s.push_str(&format!("  {names:<28} {}\n", c.about));
-            }
-            Ok(s)
-        }
-        Some(t) => {
-            let spec = lookup(t).ok_or_else(|| CommandError::UnknownCommand {
-                name: t.to_owned(),
-                did_you_mean: closest_commands(t),
-            })?;
-            Ok(spec.command().render_long_help().to_string())
-        }
-    }
 }

@@ -11,7 +11,7 @@ mod store;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
-use commands::{help_text, Output, Session};
+use commands::{Output, Session};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,7 +33,13 @@ struct Cli {
     /// The dump to open (`.dmp`, `.core`, or the same compressed with zstd as `.zst`).
     dump: PathBuf,
     /// Run this command and exit (repeat to run several in order).
-    #[arg(short = 'c', long = "command", value_name = "COMMAND")]
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "COMMAND",
+        value_parser = CommandLine,
+        hide_possible_values = true
+    )]
     commands: Vec<String>,
     /// Run the commands in this file, one per line (`#` starts a comment), and exit.
     #[arg(long, value_name = "FILE")]
@@ -43,6 +49,33 @@ struct Cli {
     json: bool,
     #[command(flatten)]
     open: OpenArgs,
+}
+
+/// The value of `-c`: a whole command line, taken as it is. Its possible values are the
+/// commands' names, for shell completion only (`dumpshell completions`): they are never
+/// checked here (the session parses the line and says what is wrong with it).
+#[derive(Clone)]
+struct CommandLine;
+
+impl clap::builder::TypedValueParser for CommandLine {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(commands::registry().iter().map(|c| {
+            clap::builder::PossibleValue::new(c.name).help(c.about)
+        })))
+    }
 }
 
 /// How dumps are opened: the options `dumpshell` and `dumpshell triage` share.
@@ -271,7 +304,14 @@ fn full_cli() -> clap::Command {
                 .name("completions")
                 .about("print the shell completion script"),
         )
-        .subcommand(clap::Command::new("man").about("print the man page (roff)"))
+        .subcommand(
+            clap::Command::new("man")
+                .about("print the man page (roff); with a command's name, that command's page")
+                .arg(
+                    clap::Arg::new("command")
+                        .help("a session command (`dumpheap`, `clrstack`, ...)"),
+                ),
+        )
 }
 
 /// `--version` names the runtimes this build reads.
@@ -536,8 +576,22 @@ fn main() {
         Some("man") if args.len() == 2 => {
             let mut page = Vec::new();
             let r = clap_mangen::Man::new(full_cli()).render(&mut page);
+            page.extend_from_slice(commands::help::man_commands_section().as_bytes());
             let _ = std::io::stdout().write_all(&page);
             std::process::exit(i32::from(r.is_err()));
+        }
+        Some("man") if args.len() == 3 => {
+            let topic = args[2].to_string_lossy();
+            match commands::help::man_page(&topic) {
+                Ok(page) => {
+                    let _ = std::io::stdout().write_all(page.as_bytes());
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("dumpshell man: {e}");
+                    std::process::exit(2);
+                }
+            }
         }
         _ => {}
     }
@@ -598,13 +652,15 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     let bare = commands::registry::without_sos_prefix(line);
     let name = bare.split_whitespace().next().unwrap_or("").to_owned();
     if matches!(name.as_str(), "help" | "!help" | "soshelp" | "!soshelp") {
-        let topic = bare.split_whitespace().nth(1);
-        return match help_text(topic) {
-            Ok(t) => {
-                print!("{t}");
-                true
-            }
+        let json = json_default || bare.split_whitespace().any(|w| w == "--json");
+        let topic = bare.split_whitespace().skip(1).find(|w| *w != "--json");
+        let r = commands::help::help_output(topic).and_then(|out| print_output(&out, json));
+        return match r {
+            Ok(()) => true,
             Err(e) => {
+                if json {
+                    println!("{}", e.json_document("help"));
+                }
                 eprintln!("dumpshell: {line}: {e}");
                 false
             }
@@ -723,6 +779,33 @@ mod completion {
             .collect()
     }
 
+    /// The options of `command` (a name or alias) that start with `word`, spelled as the
+    /// user began: `--stat` after `--`, else SOS's one-dash spelling (`-stat`, and `-s` for a
+    /// short option), sorted. Empty for an unknown command.
+    pub fn option_candidates(command: &str, word: &str) -> Vec<String> {
+        let Some(spec) = commands::lookup(command) else {
+            return Vec::new();
+        };
+        let help = commands::help::command_help(spec);
+        let double = word.starts_with("--");
+        let mut v: Vec<String> = help
+            .options
+            .iter()
+            .flat_map(|o| {
+                let long = if double {
+                    o.long.clone()
+                } else {
+                    o.sos.clone()
+                };
+                long.into_iter().chain(o.short.clone().filter(|_| !double))
+            })
+            .filter(|o| o.starts_with(word))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     impl rustyline::Helper for Complete<'_> {}
     impl rustyline::highlight::Highlighter for Complete<'_> {}
     impl rustyline::validate::Validator for Complete<'_> {}
@@ -756,6 +839,11 @@ mod completion {
                 let before = head[..start].split_whitespace().last().unwrap_or("");
                 if matches!(before, "-type" | "--type") {
                     return Ok((start, pairs(type_candidates(self.types(), word))));
+                }
+                if word.starts_with('-') {
+                    let command = head.split_whitespace().next().unwrap_or("");
+                    let options = option_candidates(command, word);
+                    return Ok((start, pairs(options.iter().map(String::as_str))));
                 }
                 return Ok((pos, Vec::new()));
             }

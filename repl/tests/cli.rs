@@ -50,3 +50,47 @@ fn completions_and_man_page_come_from_the_clap_definitions() {
         assert!(man.contains(word), "the man page lacks {word}");
     }
 }
+
+/// `man` documents every session command with its options, from the same definitions as
+/// `help` (the registry's clap grammars); `man <command>` is that command's own page; the shell
+/// completions offer the commands' names as `-c`'s values.
+#[test]
+fn man_pages_and_completions_cover_every_command() {
+    let man = dumpshell(&["man"]);
+    assert!(man.contains(".SH COMMANDS"), "the man page lacks COMMANDS");
+    let bash = dumpshell(&["completions", "bash"]);
+    for spec in commands::registry() {
+        let entry = format!(".TP\n\\fB{}\\fR", spec.name.replace('-', "\\-"));
+        assert!(man.contains(&entry), "the man page lacks {}", spec.name);
+        let help = commands::help::command_help(spec);
+        let page = dumpshell(&["man", spec.name]);
+        assert!(
+            page.starts_with(&format!(".TH dumpshell\\-{} 1", spec.name)),
+            "man {}: {page}",
+            spec.name
+        );
+        for o in &help.options {
+            let long = o.long.as_deref().unwrap_or_default().replace('-', "\\-");
+            assert!(page.contains(&long), "man {} lacks {long}", spec.name);
+            assert!(
+                man.contains(&long),
+                "the man page's {} lacks {long}",
+                spec.name
+            );
+        }
+        assert!(
+            bash.split(|c: char| c.is_whitespace() || c == '"')
+                .any(|w| w == spec.name),
+            "bash completions do not offer {} after -c",
+            spec.name
+        );
+    }
+    // An unknown command's page is refused with the closest names.
+    let out = Command::new(env!("CARGO_BIN_EXE_dumpshell"))
+        .args(["man", "dumphaep"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("dumpheap"), "{err}");
+}

@@ -48,6 +48,15 @@ fn completion_history_and_ctrl_c_at_the_prompt() {
     p.exp_string(&format!("Process id:     {}", e.manifest["pid"]))
         .expect("info ran after completion");
     p.exp_string("> ").unwrap();
+    // An option completes in SOS's spelling: "dumpheap -sta" + TAB is "dumpheap -stat".
+    send(&mut p, "dumpheap -sta");
+    p.exp_string("-sta").unwrap();
+    send(&mut p, "\t");
+    p.exp_string("t").expect("TAB completed the option");
+    send(&mut p, "\r");
+    p.exp_string("Total")
+        .expect("dumpheap -stat ran after completion");
+    p.exp_string("> ").unwrap();
     // Ctrl-C at the prompt clears the line and keeps the session.
     send(&mut p, "threads --bogus");
     p.exp_string("--bogus").unwrap();

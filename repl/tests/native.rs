@@ -306,6 +306,58 @@ fn help_lists_every_command_and_each_commands_options() {
     );
 }
 
+/// `help --json` and `help <command> --json` print JSON documents (docs/json.md, "help"):
+/// every command of the registry with its aliases, and one command's options as its grammar
+/// defines them.
+#[test]
+fn help_in_json() {
+    let e = tests::entry("hang");
+    let p = e.dump_path();
+    let out = dumpshell(&[
+        p.to_str().unwrap(),
+        "-c",
+        "help --json",
+        "-c",
+        "help dumpheap --json",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(|d| d.unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2, "{text}");
+    assert_eq!(docs[0]["command"], "help");
+    let listed: Vec<&str> = docs[0]["result"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let registry: Vec<&str> = commands::registry().iter().map(|c| c.name).collect();
+    assert_eq!(listed, registry);
+    let d = &docs[1]["result"];
+    assert_eq!(d["kind"], "command");
+    assert_eq!(d["name"], "dumpheap");
+    let spec = commands::lookup("dumpheap").unwrap();
+    // Built, as help builds it: clap's own --help is one of its options.
+    let mut cmd = spec.command();
+    cmd.build();
+    let longs: Vec<String> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_positional() && !a.is_hide_set())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
+    let json_longs: Vec<String> = d["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["long"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(json_longs, longs);
+    assert!(json_longs.iter().any(|l| l == "--stat"), "{json_longs:?}");
+}
+
 /// `modules` on a gcore core says per file where the bytes the dump lacks come from and which
 /// check accepted the file: CoreLib from the framework pack by the runtime's records,
 /// libcoreclr by its build id; the app's dll (hang.dll, ilonly.dll) from dumps/images/<name>/
