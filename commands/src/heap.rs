@@ -728,9 +728,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
         (None, None)
     };
-    let generation = arg("gen")
-        .map(crate::heapsos::parse_generation)
-        .transpose()?;
+    let generation = arg("gen").map(parse_generation).transpose()?;
     if generation.is_some() {
         clrdata::analysis::generations::check_regions(c.heap()?)?;
     }
@@ -963,4 +961,16 @@ impl Render for DumpHeap {
         }
         t
     }
+}
+
+/// The generation a word names (SOS's spellings), or the refusal naming them.
+pub fn parse_generation(
+    word: &str,
+) -> Result<clrdata::analysis::generations::Generation, CommandError> {
+    clrdata::analysis::generations::Generation::parse(word).ok_or_else(|| {
+        CommandError::bad_argument(
+            format!("generation '{word}'"),
+            "not a generation: gen0, gen1, gen2, loh (large), poh (pinned) or foh (frozen)",
+        )
+    })
 }

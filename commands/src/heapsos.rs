@@ -462,16 +462,6 @@ impl Render for DumpGen {
     }
 }
 
-/// The generation a word names (SOS's spellings), or the refusal naming them.
-pub fn parse_generation(word: &str) -> Result<Generation, CommandError> {
-    Generation::parse(word).ok_or_else(|| {
-        CommandError::bad_argument(
-            format!("generation '{word}'"),
-            "not a generation: gen0, gen1, gen2, loh (large), poh (pinned) or foh (frozen)",
-        )
-    })
-}
-
 fn dumpgen(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let heap = c.heap()?;
@@ -479,7 +469,7 @@ fn dumpgen(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .get_one::<String>("generation")
         .map(String::as_str)
         .unwrap_or_default();
-    let generation = parse_generation(word)?;
+    let generation = crate::heap::parse_generation(word)?;
     let mt = m
         .get_one::<String>("mt")
         .map(|a| parse_address(a))

@@ -422,7 +422,7 @@ pub fn aot_pstacks(s: &Session, aot: &NativeAot, all: bool) -> Result<Output, Co
     Ok(Output::rendered(
         "pstacks",
         AotPStacks {
-            stacks: crate::stacks::PStacks {
+            stacks: crate::tree::PStacks {
                 threads: n,
                 roots: root.children,
                 incomplete,
@@ -438,7 +438,7 @@ pub fn aot_pstacks(s: &Session, aot: &NativeAot, all: bool) -> Result<Output, Co
 pub struct AotPStacks {
     /// The tree, as `pstacks` gives it.
     #[serde(flatten)]
-    pub stacks: crate::stacks::PStacks,
+    pub stacks: crate::tree::PStacks,
     /// Where the frames are named from.
     pub names: AotFrameNames,
 }

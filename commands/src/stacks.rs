@@ -7,6 +7,7 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
 use crate::text::{render, table};
+use crate::tree::PStacks;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::threadlist;
 use clrdata::data::threads::thread_state_names;
@@ -734,33 +735,6 @@ fn clrstack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 }
 
 // ------------------------------------------------------------------------------------- pstacks
-
-/// `pstacks`'s result: every thread's managed stack merged into a tree, root first.
-#[derive(Serialize)]
-pub struct PStacks {
-    pub threads: usize,
-    pub roots: Vec<crate::tree::Node>,
-    /// Threads whose walk stopped early: (OS id, why).
-    pub incomplete: Vec<(u64, String)>,
-    /// Whether the text lists every thread id of a group (else at most 4).
-    #[serde(skip)]
-    pub all: bool,
-}
-
-impl Render for PStacks {
-    fn render(&self) -> String {
-        let mut text = crate::tree::render(&self.roots, self.all);
-        text.push_str(&format!(
-            "\n\n==> {} threads with {} roots\n",
-            self.threads,
-            self.roots.len()
-        ));
-        for (id, why) in &self.incomplete {
-            text.push_str(&format!("thread {id:#x}: the walk stopped: {why}\n"));
-        }
-        text
-    }
-}
 
 fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let all = m.get_flag("all");

@@ -2,6 +2,7 @@
 //! renderer chrisnas's pstacks made familiar. Used by `pstacks` (thread stacks) and
 //! `pstacks --async` (async logical stacks).
 
+use crate::output::Render;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -86,4 +87,31 @@ pub fn render(roots: &[Node], all: bool) -> String {
         render_node(r, 0, all, &mut text);
     }
     text
+}
+
+/// `pstacks`'s result: every thread's managed stack merged into a tree, root first.
+#[derive(Serialize)]
+pub struct PStacks {
+    pub threads: usize,
+    pub roots: Vec<Node>,
+    /// Threads whose walk stopped early: (OS id, why).
+    pub incomplete: Vec<(u64, String)>,
+    /// Whether the text lists every thread id of a group (else at most 4).
+    #[serde(skip)]
+    pub all: bool,
+}
+
+impl Render for PStacks {
+    fn render(&self) -> String {
+        let mut text = render(&self.roots, self.all);
+        text.push_str(&format!(
+            "\n\n==> {} threads with {} roots\n",
+            self.threads,
+            self.roots.len()
+        ));
+        for (id, why) in &self.incomplete {
+            text.push_str(&format!("thread {id:#x}: the walk stopped: {why}\n"));
+        }
+        text
+    }
 }

@@ -13,8 +13,8 @@ fn layer(m: &str) -> Option<usize> {
         "session" => 1,
         "spec" => 2,
         "native" | "heap" | "objects" | "stacks" | "asyncs" | "roots" | "exceptions" | "locks"
-        | "threadpool" | "about" | "nativeaot" | "runtimesos" => 2,
-        "registry" => 4,
+        | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" => 2,
+        "registry" | "help" => 4,
         "triage" => 5,
         "buckets" => 6,
         _ if m == ROOT => 7,

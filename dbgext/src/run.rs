@@ -133,6 +133,15 @@ impl Printed {
     }
 }
 
+/// Exported names the extension answers itself rather than through the registry.
+pub const FRONT_END_COMMANDS: &[&str] = &["help", "soshelp"];
+
+/// Whether an exported name has nothing behind it in this build (neither a registry command
+/// nor one the extension answers itself).
+pub fn is_unavailable(name: &str) -> bool {
+    !FRONT_END_COMMANDS.contains(&name) && commands::lookup(name).is_none()
+}
+
 /// The message for an exported name the registry does not have.
 pub fn not_available(name: &str) -> String {
     format!("dumpshell: '{name}' is not available in this build\n")
@@ -159,7 +168,7 @@ pub fn help(args: &str) -> Printed {
                 let missing: Vec<&str> = EXPORTED_COMMANDS
                     .iter()
                     .copied()
-                    .filter(|n| commands::lookup(n).is_none())
+                    .filter(|n| is_unavailable(n))
                     .collect();
                 if !missing.is_empty() {
                     p.normal(format!(
@@ -182,7 +191,7 @@ pub fn help(args: &str) -> Printed {
 /// calls happen only here, while the command itself runs on a worker thread.
 pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
     let mut p = Printed::default();
-    if name == "help" || name == "soshelp" {
+    if FRONT_END_COMMANDS.contains(&name) {
         return help(args);
     }
     if commands::lookup(name).is_none() {

@@ -26,7 +26,7 @@ fn check(b: &Built, name: &str, strict_reads: bool) -> Vec<String> {
         .collect();
     let unavailable = dbgext::run::EXPORTED_COMMANDS
         .iter()
-        .find(|n| commands::lookup(n).is_none());
+        .find(|n| dbgext::run::is_unavailable(n));
     let mut c = wine_cmd(
         &b.prefix,
         &b.dir.join("dbgext-testhost.exe").display().to_string(),

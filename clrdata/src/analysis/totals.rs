@@ -41,6 +41,9 @@ pub fn type_totals<M: Memory>(
             .cmp(&a.total_size)
             .then(b.count.cmp(&a.count))
             .then(a.name.cmp(&b.name))
+            // Two MethodTables may share a name (one type loaded twice, e.g. by two
+            // contexts): their order must not depend on the hash map's.
+            .then(a.mt.cmp(&b.mt))
     });
     types
 }
