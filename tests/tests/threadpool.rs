@@ -529,3 +529,33 @@ fn delegate_methods_equal_the_dacs_names() {
     }
     assert!(checked >= 2, "DAC delegate truth for only {checked} dumps");
 }
+
+/// The dynamic methods (LCG) behind aspnethang-net11's reflection invokers, named as the
+/// 11.0.0 DAC names them (dumps/aspnethang-net11.lcg-delegates.dac.json, dacdelegates.py
+/// --net11 over the delegates whose `_methodPtrAux` the DAC names `DynamicClass.*`): one
+/// signature instantiates a generic type given by a runtime TypeHandle (`GENERICINST INTERNAL
+/// <handle>`, `System.Span`1<System.Object>`), which the signature reader once refused.
+#[test]
+fn dynamic_methods_of_reflection_invokers_are_named_as_the_dac_names_them() {
+    let e = tests::entry("aspnethang-net11");
+    let path = tests::dumps_dir().join("aspnethang-net11.lcg-delegates.dac.json");
+    let truth: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(truth["dump_sha256"], e.dac["dump_file"]["sha256"]);
+    let d = Open::of(&e).dump;
+    let rt = tests::discover(&d).unwrap();
+    let names = TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    let w = StackWalker::new(&rt, &names, HashMap::new());
+    let dac = truth["delegates"].as_array().unwrap();
+    assert!(dac.len() >= 2);
+    for x in dac {
+        let a = u64::from_str_radix(x["address"].as_str().unwrap().trim_start_matches("0x"), 16)
+            .unwrap();
+        let m = delegates::delegate_method(&r, &w, a).unwrap_or_else(|e| panic!("{a:#x}: {e}"));
+        assert_eq!(
+            Some(m.method.as_str()),
+            x["method_ptr_aux_name"].as_str(),
+            "delegate {a:#x}"
+        );
+    }
+}

@@ -84,6 +84,12 @@ pub trait SigResolver {
     fn type_handle_name(&self, _handle: u64, _style: SigStyle) -> Option<String> {
         None
     }
+
+    /// The name of a generic type definition a runtime TypeHandle names, without its type
+    /// parameters (`System.Span`1`): the head of `GENERICINST INTERNAL <handle> <args>`.
+    fn generic_definition_name(&self, handle: u64, style: SigStyle) -> Option<String> {
+        self.type_handle_name(handle, style)
+    }
 }
 
 /// Appends `ty` formatted in `style` to `out`, asking `names` for type and generic names.
@@ -165,7 +171,12 @@ fn fmt_type(ty: &SigType, style: SigStyle, names: &dyn SigResolver, out: &mut St
             fmt_type_args(args, style, names, out, d);
         }
         SigType::GenericInstOfHandle { handle, args } => {
-            fmt_type(&SigType::Internal(*handle), style, names, out, d);
+            match names.generic_definition_name(*handle, style) {
+                Some(n) => out.push_str(&n),
+                None => {
+                    let _ = write!(out, "<TypeHandle {handle:#x}>");
+                }
+            }
             fmt_type_args(args, style, names, out, d);
         }
         SigType::Var(n) => match names.generic_arg(*n, false, style) {

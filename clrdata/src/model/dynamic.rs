@@ -90,4 +90,17 @@ impl<M: Memory> crate::metadata::SigResolver for HandleNames<'_, '_, M> {
     fn type_handle_name(&self, handle: u64, _style: crate::metadata::SigStyle) -> Option<String> {
         (handle & 2 == 0).then(|| self.r.type_name(handle))
     }
+
+    fn generic_definition_name(
+        &self,
+        handle: u64,
+        _style: crate::metadata::SigStyle,
+    ) -> Option<String> {
+        (handle & 2 == 0).then(|| {
+            self.r
+                .names
+                .definition_name(self.r.rt, handle)
+                .unwrap_or_else(|e| format!("<unknown type: {e}>"))
+        })
+    }
 }

@@ -143,6 +143,16 @@ impl TypeNames {
         Ok(name)
     }
 
+    /// The name of a (non-array) type's TypeDef alone, without type arguments: what a
+    /// generic type definition's MethodTable is named as the head of an instantiation.
+    pub fn definition_name<M: Memory>(&self, rt: &Runtime<M>, mt: u64) -> crate::Result<String> {
+        let info = rt.method_table(mt)?;
+        let (md, rid) = self.typedef_of(rt, &info)?;
+        let m = md.metadata()?;
+        m.type_name(rid)
+            .map_err(|e| ClrError::metadata(format!("TypeDef {rid:#x} of {}", md.assembly), e))
+    }
+
     /// The module metadata and TypeDef row of a (non-array) type.
     fn typedef_of<M: Memory>(
         &self,
