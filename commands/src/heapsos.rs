@@ -723,15 +723,10 @@ fn dumpruntimetypes(s: &Session, _: &ArgMatches) -> Result<Output, CommandError>
     let mut types = Vec::new();
     let mut unread = Vec::new();
     let mut it = heap.objects(&c.rt);
-    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut ticks = clrdata::model::heap::WalkTicks::default();
     for o in it.by_ref() {
-        n += 1;
-        bytes += o.size;
-        if n.is_multiple_of(4096) {
-            if !p.advance(bytes) {
-                return Err(CommandError::Cancelled);
-            }
-            bytes = 0;
+        if !ticks.tick(o.size, |b| p.advance(b)) {
+            return Err(CommandError::Cancelled);
         }
         if o.is_free
             || !*is_runtime_type

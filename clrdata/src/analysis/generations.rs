@@ -166,15 +166,10 @@ fn walk<M: Memory>(
 ) -> Result<Vec<WalkError>, GenerationStop> {
     check_regions(heap).map_err(GenerationStop::Refused)?;
     let mut it = heap.objects(rt);
-    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut ticks = crate::model::heap::WalkTicks::default();
     for o in it.by_ref() {
-        n += 1;
-        bytes += o.size;
-        if n.is_multiple_of(4096) {
-            if !progress(bytes) {
-                return Err(GenerationStop::Cancelled);
-            }
-            bytes = 0;
+        if !ticks.tick(o.size, progress) {
+            return Err(GenerationStop::Cancelled);
         }
         if let Some(g) = generation_of(&o) {
             visit(&o, g);

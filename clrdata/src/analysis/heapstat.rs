@@ -341,15 +341,10 @@ pub fn heap_statistics<M: Memory, E>(
     } else {
         let strings_reader = ObjectReader::new(rt, names);
         let mut it = heap.objects(rt);
-        let (mut n, mut bytes) = (0u64, 0u64);
+        let mut ticks = crate::model::heap::WalkTicks::default();
         for o in it.by_ref() {
-            n += 1;
-            bytes += o.size;
-            if n.is_multiple_of(4096) {
-                if !progress(bytes) {
-                    return Err(WalkStop::Cancelled);
-                }
-                bytes = 0;
+            if !ticks.tick(o.size, progress) {
+                return Err(WalkStop::Cancelled);
             }
             if o.is_free {
                 if count_free && in_generation(o.kind, o.address) {

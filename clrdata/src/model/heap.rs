@@ -1470,3 +1470,25 @@ impl<M: Memory> Iterator for ObjectIter<'_, M> {
         }
     }
 }
+
+/// A heap walk's progress, reported every 4096 objects with the bytes walked since the last
+/// report (what the walks over [`GcHeap::objects`] hand their progress callback).
+#[derive(Debug, Default)]
+pub struct WalkTicks {
+    objects: u64,
+    bytes: u64,
+}
+
+impl WalkTicks {
+    /// Counts one object of `size` bytes; on every 4096th, hands `report` the bytes since the
+    /// last report and returns its answer (false: the walk is to stop). True otherwise.
+    pub fn tick(&mut self, size: u64, report: impl FnOnce(u64) -> bool) -> bool {
+        self.objects += 1;
+        self.bytes += size;
+        if !self.objects.is_multiple_of(4096) {
+            return true;
+        }
+        let bytes = std::mem::take(&mut self.bytes);
+        report(bytes)
+    }
+}
