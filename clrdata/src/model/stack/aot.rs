@@ -358,19 +358,11 @@ impl<'t> AotStackWalker<'t> {
             let before = regs;
             match self.modules.unwind(&mut regs, !innermost) {
                 Ok(Unwound::Bottom) => break,
-                Ok(Unwound::Caller) if regs.sp() > before.sp() && regs.rip != 0 => {}
                 Ok(Unwound::Caller) => {
-                    stop(
-                        st,
-                        format!(
-                            "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
-                            before.rip,
-                            before.sp(),
-                            regs.sp(),
-                            regs.rip
-                        ),
-                    );
-                    break;
+                    if let Some(why) = super::native::went_nowhere(&before, &regs) {
+                        stop(st, why);
+                        break;
+                    }
                 }
                 Err(e) => {
                     // The runtime's C++ code has no CFI; past the innermost frame it is at a

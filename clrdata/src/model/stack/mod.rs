@@ -1122,17 +1122,7 @@ impl<'a, M: Memory> StackWalker<'a, M> {
                 }
             };
             innermost = false;
-            let failure = failure.or_else(|| {
-                (regs.sp() <= before.sp() || regs.rip == 0).then(|| {
-                    format!(
-                        "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
-                        before.rip,
-                        before.sp(),
-                        regs.sp(),
-                        regs.rip
-                    )
-                })
-            });
+            let failure = failure.or_else(|| native::went_nowhere(&before, &regs));
             let Some(why) = failure else { continue };
             // Go on from the next explicit Frame that saved a managed context.
             let mut resumed = false;
@@ -1232,16 +1222,11 @@ pub fn walk_native(modules: &NativeModules<'_>, os_id: u64, regs: Option<Regs>) 
         let before = regs;
         match modules.unwind(&mut regs, !innermost) {
             Ok(Unwound::Bottom) => break,
-            Ok(Unwound::Caller) if regs.sp() > before.sp() && regs.rip != 0 => {}
             Ok(Unwound::Caller) => {
-                st.incomplete = Some(format!(
-                    "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
-                    before.rip,
-                    before.sp(),
-                    regs.sp(),
-                    regs.rip
-                ));
-                break;
+                if let Some(why) = native::went_nowhere(&before, &regs) {
+                    st.incomplete = Some(why);
+                    break;
+                }
             }
             Err(e) => {
                 st.incomplete = Some(e.to_string());

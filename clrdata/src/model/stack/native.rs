@@ -239,6 +239,21 @@ pub enum Unwound {
     Bottom,
 }
 
+/// Why an unwind that computed the caller's registers (`after`, from `before`) made no
+/// progress: the stack pointer did not grow, or the return address is 0. A walk stops there
+/// rather than loop. `None` when it moved on.
+pub fn went_nowhere(before: &Regs, after: &Regs) -> Option<String> {
+    (after.sp() <= before.sp() || after.rip == 0).then(|| {
+        format!(
+            "unwinding at ip {:#x} went nowhere (sp {:#x} -> {:#x}, ip {:#x})",
+            before.rip,
+            before.sp(),
+            after.sp(),
+            after.rip
+        )
+    })
+}
+
 /// The native modules of a target, read lazily (one per walker).
 pub struct NativeModules<'t> {
     target: &'t dyn Target,
