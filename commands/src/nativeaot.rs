@@ -234,10 +234,20 @@ impl Render for AotHeapStat {
             } => out.push_str(&format!(
                 "Type names: ILC's symbol names ({method_tables} MethodTables) from {file}\n"
             )),
-            AotTypeNames::Unnamed { reason, looked_for } => {
+            AotTypeNames::Unnamed {
+                reason,
+                looked_for,
+                by_crash_info,
+            } => {
                 out.push_str(&format!(
                     "Types are unnamed (counted by MethodTable): {reason}\n"
                 ));
+                if *by_crash_info > 0 {
+                    out.push_str(&format!(
+                        "  {by_crash_info} named by the crash info (the types of the exceptions \
+                         it records)\n"
+                    ));
+                }
                 if !looked_for.is_empty() {
                     out.push_str(&format!("  looked for: {}\n", looked_for.join(", ")));
                 }
