@@ -214,6 +214,17 @@ fn nativeaot_threads() {
         // The command's JSON says the same.
         let s = session(&e);
         let (out, _) = commands::execute(&s, "clrthreads").unwrap().unwrap();
+        // No managed thread id: the runtime publishes no way to it; said, never guessed.
+        assert!(
+            out.text.contains("Managed thread ids: not shown"),
+            "{}",
+            e.name
+        );
+        assert!(out.data["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("managed_id").is_none()));
         let listed: Vec<u64> = out.data["threads"]
             .as_array()
             .unwrap()
