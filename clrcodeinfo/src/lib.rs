@@ -11,11 +11,13 @@
 //! - [`debuginfo`]: the JIT's debug info as the runtime stores it (JIT'd code and
 //!   ReadyToRun images; the .NET 8/9, 10 and 11 layouts): native-to-IL offset bounds,
 //!   variable locations and, on .NET 11, runtime-async suspension points.
+//! - [`gcdump`]: decoded GC info as the text SOS's `gcinfo` prints (the runtime's GcInfoDumper).
 //!
 //! README.md says where the blobs are in a dump and how a stack walk should ask.
 
 mod bits;
 pub mod debuginfo;
+pub mod gcdump;
 pub mod gcinfo;
 mod nibble;
 

@@ -9,6 +9,7 @@ pub mod about;
 pub mod addr;
 pub mod asyncs;
 pub mod buckets;
+pub mod codeinfo;
 pub mod control;
 pub mod exceptions;
 pub mod heap;

@@ -12,7 +12,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
+            asyncs, codeinfo, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
             runtimesos, stacks, threadpool,
         };
         native::SPECS
@@ -21,6 +21,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(heapsos::SPECS)
             .chain(objects::SPECS)
             .chain(stacks::SPECS)
+            .chain(codeinfo::SPECS)
             .chain(asyncs::SPECS)
             .chain(roots::SPECS)
             .chain(exceptions::SPECS)

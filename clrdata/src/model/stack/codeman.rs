@@ -268,7 +268,12 @@ impl CodeIndex {
                 Ok(b.chunks_exact(EE_CLAUSE_SIZE as usize)
                     .map(|c| {
                         let w = |k: usize| u32::from_le_bytes(c[k..k + 4].try_into().unwrap());
-                        EhClause::new(w(0), w(4), w(8), w(12), w(16), w(24))
+                        let mut clause = EhClause::new(w(0), w(4), w(8), w(12), w(16), w(24));
+                        if clause.is_typed() && clause.flags & super::eh::CACHED_CLASS != 0 {
+                            clause.cached_type =
+                                Some(u64::from_le_bytes(c[24..32].try_into().unwrap()));
+                        }
+                        clause
                     })
                     .collect())
             }

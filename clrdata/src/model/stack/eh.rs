@@ -20,7 +20,15 @@ pub struct EhClause {
     pub handler_end: u32,
     /// A filter clause's filter funclet's offset; else the class token (typed) or 0.
     pub filter_or_class: u32,
+    /// The TypeHandle a JIT'd method's typed clause holds in place of its class token once the
+    /// runtime resolved it (`COR_ILEXCEPTION_CLAUSE_CACHED_CLASS`: the pointer-sized union of
+    /// `EE_ILEXCEPTION_CLAUSE`); `filter_or_class` is then not a token.
+    pub cached_type: Option<u64>,
 }
+
+/// `COR_ILEXCEPTION_CLAUSE_CACHED_CLASS`: a typed clause whose class the runtime resolved and
+/// cached as a TypeHandle in the clause (JIT'd code's `EE_ILEXCEPTION_CLAUSE` only).
+pub const CACHED_CLASS: u32 = 0x1000_0000;
 
 impl EhClause {
     /// The clause from its six fields in the runtime's order.
@@ -39,7 +47,25 @@ impl EhClause {
             handler_start,
             handler_end,
             filter_or_class,
+            cached_type: None,
         }
+    }
+
+    /// The clause's kind as SOS's ehinfo names it: `TYPED`, `FILTER`, `FINALLY` or `FAULT`
+    /// (`CorExceptionFlag`'s low bits), `None` for another value.
+    pub fn kind_name(&self) -> Option<&'static str> {
+        match self.flags & 7 {
+            0 => Some("TYPED"),
+            1 => Some("FILTER"),
+            2 => Some("FINALLY"),
+            4 => Some("FAULT"),
+            _ => None,
+        }
+    }
+
+    /// A typed clause (`catch (T)`).
+    pub fn is_typed(&self) -> bool {
+        self.flags & 7 == 0
     }
 
     /// A filter clause (`COR_ILEXCEPTION_CLAUSE_FILTER`).

@@ -485,6 +485,40 @@ impl<'a, M: Memory> StackWalker<'a, M> {
         Ok(Some((ci, f)))
     }
 
+    /// The EH clauses of the method whose code `ci` describes (`ehinfo`): JIT'd code's
+    /// `EE_ILEXCEPTION`, ReadyToRun code's image ExceptionInfo section.
+    pub fn eh_clauses(&self, ci: &CodeInfo) -> crate::Result<Vec<EhClause>> {
+        self.code.eh_clauses(self.rt, ci)
+    }
+
+    /// Where the GC info of the method whose code `ci` describes starts (JIT'd code:
+    /// `RealCodeHeader::phdrJitGCInfo`; ReadyToRun code: after its unwind info).
+    pub fn gc_info_address(&self, ci: &CodeInfo) -> crate::Result<u64> {
+        self.code.gc_info(self.rt, ci)
+    }
+
+    /// The name of the type a typed clause of a method of `module` catches: the TypeHandle the
+    /// runtime cached in the clause, else its class token (TypeDef, TypeRef or TypeSpec) in the
+    /// module's metadata.
+    pub fn catch_type_name(&self, module: Option<u64>, c: &EhClause) -> crate::Result<String> {
+        if let Some(th) = c.cached_type {
+            return self.names.name(self.rt, th).map(|n| n.to_string());
+        }
+        let module = module.ok_or_else(|| {
+            crate::ClrError::not_found_at(
+                "the clause's module",
+                0,
+                "the method's module is not known",
+            )
+        })?;
+        let md = self.names.module_metadata(self.rt, module)?;
+        let meta = md.metadata()?;
+        meta.token_type_name(crate::metadata::Token(c.filter_or_class))
+            .map_err(|e| {
+                crate::ClrError::metadata(format!("class token {:08x}", c.filter_or_class), e)
+            })
+    }
+
     /// Reports the explicit Frame at `frame`, and the context it resumes, if any.
     fn explicit_frame(&self, frame: u64, regs: &Regs) -> (StackFrame, Resume) {
         let l = self.rt.layout.stack();
