@@ -1,5 +1,6 @@
 //! What every command returns: a JSON document and the text a person reads.
 
+use crate::style::NameStyle;
 use clrdata::ClrError;
 use serde::Serialize;
 use serde_json::Value;
@@ -134,14 +135,27 @@ impl Output {
         })
     }
 
-    /// Writes the result: a streamed one as it is computed, JSON inside the envelope.
+    /// Writes the result: a streamed one as it is computed, JSON inside the envelope; text with
+    /// its type names in `style` (JSON keeps the DAC's form).
     pub fn write_to(
         &self,
         w: &mut dyn Write,
         json: bool,
         pretty: bool,
+        style: NameStyle,
     ) -> Result<(), CommandError> {
         let io = CommandError::from;
+        if style != NameStyle::Dac && !json {
+            if let Some(Stream(f)) = &self.stream {
+                let mut styled = StyledLines {
+                    inner: w,
+                    style,
+                    line: Vec::new(),
+                };
+                f(&mut styled, false)?;
+                return styled.flush_line().map_err(io);
+            }
+        }
         match (&self.stream, json) {
             (Some(Stream(f)), true) => {
                 write!(
@@ -164,7 +178,7 @@ impl Output {
                 writeln!(w, "{s}").map_err(io)
             }
             (None, false) => {
-                write!(w, "{}", self.text).map_err(io)?;
+                write!(w, "{}", style.apply(&self.text)).map_err(io)?;
                 if !self.text.ends_with('\n') && !self.text.is_empty() {
                     writeln!(w).map_err(io)?;
                 }
@@ -180,6 +194,41 @@ impl Output {
             "command": self.command,
             "result": self.data,
         })
+    }
+}
+
+/// A writer that rewrites the type names of each whole line of text in `style` (a streamed
+/// result's text is written piecemeal).
+struct StyledLines<'w> {
+    inner: &'w mut dyn Write,
+    style: NameStyle,
+    line: Vec<u8>,
+}
+
+impl StyledLines<'_> {
+    fn flush_line(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            let text = String::from_utf8_lossy(&self.line);
+            self.inner.write_all(self.style.apply(&text).as_bytes())?;
+            self.line.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Write for StyledLines<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for chunk in buf.split_inclusive(|b| *b == b'\n') {
+            self.line.extend_from_slice(chunk);
+            if chunk.ends_with(b"\n") {
+                self.flush_line()?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -13,7 +13,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     ALL.get_or_init(|| {
         use crate::{
             asyncs, codeinfo, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
-            runtimesos, stacks, threadpool,
+            runtimesos, settings, stacks, threadpool,
         };
         native::SPECS
             .iter()
@@ -29,6 +29,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(locks::SPECS)
             .chain(threadpool::SPECS)
             .chain(runtimesos::SPECS)
+            .chain(settings::SPECS)
             .collect()
     })
 }

@@ -50,6 +50,8 @@ pub struct Session {
     aot: OnceLock<Result<Option<Arc<clrdata::nativeaot::NativeAot>>, ClrError>>,
     /// The OS id of the thread `setthread` chose (SOS's current thread), kept for the session.
     selected: std::sync::Mutex<Option<u32>>,
+    /// How type names are written in text (`set typenames`).
+    name_style: std::sync::Mutex<crate::style::NameStyle>,
 }
 
 impl Session {
@@ -73,6 +75,16 @@ impl Session {
     /// Makes the dump's thread with OS id `os_id` the current one (`setthread`).
     pub fn select_os_thread(&self, os_id: u32) {
         *self.selected.lock().unwrap_or_else(|e| e.into_inner()) = Some(os_id);
+    }
+
+    /// How the session writes type names in text (`set typenames`).
+    pub fn name_style(&self) -> crate::style::NameStyle {
+        *self.name_style.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the session write type names in text in `style`.
+    pub fn set_name_style(&self, style: crate::style::NameStyle) {
+        *self.name_style.lock().unwrap_or_else(|e| e.into_inner()) = style;
     }
 
     /// The debugger's index of the dump's thread with OS id `os_id` (SOS's and dotnet-dump's
@@ -107,6 +119,7 @@ impl Session {
             clr: OnceLock::new(),
             aot: OnceLock::new(),
             selected: std::sync::Mutex::new(None),
+            name_style: std::sync::Mutex::new(crate::style::NameStyle::default()),
         }
     }
 

@@ -9,11 +9,12 @@ use tests::modgraph::{ModuleGraph, ROOT};
 /// A module's layer: higher layers may import lower ones, never the reverse.
 fn layer(m: &str) -> Option<usize> {
     Some(match m {
-        "output" | "text" | "tokenize" | "tree" | "addr" | "control" => 0,
+        "output" | "text" | "tokenize" | "tree" | "addr" | "control" | "style" => 0,
         "session" => 1,
         "spec" => 2,
         "native" | "heap" | "objects" | "stacks" | "asyncs" | "roots" | "exceptions" | "locks"
-        | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" | "codeinfo" => 2,
+        | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" | "codeinfo"
+        | "settings" => 2,
         "registry" | "help" => 4,
         "triage" => 5,
         "buckets" => 6,

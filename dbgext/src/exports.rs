@@ -187,7 +187,8 @@ commands!(
     "assemblies" => ext_assemblies,
     "dumpassembly" => ext_dumpassembly,
     "token2ee" => ext_token2ee,
-    "soshelp" => ext_soshelp
+    "soshelp" => ext_soshelp,
+    "set" => ext_set
 );
 
 #[cfg(test)]

@@ -96,6 +96,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "dumpassembly",
     "token2ee",
     "soshelp",
+    "set",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).
@@ -186,6 +187,19 @@ pub fn help(args: &str) -> Printed {
     p
 }
 
+/// How type names are written in the extension's text (`!set typenames`): kept for the whole
+/// debugging session, where each command has a session of its own.
+static NAME_STYLE: std::sync::Mutex<commands::style::NameStyle> =
+    std::sync::Mutex::new(commands::style::NameStyle::Dac);
+
+fn name_style() -> commands::style::NameStyle {
+    *NAME_STYLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn set_name_style(style: commands::style::NameStyle) {
+    *NAME_STYLE.lock().unwrap_or_else(|e| e.into_inner()) = style;
+}
+
 /// Runs the command exported as `name` with the argument text WinDbg passed, against the
 /// engine, and returns what it printed. Must be called on the engine's own thread: engine
 /// calls happen only here, while the command itself runs on a worker thread.
@@ -227,9 +241,13 @@ pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
     let result = std::thread::scope(|s| {
         let worker = s.spawn(move || {
             let session = Session::new(Arc::new(target), path);
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            session.set_name_style(name_style());
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 commands::execute(&session, &line)
-            }))
+            }));
+            // `!set typenames` lasts beyond its own session (each command runs in a new one).
+            set_name_style(session.name_style());
+            r
         });
         serve(engine, &rx, &|| worker.is_finished());
         worker.join()
@@ -243,7 +261,7 @@ pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
             if json {
                 p.normal(format!("{}\n", out.json_document()));
             } else {
-                let mut t = out.text;
+                let mut t = name_style().apply(&out.text).into_owned();
                 if !t.is_empty() && !t.ends_with('\n') {
                     t.push('\n');
                 }

@@ -47,6 +47,12 @@ struct Cli {
     /// Print every result as a JSON document (one per command; see docs/json.md).
     #[arg(long)]
     json: bool,
+    /// How type names are written in text: `dac` as the DAC and SOS write them
+    /// (List`1[[System.String, System.Private.CoreLib]]), `csharp` as C# does
+    /// (List<System.String>); JSON always keeps the DAC's form. `set typenames` changes it in a
+    /// session.
+    #[arg(long, value_name = "STYLE", value_enum, default_value_t = commands::style::NameStyle::Dac)]
+    type_names: commands::style::NameStyle,
     #[command(flatten)]
     open: OpenArgs,
 }
@@ -616,6 +622,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         .with_context(|| format!("opening {}", cli.dump.display()))?
         .with_discover_options(cli.open.discover());
     session.control.set_progress(Arc::new(progress::Stderr));
+    session.set_name_style(cli.type_names);
     let mut lines: Vec<String> = cli.commands.clone();
     if let Some(script) = &cli.script {
         let text = std::fs::read_to_string(script)
@@ -654,7 +661,8 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     if matches!(name.as_str(), "help" | "!help" | "soshelp" | "!soshelp") {
         let json = json_default || bare.split_whitespace().any(|w| w == "--json");
         let topic = bare.split_whitespace().skip(1).find(|w| *w != "--json");
-        let r = commands::help::help_output(topic).and_then(|out| print_output(&out, json));
+        let r = commands::help::help_output(topic)
+            .and_then(|out| print_output(&out, json, Default::default()));
         return match r {
             Ok(()) => true,
             Err(e) => {
@@ -668,13 +676,15 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     }
     match commands::execute_streaming(session, line) {
         Ok(None) => true,
-        Ok(Some((out, json))) => match print_output(&out, json || json_default) {
-            Ok(()) => true,
-            Err(e) => {
-                eprintln!("dumpshell: {line}: {e}");
-                false
+        Ok(Some((out, json))) => {
+            match print_output(&out, json || json_default, session.name_style()) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("dumpshell: {line}: {e}");
+                    false
+                }
             }
-        },
+        }
         Err(e) => {
             if json_default || line.split_whitespace().any(|w| w == "--json") {
                 println!("{}", e.json_document(&name));
@@ -685,11 +695,15 @@ fn run_line(session: &Session, line: &str, json_default: bool) -> bool {
     }
 }
 
-fn print_output(out: &Output, json: bool) -> Result<(), commands::CommandError> {
+fn print_output(
+    out: &Output,
+    json: bool,
+    style: commands::style::NameStyle,
+) -> Result<(), commands::CommandError> {
     let stdout = std::io::stdout();
     let pretty = stdout.is_terminal();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    let r = out.write_to(&mut w, json, pretty);
+    let r = out.write_to(&mut w, json, pretty, style);
     let flushed = w.flush();
     match r {
         // A closed pipe (`dumpshell ... | head`) is not an error worth reporting.
