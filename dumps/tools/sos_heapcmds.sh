@@ -24,6 +24,8 @@
 #                                    lists, -segment <begin> (an address inside a segment's
 #                                    memory) of the first one, -short -segment <S> of the last
 #                                    non-empty one, and -segment 1000 (no segment's)
+#   dumps/<name>.sos-verifyobj.txt   verifyobj <A>, <B>, <A+8> (inside an object) and 1000 (on no
+#                                    segment), A and B as for sos-dumpheap.txt
 #
 # TRUTHS (default: all of them) names which files to write, by <what>: e.g.
 # `TRUTHS=dumpheapfilter sos_heapcmds.sh servergc-net11`.
@@ -71,7 +73,7 @@ for name in "$@"; do
         sos "dumpgen $1" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && $2 ~ /^[0-9]+$/ { if ($2 + 0 > n) { n = $2 + 0; mt = $1 } }
             END { if (mt != "") print mt }'
     }
-    want() { [[ " ${TRUTHS:-gcheapstat sizestats dumpgen dumpheap dumpruntimetypes dumpdelegate dumpheapfilter} " == *" $1 "* ]]; }
+    want() { [[ " ${TRUTHS:-gcheapstat sizestats dumpgen dumpheap dumpruntimetypes dumpdelegate dumpheapfilter verifyobj} " == *" $1 "* ]]; }
     want gcheapstat && {
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
@@ -150,5 +152,15 @@ for name in "$@"; do
         section "dumpheap -short -segment $last"
         section "dumpheap -stat -segment 1000"
     } > "$here/$name.sos-dumpheapfilter.txt"
+    want verifyobj && {
+        mt=$(top_mt gen2)
+        read -r a b < <(sos "dumpgen gen2 -mt $mt" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && NF == 3 { if (!f) f = $1; l = $1 }
+            END { print f, l }')
+        echo "# sos_heapcmds.sh: $name.dmp"
+        echo "$head"
+        for x in "$a" "$b" "$(printf %x $((0x$a + 8)))" 1000; do
+            section "verifyobj $x"
+        done
+    } > "$here/$name.sos-verifyobj.txt"
     echo "sos_heapcmds.sh: $name" >&2
 done

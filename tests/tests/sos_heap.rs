@@ -706,3 +706,61 @@ fn dumpheap_heap_segment_and_bycount_are_sos() {
          count, {short} short"
     );
 }
+
+// ----------------------------------------------------------------------------------- verifyobj
+
+/// SOS's issue name (`InvalidMethodTable`) as dumpshell's JSON kind (`invalid_method_table`).
+fn snake(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `verifyobj` against SOS (the truths `dumps/<name>.sos-verifyobj.txt`): the verdict on
+/// objects of the heap (valid), an address inside an object and one on no segment, and the
+/// kind of SOS's issue.
+#[test]
+fn verifyobj_is_sos() {
+    let (mut valid, mut invalid) = (0, 0);
+    for (e, t) in with_truth("verifyobj") {
+        let s = session(&e);
+        for (cmd, lines) in &t {
+            let what = format!("{} {cmd}", e.name);
+            let (json, text) = run(&s, cmd);
+            if lines.iter().any(|l| l.ends_with("is a valid object")) {
+                assert_eq!(json["valid"], true, "{what}: {json}");
+                assert_eq!(json["problems"].as_array().unwrap().len(), 0, "{what}");
+                assert!(text.ends_with("is a valid object\n"), "{what}: {text}");
+                valid += 1;
+                continue;
+            }
+            // SOS: `Offset Issue Description` rows.
+            let kinds: Vec<String> = lines
+                .iter()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() >= 2 && w[0].starts_with("0x")).then(|| snake(w[1]))
+                })
+                .collect();
+            assert!(!kinds.is_empty(), "{what}: {lines:?}");
+            assert_eq!(json["valid"], false, "{what}: {json}");
+            let ours: Vec<String> = json["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["kind"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(ours, kinds, "{what}: {json}");
+            invalid += 1;
+        }
+    }
+    assert!(
+        valid >= 10 && invalid >= 10,
+        "{valid} valid, {invalid} invalid"
+    );
+}
