@@ -779,7 +779,7 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 d.retention = retention.as_ref().map(|r| r.1.clone());
                 if by_count {
                     // Most objects first; equal counts keep the order by total size.
-                    d.statistics.sort_by(|a, b| b.count.cmp(&a.count));
+                    d.statistics.sort_by_key(|t| std::cmp::Reverse(t.count));
                 }
                 d
             })

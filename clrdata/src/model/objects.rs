@@ -1651,7 +1651,7 @@ pub fn verify_object<M: Memory>(
         ));
         return out;
     }
-    if address % 8 != 0 {
+    if !address.is_multiple_of(8) {
         out.problems.push(one(
             ObjectProblemKind::ObjectNotPointerAligned,
             format!("{address:#x} is not aligned to 8 bytes"),
