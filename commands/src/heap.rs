@@ -406,6 +406,21 @@ fn dumpheap_grammar() -> Command {
             "only objects of this generation: gen0, gen1, gen2, loh (large), poh \
                      (pinned) or foh (frozen), as SOS spells them",
         ))
+        .arg(Arg::new("heap").long("heap").value_name("N").help(
+            "only objects of GC heap N (server GC has several, numbered from 0 as eeheap -gc \
+             numbers them; workstation GC has heap 0)",
+        ))
+        .arg(Arg::new("segment").long("segment").value_name("ADDR").help(
+            "only objects of the segment whose heap_segment is at ADDR or whose memory (from \
+             its start to its committed end) holds ADDR, as SOS's -segment (eeheap -gc lists \
+             them); 0 means every segment, as in SOS",
+        ))
+        .arg(
+            Arg::new("bycount")
+                .long("bycount")
+                .action(ArgAction::SetTrue)
+                .help("sort the statistics by object count instead of total size"),
+        )
         .arg(
             Arg::new("min")
                 .long("min")
@@ -659,10 +674,12 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         Err(e) => {
             let only_stat = m.get_flag("stat")
                 && m.get_many::<String>("range").is_none()
-                && ["type", "mt", "gen", "min", "max", "limit"]
-                    .iter()
-                    .all(|a| m.get_one::<String>(a).is_none())
-                && ["strings", "short", "free", "live", "dead"]
+                && [
+                    "type", "mt", "gen", "heap", "segment", "min", "max", "limit",
+                ]
+                .iter()
+                .all(|a| m.get_one::<String>(a).is_none())
+                && ["strings", "short", "free", "live", "dead", "bycount"]
                     .iter()
                     .all(|a| !m.get_flag(a));
             return match crate::session::nativeaot_of(s, &e) {
@@ -736,10 +753,13 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         .get_many::<String>("range")
         .map(|v| address_range(c.heap()?, &v.map(String::as_str).collect::<Vec<_>>()))
         .transpose()?;
+    let segments = segment_filter(c.heap()?, arg("heap"), arg("segment"))?;
+    let by_count = m.get_flag("bycount");
     let q = HeapQuery {
         reach,
         generation,
         range,
+        segments,
         type_filter: arg("type").map(str::to_owned),
         mt_filter: arg("mt").map(parse_address).transpose()?,
         min: num("min")?,
@@ -757,6 +777,10 @@ fn dumpheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 let mut d = DumpHeap::of(st, retention.as_ref().map(|r| &r.0));
                 d.reachability = reach_out.clone();
                 d.retention = retention.as_ref().map(|r| r.1.clone());
+                if by_count {
+                    // Most objects first; equal counts keep the order by total size.
+                    d.statistics.sort_by_key(|t| std::cmp::Reverse(t.count));
+                }
                 d
             })
             .map_err(|e| match e {
@@ -802,6 +826,52 @@ fn address_range(heap: &clrdata::GcHeap, words: &[&str]) -> Result<(u64, u64), C
         ));
     }
     Ok((start, end))
+}
+
+/// The segments `dumpheap -heap <n>` and `-segment <addr>` choose (indices in
+/// [`clrdata::GcHeap::segments`]), as SOS chooses them: those of GC heap `n` (refused when the
+/// heap has no such heap); the segment whose heap_segment is at `addr` or whose memory (from
+/// its start to its committed end) holds `addr` (none may: then no object is counted; 0 means
+/// every segment). `None` when neither is given.
+fn segment_filter(
+    heap: &clrdata::GcHeap,
+    heap_word: Option<&str>,
+    segment_word: Option<&str>,
+) -> Result<Option<std::collections::BTreeSet<usize>>, CommandError> {
+    let index = heap_word
+        .map(|w| {
+            let n = parse_count(w)?;
+            match usize::try_from(n) {
+                Ok(i) if i < heap.heaps.len() => Ok(i),
+                _ => Err(CommandError::bad_argument(
+                    format!("heap {w}"),
+                    format!(
+                        "no GC heap with index {n} (the process has {}, from 0)",
+                        heap.heaps.len()
+                    ),
+                )),
+            }
+        })
+        .transpose()?;
+    let address = segment_word
+        .map(parse_address)
+        .transpose()?
+        .filter(|&a| a != 0);
+    if index.is_none() && address.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(
+        heap.segments
+            .iter()
+            .enumerate()
+            .filter(|(_, sg)| index.is_none_or(|i| sg.heap == i))
+            .filter(|(_, sg)| {
+                address
+                    .is_none_or(|a| sg.address == a || (sg.region_start() <= a && a < sg.committed))
+            })
+            .map(|(i, _)| i)
+            .collect(),
+    ))
 }
 
 /// A heap walk handing each listed object to its argument, giving the statistics.

@@ -160,6 +160,14 @@ pub static SPECS: &[CommandSpec] =
             },
             run: verifyheap,
         },
+        CommandSpec {
+            name: "verifyobj",
+            aliases: &[],
+            about: "checks one object: on the heap, its MethodTable, that the heap walk starts an \
+                    object there, and that every reference points at an object",
+            grammar: || Command::new("verifyobj").arg(addr_arg("address", "the object's address")),
+            run: verifyobj,
+        },
     ];
 
 fn addr_arg(name: &'static str, help: &'static str) -> Arg {
@@ -1453,4 +1461,79 @@ fn verifyheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let max = count(m, "max")?.unwrap_or(100) as usize;
     let v = objects::verify_heap(&reader(&c), heap, max);
     Ok(Output::rendered("verifyheap", VerifyHeap(v)))
+}
+
+// ---------------------------------------------------------------------------------- verifyobj
+
+/// `verifyobj`'s result (docs/json.md, `verifyobj`).
+#[derive(Serialize)]
+pub struct VerifyObj {
+    pub address: String,
+    pub mt: Option<String>,
+    /// No problem found.
+    pub valid: bool,
+    pub references: u64,
+    pub problems: Vec<ObjectProblemOut>,
+}
+
+/// One problem of `verifyobj`.
+#[derive(Serialize)]
+pub struct ObjectProblemOut {
+    pub offset: u64,
+    pub kind: clrdata::model::objects::ObjectProblemKind,
+    pub detail: String,
+}
+
+impl Render for VerifyObj {
+    /// SOS's words: `object 0x.. is a valid object`, else an Offset / Issue / Description
+    /// table and the count of errors.
+    fn render(&self) -> String {
+        if self.valid {
+            return format!("object {} is a valid object\n", self.address);
+        }
+        let mut t = format!("{:<8} {:<30} Description\n", "Offset", "Issue");
+        for p in &self.problems {
+            let kind = serde_json::to_value(p.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            t.push_str(&format!(
+                "{:<8} {:<30} {}\n",
+                format!("{:#04x}", p.offset),
+                kind,
+                p.detail
+            ));
+        }
+        let n = self.problems.len();
+        t.push_str(&format!(
+            "\n{n} error{} detected.\n",
+            if n == 1 { "" } else { "s" }
+        ));
+        t
+    }
+}
+
+fn verifyobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let a = addr(m, "address")?;
+    let v = objects::verify_object(&reader(&c), heap, a);
+    Ok(Output::rendered(
+        "verifyobj",
+        VerifyObj {
+            address: hex(v.address),
+            mt: v.mt.map(hex),
+            valid: v.problems.is_empty(),
+            references: v.references,
+            problems: v
+                .problems
+                .into_iter()
+                .map(|p| ObjectProblemOut {
+                    offset: p.offset,
+                    kind: p.kind,
+                    detail: p.detail,
+                })
+                .collect(),
+        },
+    ))
 }

@@ -150,6 +150,7 @@ commands!(
     "crashinfo" => ext_crashinfo,
     "gcwhere" => ext_gcwhere,
     "verifyheap" => ext_verifyheap,
+    "verifyobj" => ext_verifyobj,
     "gcheapstat" => ext_gcheapstat,
     "sizestats" => ext_sizestats,
     "dumpgen" => ext_dumpgen,

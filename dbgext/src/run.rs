@@ -58,6 +58,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "crashinfo",
     "gcwhere",
     "verifyheap",
+    "verifyobj",
     "gcheapstat",
     "sizestats",
     "dumpgen",

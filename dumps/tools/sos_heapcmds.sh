@@ -17,6 +17,18 @@
 #                                    lists for the patterns of DELEGATE_TYPES (default
 #                                    "System.Func System.Action Callback EventHandler"; a
 #                                    non-delegate among them shows SOS's refusal)
+#   dumps/<name>.sos-dumpheapfilter.txt  dumpheap -stat -heap <n> for each GC heap `eeheap -gc`
+#                                    counts and for one past the last (SOS's refusal),
+#                                    dumpheap -stat -bycount (alone and with -heap 0),
+#                                    dumpheap -stat -segment <S> for each segment `eeheap -gc`
+#                                    lists, -segment <begin> (an address inside a segment's
+#                                    memory) of the first one, -short -segment <S> of the last
+#                                    non-empty one, and -segment 1000 (no segment's)
+#   dumps/<name>.sos-verifyobj.txt   verifyobj <A>, <B>, <A+8> (inside an object) and 1000 (on no
+#                                    segment), A and B as for sos-dumpheap.txt
+#
+# TRUTHS (default: all of them) names which files to write, by <what>: e.g.
+# `TRUTHS=dumpheapfilter sos_heapcmds.sh servergc-net11`.
 #
 # Uses the dotnet tool dotnet-dump (`dotnet tool install -g dotnet-dump --version 10.0.750501`,
 # or $DOTNET_DUMP) with the build's own DAC from its NuGet runtime pack
@@ -49,7 +61,8 @@ for name in "$@"; do
     sos() {
         timeout 900 "$dd" analyze "$core" "${setup[@]}" -c "$1" -c exit 2>&1 \
             | sed -e '/^Loading core dump/d' -e '/^Current symbol store/d' -e '/^-> Directory/d' \
-                  -e '/^Set load path/d' -e '/^Ready to process analysis commands/d' || true
+                  -e '/^Set load path/d' -e '/^Ready to process analysis commands/d' \
+                  -e '/^   at /d' || true
     }
     section() {
         echo "### $1"
@@ -60,18 +73,19 @@ for name in "$@"; do
         sos "dumpgen $1" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && $2 ~ /^[0-9]+$/ { if ($2 + 0 > n) { n = $2 + 0; mt = $1 } }
             END { if (mt != "") print mt }'
     }
-    {
+    want() { [[ " ${TRUTHS:-gcheapstat sizestats dumpgen dumpheap dumpruntimetypes dumpdelegate dumpheapfilter verifyobj} " == *" $1 "* ]]; }
+    want gcheapstat && {
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
         section "gcheapstat"
         section "gcheapstat -unreachable"
     } > "$here/$name.sos-gcheapstat.txt"
-    {
+    want sizestats && {
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
         section "sizestats"
     } > "$here/$name.sos-sizestats.txt"
-    {
+    want dumpgen && {
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
         for g in gen0 gen1 gen2 loh poh foh; do
@@ -86,32 +100,67 @@ for name in "$@"; do
             section "dumpheap -stat -gen $g"
         done
     } > "$here/$name.sos-dumpgen.txt"
-    mt=$(top_mt gen2)
-    read -r a b < <(sos "dumpgen gen2 -mt $mt" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && NF == 3 { if (!f) f = $1; l = $1 }
-        END { print f, l }')
-    {
-        echo "# sos_heapcmds.sh: $name.dmp"
-        echo "$head"
-        section "dumpheap -short $a $b"
-        section "dumpheap -stat $a"
-        section "dumpheap -stat $a L1000"
-    } > "$here/$name.sos-dumpheap.txt"
-    {
+    want dumpheap && {
+        mt=$(top_mt gen2)
+        read -r a b < <(sos "dumpgen gen2 -mt $mt" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && NF == 3 { if (!f) f = $1; l = $1 }
+            END { print f, l }')
+        {
+            echo "# sos_heapcmds.sh: $name.dmp"
+            echo "$head"
+            section "dumpheap -short $a $b"
+            section "dumpheap -stat $a"
+            section "dumpheap -stat $a L1000"
+        } > "$here/$name.sos-dumpheap.txt"
+    }
+    want dumpruntimetypes && {
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
         section "dumpruntimetypes"
     } > "$here/$name.sos-dumpruntimetypes.txt"
-    addrs=()
-    for prefix in ${DELEGATE_TYPES:-System.Func System.Action Callback EventHandler}; do
-        while read -r a; do addrs+=("$a"); done < <(sos "dumpheap -type $prefix" | awk -v n="${DELEGATES_PER_TYPE:-3}" \
-            '$1 ~ /^[0-9a-f]+$/ && $2 ~ /^[0-9a-f]+$/ && NF == 3 { if (seen[$2]++ < n) print $1 }')
-    done
-    {
+    want dumpdelegate && {
+        addrs=()
+        for prefix in ${DELEGATE_TYPES:-System.Func System.Action Callback EventHandler}; do
+            while read -r a; do addrs+=("$a"); done < <(sos "dumpheap -type $prefix" | awk -v n="${DELEGATES_PER_TYPE:-3}" \
+                '$1 ~ /^[0-9a-f]+$/ && $2 ~ /^[0-9a-f]+$/ && NF == 3 { if (seen[$2]++ < n) print $1 }')
+        done
+        {
+            echo "# sos_heapcmds.sh: $name.dmp"
+            echo "$head"
+            for a in $(printf '%s\n' "${addrs[@]}" | sort -u); do
+                section "dumpdelegate $a"
+            done
+        } > "$here/$name.sos-dumpdelegate.txt"
+    }
+    want dumpheapfilter && {
+        eeheap=$(sos "eeheap -gc")
+        heaps=$(awk '/^Number of GC Heaps:/ { print $NF }' <<<"$eeheap")
+        # segment begin allocated committed ...: each segment's address, begin and allocated.
+        segs=$(awk 'NF >= 4 && $1 ~ /^[0-9a-f]+$/ && $2 ~ /^[0-9a-f]+$/ && $3 ~ /^[0-9a-f]+$/ && length($1) >= 8 { print $1, $2, $3 }' <<<"$eeheap")
         echo "# sos_heapcmds.sh: $name.dmp"
         echo "$head"
-        for a in $(printf '%s\n' "${addrs[@]}" | sort -u); do
-            section "dumpdelegate $a"
+        for ((i = 0; i <= heaps; i++)); do
+            section "dumpheap -stat -heap $i"
         done
-    } > "$here/$name.sos-dumpdelegate.txt"
+        section "dumpheap -stat -bycount"
+        section "dumpheap -stat -bycount -heap 0"
+        while read -r s _ _; do
+            section "dumpheap -stat -segment $s"
+        done <<<"$segs"
+        read -r _ begin _ <<<"$segs"
+        section "dumpheap -stat -segment $begin"
+        last=$(awk '$2 != $3 { s = $1 } END { print s }' <<<"$segs")
+        section "dumpheap -short -segment $last"
+        section "dumpheap -stat -segment 1000"
+    } > "$here/$name.sos-dumpheapfilter.txt"
+    want verifyobj && {
+        mt=$(top_mt gen2)
+        read -r a b < <(sos "dumpgen gen2 -mt $mt" | awk 'length($1) == 16 && $1 ~ /^[0-9a-f]+$/ && NF == 3 { if (!f) f = $1; l = $1 }
+            END { print f, l }')
+        echo "# sos_heapcmds.sh: $name.dmp"
+        echo "$head"
+        for x in "$a" "$b" "$(printf %x $((0x$a + 8)))" 1000; do
+            section "verifyobj $x"
+        done
+    } > "$here/$name.sos-verifyobj.txt"
     echo "sos_heapcmds.sh: $name" >&2
 done

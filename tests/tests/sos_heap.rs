@@ -592,3 +592,175 @@ fn dumpruntimetypes_is_sos() {
     }
     assert!(named > 0);
 }
+
+// ------------------------------------------------------ dumpheap -heap, -segment and -bycount
+
+/// `dumpheap -heap <n>`, `-segment <addr>` and `-bycount` against SOS (the truths
+/// `dumps/<name>.sos-dumpheapfilter.txt`): per heap (and SOS's refusal of a heap past the
+/// last), per segment `eeheap -gc` lists, an address inside a segment's memory, an address in
+/// none, and the statistics by count.
+#[test]
+fn dumpheap_heap_segment_and_bycount_are_sos() {
+    let (mut refused, mut heaps, mut segments, mut empty, mut by_count, mut short) =
+        (0, 0, 0, 0, 0, 0);
+    for (e, t) in with_truth("dumpheapfilter") {
+        let s = session(&e);
+        for (cmd, lines) in &t {
+            let what = format!("{} {cmd}", e.name);
+            if lines.iter().any(|l| l.contains("No GC heap with index of")) {
+                let err = commands::execute(&s, cmd).err();
+                assert!(
+                    err.as_ref()
+                        .is_some_and(|e| e.to_string().contains("no GC heap with index")),
+                    "{what}: SOS refuses it ({:?})",
+                    err.map(|e| e.to_string())
+                );
+                refused += 1;
+                continue;
+            }
+            assert!(
+                !lines.iter().any(|l| l.contains("exception")),
+                "{what}: SOS failed: {lines:?}"
+            );
+            if cmd.contains("-short") {
+                let mut sos: Vec<u64> = lines
+                    .iter()
+                    .filter_map(|l| {
+                        let w = l.trim();
+                        (w.len() >= 8 && !w.contains(' ') && u64::from_str_radix(w, 16).is_ok())
+                            .then(|| addr(w))
+                    })
+                    .collect();
+                assert!(!sos.is_empty(), "{what}: {lines:?}");
+                let (json, _) = run(&s, &format!("{cmd} -free"));
+                let mut ours: Vec<u64> = json["objects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|o| addr(o["address"].as_str().unwrap()))
+                    .collect();
+                ours.sort_unstable();
+                sos.sort_unstable();
+                assert_eq!(ours, sos, "{what}");
+                short += 1;
+                continue;
+            }
+            let (mut sos, _) = sos_stats(lines);
+            // The order of SOS's rows (smallest first) before the free objects come out.
+            let sos_counts: Vec<u64> = lines
+                .iter()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() >= 4
+                        && w[0].len() >= 8
+                        && u64::from_str_radix(w[0], 16).is_ok()
+                        && w[3..].join(" ") != "Free")
+                        .then(|| num(w[1]))
+                })
+                .collect();
+            let free: Vec<u64> = sos
+                .iter()
+                .filter(|(_, v)| v.2 == "Free")
+                .map(|(k, _)| *k)
+                .collect();
+            let sos_free = free
+                .iter()
+                .filter_map(|k| sos.remove(k))
+                .fold((0, 0), |a, v| (a.0 + v.0, a.1 + v.1));
+            let (json, _) = run(&s, cmd);
+            same_stats(&what, &json_stats(&json["statistics"]), &sos);
+            assert_eq!(
+                (
+                    json["free_objects"].as_u64().unwrap(),
+                    json["free_size"].as_u64().unwrap()
+                ),
+                sos_free,
+                "{what}: free objects"
+            );
+            if cmd.contains("-bycount") {
+                // SOS writes the most numerous type last; the JSON has it first.
+                let mut ours: Vec<u64> = json["statistics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["count"].as_u64().unwrap())
+                    .collect();
+                ours.reverse();
+                assert!(sos_counts.is_sorted(), "{what}: SOS's order");
+                assert_eq!(ours, sos_counts, "{what}: the order by count");
+                by_count += 1;
+            }
+            if sos.is_empty() && sos_free.0 == 0 {
+                assert_eq!(json["total_objects"].as_u64(), Some(0), "{what}");
+                empty += 1;
+            } else if cmd.contains("-heap") {
+                heaps += 1;
+            } else if cmd.contains("-segment") {
+                segments += 1;
+            }
+        }
+    }
+    assert!(
+        refused >= 5 && heaps >= 7 && segments >= 20 && empty > 0 && by_count >= 10 && short >= 5,
+        "{refused} refused, {heaps} heaps, {segments} segments, {empty} empty, {by_count} by \
+         count, {short} short"
+    );
+}
+
+// ----------------------------------------------------------------------------------- verifyobj
+
+/// SOS's issue name (`InvalidMethodTable`) as dumpshell's JSON kind (`invalid_method_table`).
+fn snake(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `verifyobj` against SOS (the truths `dumps/<name>.sos-verifyobj.txt`): the verdict on
+/// objects of the heap (valid), an address inside an object and one on no segment, and the
+/// kind of SOS's issue.
+#[test]
+fn verifyobj_is_sos() {
+    let (mut valid, mut invalid) = (0, 0);
+    for (e, t) in with_truth("verifyobj") {
+        let s = session(&e);
+        for (cmd, lines) in &t {
+            let what = format!("{} {cmd}", e.name);
+            let (json, text) = run(&s, cmd);
+            if lines.iter().any(|l| l.ends_with("is a valid object")) {
+                assert_eq!(json["valid"], true, "{what}: {json}");
+                assert_eq!(json["problems"].as_array().unwrap().len(), 0, "{what}");
+                assert!(text.ends_with("is a valid object\n"), "{what}: {text}");
+                valid += 1;
+                continue;
+            }
+            // SOS: `Offset Issue Description` rows.
+            let kinds: Vec<String> = lines
+                .iter()
+                .filter_map(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    (w.len() >= 2 && w[0].starts_with("0x")).then(|| snake(w[1]))
+                })
+                .collect();
+            assert!(!kinds.is_empty(), "{what}: {lines:?}");
+            assert_eq!(json["valid"], false, "{what}: {json}");
+            let ours: Vec<String> = json["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["kind"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(ours, kinds, "{what}: {json}");
+            invalid += 1;
+        }
+    }
+    assert!(
+        valid >= 10 && invalid >= 10,
+        "{valid} valid, {invalid} invalid"
+    );
+}

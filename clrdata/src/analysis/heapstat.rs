@@ -147,6 +147,9 @@ pub struct HeapQuery {
     pub generation: Option<crate::analysis::generations::Generation>,
     /// Only objects that start in `[start, end)` (`dumpheap <start> [<end>]`).
     pub range: Option<(u64, u64)>,
+    /// Only objects of these segments, by index in [`GcHeap::segments`] (`dumpheap -heap`,
+    /// `-segment`).
+    pub segments: Option<std::collections::BTreeSet<usize>>,
     /// Only objects at least this big.
     pub min: Option<u64>,
     /// Only objects at most this big.
@@ -186,6 +189,7 @@ impl HeapQuery {
             || self.mt_filter.is_some()
             || self.generation.is_some()
             || self.range.is_some()
+            || self.segments.is_some()
             || self.min.is_some()
             || self.max.is_some()
             || self.strings
@@ -270,27 +274,31 @@ pub fn heap_statistics<M: Memory, E>(
     mut list: Option<&mut ListObject<'_, E>>,
 ) -> Result<HeapStatistics, WalkStop<E>> {
     let filtered = q.filtered();
-    // Free space is counted (apart) by a walk of the whole heap, of one generation or of an
-    // address range, and by `-dead` alone (free space is no live object: SOS's `-dead` lists it).
+    // Free space is counted (apart) by a walk of the whole heap, of one generation, of some
+    // segments or of an address range, and by `-dead` alone (free space is no live object:
+    // SOS's `-dead` lists it).
     let count_free = q.reach.as_ref().is_none_or(|r| !r.live)
         && !HeapQuery {
             reach: None,
             generation: None,
             range: None,
+            segments: None,
             ..q.clone()
         }
         .filtered();
-    // The generation and the address range choose where to look: free space there is counted.
-    let in_generation = |kind: SegmentKind, addr: u64| {
+    // The generation, the segments and the address range choose where to look: free space
+    // there is counted.
+    let in_generation = |kind: SegmentKind, segment: usize, addr: u64| {
         q.generation
             .is_none_or(|g| crate::analysis::generations::Generation::of_kind(kind) == Some(g))
+            && q.segments.as_ref().is_none_or(|s| s.contains(&segment))
             && q.range
                 .is_none_or(|(start, end)| start <= addr && addr < end)
     };
     // Which MethodTables pass the type filter (decided once per MethodTable).
     let mut type_ok: HashMap<u64, bool> = HashMap::new();
-    let mut pass = |addr: u64, mt: u64, size: u64, kind: SegmentKind| -> bool {
-        if !in_generation(kind, addr) {
+    let mut pass = |addr: u64, mt: u64, size: u64, kind: SegmentKind, segment: usize| -> bool {
+        if !in_generation(kind, segment, addr) {
             return false;
         }
         if q.reach
@@ -347,7 +355,7 @@ pub fn heap_statistics<M: Memory, E>(
                 return Err(WalkStop::Cancelled);
             }
             if o.is_free {
-                if count_free && in_generation(o.kind, o.address) {
+                if count_free && in_generation(o.kind, o.segment, o.address) {
                     free_objects += 1;
                     free_size += o.size;
                     if q.list_free {
@@ -364,7 +372,7 @@ pub fn heap_statistics<M: Memory, E>(
                 }
                 continue;
             }
-            if !pass(o.address, o.mt, o.size, o.kind) {
+            if !pass(o.address, o.mt, o.size, o.kind, o.segment) {
                 continue;
             }
             let e = stats.entry(o.mt).or_default();

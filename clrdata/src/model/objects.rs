@@ -1482,86 +1482,231 @@ pub fn verify_heap<M: Memory>(
         if problems.len() >= max_problems {
             break;
         }
-        let Some(info) = reader.mt(*mt) else {
-            problems.push(HeapProblem {
-                object: *a,
-                mt: *mt,
-                slot: None,
-                target: None,
-                detail: format!("MethodTable {mt:#x} does not decode"),
-            });
-            continue;
-        };
-        if !info.contains_pointers() {
-            continue;
-        }
-        let size = match reader.raw_size(*a, &info) {
-            Ok(s) => s,
-            Err(e) => {
-                problems.push(HeapProblem {
-                    object: *a,
-                    mt: *mt,
-                    slot: None,
-                    target: None,
-                    detail: e.to_string(),
-                });
-                continue;
-            }
-        };
-        let slots = match reader.reference_slots(*a, *mt, size, 1 << 26) {
-            Ok(s) => s,
-            Err(e) => {
-                problems.push(HeapProblem {
-                    object: *a,
-                    mt: *mt,
-                    slot: None,
-                    target: None,
-                    detail: format!("GCDesc: {e}"),
-                });
-                continue;
-            }
-        };
-        for s in slots {
-            let v = match rt.memory().read_u64(s) {
-                Ok(v) => v,
-                Err(_) => {
-                    problems.push(HeapProblem {
-                        object: *a,
-                        mt: *mt,
-                        slot: Some(s),
-                        target: None,
-                        detail: "reference slot not in the dump".into(),
-                    });
-                    continue;
-                }
-            };
-            if v == 0 {
-                continue;
-            }
-            references += 1;
-            if starts.binary_search(&v).is_err() {
-                problems.push(HeapProblem {
-                    object: *a,
-                    mt: *mt,
-                    slot: Some(s),
-                    target: Some(v),
-                    detail: format!(
-                        "field at offset {:#x} refers to {v:#x}, which is not the start of an \
-                         object of the heap",
-                        s - a
-                    ),
-                });
-                if problems.len() >= max_problems {
-                    break;
-                }
-            }
-        }
+        references += check_object(reader, *a, *mt, &starts, &mut problems, max_problems);
     }
     HeapVerification {
         objects: objs.len() as u64,
         references,
         problems,
     }
+}
+
+/// One object's checks, shared by [`verify_heap`] and [`verify_object`]: its MethodTable must
+/// decode, its size and GCDesc read, and every non-null reference slot hold the start of an
+/// object of the heap (`starts`, sorted). Problems go to `problems` (at most `max_problems`
+/// in all); returns the non-null references checked.
+fn check_object<M: Memory>(
+    reader: &ObjectReader<'_, M>,
+    a: u64,
+    mt: u64,
+    starts: &[u64],
+    problems: &mut Vec<HeapProblem>,
+    max_problems: usize,
+) -> u64 {
+    let rt = reader.rt;
+    let mut references = 0u64;
+    let Some(info) = reader.mt(mt) else {
+        problems.push(HeapProblem {
+            object: a,
+            mt,
+            slot: None,
+            target: None,
+            detail: format!("MethodTable {mt:#x} does not decode"),
+        });
+        return 0;
+    };
+    if !info.contains_pointers() {
+        return 0;
+    }
+    let size = match reader.raw_size(a, &info) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(HeapProblem {
+                object: a,
+                mt,
+                slot: None,
+                target: None,
+                detail: e.to_string(),
+            });
+            return 0;
+        }
+    };
+    let slots = match reader.reference_slots(a, mt, size, 1 << 26) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(HeapProblem {
+                object: a,
+                mt,
+                slot: None,
+                target: None,
+                detail: format!("GCDesc: {e}"),
+            });
+            return 0;
+        }
+    };
+    for s in slots {
+        let v = match rt.memory().read_u64(s) {
+            Ok(v) => v,
+            Err(_) => {
+                problems.push(HeapProblem {
+                    object: a,
+                    mt,
+                    slot: Some(s),
+                    target: None,
+                    detail: "reference slot not in the dump".into(),
+                });
+                continue;
+            }
+        };
+        if v == 0 {
+            continue;
+        }
+        references += 1;
+        if starts.binary_search(&v).is_err() {
+            problems.push(HeapProblem {
+                object: a,
+                mt,
+                slot: Some(s),
+                target: Some(v),
+                detail: format!(
+                    "field at offset {:#x} refers to {v:#x}, which is not the start of an \
+                     object of the heap",
+                    s - a
+                ),
+            });
+            if problems.len() >= max_problems {
+                break;
+            }
+        }
+    }
+    references
+}
+
+/// What `verifyobj` found about one address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectVerification {
+    /// The address checked.
+    pub address: u64,
+    /// Its MethodTable word (None when it is not on the heap or unreadable).
+    pub mt: Option<u64>,
+    /// Non-null references checked.
+    pub references: u64,
+    /// What is wrong (empty: a valid object).
+    pub problems: Vec<ObjectProblem>,
+}
+
+/// What is wrong with an object, by kind (SOS's `ObjectCorruptionKind` where SOS has one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectProblemKind {
+    /// No segment of the GC heap holds the address.
+    ObjectNotOnTheHeap,
+    /// The address is not a multiple of 8.
+    ObjectNotPointerAligned,
+    /// The MethodTable word is unreadable or does not decode as a MethodTable.
+    InvalidMethodTable,
+    /// A MethodTable decodes there, but the heap walk starts no object at the address.
+    NotAnObjectStart,
+    /// The object's size or reference map could not be read.
+    CouldNotReadObject,
+    /// A reference slot holds what is not the start of an object of the heap (or is unread).
+    InvalidObjectReference,
+}
+
+/// One problem of [`ObjectVerification`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectProblem {
+    /// Offset from the object's address (0 for the object itself).
+    pub offset: u64,
+    /// What kind.
+    pub kind: ObjectProblemKind,
+    /// Said in words.
+    pub detail: String,
+}
+
+/// Checks one object as `verifyheap` checks each (and as SOS's `verifyobj` decides): on a
+/// segment, aligned, a MethodTable that decodes, the start of an object of the heap walk, and
+/// every non-null reference the start of an object. Walks the heap for the object starts.
+pub fn verify_object<M: Memory>(
+    reader: &ObjectReader<'_, M>,
+    heap: &GcHeap,
+    address: u64,
+) -> ObjectVerification {
+    let rt = reader.rt;
+    let one = |kind, detail: String| ObjectProblem {
+        offset: 0,
+        kind,
+        detail,
+    };
+    let mut out = ObjectVerification {
+        address,
+        mt: None,
+        references: 0,
+        problems: Vec::new(),
+    };
+    if gc_where(heap, address).is_none() {
+        out.problems.push(one(
+            ObjectProblemKind::ObjectNotOnTheHeap,
+            format!("{address:#x} is on no segment of the GC heap"),
+        ));
+        return out;
+    }
+    if !address.is_multiple_of(8) {
+        out.problems.push(one(
+            ObjectProblemKind::ObjectNotPointerAligned,
+            format!("{address:#x} is not aligned to 8 bytes"),
+        ));
+        return out;
+    }
+    let mt = match rt.memory().read_u64(address) {
+        Ok(v) => v,
+        Err(_) => {
+            out.problems.push(one(
+                ObjectProblemKind::InvalidMethodTable,
+                format!("the MethodTable word at {address:#x} is not in the dump"),
+            ));
+            return out;
+        }
+    };
+    out.mt = Some(mt);
+    if reader.mt(mt).is_none() {
+        out.problems.push(one(
+            ObjectProblemKind::InvalidMethodTable,
+            format!("{mt:#x} is not a MethodTable"),
+        ));
+        return out;
+    }
+    let mut starts: Vec<u64> = heap
+        .objects(rt)
+        .filter(|o| !o.is_free)
+        .map(|o| o.address)
+        .collect();
+    starts.sort_unstable();
+    if starts.binary_search(&address).is_err() {
+        out.problems.push(one(
+            ObjectProblemKind::NotAnObjectStart,
+            format!(
+                "the heap walk starts no object at {address:#x} (its MethodTable word {mt:#x} \
+                 decodes)"
+            ),
+        ));
+        return out;
+    }
+    let mut found = Vec::new();
+    out.references = check_object(reader, address, mt, &starts, &mut found, usize::MAX);
+    out.problems = found
+        .into_iter()
+        .map(|p| ObjectProblem {
+            offset: p.slot.map_or(0, |s| s - address),
+            kind: if p.slot.is_some() {
+                ObjectProblemKind::InvalidObjectReference
+            } else {
+                ObjectProblemKind::CouldNotReadObject
+            },
+            detail: p.detail,
+        })
+        .collect();
+    out
 }
 
 /// Whether `mt_flags` says the MT is a value type (exposed for commands).
