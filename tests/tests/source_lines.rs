@@ -385,6 +385,13 @@ fn exception_frame_lines_equal_sos_pe_lines() {
     );
 }
 
+/// A triage stack: its threads, frames and their lines.
+type TriageStack = (
+    Vec<u64>,
+    Vec<String>,
+    Vec<Option<commands::triage::FrameLine>>,
+);
+
 /// Each thread's frames with a line, innermost first, as (file, line, method).
 type ThreadLines = HashMap<u64, Vec<(String, u32, String)>>;
 
@@ -510,11 +517,7 @@ fn pstacks_and_triage_lines_equal_sos_clrstack() {
 
         let t = commands::triage::triage_with(&e.dump_path(), &e.open_options(), &discover);
         let ttext = commands::triage::render(&t);
-        let mut stacks: Vec<(
-            Vec<u64>,
-            Vec<String>,
-            Vec<Option<commands::triage::FrameLine>>,
-        )> = t
+        let mut stacks: Vec<TriageStack> = t
             .top_stacks
             .iter()
             .map(|m| (m.threads.clone(), m.frames.clone(), m.lines.clone()))
