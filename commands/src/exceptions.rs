@@ -10,6 +10,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::exceptions::{
     current_thread, exceptions_at, list_heap_exceptions, ExceptionData, HeapExceptions,
 };
+use clrdata::model::stack::source::SourceLines;
+use clrdata::model::stack::{FrameSource, StackWalker};
 use clrdata::prelude::*;
 use serde::Serialize;
 
@@ -21,6 +23,16 @@ pub static SPECS: &[CommandSpec] = &[
         about: "an exception: type, message, HResult, recorded stack trace, inner exceptions",
         grammar: || {
             Command::new("printexception")
+                .arg(
+                    Arg::new("lines")
+                        .long("lines")
+                        .short('l')
+                        .action(ArgAction::SetTrue)
+                        .help(
+                            "each frame of the stack trace with its source line ([file @ line], \
+                             from the app's PDB), as SOS's -lines",
+                        ),
+                )
                 .arg(
                     Arg::new("nested")
                         .long("nested")
@@ -63,6 +75,14 @@ pub struct FrameOut {
     pub method: Option<String>,
     pub offset: Option<u64>,
     pub error: Option<String>,
+    /// With `-lines`: the IL offset the frame's line is looked up at (null without -lines or
+    /// when the code maps to no IL).
+    pub il_offset: Option<u32>,
+    /// With `-lines`: the source document and line, from the app's PDB.
+    pub source_file: Option<String>,
+    pub source_line: Option<u32>,
+    /// With `-lines`: why the frame has no line.
+    pub source_note: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -73,6 +93,9 @@ pub struct ExceptionOut {
     pub type_name: String,
     pub message: Option<String>,
     pub hresult: String,
+    /// Whether SOS takes it for a hardware fault's exception (`_xcode` not
+    /// `EXCEPTION_COMPLUS`, or a fault's HResult): its frames' lines are looked up so.
+    pub hardware: bool,
     pub inner_exception: Option<String>,
     pub inner_exception_type: Option<String>,
     pub stack_trace_array: Option<String>,
@@ -83,13 +106,15 @@ pub struct ExceptionOut {
     pub notes: Vec<String>,
 }
 
-fn exception_out(e: &ExceptionData) -> ExceptionOut {
+/// `e`'s JSON; `sources`: its trace's lines (`-lines`), one per element, else empty.
+fn exception_out(e: &ExceptionData, sources: &[FrameSource]) -> ExceptionOut {
     ExceptionOut {
         address: hex(e.address),
         method_table: hex(e.mt),
         type_name: e.type_name.clone(),
         message: e.message.clone(),
         hresult: format!("{:08x}", e.hresult as u32),
+        hardware: e.is_hardware(),
         inner_exception: (e.inner != 0).then(|| hex(e.inner)),
         inner_exception_type: e.inner_type.clone(),
         stack_trace_array: (e.stack_trace_array != 0).then(|| hex(e.stack_trace_array)),
@@ -97,7 +122,8 @@ fn exception_out(e: &ExceptionData) -> ExceptionOut {
         stack_trace: e
             .stack_trace
             .iter()
-            .map(|f| FrameOut {
+            .enumerate()
+            .map(|(i, f)| FrameOut {
                 sp: hex(f.sp),
                 ip: hex(f.ip),
                 method_desc: hex(f.method_desc),
@@ -107,6 +133,10 @@ fn exception_out(e: &ExceptionData) -> ExceptionOut {
                 method: f.method.clone(),
                 offset: f.offset,
                 error: f.error.clone(),
+                il_offset: sources.get(i).and_then(|s| s.il_offset),
+                source_file: sources.get(i).and_then(|s| s.file.clone()),
+                source_line: sources.get(i).and_then(|s| s.line),
+                source_note: sources.get(i).and_then(|s| s.note.clone()),
             })
             .collect(),
         stack_trace_string: e.stack_trace_string.clone(),
@@ -115,8 +145,9 @@ fn exception_out(e: &ExceptionData) -> ExceptionOut {
     }
 }
 
-/// SOS's `printexception` text for one exception.
-fn exception_text(e: &ExceptionData) -> String {
+/// SOS's `printexception` text for one exception; `sources`: its trace's lines (`-lines`),
+/// printed as SOS does after the frame (`[file @ line]`), else empty.
+fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
     let mut t = String::new();
     t.push_str(&format!("Exception object: {}\n", fmt_addr(e.address)));
     t.push_str(&format!("Exception type:   {}\n", e.type_name));
@@ -138,7 +169,7 @@ fn exception_text(e: &ExceptionData) -> String {
     } else {
         t.push_str("StackTrace (generated):\n");
         t.push_str("    SP               IP               Function\n");
-        for f in &e.stack_trace {
+        for (i, f) in e.stack_trace.iter().enumerate() {
             let func = match (&f.method, f.offset) {
                 (Some(m), Some(off)) => format!(
                     "{}!{m}+{off:#x}",
@@ -153,8 +184,13 @@ fn exception_text(e: &ExceptionData) -> String {
                     f.error.as_deref().unwrap_or("")
                 ),
             };
+            let line = sources
+                .get(i)
+                .and_then(|s| s.file.as_deref().zip(s.line))
+                .map(|(file, line)| format!(" [{file} @ {line}]"))
+                .unwrap_or_default();
             t.push_str(&format!(
-                "    {} {} {func}{}\n",
+                "    {} {} {func}{}{line}\n",
                 fmt_addr(f.sp).to_uppercase(),
                 fmt_addr(f.ip).to_uppercase(),
                 if f.flags & clrdata::analysis::exceptions::STEF_CONTINUATION != 0 {
@@ -191,9 +227,14 @@ pub struct PrintExceptionOut {
     pub nested: bool,
     /// The exception, then (with -nested) its inner exceptions, outermost first.
     pub exceptions: Vec<ExceptionOut>,
+    /// Whether each frame carries its source line (`-lines`).
+    pub lines: bool,
     /// The exceptions as read (what `exceptions` shows), for the text.
     #[serde(skip)]
     pub chain: Vec<ExceptionData>,
+    /// With `-lines`, each exception's trace's lines (as `chain`), else empty.
+    #[serde(skip)]
+    pub sources: Vec<Vec<FrameSource>>,
 }
 
 impl Render for PrintExceptionOut {
@@ -210,7 +251,10 @@ impl Render for PrintExceptionOut {
                     "\nNested exception -------------------------------------------------------------\n",
                 );
             }
-            text.push_str(&exception_text(e));
+            text.push_str(&exception_text(
+                e,
+                self.sources.get(i).map(Vec::as_slice).unwrap_or(&[]),
+            ));
         }
         text
     }
@@ -264,6 +308,16 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         }
     };
     let chain = exceptions_at(&c.rt, &c.names, addr, nested)?;
+    let lines = m.get_flag("lines");
+    let sources: Vec<Vec<FrameSource>> = if lines {
+        // The same lookup as clrstack's (SourceLines: the session's PDBs), at the addresses
+        // SOS's `pe -lines` looks up (ExceptionData::trace_sources).
+        let w = StackWalker::for_target(&c.rt, &c.names);
+        let finder = SourceLines::for_target(&c.rt);
+        chain.iter().map(|e| e.trace_sources(&finder, &w)).collect()
+    } else {
+        Vec::new()
+    };
     let r = PrintExceptionOut {
         source: if thread.is_some() {
             "thread"
@@ -273,8 +327,14 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         thread_os_id: thread.map(|t| t.os_id),
         thread_managed_id: thread.map(|t| t.managed_id),
         nested,
-        exceptions: chain.iter().map(exception_out).collect(),
+        exceptions: chain
+            .iter()
+            .enumerate()
+            .map(|(i, e)| exception_out(e, sources.get(i).map(Vec::as_slice).unwrap_or(&[])))
+            .collect(),
+        lines,
         chain,
+        sources,
     };
     Ok(Output::rendered("printexception", r))
 }

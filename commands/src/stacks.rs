@@ -83,6 +83,16 @@ pub static SPECS: &[CommandSpec] = &[
                         .help("list every thread id of a group (default: at most 4)"),
                 )
                 .arg(
+                    Arg::new("lines")
+                        .long("lines")
+                        .action(ArgAction::SetTrue)
+                        .help(
+                            "each managed frame with its source line ([file @ line], from the \
+                             app's PDB; frames at different lines are not merged); dotnet-dump's \
+                             pstacks has no such option",
+                        ),
+                )
+                .arg(
                     Arg::new("async")
                         .long("async")
                         .action(ArgAction::SetTrue)
@@ -320,12 +330,6 @@ fn clrthreads(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
 }
 
 // ------------------------------------------------------------------------------------ clrstack
-
-fn walk_all(c: &Clr) -> Result<Vec<ThreadStack>, CommandError> {
-    let w = StackWalker::for_target(&c.rt, &c.names);
-    w.walk_all()
-        .map_err(|e| CommandError::clr("reading the thread list", e))
-}
 
 #[derive(Serialize)]
 pub struct ClrStackFrame {
@@ -748,7 +752,14 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             None => return Err(e),
         },
     };
-    let stacks = walk_all(&c)?;
+    let lines = m.get_flag("lines");
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let mut stacks = w
+        .walk_all()
+        .map_err(|e| CommandError::clr("reading the thread list", e))?;
+    if lines {
+        annotate_lines(&c, &w, &mut stacks);
+    }
     // The fold into one tree is the shared merged-stack tree's (crate::tree, also used by
     // `pstacks --async`).
     let mut root = crate::tree::Node::default();
@@ -758,12 +769,26 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         if let Some(why) = &st.incomplete {
             incomplete.push((st.os_id, why.clone()));
         }
-        let frames = st.methods_root_first();
+        // The frames of ThreadStack::methods, root first, each with its line.
+        let frames: Vec<crate::tree::LinedFrame<'_>> = st
+            .frames
+            .iter()
+            .rev()
+            .filter_map(|f| {
+                Some(crate::tree::LinedFrame {
+                    method: f.method.as_deref()?,
+                    line: f
+                        .source
+                        .as_ref()
+                        .and_then(|s| s.file.as_deref().zip(s.line)),
+                })
+            })
+            .collect();
         if frames.is_empty() {
             continue;
         }
         n += 1;
-        root.insert(&frames, st.os_id);
+        root.insert_lined(&frames, st.os_id);
     }
     let r = PStacks {
         threads: n,

@@ -11,6 +11,10 @@ use std::collections::HashMap;
 pub struct Node {
     /// The frame (a method name).
     pub method: String,
+    /// With `pstacks -lines`: the frame's source document and line (frames at different
+    /// lines of one method are different nodes); null without a line.
+    pub source_file: Option<String>,
+    pub source_line: Option<u32>,
     /// How many stacks pass through it.
     pub count: usize,
     /// Their ids (OS thread ids, or box addresses for async stacks).
@@ -21,20 +25,42 @@ pub struct Node {
     index: HashMap<String, usize>,
 }
 
+/// A frame of a merged stack with its source line (`pstacks -lines`).
+pub struct LinedFrame<'a> {
+    pub method: &'a str,
+    /// The document and line, when known.
+    pub line: Option<(&'a str, u32)>,
+}
+
 impl Node {
     /// Adds one stack (frames root first) with its id.
     pub fn insert<S: AsRef<str>>(&mut self, frames: &[S], id: u64) {
+        let lined: Vec<LinedFrame<'_>> = frames
+            .iter()
+            .map(|f| LinedFrame {
+                method: f.as_ref(),
+                line: None,
+            })
+            .collect();
+        self.insert_lined(&lined, id);
+    }
+
+    /// [`Node::insert`] with each frame's source line: frames merge when their method and
+    /// line are the same.
+    pub fn insert_lined(&mut self, frames: &[LinedFrame<'_>], id: u64) {
         let mut node = self;
         for f in frames {
-            let f = f.as_ref();
-            let i = match node.index.get(f) {
+            let key = f.label();
+            let i = match node.index.get(&key) {
                 Some(&i) => i,
                 None => {
                     node.children.push(Node {
-                        method: f.to_string(),
+                        method: f.method.to_string(),
+                        source_file: f.line.map(|(d, _)| d.to_string()),
+                        source_line: f.line.map(|(_, l)| l),
                         ..Node::default()
                     });
-                    node.index.insert(f.to_string(), node.children.len() - 1);
+                    node.index.insert(key, node.children.len() - 1);
                     node.children.len() - 1
                 }
             };
@@ -42,6 +68,27 @@ impl Node {
             node.count += 1;
             node.threads.push(id);
         }
+    }
+}
+
+impl LinedFrame<'_> {
+    /// The method, then ` [file @ line]` as SOS prints a frame's line.
+    pub fn label(&self) -> String {
+        match self.line {
+            Some((d, l)) => format!("{} [{d} @ {l}]", self.method),
+            None => self.method.to_string(),
+        }
+    }
+}
+
+impl Node {
+    /// The node's frame as the text shows it (with its line, when it has one).
+    pub fn label(&self) -> String {
+        LinedFrame {
+            method: &self.method,
+            line: self.source_file.as_deref().zip(self.source_line),
+        }
+        .label()
     }
 }
 
@@ -67,7 +114,7 @@ pub fn render_node(n: &Node, depth: usize, all: bool, out: &mut String) {
     let pad = " ".repeat(PADDING * depth);
     if n.children.is_empty() {
         out.push_str(&format!("\n{pad} ~~~~ {}", id_list(&n.threads, all)));
-        out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
+        out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.label()));
         return;
     }
     let mut kids: Vec<&Node> = n.children.iter().collect();
@@ -76,7 +123,7 @@ pub fn render_node(n: &Node, depth: usize, all: bool, out: &mut String) {
         let d = if k.count == n.count { depth } else { depth + 1 };
         render_node(k, d, all, out);
     }
-    out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.method));
+    out.push_str(&format!("\n{pad}{:>PADDING$} {}", n.count, n.label()));
 }
 
 /// Every root, each under a separator line.

@@ -82,6 +82,8 @@ pub struct Triage {
     /// The managed stack of the thread the dump records as crashing (its exception or fatal
     /// signal), innermost first; empty when there is none or it has no managed frame.
     pub crash_thread_frames: Vec<String>,
+    /// Their source lines, as [`MergedStack::lines`].
+    pub crash_thread_lines: Vec<Option<FrameLine>>,
     /// Pending async logical stacks grouped by what they wait for (see [`AsyncGroup`]), those
     /// with threads blocked on them or running them first, then the largest (at most
     /// [`TOP_ASYNC_GROUPS`]).
@@ -367,6 +369,26 @@ pub struct MergedStack {
     pub threads: Vec<u64>,
     /// Frames, innermost first.
     pub frames: Vec<String>,
+    /// Each frame's source line (as `frames`): `{"source_file", "source_line"}` where the
+    /// app's PDB gives one (as clrstack's), else null.
+    pub lines: Vec<Option<FrameLine>>,
+}
+
+/// A frame's source document and line.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct FrameLine {
+    pub source_file: String,
+    pub source_line: u32,
+}
+
+impl MergedStack {
+    /// Frame `i` as the text shows it: with ` [file @ line]` when it has one.
+    fn frame_text(&self, i: usize) -> String {
+        match self.lines.get(i).and_then(Option::as_ref) {
+            Some(l) => format!("{} [{} @ {}]", self.frames[i], l.source_file, l.source_line),
+            None => self.frames[i].clone(),
+        }
+    }
 }
 
 /// Runs `line` and returns its typed result; a failure (or a result of another type, a bug)
@@ -396,8 +418,17 @@ fn run<T: Any + Send + Sync>(
 }
 
 /// Collects root-to-leaf paths of a pstacks tree (frames given root first).
-fn leaves(node: &Node, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
-    path.push(node.method.clone());
+fn leaves(node: &Node, path: &mut Vec<(String, Option<FrameLine>)>, out: &mut Vec<MergedStack>) {
+    path.push((
+        node.method.clone(),
+        node.source_file
+            .clone()
+            .zip(node.source_line)
+            .map(|(source_file, source_line)| FrameLine {
+                source_file,
+                source_line,
+            }),
+    ));
     let child_threads: usize = node.children.iter().map(|c| c.count).sum();
     if node.children.is_empty() || child_threads < node.count {
         // Threads whose stack ends here.
@@ -415,7 +446,8 @@ fn leaves(node: &Node, path: &mut Vec<String>, out: &mut Vec<MergedStack>) {
         out.push(MergedStack {
             count: threads.len() as u64,
             threads,
-            frames: path.iter().rev().cloned().collect(),
+            frames: path.iter().rev().map(|(m, _)| m.clone()).collect(),
+            lines: path.iter().rev().map(|(_, l)| l.clone()).collect(),
         });
     }
     for c in &node.children {
@@ -489,7 +521,8 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
             }
         }
     }
-    if let Some(ps) = run::<PStacks>(&s, "pstacks", p) {
+    // With lines: the top frames say where (as clrstack's, when the app's PDB is found).
+    if let Some(ps) = run::<PStacks>(&s, "pstacks -lines", p) {
         let mut all = Vec::new();
         for r in &ps.roots {
             leaves(r, &mut Vec::new(), &mut all);
@@ -499,6 +532,7 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
         if let Some(os) = crashing {
             if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
                 t.crash_thread_frames = m.frames.clone();
+                t.crash_thread_lines = m.lines.clone();
             }
         }
         all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
@@ -897,6 +931,7 @@ fn empty(p: &Path) -> Triage {
         thread_pool_starvation: None,
         top_stacks: Vec::new(),
         crash_thread_frames: Vec::new(),
+        crash_thread_lines: Vec::new(),
         async_groups: Vec::new(),
         async_group_count: None,
         async_chain_count: None,
@@ -965,8 +1000,8 @@ pub fn render(t: &Triage) -> String {
                 ids.join(","),
                 if m.threads.len() > 4 { ",..." } else { "" }
             ));
-            for f in m.frames.iter().take(4) {
-                s.push_str(&format!("      {f}\n"));
+            for i in 0..m.frames.len().min(4) {
+                s.push_str(&format!("      {}\n", m.frame_text(i)));
             }
             // The app's own innermost frame, when the first four are the framework's.
             let own = m.frames.iter().skip(4).position(|f| !is_framework_frame(f));
@@ -975,7 +1010,7 @@ pub fn render(t: &Triage) -> String {
                 if k > 0 {
                     s.push_str(&format!("      ... {k} frames\n"));
                 }
-                s.push_str(&format!("      {}\n", m.frames[4 + k]));
+                s.push_str(&format!("      {}\n", m.frame_text(4 + k)));
                 shown = 4 + k + 1;
             }
             if m.frames.len() > shown {

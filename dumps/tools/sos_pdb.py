@@ -11,7 +11,11 @@ program is the manifest's `program`, else the dump's name up to `-net`) and the 
 NuGet runtime pack, and writes
 
   dumps/NAME.sos-lines.txt    `clrstack -all` ([file @ line] per frame), then `ip2md <IP>` for
-                              each IP of a frame with a line (the method's token, MethodDesc, ...)
+                              each IP of a frame with a line (the method's token, MethodDesc, ...),
+                              then `clrthreads` and `pe -lines -nested <object>` for each exception
+                              object it lists as a thread's last thrown one and for their inner
+                              exceptions (each frame of the exception's recorded trace with
+                              [file @ line])
   dumps/NAME.sos-locals.txt   (--locals) `clrstack -a -all` (the DAC walk: parameters by name,
                               locals by slot location and value; SOS prints no local names
                               there), then per OS thread `setthread --tid <id>` + `clrstack -i -a`
@@ -92,6 +96,9 @@ class Session:
 
 FRAME_LINE = re.compile(r'^([0-9A-Fa-f]{16}) ([0-9A-Fa-f]{16}) (.*) \[(.+) @ (\d+)\]\s*$')
 ICD_FRAME = re.compile(r'^([0-9A-Fa-f]{16}) ([0-9a-fA-F]{16}) \[[A-Z]+\] .* \((.+)\)\s*$')
+# a clrthreads row's last thrown exception: `System.InvalidOperationException 00007f2c0c010e28`
+THREAD_EXCEPTION = re.compile(r' \S+ ([0-9a-f]{16})( \(nested exceptions\))?\s*$')
+INNER = re.compile(r'^InnerException: .*Use printexception ([0-9A-Fa-f]{16}) to see more', re.M)
 THREAD = re.compile(r'^OS Thread Id: 0x([0-9a-fA-F]+)')
 
 
@@ -110,7 +117,8 @@ def main():
         m = json.load(f)
     rt = m['runtime']['version']
     prog = m.get('program') or a.name.split('-net')[0]
-    prog = 'hang' if prog == 'servergc' else prog
+    # servergc runs hang's program, crashorder crash's (built as crash-9.0.22-fd-false)
+    prog = {'servergc': 'hang', 'crashorder': 'crash'}.get(prog, prog)
     pack = os.path.join(os.environ.get('NUGET_PACKAGES') or os.path.expanduser('~/.nuget/packages'),
                         'microsoft.netcore.app.runtime.linux-x64', rt, 'runtimes/linux-x64/native')
     if not os.path.isfile(os.path.join(pack, 'libmscordaccore.so')):
@@ -199,10 +207,25 @@ def run(a, dd, ver, core, prog, pack):
         die(f'{a.name}: SOS printed no [file @ line] (output kept in the section above):\n{stacks}')
     for ip in ips:
         out += [f'### ip2md {ip}', s.run(f'ip2md {ip}').rstrip('\n')]
+    threads = s.run('clrthreads')
+    out += ['### clrthreads', threads.rstrip('\n')]
+    objs = []
+    for l in threads.splitlines():
+        x = THREAD_EXCEPTION.search(l)
+        if x and x.group(1) not in objs:
+            objs.append(x.group(1))
+    i = 0
+    while i < len(objs):
+        text = s.run(f'pe -lines -nested {objs[i]}')
+        out += [f'### pe -lines -nested {objs[i]}', text.rstrip('\n')]
+        for x in INNER.finditer(text):  # and each inner exception's
+            if x.group(1).lower() not in objs:
+                objs.append(x.group(1).lower())
+        i += 1
     path = os.path.join(a.out_dir, f'{a.name}.sos-lines.txt')
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(out) + '\n')
-    print(f'{path}: {len(ips)} frame IPs with lines', file=sys.stderr)
+    print(f'{path}: {len(ips)} frame IPs with lines, {len(objs)} thread exceptions', file=sys.stderr)
 
     # ---- locals
     if not a.locals:

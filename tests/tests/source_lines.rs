@@ -22,9 +22,19 @@ const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 /// debuginfo_truth.rs); SOS's is the line of the method's first such call-instruction entry
 /// (Park: IL 0x19 at native 0x55, Main: IL 0x21 at native 0xd8), as if that entry covered every
 /// offset after it.
+///
+/// The same shape on Release code of fault.cs (failfast-net10, faultav-net10): CrashWorker
+/// calls one of three methods on lines 74-76 by the scenario's mode; ours is the line of the
+/// call the thread is in (76 `Guarded()` in failfast, 75 `ScanBuffer` in av, the calls the
+/// manifests record), SOS's is 74 (the first call's) in both. And failfast's catch funclet of
+/// Guarded, in its call to Environment.FailFast (line 144): ours is 142 (IL 0x86), SOS's 144.
+/// Found when these dumps' SOS lines were recorded (issue 27); not explained yet.
 const UNEXPLAINED: &[(&str, u64, u64)] = &[
     ("asyncreal-net9-debug", 0x7ffc1d1147e0, 0x7fb5ca9f2497),
     ("asyncreal-net9-debug", 0x7ffc1d114810, 0x7fb5ca9e235b),
+    ("failfast-net10", 0x7efd169f9130, 0x7f090daa3bb8),
+    ("failfast-net10", 0x7efd169fdc10, 0x7f090daa1f9d),
+    ("faultav-net10", 0x7f26f2f72c10, 0x7f32e9e63724),
 ];
 
 /// One frame line of `clrstack -all`: Child SP, IP, and the `[file @ line]` it ends with.
@@ -202,4 +212,361 @@ fn frame_lines_equal_sos() {
         with_lines >= 318,
         "only {with_lines} frames with lines compared"
     );
+}
+
+/// One frame of SOS's `pe -lines`: SP, IP (as SOS prints it), `module!method+0xNN`, and the
+/// `[file @ line]` it ends with.
+#[derive(Debug)]
+struct SosPeFrame {
+    sp: u64,
+    ip: u64,
+    func: String,
+    line: Option<(String, u32)>,
+}
+
+/// The `### pe -lines -nested <object>` sections of a `.sos-lines.txt`: each exception
+/// object's recorded frames as SOS printed them.
+fn sos_pe(text: &str) -> Vec<(u64, Vec<SosPeFrame>)> {
+    let mut out = Vec::new();
+    for section in text.split("\n### ").skip(1) {
+        let Some(obj) = section
+            .lines()
+            .next()
+            .and_then(|h| h.strip_prefix("pe -lines -nested "))
+        else {
+            continue;
+        };
+        let obj = u64::from_str_radix(obj.trim(), 16).expect("the section's object");
+        let mut frames = Vec::new();
+        for l in section
+            .lines()
+            .skip_while(|l| !l.starts_with("StackTrace (generated):"))
+            .take_while(|l| !l.starts_with("StackTraceString:"))
+        {
+            let mut parts = l.trim_start().splitn(3, ' ');
+            let (Some(sp), Some(ip), Some(rest)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let (Ok(sp), Ok(ip)) = (u64::from_str_radix(sp, 16), u64::from_str_radix(ip, 16))
+            else {
+                continue;
+            };
+            let rest = rest.trim_end();
+            let (func, line) = match rest
+                .strip_suffix(']')
+                .and_then(|r| r.rfind(" [").map(|i| (&r[..i], &r[i + 2..])))
+                .and_then(|(f, inner)| {
+                    let (file, n) = inner.rsplit_once(" @ ")?;
+                    Some((f, Some((file.to_string(), n.parse().ok()?))))
+                }) {
+                Some((f, l)) => (f.to_string(), l),
+                None => (rest.to_string(), None),
+            };
+            frames.push(SosPeFrame { sp, ip, func, line });
+        }
+        out.push((obj, frames));
+    }
+    out
+}
+
+/// `printexception -lines` against SOS's `pe -lines` (dumps/tools/sos_pdb.py records it for
+/// each exception `clrthreads` lists as a thread's last thrown one, and for their inner
+/// exceptions): the same frames, each with SOS's `[file @ line]` or, where SOS printed none,
+/// none; in the JSON (`source_file`, `source_line`) and in the text. SOS prints a hardware
+/// exception's IPs one higher than recorded (its x64 "counterhack", strike.cpp
+/// FormatGeneratedException); the JSON's `ip` is as recorded, so the IPs are compared so.
+#[test]
+fn exception_frame_lines_equal_sos_pe_lines() {
+    if tests::clean_room() {
+        eprintln!("the clean room reads no PDB file: nothing to compare");
+        return;
+    }
+    let dir = tests::dumps_dir();
+    let known = tests::names();
+    let (mut exceptions, mut with_lines, mut without, mut hardwares) = (0, 0, 0, 0);
+    let mut diffs = Vec::new();
+    for name in &known {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.sos-lines.txt"))) else {
+            continue;
+        };
+        let sos = sos_pe(&text);
+        if sos.is_empty() {
+            continue;
+        }
+        let e = tests::entry(name);
+        let discover = clrdata::DiscoverOptions {
+            pdb_dirs: vec![dir.join("pdbs")],
+            ..tests::discover_options()
+        };
+        let s = commands::Session::open_with(&e.dump_path(), &e.open_options())
+            .unwrap_or_else(|err| panic!("{name}: {err}"))
+            .with_discover_options(discover);
+        for (obj, frames) in &sos {
+            exceptions += 1;
+            let (out, _) = commands::execute(&s, &format!("printexception -lines {obj:#x}"))
+                .unwrap_or_else(|err| panic!("{name}: pe {obj:#x}: {err}"))
+                .unwrap();
+            let text = &out.text;
+            let ex = &out.data["exceptions"][0];
+            // Ours: SOS's IsAsyncException; SOS's own verdict shows in its printed IPs,
+            // compared below.
+            let hardware = ex["hardware"].as_bool().unwrap();
+            hardwares += usize::from(hardware);
+            let ours = ex["stack_trace"].as_array().unwrap();
+            if ours.len() != frames.len() {
+                diffs.push(format!(
+                    "{name} {obj:#x}: {} frames, SOS {}",
+                    ours.len(),
+                    frames.len()
+                ));
+                continue;
+            }
+            for (o, sf) in ours.iter().zip(frames) {
+                let sp =
+                    u64::from_str_radix(o["sp"].as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap();
+                let ip =
+                    u64::from_str_radix(o["ip"].as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap();
+                let shown = if hardware { ip + 1 } else { ip };
+                if (sp, shown) != (sf.sp, sf.ip) {
+                    diffs.push(format!(
+                        "{name} {obj:#x}: frame SP {sp:#x} IP {ip:#x}, SOS {:#x} {:#x} ({})",
+                        sf.sp, sf.ip, sf.func
+                    ));
+                    continue;
+                }
+                let got = o["source_file"]
+                    .as_str()
+                    .map(str::to_string)
+                    .zip(o["source_line"].as_u64().map(|l| l as u32));
+                if got != sf.line {
+                    diffs.push(format!(
+                        "{name} {obj:#x} {}: SOS {:?}, ours {got:?} (IL {}, {})",
+                        sf.func, sf.line, o["il_offset"], o["source_note"]
+                    ));
+                    continue;
+                }
+                if let Some((file, line)) = &got {
+                    let shown = format!(" [{file} @ {line}]\n");
+                    let in_text = text.lines().any(|l| {
+                        l.contains(&format!("{:X}", sf.ip - u64::from(hardware)))
+                            && format!("{l}\n").ends_with(&shown)
+                    });
+                    if !in_text {
+                        diffs.push(format!("{name} {obj:#x} {}: not in the text", sf.func));
+                    }
+                    with_lines += 1;
+                } else {
+                    without += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{exceptions} exceptions ({hardwares} hardware): {with_lines} frames with SOS's file and \
+         line, {without} without a line in both"
+    );
+    assert!(
+        diffs.is_empty(),
+        "{} frames differ from SOS's pe -lines:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+    assert!(exceptions >= 6, "only {exceptions} exceptions compared");
+    assert!(
+        hardwares >= 2,
+        "only {hardwares} hardware exceptions compared"
+    );
+    assert!(
+        with_lines >= 20,
+        "only {with_lines} frames with lines compared"
+    );
+}
+
+/// A triage stack: its threads, frames and their lines.
+type TriageStack = (
+    Vec<u64>,
+    Vec<String>,
+    Vec<Option<commands::triage::FrameLine>>,
+);
+
+/// Each thread's frames with a line, innermost first, as (file, line, method).
+type ThreadLines = HashMap<u64, Vec<(String, u32, String)>>;
+
+/// SOS's `clrstack -all` lines per thread: the frames it printed with `[file @ line]`.
+fn sos_thread_lines(sos: &HashMap<u64, Vec<SosFrame>>) -> ThreadLines {
+    sos.iter()
+        .map(|(os, frames)| {
+            let v = frames
+                .iter()
+                .filter_map(|f| {
+                    let (file, line) = f.line.clone()?;
+                    let method = f.text.rfind(" [").map(|i| &f.text[..i]).unwrap_or(&f.text);
+                    Some((file, line, method.to_string()))
+                })
+                .collect();
+            (*os, v)
+        })
+        .collect()
+}
+
+/// `pstacks -lines`'s tree unfolded per thread: each thread's frames with a line, innermost
+/// first.
+fn pstacks_thread_lines(roots: &[serde_json::Value]) -> ThreadLines {
+    fn visit(n: &serde_json::Value, out: &mut ThreadLines) {
+        if let (Some(file), Some(line)) = (n["source_file"].as_str(), n["source_line"].as_u64()) {
+            for t in n["threads"].as_array().unwrap() {
+                out.entry(t.as_u64().unwrap()).or_default().push((
+                    file.to_string(),
+                    line as u32,
+                    n["method"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+        for c in n["children"].as_array().unwrap() {
+            visit(c, out);
+        }
+    }
+    let mut out = ThreadLines::new();
+    for r in roots {
+        visit(r, &mut out);
+    }
+    for v in out.values_mut() {
+        v.reverse();
+    }
+    out
+}
+
+/// `pstacks -lines` and triage's top stacks against SOS's `clrstack -all` lines: every
+/// thread's frames with a line, innermost first, are SOS's frames with `[file @ line]` for that
+/// thread (same documents and lines, in order; frames SOS printed without a line have none).
+/// Triage's stacks list only the merged stacks holding the most threads and the crashing
+/// thread's: each of their threads is compared.
+#[test]
+fn pstacks_and_triage_lines_equal_sos_clrstack() {
+    if tests::clean_room() {
+        eprintln!("the clean room reads no PDB file: nothing to compare");
+        return;
+    }
+    let dir = tests::dumps_dir();
+    let (mut dumps, mut threads, mut triage_threads, mut lines) = (0, 0, 0, 0);
+    let mut diffs = Vec::new();
+    for name in &tests::names() {
+        if DEBUG_INFO_NOT_IN_DUMP.contains(&name.as_str()) {
+            continue; // frames without debug info, listed in frame_lines_equal_sos
+        }
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.sos-lines.txt"))) else {
+            continue;
+        };
+        let mut stacks = sos_stacks(&text);
+        // Threads holding a frame listed in UNEXPLAINED (checked by frame_lines_equal_sos).
+        stacks.retain(|_, frames| {
+            !frames
+                .iter()
+                .any(|f| UNEXPLAINED.contains(&(name.as_str(), f.sp, f.ip)))
+        });
+        let sos = sos_thread_lines(&stacks);
+        let unexplained: Vec<u64> = sos_stacks(&text)
+            .into_keys()
+            .filter(|os| !sos.contains_key(os))
+            .collect();
+        let e = tests::entry(name);
+        let discover = clrdata::DiscoverOptions {
+            pdb_dirs: vec![dir.join("pdbs")],
+            ..tests::discover_options()
+        };
+        let s = commands::Session::open_with(&e.dump_path(), &e.open_options())
+            .unwrap_or_else(|err| panic!("{name}: {err}"))
+            .with_discover_options(discover.clone());
+        let (out, _) = commands::execute(&s, "pstacks -lines")
+            .unwrap_or_else(|err| panic!("{name}: pstacks -lines: {err}"))
+            .unwrap();
+        let ptext = &out.text;
+        dumps += 1;
+        let ours = pstacks_thread_lines(out.data["roots"].as_array().unwrap());
+        let key = |v: &[(String, u32, String)]| -> Vec<(String, u32)> {
+            v.iter().map(|(f, l, _)| (f.clone(), *l)).collect()
+        };
+        for (os, want) in &sos {
+            let got = ours.get(os).map(Vec::as_slice).unwrap_or(&[]);
+            if key(got) != key(want) {
+                diffs.push(format!(
+                    "{name} pstacks thread {os:#x}: SOS {want:?}, ours {got:?}"
+                ));
+            }
+            threads += 1;
+            lines += want.len();
+            for (file, line, m) in got {
+                if !ptext.contains(&format!("{m} [{file} @ {line}]")) {
+                    diffs.push(format!(
+                        "{name} pstacks: {m} [{file} @ {line}] not in the text"
+                    ));
+                }
+            }
+        }
+        for os in ours
+            .keys()
+            .filter(|os| !sos.contains_key(os) && !unexplained.contains(os))
+        {
+            diffs.push(format!(
+                "{name} pstacks thread {os:#x}: lines, SOS has no such thread"
+            ));
+        }
+
+        let t = commands::triage::triage_with(&e.dump_path(), &e.open_options(), &discover);
+        let ttext = commands::triage::render(&t);
+        let mut stacks: Vec<TriageStack> = t
+            .top_stacks
+            .iter()
+            .map(|m| (m.threads.clone(), m.frames.clone(), m.lines.clone()))
+            .collect();
+        if let Some(os) = t.dump_exception.as_ref().map(|x| u64::from(x.thread_id)) {
+            stacks.push((
+                vec![os],
+                t.crash_thread_frames.clone(),
+                t.crash_thread_lines.clone(),
+            ));
+        }
+        for (ids, frames, flines) in &stacks {
+            assert_eq!(frames.len(), flines.len(), "{name}: a line per frame");
+            let got: Vec<(String, u32)> = flines
+                .iter()
+                .flatten()
+                .map(|l| (l.source_file.clone(), l.source_line))
+                .collect();
+            for os in ids.iter().filter(|os| !unexplained.contains(os)) {
+                let want = sos.get(os).map(|v| key(v)).unwrap_or_default();
+                if got != want {
+                    diffs.push(format!(
+                        "{name} triage thread {os:#x}: SOS {want:?}, ours {got:?}"
+                    ));
+                }
+                triage_threads += 1;
+            }
+        }
+        // The text shows the top stacks' first frames with their lines.
+        for m in &t.top_stacks {
+            for (f, l) in m.frames.iter().zip(&m.lines).take(4) {
+                if let Some(l) = l {
+                    let shown = format!("{f} [{} @ {}]", l.source_file, l.source_line);
+                    if !ttext.contains(&shown) {
+                        diffs.push(format!("{name} triage: {shown} not in the text"));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{dumps} dumps: {threads} threads' pstacks lines ({lines} frames with a line), \
+         {triage_threads} triage stack threads compared with SOS's clrstack"
+    );
+    assert!(
+        diffs.is_empty(),
+        "{} differ from SOS:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+    assert!(dumps >= 20 && lines >= 300, "{dumps} dumps, {lines} lines");
 }

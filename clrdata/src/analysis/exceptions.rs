@@ -12,7 +12,8 @@ use crate::data::types::ReadTypes;
 use crate::error::{ClrError, Result};
 use crate::model::heap::GcHeap;
 use crate::model::objects::{FieldData, FieldValue, ObjectReader};
-use crate::model::stack::StackWalker;
+use crate::model::stack::source::SourceLines;
+use crate::model::stack::{FrameSource, StackWalker};
 use dumpreader::Memory;
 use serde::Serialize;
 
@@ -56,6 +57,8 @@ pub struct TraceElement {
     pub module: Option<String>,
     /// `ip` minus the start of the method's code.
     pub offset: Option<u64>,
+    /// The method's Module and MethodDef token (what its source line is looked up by).
+    pub method_token: Option<(u64, u32)>,
     /// Why the method or offset is unknown, when it is.
     pub error: Option<String>,
 }
@@ -73,6 +76,9 @@ pub struct ExceptionData {
     pub message: Option<String>,
     /// `_HResult`.
     pub hresult: i32,
+    /// `_xcode`: the SEH exception code the exception was raised with (`EXCEPTION_COMPLUS`
+    /// for a managed throw, the OS's code for a hardware fault); None when not readable.
+    pub xcode: Option<u32>,
     /// `_innerException` (0 when null).
     pub inner: u64,
     /// The inner exception's type name.
@@ -89,6 +95,67 @@ pub struct ExceptionData {
     pub remote_stack_trace_string: Option<String>,
     /// Problems met while reading (missing memory, implausible values).
     pub notes: Vec<String>,
+}
+
+/// `EXCEPTION_COMPLUS`: the SEH code of a managed throw (`_xcode`'s initial value).
+pub const EXCEPTION_COMPLUS: u32 = 0xE043_4352;
+
+/// The HResults SOS takes for an exception the runtime raised from a hardware fault
+/// (dotnet/diagnostics `strike.cpp` `AsyncHResultValues`, after the runtime's
+/// `MapWin32FaultToCOMPlusException`): COR_E_ARITHMETIC, COR_E_OVERFLOW, COR_E_DIVIDEBYZERO,
+/// COR_E_FORMAT, COR_E_NULLREFERENCE (= E_POINTER, corerror.h), COR_E_DATAMISALIGNED.
+const HARDWARE_HRESULTS: [u32; 6] = [
+    0x8007_0216,
+    0x8013_1516,
+    0x8002_0012,
+    0x8013_1537,
+    0x8000_4003,
+    0x8013_1541,
+];
+
+impl ExceptionData {
+    /// Whether SOS takes the exception for a hardware ("async") one (`IsAsyncException`):
+    /// `_xcode` is not `EXCEPTION_COMPLUS`, or `_HResult` is one a fault maps to.
+    pub fn is_hardware(&self) -> bool {
+        self.xcode.is_some_and(|x| x != EXCEPTION_COMPLUS)
+            || HARDWARE_HRESULTS.contains(&(self.hresult as u32))
+    }
+
+    /// The IL offset and source line of each element of the recorded trace, as SOS's
+    /// `printexception -lines` finds them (dotnet/diagnostics `strike.cpp`
+    /// `FormatGeneratedException`): on x64 SOS adds 1 to every IP of a hardware exception
+    /// (its counter to an IP adjustment the runtime made long ago), then looks the line up at
+    /// that IP − 1 for every element of a software exception and for every element but the
+    /// first of a hardware one. So a thrown exception's throw site (the return address of the
+    /// call to the throw helper) and every caller's return address are looked up inside their
+    /// call instruction, a fault's own instruction at the faulting IP + 1 (still inside it),
+    /// and a hardware exception's callers at their recorded IP. The recorded IPs are the
+    /// runtime's: a caller's may already be one less than its return address (flag
+    /// `STEF_IP_ADJUSTED`), which SOS does not look at, and neither does this.
+    pub fn trace_sources<M: Memory>(
+        &self,
+        lines: &SourceLines,
+        w: &StackWalker<'_, M>,
+    ) -> Vec<FrameSource> {
+        let hardware = self.is_hardware();
+        self.stack_trace
+            .iter()
+            .enumerate()
+            .map(|(i, el)| {
+                let shown = if hardware {
+                    el.ip.wrapping_add(1)
+                } else {
+                    el.ip
+                };
+                let at = if !hardware || i > 0 {
+                    shown.wrapping_sub(1)
+                } else {
+                    shown
+                };
+                lines.code_source(w, el.ip, at, el.method_token)
+            })
+            .collect()
+    }
 }
 
 fn field<'f>(fields: &'f [FieldData], name: &str) -> Option<&'f FieldData> {
@@ -209,6 +276,7 @@ pub fn read_exception<M: Memory>(
         type_name: r.type_name(mt),
         message,
         hresult,
+        xcode: int_of(&fields, "_xcode").map(|x| x as u32),
         inner,
         inner_type,
         stack_trace_array: arr,
@@ -308,14 +376,17 @@ fn describe_element<M: Memory>(
         method: None,
         module: None,
         offset: None,
+        method_token: None,
         error: None,
     };
     match walker.method_desc_name(md) {
-        Ok((module, _, n)) => {
+        Ok((module, token, n)) => {
             el.module = r.rt.module(module).ok().map(|d| d.simple_name);
             el.method = Some(n);
+            el.method_token = Some((module, token));
         }
-        Err((module, _, e)) => {
+        Err((module, token, e)) => {
+            el.method_token = module.zip(token);
             el.module = module.and_then(|m| r.rt.module(m).ok().map(|d| d.simple_name));
             el.error = Some(e.to_string());
         }

@@ -85,18 +85,32 @@ impl SourceLines {
         f: &StackFrame,
         return_address: bool,
     ) -> FrameSource {
+        let at = if return_address {
+            f.ip.wrapping_sub(1)
+        } else {
+            f.ip
+        };
+        self.code_source(w, f.ip, at, f.module.zip(f.token))
+    }
+
+    /// The IL offset and source line of the code at `at` in the method whose code holds `ip`
+    /// (`ip` and `at` differ when a return address is looked up inside its call), the method
+    /// being MethodDef `token` of the Module at `module` (`method`). The one lookup behind
+    /// every listing's lines: `clrstack`'s frames, an exception's recorded trace.
+    pub fn code_source<M: Memory>(
+        &self,
+        w: &StackWalker<'_, M>,
+        ip: u64,
+        at: u64,
+        method: Option<(u64, u32)>,
+    ) -> FrameSource {
         let mut out = FrameSource {
             il_offset: None,
             file: None,
             line: None,
             note: None,
         };
-        let ip = if return_address {
-            f.ip.wrapping_sub(1)
-        } else {
-            f.ip
-        };
-        match self.il_offset(w, f.ip, ip) {
+        match self.il_offset(w, ip, at) {
             Ok(Some(il)) => out.il_offset = Some(il),
             Ok(None) => {
                 out.note = Some("the code maps to no IL offset".into());
@@ -107,7 +121,7 @@ impl SourceLines {
                 return out;
             }
         }
-        let (Some(module), Some(token)) = (f.module, f.token) else {
+        let Some((module, token)) = method else {
             out.note = Some("the frame's module and token are not known".into());
             return out;
         };
