@@ -27,6 +27,9 @@ use std::sync::Arc;
 /// How many merged stacks and heap types a summary shows.
 pub const TOP: usize = 5;
 
+/// How many frames of a NativeAOT app's crashing thread a page shows.
+const CRASH_FRAMES: usize = 12;
+
 /// The summary of one dump.
 #[derive(Debug, Serialize)]
 pub struct Triage {
@@ -466,17 +469,11 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
     };
     t.runtime = Some(v.runtime.clone());
     t.gc = v.gc.map(str::to_owned);
-    // A NativeAOT app: its thread list is read, CoreCLR's structures are not there.
+    // A NativeAOT app: its own thread list, stacks, crash info and heap census; CoreCLR's
+    // structures are not there.
     if v.nativeaot.is_some() {
-        if let Some(th) = run::<crate::nativeaot::AotThreads>(&s, "clrthreads", p) {
-            t.managed_threads = Some(th.threads.len() as u64);
-        }
-        p.push(
-            "a NativeAOT app: its stacks, objects, exceptions and thread pool are not read yet \
-             (dumpshell crashinfo shows a crashed app's unhandled exception, dumpheap -stat the \
-             heap by MethodTable)"
-                .into(),
-        );
+        triage_nativeaot(&s, &mut t);
+        t.problems = merge_problems(std::mem::take(&mut t.problems));
         return t;
     }
     if let Some(th) = run::<ClrThreads>(&s, "clrthreads", p) {
@@ -593,6 +590,123 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
     }
     t.problems = merge_problems(std::mem::take(&mut t.problems));
     t
+}
+
+/// The summary of a NativeAOT app, from the NativeAOT commands: `clrthreads` (the
+/// ThreadStore), `pstacks` (each thread unwound by the app's unwind tables; the executable's
+/// frames named as `clrstack` names them, from the symbol file or `<stripped> app+0x..`),
+/// `crashinfo` (the exception the runtime recorded before aborting) and `dumpheap -stat` (the
+/// census by MethodTable). The crashing thread is the one the dump records (its signal), else
+/// the one the crash info names.
+fn triage_nativeaot(s: &Session, t: &mut Triage) {
+    use crate::nativeaot::{AotHeapStat, AotPStacks, CrashInfoOut};
+    let p = &mut t.problems;
+    if let Some(th) = run::<crate::nativeaot::AotThreads>(s, "clrthreads", p) {
+        t.managed_threads = Some(th.threads.len() as u64);
+    }
+    // No crash info is no failure: the app did not crash.
+    let crash = match commands::execute(s, "crashinfo") {
+        Ok(Some((out, _))) => out.typed.and_then(|x| x.0.downcast::<CrashInfoOut>().ok()),
+        Ok(None) | Err(crate::CommandError::NotFound { .. }) => None,
+        Err(e) => {
+            p.push(format!("crashinfo: {e}"));
+            None
+        }
+    };
+    let crash_thread = t
+        .dump_exception
+        .as_ref()
+        .map(|e| u64::from(e.thread_id))
+        .or_else(|| {
+            let c = crash.as_ref()?;
+            let id = c.crash_info["thread"].as_str()?;
+            u64::from_str_radix(id.trim_start_matches("0x").trim_start_matches("0X"), 16).ok()
+        });
+    if let Some(c) = &crash {
+        t.current_exception = crash_exception(c, crash_thread);
+    }
+    if let Some(ps) = run::<AotPStacks>(s, "pstacks", p) {
+        let mut all = Vec::new();
+        for r in &ps.stacks.roots {
+            leaves(r, &mut Vec::new(), &mut all);
+        }
+        all.retain(|m| m.count > 0);
+        if let Some(os) = crash_thread {
+            if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
+                t.crash_thread_frames = m.frames.clone();
+            }
+        }
+        all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
+        all.truncate(TOP);
+        t.top_stacks = all;
+        if let clrdata::model::stack::aot::AotFrameNames::Unnamed { reason, .. } = &ps.names {
+            p.push(format!(
+                "the executable's frames are <stripped> (unnamed): {reason}"
+            ));
+        }
+    }
+    if let Some(h) = run::<AotHeapStat>(s, "dumpheap -stat", p) {
+        let c = &h.census;
+        t.heap_objects = Some(c.total_objects);
+        t.heap_bytes = Some(c.total_size);
+        t.heaviest_types = c
+            .types
+            .iter()
+            .take(TOP)
+            .map(|x| TypeOut {
+                mt: hex(x.mt),
+                count: x.count,
+                total_size: x.total_size,
+                name: x.name.clone().unwrap_or_else(|| "<unnamed>".to_string()),
+                retained: None,
+            })
+            .collect();
+    }
+    p.push(
+        "a NativeAOT app: its thread pool, async state machines, locks and managed thread ids \
+         are not read (its runtime publishes no layout for them)"
+            .into(),
+    );
+}
+
+/// The exception a NativeAOT app's crash info records, as [`CurrentException`] (the frames
+/// as the runtime named them).
+fn crash_exception(
+    c: &crate::nativeaot::CrashInfoOut,
+    thread: Option<u64>,
+) -> Option<CurrentException> {
+    let e = &c.crash_info["exception"];
+    let str_of = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    let type_name = str_of(&e["type"])?;
+    let stack: Vec<String> = e["stack"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| str_of(&f["name"]))
+        .collect();
+    Some(CurrentException {
+        thread_os_id: thread,
+        // As the other sections write addresses (the runtime writes "0x7F84A980D298").
+        address: str_of(&e["address"])
+            .map(|a| {
+                u64::from_str_radix(a.trim_start_matches("0x").trim_start_matches("0X"), 16)
+                    .map_or(a, hex)
+            })
+            .unwrap_or_default(),
+        type_name,
+        message: str_of(&e["message"]),
+        inner_exception_type: e["inner"]
+            .as_array()
+            .and_then(|v| v.first())
+            .and_then(|i| str_of(&i["type"])),
+        frames: stack.iter().take(TOP).cloned().map(Some).collect(),
+        app_frames: stack
+            .iter()
+            .filter(|m| !is_framework_frame(m))
+            .take(TOP)
+            .cloned()
+            .collect(),
+    })
 }
 
 /// One line per distinct failure: commands that failed for the same reason (a structure every
@@ -870,6 +984,32 @@ pub fn render(t: &Triage) -> String {
                     m.frames.len() - shown
                 ));
             }
+        }
+    }
+    // A NativeAOT app's crashing thread, as its stack walk gives it (CoreCLR's shows in the
+    // exception's trace below).
+    let nativeaot = t
+        .runtime
+        .as_deref()
+        .is_some_and(|r| r.starts_with("NativeAOT"));
+    if nativeaot && !t.crash_thread_frames.is_empty() {
+        let id = t
+            .dump_exception
+            .as_ref()
+            .map(|e| u64::from(e.thread_id))
+            .or(t.current_exception.as_ref().and_then(|x| x.thread_os_id));
+        s.push_str(&format!(
+            "Crashing thread {}, innermost frames:\n",
+            id.map_or("?".to_string(), |i| format!("{i:x}"))
+        ));
+        for f in t.crash_thread_frames.iter().take(CRASH_FRAMES) {
+            s.push_str(&format!("      {f}\n"));
+        }
+        if t.crash_thread_frames.len() > CRASH_FRAMES {
+            s.push_str(&format!(
+                "      ... {} more frames\n",
+                t.crash_thread_frames.len() - CRASH_FRAMES
+            ));
         }
     }
     if let Some(x) = &t.current_exception {

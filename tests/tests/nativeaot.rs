@@ -6,7 +6,7 @@
 use clrdata::nativeaot::{AotVersionSource, NativeAot};
 use clrdata::ClrError;
 use commands::Session;
-use dumpreader::Target;
+use dumpreader::{Memory, Target};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -214,6 +214,17 @@ fn nativeaot_threads() {
         // The command's JSON says the same.
         let s = session(&e);
         let (out, _) = commands::execute(&s, "clrthreads").unwrap().unwrap();
+        // No managed thread id: the runtime publishes no way to it; said, never guessed.
+        assert!(
+            out.text.contains("Managed thread ids: not shown"),
+            "{}",
+            e.name
+        );
+        assert!(out.data["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("managed_id").is_none()));
         let listed: Vec<u64> = out.data["threads"]
             .as_array()
             .unwrap()
@@ -494,13 +505,57 @@ fn nativeaot_heap_census_named_by_symbol_file() {
         // No symbol file anywhere: unnamed, said so, counted.
         let d = e.open();
         let c = find(&e, &d).heap_census(&d).unwrap();
-        match &c.names {
-            clrdata::nativeaot::AotTypeNames::Unnamed { reason, .. } => {
-                assert!(reason.contains(&hex_str(&build_id)), "{}: {reason}", e.name)
+        let by_crash_info = match &c.names {
+            clrdata::nativeaot::AotTypeNames::Unnamed {
+                reason,
+                by_crash_info,
+                ..
+            } => {
+                assert!(reason.contains(&hex_str(&build_id)), "{}: {reason}", e.name);
+                *by_crash_info
             }
             other => panic!("{}: {other:?}", e.name),
+        };
+        assert!(c.total_objects > 1000);
+        let named: Vec<_> = c.types.iter().filter(|t| t.name.is_some()).collect();
+        assert_eq!(named.len(), by_crash_info, "{}", e.name);
+        if e.manifest["dump"]["kind"] == "crash" {
+            // Only the crash info's exception types are named without symbols: the manifest's
+            // exception and its inner one, and the one in flight is the MethodTable the real
+            // .dbg names (symbols.json's ExInfo chain).
+            let ex = &e.manifest["exceptions"][0];
+            let allowed = [ex["type"].as_str(), ex["inner"]["type"].as_str()];
+            for t in &named {
+                assert!(allowed.contains(&t.name.as_deref()), "{}: {t:?}", e.name);
+            }
+            let mut checked = 0;
+            for th in sym["thread_store"]["threads"].as_array().unwrap() {
+                for x in th["exinfo_chain"].as_array().unwrap() {
+                    let mt = d.read_u64(hex(&x["exception"])).unwrap() & !7;
+                    let t = c.types.iter().find(|t| t.mt == mt).unwrap();
+                    let name = t
+                        .name
+                        .as_deref()
+                        .unwrap_or_else(|| panic!("{}: {mt:#x}", e.name));
+                    let mangled: String = name
+                        .chars()
+                        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
+                        .collect();
+                    assert_eq!(
+                        clrdata::nativeaot::method_table_symbol_name(
+                            x["method_table_symbol"].as_str().unwrap()
+                        ),
+                        Some(format!("S_P_CoreLib_{mangled}").as_str()),
+                        "{}",
+                        e.name
+                    );
+                    checked += 1;
+                }
+            }
+            assert!(checked >= 1 && by_crash_info >= 1, "{}", e.name);
+        } else {
+            assert_eq!(by_crash_info, 0, "{}", e.name);
         }
-        assert!(c.types.iter().all(|t| t.name.is_none()) && c.total_objects > 1000);
         let mts: Vec<(String, u64)> = sym["types"]
             .as_array()
             .unwrap()
@@ -837,4 +892,267 @@ fn tree_has_path(nodes: &Value, want: &[String], id: u64) -> bool {
         let have: Vec<&str> = p.iter().map(String::as_str).collect();
         in_order(want, &have)
     })
+}
+
+/// A folder holding the stand-in symbol file of `e` (symbols.json's functions of the program,
+/// from the real `.dbg`, under the executable's build id), and the executable's name.
+fn stand_in_symbols(e: &tests::Entry, tag: &str) -> std::path::PathBuf {
+    let sym = symbols(e);
+    let exe = e.manifest["app"]["executable"].as_str().unwrap();
+    let funcs: Vec<(String, u64, u64)> = sym["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["symbol"].as_str().unwrap().to_owned(),
+                hex(&m["rva"]),
+                m["size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let build_id = unhex(sym["executable"]["build_id"].as_str().unwrap());
+    let dir = std::env::temp_dir().join(format!("aot-{tag}-{}-{}", e.name, std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{exe}.dbg")),
+        symbol_file_with(&build_id, &[], &funcs),
+    )
+    .unwrap();
+    dir
+}
+
+/// `triage` on every NativeAOT dump gives one page: the ThreadStore's threads, the top merged
+/// stacks from the NativeAOT stack walk (the executable's frames `<stripped> app+0x..` without
+/// symbols, as clrstack names them), the crash dump's faulting thread (the manifest's crashing
+/// thread) with its stack and the exception its crash info records (the manifest's type,
+/// message and inner type), the heap census, and each thing it cannot read said once. With
+/// the stand-in symbol file, the crashing thread's frames hold the manifest's methods in order
+/// under ILC's names.
+#[test]
+fn nativeaot_triage() {
+    let mut crashes = 0;
+    for e in tests::nativeaot() {
+        let d = e.open();
+        let threads = find(&e, &d).threads(&d).unwrap();
+        let ids: BTreeSet<u64> = threads.iter().map(|t| t.os_id).collect();
+        let tr = commands::triage::triage(&e.dump_path(), &e.open_options());
+        let page = commands::triage::render(&tr);
+        assert!(tr.error.is_none(), "{}: {:?}", e.name, tr.error);
+        // One page: each problem once, none a refusal for being NativeAOT, none a bug.
+        let distinct: BTreeSet<&String> = tr.problems.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            tr.problems.len(),
+            "{}: {:?}",
+            e.name,
+            tr.problems
+        );
+        for p in &tr.problems {
+            assert!(
+                !p.contains("a bug") && !p.contains("is a NativeAOT app"),
+                "{}: {p}",
+                e.name
+            );
+        }
+        assert!(page.lines().count() <= 60, "{}:\n{page}", e.name);
+        // The top stacks: ThreadStore threads, the executable's frames unnamed.
+        assert!(!tr.top_stacks.is_empty(), "{}:\n{page}", e.name);
+        for m in &tr.top_stacks {
+            assert!(m.threads.iter().all(|t| ids.contains(t)), "{}", e.name);
+            assert!(!m.frames.is_empty(), "{}", e.name);
+            for f in &m.frames {
+                assert!(f.starts_with("<stripped> "), "{}: {f}", e.name);
+            }
+        }
+        assert!(page.contains("<stripped> "), "{}:\n{page}", e.name);
+        // The census.
+        assert!(tr.heap_objects.is_some_and(|n| n > 0), "{}", e.name);
+        assert!(!tr.heaviest_types.is_empty(), "{}", e.name);
+        if e.manifest["dump"]["kind"] != "crash" {
+            assert!(tr.crash_thread_frames.is_empty(), "{}", e.name);
+            assert!(tr.current_exception.is_none(), "{}", e.name);
+            continue;
+        }
+        let crasher = e.manifest["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["role"] == "crash")
+            .unwrap();
+        let crash_id = crasher["os_id"].as_u64().unwrap();
+        let x = tr
+            .current_exception
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no exception:\n{page}", e.name));
+        assert_eq!(x.thread_os_id, Some(crash_id), "{}", e.name);
+        let want = &e.manifest["exceptions"][0];
+        assert_eq!(x.type_name, want["type"].as_str().unwrap(), "{}", e.name);
+        assert_eq!(x.message.as_deref(), want["message"].as_str(), "{}", e.name);
+        assert_eq!(
+            x.inner_exception_type.as_deref(),
+            want["inner"]["type"].as_str(),
+            "{}",
+            e.name
+        );
+        assert!(!tr.crash_thread_frames.is_empty(), "{}:\n{page}", e.name);
+        assert!(
+            page.contains(&format!("Crashing thread {crash_id:x}, innermost frames:")),
+            "{}:\n{page}",
+            e.name
+        );
+        // The crashing thread's stack is its own: the same frames as clrstack's walk of it.
+        let st = aot_clrstack(&e, None, &format!("clrstack {crash_id:#x}"));
+        let walked: Vec<String> = st["stacks"][0]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "app")
+            .map(|f| {
+                format!(
+                    "<stripped> {}+{}",
+                    f["module"].as_str().unwrap(),
+                    f["module_offset"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(tr.crash_thread_frames, walked, "{}", e.name);
+        // With the stand-in symbols: the manifest's methods, in order.
+        let exe = e.manifest["app"]["executable"].as_str().unwrap();
+        let dir = stand_in_symbols(&e, "triage");
+        let mut o = e.open_options();
+        o.image_search_path.push(dir.clone());
+        let named = commands::triage::triage(&e.dump_path(), &o);
+        std::fs::remove_dir_all(&dir).ok();
+        let want: Vec<String> = crasher["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| ilc_method_symbol(exe, f.as_str().unwrap()))
+            .collect();
+        let have: Vec<&str> = named
+            .crash_thread_frames
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert!(
+            in_order(&want, &have),
+            "{}: {want:?} not in order in {have:?}",
+            e.name
+        );
+        assert!(
+            !named.problems.iter().any(|p| p.contains("<stripped>")),
+            "{}: {:?}",
+            e.name,
+            named.problems
+        );
+        crashes += 1;
+    }
+    assert_eq!(crashes, 3);
+}
+
+/// Where the runtime's `RhGetRuntimeVersion` is in the executable of `e` (its offset from the
+/// load address), for a stand-in symbol file: symbols.json, written before dumpshell read the
+/// function, does not record its symbol, so it is looked for here by its code
+/// (`push rbp; mov rbp, rsp; mov dword [rdi], len; lea rax, [rip+d]; pop rbp; ret` with a
+/// version-sized length: its sibling `RhGetCrashInfoBuffer` stores 8192). None when the code is
+/// not in the dump (a gcore core without the executable's text).
+fn rh_get_runtime_version_rva(d: &dumpreader::Dump, aot: &NativeAot) -> Option<u64> {
+    let m = d.modules().iter().find(|m| m.base == aot.base)?;
+    let size = m.size().min(64 << 20);
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = 0u64;
+    while at < size {
+        let n = (buf.len() as u64).min(size - at) as usize;
+        if d.read_exact(m.base + at, &mut buf[..n]).is_ok() {
+            for i in 0..n.saturating_sub(19) {
+                let c = &buf[i..i + 19];
+                if c[..6] == [0x55, 0x48, 0x89, 0xe5, 0xc7, 0x07]
+                    && c[10..13] == [0x48, 0x8d, 0x05]
+                    && c[17..19] == [0x5d, 0xc3]
+                    && u32::from_le_bytes([c[6], c[7], c[8], c[9]]) <= 16
+                {
+                    found.push(at + i as u64);
+                }
+            }
+        }
+        // Overlap the windows by the code's length.
+        at += n.saturating_sub(19).max(1) as u64;
+    }
+    found.dedup();
+    assert!(found.len() <= 1, "{found:x?}");
+    found.first().copied()
+}
+
+/// The exact version of a NativeAOT app on 8 and 10, whose debug header states only the
+/// family: with a symbol file naming `RhGetRuntimeVersion`, the string it returns, equal to the
+/// manifest's version (the ILCompiler package that built the app) and, in a crash dump, to the
+/// crash info's `runtime_version`; a symbol file pointing the name at other code is refused
+/// and the version left unstated.
+#[test]
+fn nativeaot_version_from_the_symbol_file() {
+    let mut read = 0;
+    for e in tests::nativeaot() {
+        let d = e.open();
+        let aot = find(&e, &d);
+        assert!(
+            aot.version_from_symbol_file(&d).is_err(),
+            "{}: no symbol file is on the corpus's image path",
+            e.name
+        );
+        let Some(rva) = rh_get_runtime_version_rva(&d, &aot) else {
+            eprintln!("{}: RhGetRuntimeVersion's code is not in the dump", e.name);
+            continue;
+        };
+        let sym = symbols(&e);
+        let exe = e.manifest["app"]["executable"].as_str().unwrap();
+        let build_id = unhex(sym["executable"]["build_id"].as_str().unwrap());
+        let ilc = e.manifest["app"]["ilcompiler"].as_str().unwrap();
+        assert!(ilc.ends_with(&format!(" {}", e.runtime_version())), "{ilc}");
+        let dir = std::env::temp_dir().join(format!("aot-ver-{}-{}", e.name, std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let open_with = |at: u64| {
+            std::fs::write(
+                dir.join(format!("{exe}.dbg")),
+                symbol_file_with(&build_id, &[], &[("RhGetRuntimeVersion".into(), at, 19)]),
+            )
+            .unwrap();
+            let mut o = e.open_options();
+            o.image_search_path.push(dir.clone());
+            dumpreader::Dump::open_with(&e.dump_path(), &o).unwrap()
+        };
+        let named = open_with(rva);
+        let a = find(&e, &named);
+        let v = a
+            .version_from_symbol_file(&named)
+            .unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        assert_eq!(v, e.runtime_version(), "{}", e.name);
+        assert_eq!(
+            a.version.as_deref(),
+            Some(e.runtime_version()),
+            "{}",
+            e.name
+        );
+        let expected_source = match (e.family(), e.manifest["dump"]["kind"] == "crash") {
+            (11, _) => AotVersionSource::ContractDescriptor,
+            (_, true) => AotVersionSource::CrashInfo,
+            _ => AotVersionSource::SymbolFile,
+        };
+        assert_eq!(a.version_source, expected_source, "{}", e.name);
+        if let Some(ci) = a.crash_info(&named).unwrap() {
+            assert_eq!(ci.json["runtime_version"], v.as_str(), "{}", e.name);
+        }
+        // The name on other code (the function before it): refused, nothing stated.
+        let wrong = open_with(rva - 0x30);
+        let a = find(&e, &wrong);
+        let err = a.version_from_symbol_file(&wrong).unwrap_err().to_string();
+        assert!(err.contains("RhGetRuntimeVersion"), "{}: {err}", e.name);
+        if expected_source == AotVersionSource::SymbolFile {
+            assert_eq!(a.version, None, "{}", e.name);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        read += 1;
+    }
+    assert!(read >= 9, "{read} dumps read");
 }

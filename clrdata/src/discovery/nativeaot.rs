@@ -196,6 +196,9 @@ pub enum AotVersionSource {
     ContractDescriptor,
     /// The crash info buffer's `runtime_version` (a crashed app).
     CrashInfo,
+    /// The string the runtime's `RhGetRuntimeVersion` returns, the function found by the
+    /// executable's symbol file ([`NativeAot::version_from_symbol_file`]).
+    SymbolFile,
     /// Only the family, from the debug header's major version ([`HEADER_VERSIONS`]).
     HeaderVersion,
 }
@@ -312,6 +315,34 @@ fn candidates<T: Target + ?Sized>(target: &T) -> Vec<&ModuleInfo> {
     first.extend(rest);
     first
 }
+
+/// The runtime function returning its version string.
+const RH_GET_RUNTIME_VERSION: &str = "RhGetRuntimeVersion";
+/// `RhGetRuntimeVersion`'s code (amd64): `push rbp; mov rbp, rsp; mov dword [rdi], <length>;
+/// lea rax, [rip + <string>]; pop rbp; ret` (None: the length and displacement bytes). Read
+/// from RuntimeInstance.cpp.o of the 10.0.12 runtime pack's libRuntime.WorkstationGC.a and
+/// seen at the same shape in the 8.0.31, 10.0.12 and 11.0.0 corpus executables.
+const RH_GET_RUNTIME_VERSION_CODE: [Option<u8>; 19] = [
+    Some(0x55),
+    Some(0x48),
+    Some(0x89),
+    Some(0xe5),
+    Some(0xc7),
+    Some(0x07),
+    None,
+    None,
+    None,
+    None,
+    Some(0x48),
+    Some(0x8d),
+    Some(0x05),
+    None,
+    None,
+    None,
+    None,
+    Some(0x5d),
+    Some(0xc3),
+];
 
 fn read_err(what: impl Into<String>, addr: u64) -> ClrError {
     ClrError::Read {
@@ -547,7 +578,86 @@ impl NativeAot {
                 }
             }
         }
+        // Else the runtime's own version string, where the symbol file names its function.
+        if rt.version.is_none() {
+            if let Ok(v) = rt.version_from_symbol_file(target) {
+                rt.version = Some(v);
+                rt.version_source = AotVersionSource::SymbolFile;
+            }
+        }
         Ok(rt)
+    }
+
+    /// The runtime's version as its `RhGetRuntimeVersion(int* length)` returns it
+    /// (nativeaot/Runtime/RuntimeInstance.cpp: the build's version literal, the one the crash
+    /// info's `runtime_version` is written from), the function located by the executable's
+    /// symbol file. Nothing the runtime publishes (the debug header, its globals) points at
+    /// the string, and a stripped executable does not name the function: without the symbol
+    /// file, the error says so. The function's code must be the shape the 8, 10 and 11
+    /// runtimes compile it to ([`RH_GET_RUNTIME_VERSION_CODE`]), the string as long as the
+    /// length it stores, a version of the debug header's family; anything else is refused.
+    pub fn version_from_symbol_file<T: Target + ?Sized>(&self, target: &T) -> Result<String> {
+        let what = RH_GET_RUNTIME_VERSION;
+        let not_found = |detail: String| ClrError::NotFound {
+            what: what.into(),
+            detail,
+            addr: None,
+        };
+        let f = self
+            .symbol_file(target)
+            .map_err(|(reason, _)| not_found(reason))?;
+        let (start, size, _) = f
+            .functions
+            .iter()
+            .find(|x| x.2 == what)
+            .ok_or_else(|| not_found(format!("{} does not name it", f.path.display())))?;
+        let corrupt = |addr: u64, detail: String| ClrError::Corrupt {
+            what: format!("{what} (named by the symbol file)"),
+            addr,
+            detail,
+        };
+        let mut code = [0u8; RH_GET_RUNTIME_VERSION_CODE.len()];
+        if *size < code.len() as u64 {
+            return Err(corrupt(*start, format!("the function is {size} bytes")));
+        }
+        target
+            .read_exact(*start, &mut code)
+            .map_err(|_| read_err(format!("{what}'s code"), *start))?;
+        let shaped = code
+            .iter()
+            .zip(RH_GET_RUNTIME_VERSION_CODE)
+            .all(|(b, want)| want.is_none_or(|w| *b == w));
+        if !shaped {
+            return Err(corrupt(
+                *start,
+                format!("its code is not the shape this reader knows: {code:02x?}"),
+            ));
+        }
+        let len = u32::from_le_bytes([code[6], code[7], code[8], code[9]]) as u64;
+        let rel = i32::from_le_bytes([code[13], code[14], code[15], code[16]]) as i64;
+        let at = start.wrapping_add(17).wrapping_add_signed(rel);
+        if len == 0 || len > 64 {
+            return Err(corrupt(*start, format!("it states a length of {len}")));
+        }
+        let mut text = vec![0u8; len as usize + 1];
+        target
+            .read_exact(at, &mut text)
+            .map_err(|_| read_err(format!("the version string {what} returns"), at))?;
+        let ok = text[len as usize] == 0
+            && text[..len as usize]
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'));
+        let v = String::from_utf8_lossy(&text[..len as usize]).into_owned();
+        if !ok || v.split('.').next() != Some(&self.family.to_string()) {
+            return Err(corrupt(
+                at,
+                format!(
+                    "the string it returns ({v:?}) is not a .NET {} version of {len} characters",
+                    self.family
+                ),
+            ));
+        }
+        Ok(v)
     }
 
     /// What `info` and `eeversion` say of it.
@@ -816,7 +926,7 @@ pub struct AotTypeTotal {
     /// Their total size in bytes.
     pub total_size: u64,
     /// The type's name from the symbol file ([`AotCensus::names`]), when it names this
-    /// MethodTable.
+    /// MethodTable; without one, the crash info's name of it, when it names it.
     pub name: Option<String>,
 }
 
@@ -930,6 +1040,7 @@ impl NativeAot {
             names: AotTypeNames::Unnamed {
                 reason: String::new(),
                 looked_for: Vec::new(),
+                by_crash_info: 0,
             },
         };
         for g in 0..gen_count {
@@ -1040,11 +1151,72 @@ impl NativeAot {
                 file: s.path.display().to_string(),
                 method_tables: s.names.len(),
             },
-            Err((reason, looked_for)) => AotTypeNames::Unnamed { reason, looked_for },
+            Err((reason, looked_for)) => {
+                // Without symbols, the types the crash info names by an object of theirs.
+                let named = self.crash_info_type_names(target);
+                let mut by_crash_info = 0;
+                for t in &mut types {
+                    if let Some(n) = named.get(&t.mt) {
+                        t.name = Some(n.clone());
+                        by_crash_info += 1;
+                    }
+                }
+                AotTypeNames::Unnamed {
+                    reason,
+                    looked_for,
+                    by_crash_info,
+                }
+            }
         };
         types.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.mt.cmp(&b.mt)));
         c.types = types;
         Ok(c)
+    }
+
+    /// The MethodTables the crash info names: each exception it records (the current one and
+    /// its inner ones, recursively) gives its object's address and its type's name as the
+    /// runtime wrote it; the object's MethodTable is read from the dump. A MethodTable given
+    /// two different names is left out. Empty when the app did not crash or the buffer or an
+    /// object is unreadable.
+    pub fn crash_info_type_names<T: Target + ?Sized>(&self, target: &T) -> HashMap<u64, String> {
+        fn collect(e: &serde_json::Value, out: &mut Vec<(u64, String)>, depth: usize) {
+            if depth > 64 {
+                return;
+            }
+            let addr = e["address"].as_str().and_then(|a| {
+                u64::from_str_radix(a.trim_start_matches("0x").trim_start_matches("0X"), 16).ok()
+            });
+            if let (Some(a), Some(t)) = (addr, e["type"].as_str()) {
+                if a != 0 && !t.is_empty() {
+                    out.push((a, t.to_owned()));
+                }
+            }
+            for i in e["inner"].as_array().into_iter().flatten() {
+                collect(i, out, depth + 1);
+            }
+        }
+        let mut found = Vec::new();
+        if let Ok(Some(ci)) = self.crash_info(target) {
+            collect(&ci.json["exception"], &mut found, 0);
+        }
+        let mut names: HashMap<u64, String> = HashMap::new();
+        let mut conflicts = Vec::new();
+        for (obj, ty) in found {
+            let Ok(word) = target.read_u64(obj) else {
+                continue;
+            };
+            let mt = word & !self.mt_unmask();
+            match names.get(&mt) {
+                Some(n) if *n != ty => conflicts.push(mt),
+                _ => {
+                    names.insert(mt, ty);
+                }
+            }
+        }
+        for mt in conflicts {
+            names.remove(&mt);
+        }
+        names
     }
 
     /// A field of the layout by (type, field) as the header or the descriptor spells it.
@@ -1295,12 +1467,16 @@ pub enum AotTypeNames {
         /// How many MethodTable symbols it holds.
         method_tables: usize,
     },
-    /// No names: the types are counted by MethodTable only.
+    /// No symbol file: the types are counted by MethodTable, only those the crash info names
+    /// named ([`NativeAot::crash_info_type_names`]: its exceptions' types, as the runtime
+    /// wrote them, `System.InvalidOperationException`).
     Unnamed {
         /// Why.
         reason: String,
         /// The files looked for, and what was wrong with each that exists.
         looked_for: Vec<String>,
+        /// How many of the census's MethodTables the crash info named.
+        by_crash_info: usize,
     },
 }
 
