@@ -665,27 +665,23 @@ fn token2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut named = 0usize;
     let mut without = 0usize;
     for i in images.into_iter().flatten() {
-        if i.dynamic {
-            // A dynamic module has no file to name it by: `*` scans it (SOS counts it).
-            if all {
-                let found = if kind == 0x02 {
-                    r.typedef_mt(i.module, rid)
-                } else {
-                    r.methoddef_md(i.module, rid)
-                };
-                if found.is_none() {
-                    without += 1;
-                }
+        let file = if i.dynamic {
+            // A dynamic (Reflection.Emit) module has no file to name it by: only `*` scans it,
+            // and SOS names its assembly `<dynamic>`.
+            if !all {
+                continue;
             }
-            continue;
-        }
-        let Some(path) = file_at(s, i.base) else {
-            continue;
+            "<dynamic>".to_string()
+        } else {
+            let Some(path) = file_at(s, i.base) else {
+                continue;
+            };
+            let file = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+            if !all && !names_module(&file, &query) {
+                continue;
+            }
+            file
         };
-        let file = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
-        if !all && !names_module(&file, &query) {
-            continue;
-        }
         named += 1;
         let mut error = None;
         let (found, name, code) = if kind == 0x02 {
