@@ -361,10 +361,13 @@ pub struct ClrModule {
     pub base: Option<String>,
     /// Its size: SizeOfImage when mapped, the file's length when flat.
     pub size: Option<u32>,
-    /// `"mapped"` (RVA addressing) or `"flat"` (the file as it is on disk).
+    /// `"mapped"` (RVA addressing) or `"flat"` (the file as it is on disk); null for a
+    /// dynamic module.
     pub layout: Option<&'static str>,
     /// The file the dump maps at `base`.
     pub path: Option<String>,
+    /// A dynamic (Reflection.Emit) module: no image (base and size 0), SOS's `(Dynamic)`.
+    pub dynamic: bool,
     /// Why the module's records do not read.
     pub error: Option<String>,
     #[serde(skip)]
@@ -387,7 +390,11 @@ impl Render for ClrModules {
                     "{:016X} {:08X} {}\n",
                     m.raw.0,
                     m.raw.1,
-                    m.path.as_deref().unwrap_or("<no file mapped at the base>")
+                    if m.dynamic {
+                        "(Dynamic)"
+                    } else {
+                        m.path.as_deref().unwrap_or("<no file mapped at the base>")
+                    }
                 ),
             })
             .collect()
@@ -422,8 +429,9 @@ fn clrmodules(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
                 assembly: Some(hex(i.assembly)),
                 base: Some(hex(i.base)),
                 size: Some(i.size),
-                layout: Some(if i.mapped { "mapped" } else { "flat" }),
-                path: file_at(s, i.base),
+                layout: (!i.dynamic).then_some(if i.mapped { "mapped" } else { "flat" }),
+                path: if i.dynamic { None } else { file_at(s, i.base) },
+                dynamic: i.dynamic,
                 error: None,
                 raw: (i.base, i.size),
             },
@@ -434,6 +442,7 @@ fn clrmodules(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
                 size: None,
                 layout: None,
                 path: None,
+                dynamic: false,
                 error: Some(e.to_string()),
                 raw: (0, 0),
             },
@@ -454,18 +463,25 @@ pub struct DumpAssembly {
     pub name: Option<String>,
     /// Its Module.
     pub module: String,
+    /// A dynamic (Reflection.Emit) module (SOS: `Unknown`, `Dynamic Module`).
+    pub dynamic: bool,
     #[serde(skip)]
     raw: (u64, u64),
 }
 
 impl Render for DumpAssembly {
     fn render(&self) -> String {
-        let name = self
-            .name
-            .as_deref()
-            .unwrap_or("<no file mapped at the image's base>");
+        let (name, module_name) = if self.dynamic {
+            ("Unknown", "Dynamic Module")
+        } else {
+            let n = self
+                .name
+                .as_deref()
+                .unwrap_or("<no file mapped at the image's base>");
+            (n, n)
+        };
         format!(
-            "Parent Domain:      {:016x}\nName:               {name}\n  Module\n  {:016x}    {name}\n",
+            "Parent Domain:      {:016x}\nName:               {name}\n  Module\n  {:016x}    {module_name}\n",
             self.raw.0, self.raw.1
         )
     }
@@ -495,8 +511,9 @@ fn dumpassembly(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         DumpAssembly {
             assembly: hex(a),
             parent_domain: hex(domain),
-            name: file_at(s, i.base),
+            name: if i.dynamic { None } else { file_at(s, i.base) },
             module: hex(i.module),
+            dynamic: i.dynamic,
             raw: (domain, i.module),
         },
     ))
@@ -622,6 +639,23 @@ fn token2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             "token2ee reads TypeDef (02xxxxxx) and MethodDef (06xxxxxx) tokens",
         ));
     }
+    if kind == 0x06 && c.rt.info.major().is_some_and(|m| m >= 11) {
+        // .NET 11's runtime-async methods have two MethodDescs per MethodDef (the
+        // Task-returning one and its async variant); the MethodDefToDesc map's entry is not
+        // always the one SOS's token2ee gives (aspnethang-net11's GetStockAsync): refused
+        // until which one the DAC answers is known.
+        return Err(CommandError::clr(
+            format!("token2ee {token:08x}"),
+            clrdata::ClrError::Unsupported {
+                what: "a MethodDef token's MethodDesc".into(),
+                detail: format!(
+                    "not verified for {} (runtime-async methods have two MethodDescs)",
+                    c.rt.info.display_name()
+                ),
+                addr: None,
+            },
+        ));
+    }
     let images =
         c.rt.loaded_images()
             .map_err(|e| CommandError::clr("reading the runtime's loaded modules", e))?;
@@ -631,13 +665,23 @@ fn token2ee(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let mut named = 0usize;
     let mut without = 0usize;
     for i in images.into_iter().flatten() {
-        let Some(path) = file_at(s, i.base) else {
-            continue;
+        let file = if i.dynamic {
+            // A dynamic (Reflection.Emit) module has no file to name it by: only `*` scans it,
+            // and SOS names its assembly `<dynamic>`.
+            if !all {
+                continue;
+            }
+            "<dynamic>".to_string()
+        } else {
+            let Some(path) = file_at(s, i.base) else {
+                continue;
+            };
+            let file = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+            if !all && !names_module(&file, &query) {
+                continue;
+            }
+            file
         };
-        let file = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
-        if !all && !names_module(&file, &query) {
-            continue;
-        }
         named += 1;
         let mut error = None;
         let (found, name, code) = if kind == 0x02 {

@@ -913,6 +913,8 @@ pub struct MixedFrameOut {
 #[derive(Serialize)]
 pub struct MixedThreadOut {
     pub os_id: u64,
+    /// The thread's debugger index (its position in the dump's thread list: SOS's).
+    pub index: Option<usize>,
     pub managed_id: Option<u32>,
     pub thread: Option<String>,
     pub frames: Vec<MixedFrameOut>,
@@ -921,9 +923,10 @@ pub struct MixedThreadOut {
 }
 
 impl MixedThreadOut {
-    fn of(st: &MixedStack) -> MixedThreadOut {
+    fn of(st: &MixedStack, index: Option<usize>) -> MixedThreadOut {
         MixedThreadOut {
             os_id: st.os_id,
+            index,
             managed_id: st.managed_id,
             thread: st.thread.map(hex),
             frames: st
@@ -960,12 +963,27 @@ pub struct MixedStacks {
     /// Why no CLR could be read (then the stacks are native frames only).
     pub no_clr: Option<clrdata::ClrError>,
     pub threads: Vec<MixedStack>,
+    /// Each thread's debugger index (its position in the dump's thread list).
+    pub debugger_index: Vec<Option<usize>>,
 }
 
 impl Serialize for MixedStacks {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.threads.iter().map(MixedThreadOut::of))
+        s.collect_seq(
+            self.threads.iter().enumerate().map(|(i, st)| {
+                MixedThreadOut::of(st, self.debugger_index.get(i).copied().flatten())
+            }),
+        )
     }
+}
+
+/// SOS's thread header of dumpstack and dumpstackobjects: the OS id, then the thread's
+/// debugger index (as clrstack's).
+fn thread_header(os_id: u64, index: Option<usize>) -> String {
+    format!(
+        "OS Thread Id: {os_id:#x} ({})\n",
+        index.map_or("XXXX".to_string(), |i| i.to_string())
+    )
 }
 
 impl Render for MixedStacks {
@@ -974,12 +992,11 @@ impl Render for MixedStacks {
         if let Some(e) = &self.no_clr {
             text.push_str(&format!("<native frames only: no CLR to read: {e}>\n"));
         }
-        for st in &self.threads {
-            let id = st.os_id;
-            match st.managed_id {
-                Some(mid) => text.push_str(&format!("OS Thread Id: {id:#x} ({mid})\n")),
-                None => text.push_str(&format!("OS Thread Id: {id:#x} (no managed thread)\n")),
-            }
+        for (ti, st) in self.threads.iter().enumerate() {
+            text.push_str(&thread_header(
+                st.os_id,
+                self.debugger_index.get(ti).copied().flatten(),
+            ));
             let mut t = table(&["#", "Child-SP", "RetAddr", "Call Site"]);
             for (i, f) in st.frames.iter().enumerate() {
                 t.add_row(vec![
@@ -1013,11 +1030,17 @@ fn stack(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             threads: StackWalker::for_target(&c.rt, &c.names)
                 .walk_mixed_threads(&ids)
                 .map_err(|e| CommandError::clr("reading the thread list", e))?,
+            debugger_index: Vec::new(),
         },
         Err(e) => MixedStacks {
             threads: walk_native_threads(&*s.target, &ids),
             no_clr: Some(e),
+            debugger_index: Vec::new(),
         },
+    };
+    let r = MixedStacks {
+        debugger_index: r.threads.iter().map(|t| s.thread_index(t.os_id)).collect(),
+        ..r
     };
     Ok(Output::rendered("stack", r))
 }
@@ -1039,6 +1062,8 @@ pub struct DsoRow {
 #[derive(Serialize)]
 pub struct DsoOut {
     pub os_id: u64,
+    /// The thread's debugger index (its position in the dump's thread list: SOS's).
+    pub index: Option<usize>,
     pub managed_id: Option<u32>,
     pub stack_start: String,
     pub stack_end: String,
@@ -1049,6 +1074,8 @@ pub struct DsoOut {
 /// `dumpstackobjects`'s result: one thread's scan. Its JSON is a [`DsoOut`].
 pub struct Dso {
     pub os_id: u64,
+    /// The thread's debugger index.
+    pub index: Option<usize>,
     pub managed_id: Option<u32>,
     pub scan: ThreadStackObjects,
 }
@@ -1058,6 +1085,7 @@ impl Dso {
     pub fn to_json(&self) -> DsoOut {
         DsoOut {
             os_id: self.os_id,
+            index: self.index,
             managed_id: self.managed_id,
             stack_start: hex(self.scan.range.0),
             stack_end: hex(self.scan.range.1),
@@ -1087,11 +1115,7 @@ impl Serialize for Dso {
 
 impl Render for Dso {
     fn render(&self) -> String {
-        let os_id = self.os_id;
-        let mut text = match self.managed_id {
-            Some(mid) => format!("OS Thread Id: {os_id:#x} ({mid})\n"),
-            None => format!("OS Thread Id: {os_id:#x}\n"),
-        };
+        let mut text = thread_header(self.os_id, self.index);
         let mut t = table(&["SP/REG", "Object", "Name"]);
         for o in &self.scan.objects {
             let loc = match (o.found.register, o.found.slot) {
@@ -1157,6 +1181,7 @@ fn dso(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         "dumpstackobjects",
         Dso {
             os_id,
+            index: s.thread_index(os_id),
             managed_id,
             scan,
         },

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sos_threads.py: SOS's thread (and module list) commands on a corpus dump, as truth for dumpshell's.
 
-    python3 dumps/tools/sos_threads.py NAME [--core PATH]
+    python3 dumps/tools/sos_threads.py NAME [--core PATH] [--modules]
 
 Runs the dotnet tool dotnet-dump (`dotnet tool install -g dotnet-dump --version 10.0.750501`;
 $DOTNET_DUMP overrides the path) on dumps/NAME.dmp.zst (decompressed into a temporary file, or
@@ -21,6 +21,9 @@ dumps/NAME.sos-threads.txt:
                                   module clrmodules lists outside Microsoft.NETCore.App), CoreLib's
                                   1-16; and `token2ee * 02000002`
   ### threadstate <hex>           for each State value clrthreads printed, and ffffffff, 0
+
+--modules writes only the clrmodules -v, dumpassembly and token2ee sections, into
+dumps/NAME.sos-modules.txt (the .NET 11 dumps without a sos-threads truth).
 
 A header of `#` lines names the dump, dotnet-dump's version, the core's sha256 and the setup.
 Each `setthread <i>; <command>` section comes from one dotnet-dump session running every index in
@@ -87,10 +90,43 @@ def per_thread(dd, core, setup, count, command, start):
     return ['\n'.join(p) for p in parts]
 
 
+def module_sections(dd, core, setup):
+    """The clrmodules -v, dumpassembly and token2ee sections."""
+    out = []
+    mods = run(dd, core, setup, ['clrmodules -v'])
+    out += ['### clrmodules -v', mods.rstrip('\n')]
+    addrs = re.findall(r'(?m)^    AssemblyAddress: ([0-9A-F]+)$', mods)
+    text = run(dd, core, setup, [f'dumpassembly {x}' for x in addrs])
+    blocks = [b for b in re.split(r'(?m)^(?=Parent Domain: )', text) if b.strip()]
+    if not addrs or len(blocks) != len(addrs):
+        die(f'dumpassembly: {len(blocks)} outputs for {len(addrs)} assemblies:\n{text}')
+    for x, b in zip(addrs, blocks):
+        out += [f'### dumpassembly {x}', b.rstrip('\n')]
+    # token2ee: the app's first TypeDef and MethodDef rows (and some past its tables), CoreLib's
+    # first ones, each in one session cut at its `Module:` line; `*` in a session of its own.
+    app = [l.rsplit('/', 1)[-1] for l in mods.splitlines()
+           if l and not l.startswith(' ') and 'Microsoft.NETCore.App' not in l]
+    queries = []
+    for module in app[:1] + ['System.Private.CoreLib.dll']:
+        n = 40 if module in app else 16
+        queries += [(module, f'{k:02x}{rid:06x}') for k in (2, 6) for rid in range(1, n + 1)]
+    text = run(dd, core, setup, [f'token2ee {m} {t}' for m, t in queries])
+    blocks = re.split(r'(?m)^(?=Module: )', text)
+    blocks = [b for b in blocks if b.strip()]
+    if len(blocks) != len(queries):
+        die(f'token2ee: {len(blocks)} outputs for {len(queries)} tokens:\n{text}')
+    for (m, t), b in zip(queries, blocks):
+        out += [f'### token2ee {m} {t}', b.rstrip('\n')]
+    out += ['### token2ee * 02000002', run(dd, core, setup, ['token2ee * 02000002']).rstrip('\n')]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('name')
     ap.add_argument('--core', help='the uncompressed core (default: decompress dumps/NAME.dmp.zst)')
+    ap.add_argument('--modules', action='store_true',
+                    help='only the module sections, into dumps/NAME.sos-modules.txt')
     a = ap.parse_args()
     dd = os.environ.get('DOTNET_DUMP') or os.path.expanduser('~/.dotnet/tools/dotnet-dump')
     if not os.access(dd, os.X_OK):
@@ -116,6 +152,12 @@ def main():
         out = [f'# {a.name}: SOS\'s thread commands (dumps/tools/sos_threads.py)',
                f'# dotnet-dump {ver}; core sha256 {sha256(core)}',
                f'# setup: setsymbolserver -disable; setclrpath {shown}']
+        if a.modules:
+            out[0] = f'# {a.name}: SOS\'s module commands (dumps/tools/sos_threads.py --modules)'
+            out += module_sections(dd, core, setup)
+            with open(os.path.join(DUMPS, f'{a.name}.sos-modules.txt'), 'w', encoding='utf-8') as f:
+                f.write('\n'.join(out) + '\n')
+            return
         clrthreads = run(dd, core, setup, ['clrthreads'])
         out += ['### clrthreads', clrthreads.rstrip('\n')]
         listing = run(dd, core, setup, ['setthread'])
@@ -134,31 +176,7 @@ def main():
             die(f'clrstack: {len(parts)} outputs for {count} threads:\n{stacks}')
         for i, p in enumerate(parts):
             out += [f'### setthread {i}; clrstack', p.rstrip('\n')]
-        mods = run(dd, core, setup, ['clrmodules -v'])
-        out += ['### clrmodules -v', mods.rstrip('\n')]
-        addrs = re.findall(r'(?m)^    AssemblyAddress: ([0-9A-F]+)$', mods)
-        text = run(dd, core, setup, [f'dumpassembly {x}' for x in addrs])
-        blocks = [b for b in re.split(r'(?m)^(?=Parent Domain: )', text) if b.strip()]
-        if not addrs or len(blocks) != len(addrs):
-            die(f'dumpassembly: {len(blocks)} outputs for {len(addrs)} assemblies:\n{text}')
-        for x, b in zip(addrs, blocks):
-            out += [f'### dumpassembly {x}', b.rstrip('\n')]
-        # token2ee: the app's first TypeDef and MethodDef rows (and some past its tables), CoreLib's
-        # first ones, each in one session cut at its `Module:` line; `*` in a session of its own.
-        app = [l.rsplit('/', 1)[-1] for l in mods.splitlines()
-               if l and not l.startswith(' ') and 'Microsoft.NETCore.App' not in l]
-        queries = []
-        for module in app[:1] + ['System.Private.CoreLib.dll']:
-            n = 40 if module in app else 16
-            queries += [(module, f'{k:02x}{rid:06x}') for k in (2, 6) for rid in range(1, n + 1)]
-        text = run(dd, core, setup, [f'token2ee {m} {t}' for m, t in queries])
-        blocks = re.split(r'(?m)^(?=Module: )', text)
-        blocks = [b for b in blocks if b.strip()]
-        if len(blocks) != len(queries):
-            die(f'token2ee: {len(blocks)} outputs for {len(queries)} tokens:\n{text}')
-        for (m, t), b in zip(queries, blocks):
-            out += [f'### token2ee {m} {t}', b.rstrip('\n')]
-        out += ['### token2ee * 02000002', run(dd, core, setup, ['token2ee * 02000002']).rstrip('\n')]
+        out += module_sections(dd, core, setup)
         states = []
         for l in clrthreads.splitlines():
             x = re.match(r'^\s*(\d+|XXXX)\s+\d+\s+\S+\s+[0-9A-F]{16}\s+([0-9a-f]+)\s', l)

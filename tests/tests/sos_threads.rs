@@ -1,5 +1,6 @@
 //! SOS's thread commands against SOS's own output (`dumps/<name>.sos-threads.txt`, written by
-//! dumps/tools/sos_threads.py with dotnet-dump 10.0.750501 and the runtime's DAC):
+//! dumps/tools/sos_threads.py with dotnet-dump 10.0.750501 and the runtime's DAC; for the other
+//! .NET 11 dumps `dumps/<name>.sos-modules.txt`, its `--modules` sections only):
 //! - clrthreads: every managed thread's DBG column (the debugger's index), OS id, Thread and
 //!   state equal SOS's, row for row;
 //! - setthread: the thread list (indexes, OS ids) equals SOS's text, and the current thread
@@ -11,7 +12,8 @@
 //!   dumpshell: crash-net10's thread 0 has r8 = 0, r9 = 0xffffffff);
 //! - setthread <i>; clrstack: clrstack without a thread walks the thread setthread chose (its
 //!   header `OS Thread Id: 0x.. (<debugger index>)` equal to SOS's), or refuses it as not
-//!   managed exactly where SOS says it is not;
+//!   managed exactly where SOS says it is not; `stack` and `dso` on that thread start with
+//!   the same header (SOS's dumpstack and dumpstackobjects name the thread so);
 //! - clrmodules -v: every module SOS lists, in its order, has our image base, size, Module,
 //!   Assembly, layout and path; our text is SOS's `clrmodules` (`<base> <size> <path>`);
 //! - dumpassembly <addr>: the text equals SOS's for every Assembly SOS's clrmodules lists;
@@ -20,7 +22,10 @@
 //!   token>`, the name and the JITTED code address, -1 for a method without code; and `*`), but
 //!   for the MethodDescs without code SOS calls `<invalid module token>` (P/Invoke methods,
 //!   generic method definitions), which dumpshell shows, and the name of a generic type
-//!   definition's own MethodTable (SOS's `Heap.Node<T1>`), which dumpshell does not name yet;
+//!   definition's own MethodTable (SOS's token2ee `Heap.Node<T1>`), which dumpshell names as
+//!   the DAC does (`Heap.Node`1`, SOS's dumpmt: `dumps/<name>.sos-dumpmt.txt`);
+//!   On .NET 11 a MethodDef token is refused (runtime-async methods have two MethodDescs, and
+//!   the map's is not always SOS's: aspnethang-net11's GetStockAsync);
 //! - threadstate <hex>: the text equals SOS's.
 
 use commands::Session;
@@ -44,14 +49,17 @@ fn run(s: &Session, line: &str) -> Result<commands::Output, commands::CommandErr
     commands::execute(s, line).map(|o| o.expect("a command").0)
 }
 
-/// The truth files there are, by dump name.
+/// The truth files there are, by dump name: `<name>.sos-threads.txt` (every section), or
+/// `<name>.sos-modules.txt` (`sos_threads.py --modules`: the module sections only).
 fn truths() -> Vec<(tests::Entry, String)> {
     let dir = tests::dumps_dir();
     let mut out = Vec::new();
     for n in tests::names() {
-        let p = dir.join(format!("{n}.sos-threads.txt"));
-        if let Ok(t) = std::fs::read_to_string(&p) {
-            out.push((tests::entry(&n), t));
+        for kind in ["sos-threads", "sos-modules"] {
+            let p = dir.join(format!("{n}.{kind}.txt"));
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                out.push((tests::entry(&n), t));
+            }
         }
     }
     assert!(
@@ -62,6 +70,27 @@ fn truths() -> Vec<(tests::Entry, String)> {
     out
 }
 
+/// Every .NET 11 dump of the CLR in the corpus has SOS's module truth (clrmodules, dumpassembly
+/// and token2ee are checked on each by [`thread_commands_equal_sos`]).
+#[test]
+fn every_net11_dump_has_sos_module_truth() {
+    let dir = tests::dumps_dir();
+    let mut n11 = 0;
+    for n in tests::names() {
+        if tests::entry(&n).family() != 11 {
+            continue;
+        }
+        n11 += 1;
+        assert!(
+            ["sos-threads", "sos-modules"]
+                .iter()
+                .any(|k| dir.join(format!("{n}.{k}.txt")).is_file()),
+            "{n}: no SOS module truth (python3 dumps/tools/sos_threads.py {n} --modules)"
+        );
+    }
+    assert!(n11 >= 10, "only {n11} .NET 11 dumps");
+}
+
 #[test]
 fn thread_commands_equal_sos() {
     for (e, text) in truths() {
@@ -69,18 +98,9 @@ fn thread_commands_equal_sos() {
         let secs = sections(&text);
         let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let mut checked = HashMap::<&str, usize>::new();
-        // Where the layout does not know the runtime's records of its loaded images (.NET 11
-        // here: not verified), clrmodules, dumpassembly and token2ee refuse, saying so.
-        let modules_read = match run(&s, "clrmodules") {
-            Ok(_) => true,
-            Err(e) => {
-                assert!(
-                    e.to_string().contains("not known for"),
-                    "{name}: clrmodules: {e}"
-                );
-                false
-            }
-        };
+        // Every runtime of these truths knows the records of its loaded images (.NET 8-11 on
+        // Linux): clrmodules answers.
+        run(&s, "clrmodules").unwrap_or_else(|e| panic!("{name}: clrmodules: {e}"));
         for (cmd, body) in &secs {
             if cmd == "clrthreads" {
                 let out = run(&s, "clrthreads --json").unwrap();
@@ -212,29 +232,27 @@ fn thread_commands_equal_sos() {
                             }
                         }
                         *checked.entry("clrstack").or_default() += 1;
+                        // stack and dso (SOS's dumpstack and dumpstackobjects, whose header is
+                        // clrstack's: the OS id, then the debugger index) on the same thread.
+                        for c in ["stack", "dso"] {
+                            let out =
+                                run(&s, c).unwrap_or_else(|e| panic!("{name}: {i}: {c}: {e}"));
+                            assert_eq!(
+                                out.text.lines().next(),
+                                Some(head),
+                                "{name}: thread {i}'s {c} header"
+                            );
+                            let index = if c == "stack" {
+                                &out.data[0]["index"]
+                            } else {
+                                &out.data["index"]
+                            };
+                            assert_eq!(index.as_u64(), i.parse().ok(), "{name}: {i}: {c}");
+                        }
+                        *checked.entry("stack and dso headers").or_default() += 1;
                     }
                     other => panic!("{name}: unknown section {other}"),
                 }
-            } else if !modules_read
-                && (cmd == "clrmodules -v"
-                    || cmd.starts_with("dumpassembly ")
-                    || cmd.starts_with("token2ee "))
-            {
-                let e = run(
-                    &s,
-                    if cmd == "clrmodules -v" {
-                        "clrmodules"
-                    } else {
-                        cmd
-                    },
-                )
-                .err()
-                .unwrap_or_else(|| panic!("{name}: {cmd} answered"));
-                assert!(
-                    e.to_string().contains("not known for"),
-                    "{name}: {cmd}: {e}"
-                );
-                *checked.entry("refused").or_default() += 1;
             } else if cmd == "clrmodules -v" {
                 clrmodules(name, &s, body);
                 *checked.entry("clrmodules").or_default() += 1;
@@ -243,6 +261,24 @@ fn thread_commands_equal_sos() {
                 assert_eq!(ours.text, *body, "{name}: {cmd}");
                 *checked.entry("dumpassembly").or_default() += 1;
             } else if cmd.starts_with("token2ee ") {
+                if e.family() >= 11
+                    && cmd
+                        .split_whitespace()
+                        .nth(2)
+                        .is_some_and(|t| t.starts_with("06"))
+                {
+                    // .NET 11's MethodDef tokens are refused (runtime-async methods have two
+                    // MethodDescs; aspnethang-net11's GetStockAsync gives another than SOS's).
+                    let err = run(&s, cmd)
+                        .err()
+                        .unwrap_or_else(|| panic!("{name}: {cmd} answered"));
+                    assert!(
+                        err.to_string().contains("not verified for"),
+                        "{name}: {cmd}: {err}"
+                    );
+                    *checked.entry("token2ee refused").or_default() += 1;
+                    continue;
+                }
                 let ours = run(&s, cmd).unwrap_or_else(|e| panic!("{name}: {cmd}: {e}"));
                 let m = &ours.data["matches"][0];
                 if body.ends_with("<invalid module token>\n")
@@ -264,13 +300,11 @@ fn thread_commands_equal_sos() {
                     *checked.entry("token2ee not jitted").or_default() += 1;
                     continue;
                 }
-                if m["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("<unknown type") && n.contains("not named yet"))
-                {
-                    // A generic type definition's own MethodTable (`Heap.Node<T1>` in SOS), which
-                    // dumpshell does not name yet (its type arguments are generic variables):
-                    // all but the name equal SOS's.
+                if let Some(def) = generic_definition(body) {
+                    // A generic type definition's own MethodTable: SOS's token2ee names it in
+                    // its own form (`Heap.Node<T1>`); dumpshell as the DAC does (`Heap.Node`1`,
+                    // SOS's dumpmt: checked below against dumps/*.sos-dumpmt.txt). All but the
+                    // name equal SOS's.
                     let but_name = |t: &str| -> Vec<String> {
                         t.lines()
                             .filter(|l| !l.starts_with("Name:"))
@@ -278,10 +312,20 @@ fn thread_commands_equal_sos() {
                             .collect()
                     };
                     assert_eq!(but_name(&ours.text), but_name(body), "{name}: {cmd}");
-                    *checked.entry("token2ee unnamed generic").or_default() += 1;
+                    assert_eq!(m["name"].as_str(), Some(def.as_str()), "{name}: {cmd}");
+                    *checked.entry("token2ee generic definition").or_default() += 1;
                     continue;
                 }
-                assert_eq!(ours.text, *body, "{name}: {cmd}");
+                // SOS's own names of generic type definitions (`X<T1>`) in the DAC's form
+                // (`X`1`, as dumpshell names them: checked above and against SOS's dumpmt).
+                let sos: String = body
+                    .split_inclusive('\n')
+                    .map(|l| match generic_definition(l) {
+                        Some(d) if l.starts_with("Name:") => format!("Name:        {d}\n"),
+                        _ => l.to_string(),
+                    })
+                    .collect();
+                assert_eq!(ours.text, sos, "{name}: {cmd}");
                 *checked.entry("token2ee").or_default() += 1;
             } else if let Some(v) = cmd.strip_prefix("threadstate ") {
                 let ours = run(&s, &format!("threadstate {v}")).unwrap().text;
@@ -296,15 +340,16 @@ fn thread_commands_equal_sos() {
                 run(&s, "clrthreads").unwrap().data
             );
         }
-        let mut expected = vec![
-            "clrthreads",
-            "setthread",
-            "registers",
-            "clrstack",
-            "threadstate",
-        ];
-        if modules_read {
-            expected.extend(["clrmodules", "dumpassembly", "token2ee"]);
+        let mut expected = vec!["clrmodules", "dumpassembly", "token2ee"];
+        if secs.iter().any(|(c, _)| c == "clrthreads") {
+            expected.extend([
+                "clrthreads",
+                "setthread",
+                "registers",
+                "clrstack",
+                "stack and dso headers",
+                "threadstate",
+            ]);
         }
         for c in expected {
             assert!(
@@ -314,6 +359,59 @@ fn thread_commands_equal_sos() {
         }
         eprintln!("{name}: {checked:?}");
     }
+}
+
+/// The DAC's name of the generic type definition SOS's token2ee text names in its own form
+/// (`Name:        Heap.Node<T1>` → `Heap.Node`1`; `Names.Pair<T1, T2>` → `Names.Pair`2`).
+fn generic_definition(body: &str) -> Option<String> {
+    let n = body.lines().find_map(|l| l.strip_prefix("Name:        "))?;
+    let open = n.rfind('<')?;
+    let args = n[open..].strip_prefix('<')?.strip_suffix('>')?;
+    let k = args.split(", ").count();
+    let numbered = args
+        .split(", ")
+        .enumerate()
+        .all(|(i, a)| a == format!("T{}", i + 1));
+    numbered.then(|| format!("{}`{k}", &n[..open]))
+}
+
+/// dumpmt of the generic type definitions' own MethodTables names them as SOS's dumpmt (the
+/// DAC's GetMethodTableName: `Heap.Node`1`), `dumps/<name>.sos-dumpmt.txt`
+/// (dumps/tools/sos_dumpmt.py).
+#[test]
+fn generic_definitions_are_named_as_the_dac_names_them() {
+    let dir = tests::dumps_dir();
+    let mut checked = 0;
+    for n in tests::names() {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("{n}.sos-dumpmt.txt"))) else {
+            continue;
+        };
+        let e = tests::entry(&n);
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        for (cmd, body) in sections(&text) {
+            let Some(mt) = cmd.strip_prefix("dumpmt ") else {
+                continue;
+            };
+            let want = body
+                .lines()
+                .find_map(|l| l.strip_prefix("Name:"))
+                .map(str::trim)
+                .unwrap_or_else(|| panic!("{n}: {cmd}: no Name line"));
+            let ours = run(&s, &format!("dumpmt {mt}")).unwrap();
+            let got = ours
+                .text
+                .lines()
+                .find_map(|l| l.strip_prefix("Name:"))
+                .map(str::trim);
+            assert_eq!(got, Some(want), "{n}: {cmd}");
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} generic type definitions named as the DAC names them");
+    assert!(
+        checked >= 10,
+        "only {checked} generic type definitions checked"
+    );
 }
 
 /// `clrmodules` against SOS's `clrmodules -v`.
@@ -338,9 +436,17 @@ fn clrmodules(name: &str, s: &Session, body: &str) {
     assert!(!sos.is_empty(), "{name}: SOS listed no module");
     let mut text = String::new();
     for (m, (path, kv)) in ours.iter().zip(&sos) {
-        let hexv = |k: &str| format!("0x{}", kv[k].trim_start_matches('0').to_ascii_lowercase());
+        let hexv = |k: &str| format!("{:#x}", u64::from_str_radix(&kv[k], 16).unwrap());
         assert_eq!(m["error"], serde_json::Value::Null, "{name}: {path}");
-        assert_eq!(m["path"].as_str(), Some(path.as_str()), "{name}");
+        // A dynamic (Reflection.Emit) module: SOS's `(Dynamic)`, no image, no file.
+        let dynamic = kv.get("IsDynamic").is_some_and(|v| v == "True");
+        assert_eq!(m["dynamic"].as_bool(), Some(dynamic), "{name}: {path}");
+        if dynamic {
+            assert_eq!(path, "(Dynamic)", "{name}");
+            assert_eq!(m["path"], serde_json::Value::Null, "{name}: {path}");
+        } else {
+            assert_eq!(m["path"].as_str(), Some(path.as_str()), "{name}");
+        }
         assert_eq!(
             m["base"].as_str().unwrap(),
             hexv("ImageBase"),
@@ -361,11 +467,13 @@ fn clrmodules(name: &str, s: &Session, body: &str) {
             hexv("AssemblyAddress"),
             "{name}: {path}"
         );
-        assert_eq!(
-            m["layout"].as_str().unwrap(),
-            kv["Layout"].to_ascii_lowercase(),
-            "{name}: {path}"
-        );
+        if !dynamic {
+            assert_eq!(
+                m["layout"].as_str().unwrap(),
+                kv["Layout"].to_ascii_lowercase(),
+                "{name}: {path}"
+            );
+        }
         text.push_str(&format!("{} {} {path}\n", kv["ImageBase"], kv["Size"]));
     }
     assert_eq!(out.text, text, "{name}: clrmodules' text");

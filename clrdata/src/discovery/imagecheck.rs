@@ -49,6 +49,9 @@ pub struct LoadedImage {
     pub size: u32,
     /// Whether the layout is mapped (RVA addressing; `m_flags` bit 0).
     pub mapped: bool,
+    /// A dynamic (Reflection.Emit) module: no PEImage, so no image (base and size 0, no maps
+    /// compared).
+    pub dynamic: bool,
     /// The six lookup maps the comparison uses.
     pub maps: Vec<LookupMapRecord>,
     /// (READYTORUN_HEADER address, RUNTIME_FUNCTION count), for a ReadyToRun image whose
@@ -168,6 +171,21 @@ fn records<M: Memory>(
     let r32 = |a: u64, what: &str| m.read_u32(a).map_err(|_| crate::ClrError::read(what, a));
     let pa = r64(module + o.module_pe_assembly, "Module.PEAssembly")?;
     let img = r64(pa + o.pe_assembly_image, "PEAssembly.PEImage")?;
+    if img == 0 {
+        // A dynamic (Reflection.Emit) module: its PEAssembly has no PEImage
+        // (`PEAssembly::IsDynamic`); no image, no layout.
+        return Ok(LoadedImage {
+            assembly,
+            module,
+            pe_assembly: pa,
+            base: 0,
+            size: 0,
+            mapped: false,
+            dynamic: true,
+            maps: Vec::new(),
+            ready_to_run: None,
+        });
+    }
     let layout = r64(img + o.pe_image_loaded, "PEImage.LoadedImageLayout")?;
     if layout == 0 {
         return Err(crate::ClrError::not_found_at(
@@ -208,6 +226,7 @@ fn records<M: Memory>(
         base,
         size,
         mapped: flags & 1 != 0,
+        dynamic: false,
         maps,
         ready_to_run,
     })
@@ -406,6 +425,9 @@ pub(crate) fn settle_image_files<M: Memory + Target>(target: &M, layout: &Layout
         let Ok(r) = records(target, assembly, module, &o) else {
             continue;
         };
+        if r.dynamic {
+            continue;
+        }
         let Some(path) = target.module_at(r.base).map(|m| m.path.clone()) else {
             continue;
         };

@@ -910,7 +910,8 @@ pub fn build_layout(
 
 /// The runtime's records of its loaded images that `discovery::imagecheck` compares a
 /// headerless PE file with, when the descriptor (and the family's supplement) give every field
-/// (10 and 11's descriptors do; 9's lacks the assembly list); else `None`, and such files stay
+/// (10 and 11's descriptors do, 11's naming the list `AssemblyList`; 9's lacks the assembly
+/// list); else `None`, and such files stay
 /// unread. The ReadyToRun comparison needs the three ReadyToRunInfo fields as well.
 fn image_records(l: &Lookup<'_>) -> Option<layout::ImageRecordsLayout> {
     let f = |ty: &'static str, field: &'static str| l.field(ty, field).ok();
@@ -918,7 +919,10 @@ fn image_records(l: &Lookup<'_>) -> Option<layout::ImageRecordsLayout> {
         .and(f("ReadyToRunInfo", "ReadyToRunHeader"))
         .and(f("ReadyToRunInfo", "NumRuntimeFunctions"));
     Some(layout::ImageRecordsLayout {
-        domain_assemblies: f("AppDomain", "DomainAssemblyList")?,
+        // 11.0.0's descriptor renamed the field `AssemblyList` (same offset, 576, and the
+        // same ArrayList of Assemblies: docs/clr-layout-net11.md 1.4).
+        domain_assemblies: f("AppDomain", "DomainAssemblyList")
+            .or_else(|| f("AppDomain", "AssemblyList"))?,
         list_count: f("ArrayListBase", "Count")?,
         list_first: f("ArrayListBase", "FirstBlock")?,
         block_next: f("ArrayListBlock", "Next")?,

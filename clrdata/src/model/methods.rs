@@ -648,10 +648,21 @@ pub fn method_desc_name<M: Memory>(
         .map_err(|e| crate::ClrError::metadata(format!("MethodDef {:#x}", d.token), e))?
         .name
         .to_string();
+    // A method of a generic type's definition (its typical instantiation, whose type arguments
+    // are its generic variables: TypeDescs, TypeHandle bit 1; pointers and byrefs are never
+    // type arguments) keeps the signature's `!0`, as the DAC writes it (`Heap.Slot`1..ctor(!0,
+    // Int32)`, SOS token2ee).
     let args = mt
         .type_args
         .iter()
-        .map(|&a| crate::model::instantiation::signature_type_name(r.rt, r.names, a, 0))
+        .enumerate()
+        .map(|(i, &a)| {
+            if a & 2 != 0 {
+                format!("!{i}")
+            } else {
+                crate::model::instantiation::signature_type_name(r.rt, r.names, a, 0)
+            }
+        })
         .collect();
     // A generic method's instantiation: its arguments after the name, and in the signature
     // in place of its type parameters (`BlockingWait[[Names.Slot, names]](Names.Slot)`).

@@ -128,6 +128,17 @@ impl TypeNames {
         let mut name = m
             .type_name(rid)
             .map_err(|e| ClrError::metadata(format!("TypeDef {rid:#x} of {}", md.assembly), e))?;
+        // A generic type's definition: its own MethodTable (the typical instantiation, the one
+        // its module's TypeDefToMethodTable map holds) has its generic variables as arguments
+        // (TypeDescs). The DAC names it by its TypeDef alone, `Heap.Node`1` (dumpmt;
+        // dumps/*.sos-dumpmt.txt).
+        if info.type_args.iter().any(|&a| a & 2 != 0) {
+            let module = info.require_module()?;
+            let r = crate::model::objects::ObjectReader::new(rt, self);
+            if r.typedef_mt(module, rid) == Some(mt) {
+                return Ok(name);
+            }
+        }
         if !info.type_args.is_empty() && info.canonical != 0 {
             name.push('[');
             for (i, &arg) in info.type_args.iter().enumerate() {
