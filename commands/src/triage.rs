@@ -535,6 +535,25 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
                 t.crash_thread_lines = m.lines.clone();
             }
         }
+        // Top stacks are merged by method, as pstacks and Visual Studio merge them: threads in
+        // the same methods at different lines are one stack, whose frame keeps its line only
+        // where all of them are at that line.
+        let mut merged: Vec<MergedStack> = Vec::new();
+        for m in all {
+            match merged.iter_mut().find(|g| g.frames == m.frames) {
+                Some(g) => {
+                    g.count += m.count;
+                    g.threads.extend(m.threads);
+                    for (gl, ml) in g.lines.iter_mut().zip(&m.lines) {
+                        if gl != ml {
+                            *gl = None;
+                        }
+                    }
+                }
+                None => merged.push(m),
+            }
+        }
+        let mut all = merged;
         all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
         all.truncate(TOP);
         t.top_stacks = all;
@@ -670,6 +689,25 @@ fn triage_nativeaot(s: &Session, t: &mut Triage) {
                 t.crash_thread_frames = m.frames.clone();
             }
         }
+        // Top stacks are merged by method, as pstacks and Visual Studio merge them: threads in
+        // the same methods at different lines are one stack, whose frame keeps its line only
+        // where all of them are at that line.
+        let mut merged: Vec<MergedStack> = Vec::new();
+        for m in all {
+            match merged.iter_mut().find(|g| g.frames == m.frames) {
+                Some(g) => {
+                    g.count += m.count;
+                    g.threads.extend(m.threads);
+                    for (gl, ml) in g.lines.iter_mut().zip(&m.lines) {
+                        if gl != ml {
+                            *gl = None;
+                        }
+                    }
+                }
+                None => merged.push(m),
+            }
+        }
+        let mut all = merged;
         all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
         all.truncate(TOP);
         t.top_stacks = all;

@@ -189,7 +189,9 @@ commands!(
     "dumpassembly" => ext_dumpassembly,
     "token2ee" => ext_token2ee,
     "soshelp" => ext_soshelp,
-    "set" => ext_set
+    "set" => ext_set,
+    "ehinfo" => ext_ehinfo,
+    "gcinfo" => ext_gcinfo
 );
 
 #[cfg(test)]

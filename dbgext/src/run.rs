@@ -98,6 +98,8 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "token2ee",
     "soshelp",
     "set",
+    "ehinfo",
+    "gcinfo",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).
