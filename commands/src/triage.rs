@@ -456,6 +456,37 @@ fn leaves(node: &Node, path: &mut Vec<(String, Option<FrameLine>)>, out: &mut Ve
     path.pop();
 }
 
+/// A pstacks tree's stacks, root to leaf: the crashing thread's own (its lines exact) and the
+/// [`TOP`] most common, merged by method as pstacks and Visual Studio merge them (threads in
+/// the same methods at different lines are one stack, whose frame keeps its line only where
+/// all of them are at that line).
+fn top_stacks(roots: &[Node], crashing: Option<u64>) -> (Option<MergedStack>, Vec<MergedStack>) {
+    let mut all = Vec::new();
+    for r in roots {
+        leaves(r, &mut Vec::new(), &mut all);
+    }
+    all.retain(|m| m.count > 0);
+    let crash = crashing.and_then(|os| all.iter().find(|m| m.threads.contains(&os)).cloned());
+    let mut merged: Vec<MergedStack> = Vec::new();
+    for m in all {
+        match merged.iter_mut().find(|g| g.frames == m.frames) {
+            Some(g) => {
+                g.count += m.count;
+                g.threads.extend(m.threads);
+                for (gl, ml) in g.lines.iter_mut().zip(&m.lines) {
+                    if gl != ml {
+                        *gl = None;
+                    }
+                }
+            }
+            None => merged.push(m),
+        }
+    }
+    merged.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
+    merged.truncate(TOP);
+    (crash, merged)
+}
+
 /// Triages one dump.
 pub fn triage(path: &Path, opts: &OpenOptions) -> Triage {
     triage_with(path, opts, &clrdata::DiscoverOptions::default())
@@ -523,40 +554,13 @@ pub fn triage_with(path: &Path, opts: &OpenOptions, discover: &clrdata::Discover
     }
     // With lines: the top frames say where (as clrstack's, when the app's PDB is found).
     if let Some(ps) = run::<PStacks>(&s, "pstacks -lines", p) {
-        let mut all = Vec::new();
-        for r in &ps.roots {
-            leaves(r, &mut Vec::new(), &mut all);
-        }
-        all.retain(|m| m.count > 0);
         let crashing = t.dump_exception.as_ref().map(|e| u64::from(e.thread_id));
-        if let Some(os) = crashing {
-            if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
-                t.crash_thread_frames = m.frames.clone();
-                t.crash_thread_lines = m.lines.clone();
-            }
+        let (crash, top) = top_stacks(&ps.roots, crashing);
+        if let Some(m) = crash {
+            t.crash_thread_frames = m.frames;
+            t.crash_thread_lines = m.lines;
         }
-        // Top stacks are merged by method, as pstacks and Visual Studio merge them: threads in
-        // the same methods at different lines are one stack, whose frame keeps its line only
-        // where all of them are at that line.
-        let mut merged: Vec<MergedStack> = Vec::new();
-        for m in all {
-            match merged.iter_mut().find(|g| g.frames == m.frames) {
-                Some(g) => {
-                    g.count += m.count;
-                    g.threads.extend(m.threads);
-                    for (gl, ml) in g.lines.iter_mut().zip(&m.lines) {
-                        if gl != ml {
-                            *gl = None;
-                        }
-                    }
-                }
-                None => merged.push(m),
-            }
-        }
-        let mut all = merged;
-        all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
-        all.truncate(TOP);
-        t.top_stacks = all;
+        t.top_stacks = top;
     }
     if let Some(tp) = run::<ThreadPoolOut>(&s, "threadpool", p) {
         t.thread_pool_starvation = tp.starvation.clone().filter(|st| st.starved);
@@ -679,38 +683,11 @@ fn triage_nativeaot(s: &Session, t: &mut Triage) {
         t.current_exception = crash_exception(c, crash_thread);
     }
     if let Some(ps) = run::<AotPStacks>(s, "pstacks", p) {
-        let mut all = Vec::new();
-        for r in &ps.stacks.roots {
-            leaves(r, &mut Vec::new(), &mut all);
+        let (crash, top) = top_stacks(&ps.stacks.roots, crash_thread);
+        if let Some(m) = crash {
+            t.crash_thread_frames = m.frames;
         }
-        all.retain(|m| m.count > 0);
-        if let Some(os) = crash_thread {
-            if let Some(m) = all.iter().find(|m| m.threads.contains(&os)) {
-                t.crash_thread_frames = m.frames.clone();
-            }
-        }
-        // Top stacks are merged by method, as pstacks and Visual Studio merge them: threads in
-        // the same methods at different lines are one stack, whose frame keeps its line only
-        // where all of them are at that line.
-        let mut merged: Vec<MergedStack> = Vec::new();
-        for m in all {
-            match merged.iter_mut().find(|g| g.frames == m.frames) {
-                Some(g) => {
-                    g.count += m.count;
-                    g.threads.extend(m.threads);
-                    for (gl, ml) in g.lines.iter_mut().zip(&m.lines) {
-                        if gl != ml {
-                            *gl = None;
-                        }
-                    }
-                }
-                None => merged.push(m),
-            }
-        }
-        let mut all = merged;
-        all.sort_by(|a, b| b.count.cmp(&a.count).then(a.frames.cmp(&b.frames)));
-        all.truncate(TOP);
-        t.top_stacks = all;
+        t.top_stacks = top;
         if let clrdata::model::stack::aot::AotFrameNames::Unnamed { reason, .. } = &ps.names {
             p.push(format!(
                 "the executable's frames are <stripped> (unnamed): {reason}"
