@@ -29,7 +29,15 @@ const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 /// manifests record), SOS's is 74 (the first call's) in both. And failfast's catch funclet of
 /// Guarded, in its call to Environment.FailFast (line 144): ours is 142 (IL 0x86), SOS's 144.
 /// Found when these dumps' SOS lines were recorded (issue 27); not explained yet.
+///
+/// names.cs's generic `BlockingWait<T>` (names-net10, names-net11; Release, shared and unshared
+/// instantiations): the thread is in its call `Block();` on line 131 (IL 0, the first
+/// instruction; Block is on the stack above it); ours is 131, SOS's is 132 (`return value;`,
+/// the statement after the call).
 const UNEXPLAINED: &[(&str, u64, u64)] = &[
+    ("names-net10", 0x7fc92a1fdb70, 0x7fd52527abc8),
+    ("names-net10", 0x7fc92a9feb90, 0x7fd52527aad8),
+    ("names-net11", 0x7fa9477fdc30, 0x7fb53ead8788),
     ("asyncreal-net9-debug", 0x7ffc1d1147e0, 0x7fb5ca9f2497),
     ("asyncreal-net9-debug", 0x7ffc1d114810, 0x7fb5ca9e235b),
     ("failfast-net10", 0x7efd169f9130, 0x7f090daa3bb8),
