@@ -10,6 +10,7 @@ pub mod fields;
 pub mod heap;
 pub mod inspect;
 pub mod instantiation;
+pub mod lookup_maps;
 pub mod methods;
 pub mod names;
 pub mod objects;

@@ -134,8 +134,7 @@ impl TypeNames {
         // dumps/*.sos-dumpmt.txt).
         if info.type_args.iter().any(|&a| a & 2 != 0) {
             let module = info.require_module()?;
-            let r = crate::model::objects::ObjectReader::new(rt, self);
-            if r.typedef_mt(module, rid) == Some(mt) {
+            if crate::model::lookup_maps::typedef_mt(rt, module, rid) == Some(mt) {
                 return Ok(name);
             }
         }
