@@ -57,6 +57,16 @@ struct Method {
     sos_class: Option<u64>,
 }
 
+impl Method {
+    /// The method's name: the MethodDesc's, else the one the code's frame gives.
+    fn name(&self) -> Option<String> {
+        self.view
+            .as_ref()
+            .map(|v| v.name.clone())
+            .or_else(|| self.frame.method.clone())
+    }
+}
+
 /// Resolves `a`: a code address inside a managed method, else a MethodDesc with native code
 /// (its current code).
 fn method(
@@ -287,11 +297,7 @@ fn ehinfo(s: &crate::session::Session, m: &ArgMatches) -> Result<Output, Command
         .collect();
     let out = EhInfo {
         method_desc: me.frame.method_desc.map(hex),
-        method: me
-            .view
-            .as_ref()
-            .map(|v| v.name.clone())
-            .or_else(|| me.frame.method.clone()),
+        method: me.name(),
         method_start: hex(start),
         code_kind: me.code.kind,
         clauses: views,
@@ -420,11 +426,7 @@ fn gcinfo(s: &crate::session::Session, m: &ArgMatches) -> Result<Output, Command
     let frame_reg = h.stack_base_register;
     let out = GcInfoOut {
         method_desc: me.frame.method_desc.map(hex),
-        method: me
-            .view
-            .as_ref()
-            .map(|v| v.name.clone())
-            .or_else(|| me.frame.method.clone()),
+        method: me.name(),
         method_start: hex(start),
         code_kind: me.code.kind,
         gc_info: hex(addr),
