@@ -11,6 +11,7 @@
 
 pub mod damage;
 pub mod modgraph;
+pub mod sos;
 pub mod wine;
 
 use serde_json::Value;

@@ -13,19 +13,6 @@
 use commands::Session;
 use std::collections::BTreeMap;
 
-fn sections(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for l in text.lines() {
-        if let Some(c) = l.strip_prefix("### ") {
-            out.push((c.to_string(), String::new()));
-        } else if let Some((_, body)) = out.last_mut() {
-            body.push_str(l);
-            body.push('\n');
-        }
-    }
-    out
-}
-
 fn run(s: &Session, line: &str) -> Result<commands::Output, commands::CommandError> {
     commands::execute(s, line).map(|o| o.expect("a command").0)
 }
@@ -54,16 +41,15 @@ const SOURCE_CATCHES: &[(&str, &str, &str)] = &[
 
 #[test]
 fn ehinfo_equals_sos() {
-    let dir = tests::dumps_dir();
     let mut families = BTreeMap::<u32, usize>::new();
     let (mut methods, mut clauses, mut named_by_us, mut from_source) = (0, 0, 0, 0);
     for n in tests::names() {
-        let Ok(text) = std::fs::read_to_string(dir.join(format!("{n}.sos-ehinfo.txt"))) else {
+        let Some(secs) = tests::sos::truth(&n, "sos-ehinfo") else {
             continue;
         };
         let e = tests::entry(&n);
         let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        for (cmd, body) in sections(&text) {
+        for (cmd, body) in secs {
             let Some(md) = cmd.strip_prefix("ehinfo ") else {
                 continue;
             };

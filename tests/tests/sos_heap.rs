@@ -12,31 +12,17 @@ use commands::Session;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// SOS's outputs of one truth file, by command (`### <command>` sections).
-fn sections(e: &tests::Entry, what: &str) -> Option<BTreeMap<String, Vec<String>>> {
-    let p = tests::dumps_dir().join(format!("{}.sos-{what}.txt", e.name));
-    let text = std::fs::read_to_string(p).ok()?;
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut cur: Option<String> = None;
-    for l in text.lines() {
-        if let Some(c) = l.strip_prefix("### ") {
-            cur = Some(c.to_owned());
-            out.entry(c.to_owned()).or_default();
-        } else if let Some(c) = &cur {
-            out.get_mut(c).unwrap().push(l.to_owned());
-        }
-    }
-    Some(out)
-}
-
-/// The dumps with the truth `what`.
+/// The dumps with the truth `dumps/<name>.sos-<what>.txt`, with SOS's output lines by command
+/// (`### <command>` sections; a command recorded twice: its last output).
 fn with_truth(what: &str) -> Vec<(tests::Entry, BTreeMap<String, Vec<String>>)> {
-    let v: Vec<_> = tests::names()
+    let v: Vec<_> = tests::sos::dumps_with(&format!("sos-{what}"))
         .into_iter()
-        .filter_map(|n| {
-            let e = tests::entry(&n);
-            let t = sections(&e, what)?;
-            Some((e, t))
+        .map(|(e, secs)| {
+            let t = secs
+                .into_iter()
+                .map(|(c, text)| (c, text.lines().map(str::to_owned).collect()))
+                .collect();
+            (e, t)
         })
         .collect();
     assert!(!v.is_empty(), "no dump has the truth sos-{what}");

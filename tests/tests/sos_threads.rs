@@ -31,37 +31,15 @@
 use commands::Session;
 use std::collections::HashMap;
 
-/// The sections of a truth file: `### <command>` → its text.
-fn sections(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for l in text.lines() {
-        if let Some(c) = l.strip_prefix("### ") {
-            out.push((c.to_string(), String::new()));
-        } else if let Some((_, body)) = out.last_mut() {
-            body.push_str(l);
-            body.push('\n');
-        }
-    }
-    out
-}
-
 fn run(s: &Session, line: &str) -> Result<commands::Output, commands::CommandError> {
     commands::execute(s, line).map(|o| o.expect("a command").0)
 }
 
 /// The truth files there are, by dump name: `<name>.sos-threads.txt` (every section), or
 /// `<name>.sos-modules.txt` (`sos_threads.py --modules`: the module sections only).
-fn truths() -> Vec<(tests::Entry, String)> {
-    let dir = tests::dumps_dir();
-    let mut out = Vec::new();
-    for n in tests::names() {
-        for kind in ["sos-threads", "sos-modules"] {
-            let p = dir.join(format!("{n}.{kind}.txt"));
-            if let Ok(t) = std::fs::read_to_string(&p) {
-                out.push((tests::entry(&n), t));
-            }
-        }
-    }
+fn truths() -> Vec<(tests::Entry, Vec<(String, String)>)> {
+    let mut out = tests::sos::dumps_with("sos-threads");
+    out.extend(tests::sos::dumps_with("sos-modules"));
     assert!(
         out.len() >= 8,
         "expected the .NET 8-11 hang and heap dumps' sos-threads truths, found {}",
@@ -93,9 +71,8 @@ fn every_net11_dump_has_sos_module_truth() {
 
 #[test]
 fn thread_commands_equal_sos() {
-    for (e, text) in truths() {
+    for (e, secs) in truths() {
         let name = &e.name;
-        let secs = sections(&text);
         let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
         let mut checked = HashMap::<&str, usize>::new();
         // Every runtime of these truths knows the records of its loaded images (.NET 8-11 on
@@ -380,15 +357,11 @@ fn generic_definition(body: &str) -> Option<String> {
 /// (dumps/tools/sos_dumpmt.py).
 #[test]
 fn generic_definitions_are_named_as_the_dac_names_them() {
-    let dir = tests::dumps_dir();
     let mut checked = 0;
-    for n in tests::names() {
-        let Ok(text) = std::fs::read_to_string(dir.join(format!("{n}.sos-dumpmt.txt"))) else {
-            continue;
-        };
-        let e = tests::entry(&n);
+    for (e, secs) in tests::sos::dumps_with("sos-dumpmt") {
+        let n = &e.name;
         let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
-        for (cmd, body) in sections(&text) {
+        for (cmd, body) in secs {
             let Some(mt) = cmd.strip_prefix("dumpmt ") else {
                 continue;
             };
