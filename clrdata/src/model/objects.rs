@@ -1478,14 +1478,19 @@ fn check_object<M: Memory>(
 ) -> u64 {
     let rt = reader.rt;
     let mut references = 0u64;
+    let problem = |slot, target, detail| HeapProblem {
+        object: a,
+        mt,
+        slot,
+        target,
+        detail,
+    };
     let Some(info) = reader.mt(mt) else {
-        problems.push(HeapProblem {
-            object: a,
-            mt,
-            slot: None,
-            target: None,
-            detail: format!("MethodTable {mt:#x} does not decode"),
-        });
+        problems.push(problem(
+            None,
+            None,
+            format!("MethodTable {mt:#x} does not decode"),
+        ));
         return 0;
     };
     if !info.contains_pointers() {
@@ -1494,26 +1499,14 @@ fn check_object<M: Memory>(
     let size = match reader.raw_size(a, &info) {
         Ok(s) => s,
         Err(e) => {
-            problems.push(HeapProblem {
-                object: a,
-                mt,
-                slot: None,
-                target: None,
-                detail: e.to_string(),
-            });
+            problems.push(problem(None, None, e.to_string()));
             return 0;
         }
     };
     let slots = match reader.reference_slots(a, mt, size, 1 << 26) {
         Ok(s) => s,
         Err(e) => {
-            problems.push(HeapProblem {
-                object: a,
-                mt,
-                slot: None,
-                target: None,
-                detail: format!("GCDesc: {e}"),
-            });
+            problems.push(problem(None, None, format!("GCDesc: {e}")));
             return 0;
         }
     };
@@ -1521,13 +1514,11 @@ fn check_object<M: Memory>(
         let v = match rt.memory().read_u64(s) {
             Ok(v) => v,
             Err(_) => {
-                problems.push(HeapProblem {
-                    object: a,
-                    mt,
-                    slot: Some(s),
-                    target: None,
-                    detail: "reference slot not in the dump".into(),
-                });
+                problems.push(problem(
+                    Some(s),
+                    None,
+                    "reference slot not in the dump".into(),
+                ));
                 continue;
             }
         };
@@ -1536,17 +1527,15 @@ fn check_object<M: Memory>(
         }
         references += 1;
         if starts.binary_search(&v).is_err() {
-            problems.push(HeapProblem {
-                object: a,
-                mt,
-                slot: Some(s),
-                target: Some(v),
-                detail: format!(
+            problems.push(problem(
+                Some(s),
+                Some(v),
+                format!(
                     "field at offset {:#x} refers to {v:#x}, which is not the start of an \
                      object of the heap",
                     s - a
                 ),
-            });
+            ));
             if problems.len() >= max_problems {
                 break;
             }
