@@ -506,3 +506,79 @@ fn a_damaged_array_length_costs_no_memory() {
     assert!(grew < 64, "peak memory grew by {grew} MiB");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
+
+/// verifyobj on a damaged copy of the heap dump names each damage where it was made: a reference
+/// moved into the middle of another object (its offset and value), a reference slot missing from
+/// the dump, and a MethodTable word overwritten; the object as dumped has no problem.
+#[test]
+fn verifyobj_names_the_damage_where_it_was_made() {
+    use clrdata::model::objects::{verify_object, ObjectProblemKind, ObjectReader};
+    let e = tests::entry("heap");
+    let dump: Arc<dyn Target> = Arc::new(e.open());
+    let rt = clrdata::Runtime::discover(dump.clone()).unwrap();
+    let heap = rt.gc_heap().unwrap();
+    let names = clrdata::TypeNames::new();
+    let r = ObjectReader::new(&rt, &names);
+    // An object with at least one non-null reference, and another object to point into.
+    let (obj, refs) = heap
+        .objects(&rt)
+        .filter(|o| !o.is_free)
+        .find_map(|o| {
+            let refs = r.references(o.address).ok()?;
+            (!refs.is_empty() && verify_object(&r, &heap, o.address).problems.is_empty())
+                .then_some((o, refs))
+        })
+        .expect("an object with references in the heap dump");
+    let (slot, target) = refs[0];
+    let other = heap
+        .objects(&rt)
+        .find(|o| !o.is_free && o.address != target && o.size >= 24)
+        .expect("another object");
+
+    let check = |ov: Overlay| {
+        let rt2 = clrdata::Runtime::discover(ov.into_target()).unwrap();
+        let heap2 = rt2.gc_heap().unwrap();
+        let r2 = ObjectReader::new(&rt2, &names);
+        verify_object(&r2, &heap2, obj.address)
+    };
+
+    // A reference into the middle of another object.
+    let mut ov = Overlay::new(dump.clone());
+    ov.write_u64(slot, other.address + 8);
+    let v = check(ov);
+    assert_eq!(v.problems.len(), 1, "{v:?}");
+    assert_eq!(
+        v.problems[0].kind,
+        ObjectProblemKind::InvalidObjectReference
+    );
+    assert_eq!(v.problems[0].offset, slot - obj.address, "{v:?}");
+    assert!(
+        v.problems[0]
+            .detail
+            .contains(&format!("{:#x}", other.address + 8)),
+        "{v:?}"
+    );
+
+    // The slot's memory missing from the dump.
+    let mut ov = Overlay::new(dump.clone());
+    ov.remove(slot, 8);
+    let v = check(ov);
+    assert!(
+        v.problems
+            .iter()
+            .any(|p| p.kind == ObjectProblemKind::InvalidObjectReference
+                && p.offset == slot - obj.address),
+        "{v:?}"
+    );
+
+    // The MethodTable word overwritten.
+    let mut ov = Overlay::new(dump.clone());
+    ov.write_u64(obj.address, 0xdead_0000);
+    let v = check(ov);
+    assert!(
+        v.problems
+            .iter()
+            .any(|p| p.kind == ObjectProblemKind::InvalidMethodTable),
+        "{v:?}"
+    );
+}
