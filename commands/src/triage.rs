@@ -977,9 +977,14 @@ pub fn render(t: &Triage) -> String {
         t.os_threads.unwrap_or(0)
     ));
     if let Some(rt) = &t.runtime {
+        // The GC mode is not read on every runtime (NativeAOT): then it is left out, as
+        // eeversion says.
+        let gc =
+            t.gc.as_deref()
+                .map(|g| format!(" ({g} GC)"))
+                .unwrap_or_default();
         s.push_str(&format!(
-            ", {rt} ({} GC), {} managed threads",
-            t.gc.as_deref().unwrap_or("?"),
+            ", {rt}{gc}, {} managed threads",
             t.managed_threads.unwrap_or(0)
         ));
     }
