@@ -27,8 +27,8 @@ use std::collections::BTreeSet;
 
 /// The version of these rules: a store keeps signatures made by the same rules only (a dump
 /// signed by other rules is read again). Raise it when a signature's text or what a record
-/// holds changes (2: the app's version and the minidump's own time).
-pub const RULES_VERSION: u32 = 2;
+/// holds changes (2: the app's version and the minidump's own time; 3: parameter names dropped).
+pub const RULES_VERSION: u32 = 3;
 
 /// How many frames a signature keeps.
 pub const SIGNATURE_FRAMES: usize = 3;
@@ -147,7 +147,44 @@ pub fn normalize_frame(f: &str) -> String {
     if !s.is_ascii() {
         return s.split_whitespace().collect::<Vec<_>>().join(" ");
     }
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
+    without_parameter_names(&out.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The parameter list with its types only: a stack trace's `ProcessOrder(Order o, Int32 n)` (a
+/// NativeAOT crash info's, an exception's recorded trace) → `ProcessOrder(Order, Int32)`, as the
+/// runtime's frames name it. A parameter of one word is a type already; commas inside `<...>`
+/// or `[...]` do not split.
+fn without_parameter_names(f: &str) -> String {
+    let (Some(open), true) = (f.find('('), f.ends_with(')')) else {
+        return f.to_owned();
+    };
+    let inner = &f[open + 1..f.len() - 1];
+    let mut params = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '[' | '(' => depth += 1,
+            '>' | ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                params.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    params.push(&inner[start..]);
+    let typed: Vec<&str> = params
+        .iter()
+        .map(|p| {
+            let p = p.trim();
+            // the last word is the name when the words before it close every bracket
+            match p.rfind(' ') {
+                Some(k) if !p[k..].contains(['<', '>', '[', ']', ',']) => p[..k].trim_end(),
+                _ => p,
+            }
+        })
+        .collect();
+    format!("{}({})", &f[..open], typed.join(", "))
 }
 
 /// The innermost frames of `frames` that are the app's own, normalised; when none is, the
@@ -524,6 +561,19 @@ mod tests {
             "App.Worker.Run()"
         );
         assert_eq!(normalize_frame("0x7f00deadbeef App.A.B()"), "App.A.B()");
+        // parameter names (a stack trace's) dropped, types kept
+        assert_eq!(
+            normalize_frame("Crash.Program.ProcessOrder(Order o)"),
+            "Crash.Program.ProcessOrder(Order)"
+        );
+        assert_eq!(
+            normalize_frame("A.B.C(Dictionary<String, Int32> d, ref Int32 n, Int32)"),
+            "A.B.C(Dictionary<String, Int32>, ref Int32, Int32)"
+        );
+        assert_eq!(
+            normalize_frame("A.B.C(Int32, System.String)"),
+            "A.B.C(Int32, System.String)"
+        );
         // a hex-looking name is not an address
         assert_eq!(normalize_frame("App.Box0x1.Get()"), "App.Box0x1.Get()");
     }
