@@ -805,15 +805,8 @@ fn nativeaot_stacks() {
                 m["size"].as_u64().unwrap(),
             ));
         }
-        // With the stand-in symbol file: the manifest's methods in order.
-        let build_id = unhex(sym["executable"]["build_id"].as_str().unwrap());
-        let dir = std::env::temp_dir().join(format!("aot-stk-{}-{}", e.name, std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("{exe}.dbg")),
-            symbol_file_with(&build_id, &[], &funcs),
-        )
-        .unwrap();
+        // With the stand-in symbol file (of the same functions): the manifest's methods in order.
+        let dir = stand_in_symbols(&e, "stk");
         let out = aot_clrstack(&e, Some(&dir), "clrstack -all");
         let pst = aot_clrstack(&e, Some(&dir), "pstacks");
         std::fs::remove_dir_all(&dir).ok();
