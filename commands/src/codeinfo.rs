@@ -17,6 +17,14 @@ use serde::Serialize;
 /// The commands of this module.
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
+        name: "ip2md",
+        aliases: &[],
+        about: "the managed method containing a code address: its MethodDesc as SOS's DumpMD \
+                prints it, and the source line of the address (the app's PDB)",
+        grammar: || Command::new("ip2md").arg(Arg::new("ip").required(true).help("code address")),
+        run: ip2md,
+    },
+    CommandSpec {
         name: "ehinfo",
         aliases: &[],
         about: "a method's EH clauses (try, catch, finally, fault, filter): offsets and addresses",
@@ -100,9 +108,19 @@ fn method(
             })?
         }
     };
+    Ok(method_of(c, &r, code, frame))
+}
+
+/// The method of `code` (its frame as the stack walk names it) with its MethodDesc's view.
+fn method_of(
+    c: &Clr,
+    r: &ObjectReader<'_, std::sync::Arc<dyn dumpreader::Target>>,
+    code: CodeInfo,
+    frame: StackFrame,
+) -> Method {
     let view = frame
         .method_desc
-        .and_then(|md| method_desc_view(&r, md).ok());
+        .and_then(|md| method_desc_view(r, md).ok());
     let sos_class = view.as_ref().and_then(|v| {
         if c.rt.info.major()? >= 9 {
             c.rt.method_table(v.desc.method_table)
@@ -112,12 +130,12 @@ fn method(
             Some(v.ee_class)
         }
     });
-    Ok(Method {
+    Method {
         code,
         frame,
         view,
         sos_class,
-    })
+    }
 }
 
 /// One EH clause of `ehinfo`: offsets from the method's start and addresses.
@@ -472,4 +490,73 @@ fn gcinfo(s: &crate::session::Session, m: &ArgMatches) -> Result<Output, Command
         text,
     };
     Ok(Output::rendered("gcinfo", out))
+}
+
+// ------------------------------------------------------------------------------------- ip2md
+
+/// `ip2md`'s result.
+#[derive(Serialize)]
+pub struct Ip2Md {
+    pub ip: String,
+    pub kind: Option<clrdata::model::stack::CodeKind>,
+    pub method_start: Option<String>,
+    pub method_desc: Option<String>,
+    pub module: Option<String>,
+    pub token: Option<String>,
+    pub method: Option<String>,
+    /// Why the method could not be named (it is then the code's frame name, or none).
+    pub error: Option<String>,
+    /// The IL offset and source line of the address itself (the app's PDB), or why none.
+    pub source: clrdata::model::stack::FrameSource,
+    #[serde(skip)]
+    header: String,
+}
+
+impl Render for Ip2Md {
+    fn render(&self) -> String {
+        let mut text = self.header.clone();
+        if self.method_desc.is_none() {
+            text.push_str(&format!(
+                "Code start:           {}\n",
+                self.method_start.as_deref().unwrap_or("?")
+            ));
+        }
+        if let Some(e) = &self.error {
+            text.push_str(&format!("Note:                 {e}\n"));
+        }
+        // SOS's line: the address's own line (not that of a call it returns from).
+        if let (Some(f), Some(l)) = (&self.source.file, self.source.line) {
+            text.push_str(&format!("Source file:  {f} @ {l}\n"));
+        }
+        text
+    }
+}
+
+fn ip2md(s: &crate::Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let ip = parse_address(m.get_one::<String>("ip").map(String::as_str).unwrap_or(""))?;
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let Some((code, frame)) = w.ip_to_method(ip)? else {
+        return Err(CommandError::not_found(
+            format!("{ip:#x}"),
+            "not managed code (no RangeSection holds it)",
+        ));
+    };
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let m = method_of(&c, &r, code, frame);
+    let lines = clrdata::model::stack::source::SourceLines::for_target(&c.rt);
+    let source = lines.code_source(&w, ip, ip, m.frame.module.zip(m.frame.token));
+    let out = Ip2Md {
+        ip: hex(ip),
+        kind: Some(m.code.kind),
+        method_start: Some(hex(m.code.method_start)),
+        method_desc: m.frame.method_desc.map(hex),
+        module: m.frame.module.map(hex),
+        token: m.frame.token.map(|t| format!("{t:08x}")),
+        method: m.name(),
+        error: m.frame.method_error.clone(),
+        source,
+        header: header(&m),
+    };
+    Ok(Output::rendered("ip2md", out))
 }

@@ -102,13 +102,6 @@ pub static SPECS: &[CommandSpec] = &[
         run: pstacks,
     },
     CommandSpec {
-        name: "ip2md",
-        aliases: &[],
-        about: "the managed method containing a code address",
-        grammar: || Command::new("ip2md").arg(Arg::new("ip").required(true).help("code address")),
-        run: ip2md,
-    },
-    CommandSpec {
         name: "stack",
         aliases: &["k"],
         about: "a thread's native and managed frames, WinDbg `k` style (-all: every thread's)",
@@ -797,72 +790,6 @@ fn pstacks(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         all,
     };
     Ok(Output::rendered("pstacks", r))
-}
-
-// --------------------------------------------------------------------------------------- ip2md
-
-/// `ip2md`'s result.
-#[derive(Serialize)]
-pub struct Ip2Md {
-    pub ip: String,
-    pub kind: Option<clrdata::model::stack::CodeKind>,
-    pub method_start: Option<String>,
-    pub method_desc: Option<String>,
-    pub module: Option<String>,
-    pub token: Option<String>,
-    pub method: Option<String>,
-    pub error: Option<String>,
-}
-
-impl Render for Ip2Md {
-    fn render(&self) -> String {
-        let mut text = String::new();
-        if let Some(md) = &self.method_desc {
-            text.push_str(&format!("MethodDesc:   {md}\n"));
-        }
-        text.push_str(&format!(
-            "Method Name:  {}\n",
-            self.method.as_deref().unwrap_or("<unknown>")
-        ));
-        if let Some(mo) = &self.module {
-            text.push_str(&format!("Module:       {mo}\n"));
-        }
-        if let Some(t) = &self.token {
-            text.push_str(&format!("mdToken:      {t}\n"));
-        }
-        text.push_str(&format!(
-            "Code start:   {}\nCode kind:    {}\n",
-            self.method_start.as_deref().unwrap_or("?"),
-            self.kind.map_or("?".to_string(), |k| format!("{k:?}"))
-        ));
-        if let Some(e) = &self.error {
-            text.push_str(&format!("Note:         {e}\n"));
-        }
-        text
-    }
-}
-
-fn ip2md(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let c = clr(s)?;
-    let ip = parse_address(m.get_one::<String>("ip").map(String::as_str).unwrap_or(""))?;
-    let w = StackWalker::for_target(&c.rt, &c.names);
-    let Some((ci, f)) = w.ip_to_method(ip)? else {
-        return Err(CommandError::not_found(
-            format!("{ip:#x}"),
-            "not managed code (no RangeSection holds it)",
-        ));
-    };
-    let out = Ip2Md {
-        ip: hex(ip),
-        kind: Some(ci.kind),
-        method_start: Some(hex(ci.method_start)),
-        method_desc: f.method_desc.map(hex),
-        module: f.module.map(hex),
-        token: f.token.map(|t| format!("{t:08x}")),
-        method: f.method,
-        error: f.method_error,
-    };
-    Ok(Output::rendered("ip2md", out))
 }
 
 // --------------------------------------------------------------------------------------- stack
