@@ -5,7 +5,10 @@
 
 use commands::Session;
 
-/// As in tests/tests/source_lines.rs: the app's ReadyToRun debug info is not in the dump.
+/// As in tests/tests/source_lines.rs: the app's ReadyToRun debug info is not in the dump, nor
+/// in the loader's flat copy of hang.dll (at 0x7fcb096f6000; its DebugInfo bytes, file offset
+/// 0xba60, are not in the core either): SOS read the dll from its recorded path, which existed
+/// where the truth was recorded.
 const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 
 /// Addresses whose line differs from SOS's for the reason tests/tests/source_lines.rs's
