@@ -32,7 +32,18 @@ How SOS is made to print lines: `setsymbolserver -disable` (no symbol server: no
 downloaded), `setsymbolserver -directory <folder holding <app>.pdb>` (SOS opens the PDB only when
 its id is the one the dll's CodeView entry names: a PDB of another build prints no lines), and
 `setclrpath <pack>/runtimes/linux-x64/native` (the DAC: the dump's recorded runtime path does not
-exist here). For a gcore dump whose dll pages are not in the core, `--image-dir` (default
+exist here), and that folder as a symbol directory too: SOS finds the runtime's libcoreclr.so there
+by build id and reads its file version. SOS must know that version: `ConvertNativeToIlOffset`
+(dotnet/diagnostics src/SOS/Strike/util.cpp) asks the DAC's `GetILOffsetsByAddress` only when
+`IsRuntimeVersionAtLeast(5)`; with the version unknown (`runtimes` prints `runtime 0.0`: the
+recorded path is absent and the file not found) it takes its pre-.NET 5 fallback
+`GetILOffsetFromAddressMap`, which walks `GetILAddressMap` (the map of the method's current
+native code, not of the frame's code version) and takes an entry whose range is empty (two
+bounds entries at one native offset: a call instruction and its statement, an IL offset and an
+epilog) as open-ended, so a frame after it gets that entry's line. The header records the
+version SOS knew (`runtimes`); an unknown one is refused.
+
+For a gcore dump whose dll pages are not in the core, `--image-dir` (default
 dumps/images/NAME when present) is added as a symbol directory too, where SOS finds the dll.
 """
 import argparse
@@ -179,19 +190,28 @@ def run(a, dd, ver, core, prog, pack):
     setup = ['setsymbolserver -disable', f'setsymbolserver -directory {os.path.dirname(pdb)}']
     if image_dir:
         setup.append(f'setsymbolserver -directory {os.path.abspath(image_dir)}')
+    setup.append(f'setsymbolserver -directory {pack}')
     setup.append(f'setclrpath {pack}')
     s = Session(dd, core, setup)
+    # The runtime's version as SOS knows it (see the module doc: unknown sends SOS's IL offset
+    # lookup down its pre-.NET 5 path).
+    rts = s.run('runtimes')
+    known = re.search(r'^#0 \.NET Core runtime (\S+) at ', rts, re.M)
+    if not known or known.group(1) == '0.0':
+        die(f'{a.name}: SOS does not know the runtime\'s version (runtimes: {rts.strip()[:300]!r})')
     rel = lambda p: os.path.relpath(p, os.path.dirname(DUMPS))  # noqa: E731
     nuget_rel = lambda p: re.sub(r'^.*?/packages/', '<nuget packages>/', p)  # noqa: E731
     shown = ['setsymbolserver -disable', f'setsymbolserver -directory {rel(os.path.dirname(pdb))}']
     if image_dir:
         shown.append(f'setsymbolserver -directory {rel(os.path.abspath(image_dir))}')
+    shown.append(f'setsymbolserver -directory {nuget_rel(pack)}')
     shown.append(f'setclrpath {nuget_rel(pack)}')
     header = [
         f'# {a.name}: SOS with the app\'s PDB (dumps/tools/sos_pdb.py)',
         f'# dotnet-dump {ver}; core sha256 {sha256(core)}',
         f'# PDB {rel(pdb)} (id {pid})',
         '# setup: ' + '; '.join(shown),
+        f'# runtime as SOS knows it: {known.group(1)}',
     ]
 
     # ---- lines

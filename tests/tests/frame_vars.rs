@@ -286,7 +286,9 @@ fn icordebug_frames(text: &str) -> Vec<(u64, u64, String, Vec<String>, Vec<Strin
             let name = if let Some(i) = item.find(" retrieving ") {
                 item[i..].split('\'').nth(1).unwrap_or_default().to_string()
             } else {
-                let end = [" = ", " @ ", "   ("]
+                // `<type> <name>  + (Error 0x... printing parameter N)`: a value SOS could not
+                // print (crashasync-net11's CallEntryPoint).
+                let end = [" = ", " @ ", "   (", "  + ("]
                     .iter()
                     .filter_map(|sep| item.find(sep))
                     .min()

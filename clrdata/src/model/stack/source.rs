@@ -11,6 +11,17 @@
 //!   ([`clrcodeinfo::debuginfo::DebugInfo::il_offset_at`]); a prolog counts as IL offset 0, an
 //!   epilog as the method's highest mapped IL offset, code that maps to no IL has no line.
 //!
+//! That is SOS's rule for a runtime it knows to be .NET 5 or later (`IsRuntimeVersionAtLeast(5)`,
+//! the version of the runtime module's file). When SOS cannot read that version (its `runtimes`
+//! prints `runtime 0.0`: a core whose runtime file is not where it was recorded nor in a symbol
+//! directory) it takes its pre-.NET 5 fallback `GetILOffsetFromAddressMap` instead, which walks
+//! `GetILAddressMap` (the map of the method's current native code, not of the frame's code
+//! version) and treats an empty range (two bounds entries at one native offset: a call
+//! instruction and its statement, an IL offset and an epilog) as open-ended: every frame after
+//! such an entry gets its line (the first call's statement, the catch's closing brace). Those are
+//! not where the frame is; this module does not reproduce them (the corpus's SOS truths are
+//! recorded with the version known: dumps/tools/sos_pdb.py).
+//!
 //! The PDB of a module is found by the module's CodeView entry and taken only when its id is
 //! the entry's ([`crate::metadata::find_pdb`]): the image's embedded portable PDB when it has
 //! one, else a file in the folders given (PDB folders, then image folders, searched below
