@@ -11,25 +11,11 @@ use commands::Session;
 /// where the truth was recorded.
 const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 
-/// Addresses whose line differs from SOS's for the reason tests/tests/source_lines.rs's
-/// `UNEXPLAINED` describes (SOS's line is that of the method's first call-instruction entry of
-/// the JIT's bounds; ours the line of the IL offset the address maps to): the same frames
-/// (looked up at the IP here, at IP − 1 there), and faultnull-net10's CrashWorker, whose return
-/// address maps to line 77 (the statement after the call on line 74) where SOS says 74.
-const UNEXPLAINED: &[(&str, &str)] = &[
-    ("asyncreal-net9-debug", "00007FB5CA9F2497"),
-    ("asyncreal-net9-debug", "00007FB5CA9E235B"),
-    ("failfast-net10", "00007F090DAA3BB8"),
-    ("failfast-net10", "00007F090DAA1F9D"),
-    ("faultav-net10", "00007F32E9E63724"),
-    ("faultnull-net10", "00007F2404091F63"),
-];
-
 #[test]
 fn ip2md_equals_sos() {
     let truths = tests::sos::dumps_with("sos-lines");
     assert!(truths.len() >= 30, "only {} sos-lines truths", truths.len());
-    let (mut compared, mut with_source, mut listed) = (0, 0, 0);
+    let (mut compared, mut with_source) = (0, 0);
     let mut diffs = Vec::new();
     for (e, secs) in truths {
         // The app's PDB found by id below dumps/pdbs/ (dumps/pdbs/README.md), as SOS was given it.
@@ -44,10 +30,9 @@ fn ip2md_equals_sos() {
             continue;
         }
         for (cmd, body) in secs {
-            let Some(ip) = cmd.strip_prefix("ip2md ") else {
+            if !cmd.starts_with("ip2md ") {
                 continue;
-            };
-            let unexplained = UNEXPLAINED.contains(&(e.name.as_str(), ip));
+            }
             let ours = match commands::execute(&s, &cmd) {
                 Ok(Some((o, _))) => o.text,
                 Ok(None) => unreachable!("ip2md prints"),
@@ -64,13 +49,7 @@ fn ip2md_equals_sos() {
                 if l.starts_with("Source file:") {
                     with_source += 1;
                 }
-                let sos_has = body.lines().any(|b| b.trim_end() == l.trim_end());
-                if l.starts_with("Source file:") && unexplained {
-                    assert!(!sos_has, "{}: {cmd}: listed, but equal to SOS's", e.name);
-                    listed += 1;
-                    continue;
-                }
-                if !sos_has {
+                if !body.lines().any(|b| b.trim_end() == l.trim_end()) {
                     diffs.push(format!("{}: {cmd}: `{l}` is not SOS's:\n{body}", e.name));
                 }
             }
@@ -85,14 +64,7 @@ fn ip2md_equals_sos() {
             }
         }
     }
-    eprintln!(
-        "{compared} ip2md compared, {with_source} with a source line, {listed} listed as differing"
-    );
-    assert_eq!(
-        listed,
-        UNEXPLAINED.len(),
-        "a listed difference is gone: update the list"
-    );
+    eprintln!("{compared} ip2md compared, {with_source} with a source line");
     assert!(
         diffs.is_empty(),
         "{} differences:\n{}",

@@ -18,8 +18,9 @@ use std::collections::HashMap;
 
 /// Dumps whose app methods' ReadyToRun debug info is not in the dump and whose image file the
 /// corpus does not carry: their frames have no IL offset ("cannot read ReadyToRun section 105
-/// ... not in the dump"), where SOS found one (dotnet-dump read the section from the flat copy
-/// of the image the loader left in memory, which the R2R reader does not look at yet).
+/// ... not in the dump"), where SOS found one: dotnet-dump read hang.dll from its recorded path,
+/// which existed where the truth was recorded (the section is neither in the loaded layout's
+/// pages nor in the loader's flat copy of the file in the core: 0x7fcb096f6000 + 0xba60).
 const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 
 /// Frames (dump, Child SP, IP) that SOS looks up at their return address itself, not inside
