@@ -850,11 +850,11 @@ impl Render for DumpHeapThinLocks {
         }
         let bare = |h: &str| h.trim_start_matches("0x").to_string();
         for l in &self.thin_locks {
+            let os_id = format!("0x{:x}", l.os_id.unwrap_or(0));
             t.push_str(&format!(
-                "{:>16} {:>16} {:>18} {:>14}\n",
+                "{:>16} {:>16} {os_id:>18} {:>14}\n",
                 bare(&l.object),
                 l.thread.as_deref().map_or("0".into(), bare),
-                format!("0x{:x}", l.os_id.unwrap_or(0)),
                 l.recursion
             ));
         }

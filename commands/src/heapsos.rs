@@ -879,11 +879,12 @@ impl Render for ListNearObj {
                 }
                 NearLineOut::Gap { start, end } => {
                     let (s, e) = (parse_hex(start), parse_hex(end));
+                    let range = format!("{s:x}-{e:x}");
+                    let size = size_text(Some(e.saturating_sub(s)));
                     t.push_str(&format!(
-                        "{:<9} {:>w$} {:<32} GC Allocation Context (expected gap in the heap)\n",
-                        "Gap:",
-                        format!("{s:x}-{e:x}"),
-                        size_text(Some(e.saturating_sub(s)))
+                        "{:<9} {range:>w$} {size:<32} GC Allocation Context (expected gap in \
+                         the heap)\n",
+                        "Gap:"
                     ));
                 }
                 NearLineOut::Note { text } => {
