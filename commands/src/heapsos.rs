@@ -89,6 +89,28 @@ pub static SPECS: &[CommandSpec] = &[
         grammar: || Command::new("dumpruntimetypes"),
         run: dumpruntimetypes,
     },
+    CommandSpec {
+        name: "listnearobj",
+        aliases: &["lno"],
+        about: "the objects before, at and after an address of the GC heap, and whether the \
+                heap there is consistent (SOS's listnearobj)",
+        grammar: || {
+            Command::new("listnearobj").arg(
+                Arg::new("address")
+                    .value_name("ADDR")
+                    .required(true)
+                    .help("an address on the GC heap (aligned down to 8, as SOS does)"),
+            )
+        },
+        run: listnearobj,
+    },
+    CommandSpec {
+        name: "analyzeoom",
+        aliases: &[],
+        about: "the GC's record of its last out-of-memory failure, per heap (SOS's analyzeoom)",
+        grammar: || Command::new("analyzeoom"),
+        run: analyzeoom,
+    },
 ];
 
 /// Why a generation walk stopped, as the command's error.
@@ -775,4 +797,224 @@ fn dumpruntimetypes(s: &Session, _: &ArgMatches) -> Result<Output, CommandError>
             errors,
         },
     ))
+}
+
+// ------------------------------------------------------------------------------- listnearobj
+
+/// `listnearobj`'s result (docs/json.md, `listnearobj`).
+#[derive(Serialize)]
+pub struct ListNearObj {
+    /// The address asked, aligned down to 8.
+    pub address: String,
+    /// The heap_segment holding it (None: on no segment).
+    pub segment: Option<String>,
+    /// The lines, in SOS's order.
+    pub lines: Vec<NearLineOut>,
+    /// Whether the heap is locally consistent there (None: no segment searched).
+    pub consistent: Option<bool>,
+    /// The address column's width (SOS widens it to an allocation context's `start-end`).
+    #[serde(skip)]
+    width: usize,
+}
+
+/// One line of `listnearobj`.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NearLineOut {
+    /// An object: `which` is SOS's label (`Before:`, `Current:`, `Next:`, `Expected:`).
+    Object {
+        which: &'static str,
+        address: String,
+        mt: Option<String>,
+        #[serde(rename = "type")]
+        type_name: Option<String>,
+        /// Unaligned size (None: no MethodTable decodes there).
+        size: Option<u64>,
+        /// What is wrong with it (empty: sound).
+        problems: Vec<String>,
+    },
+    /// An allocation context: an expected gap in the heap.
+    Gap { start: String, end: String },
+    /// A statement, as SOS words it.
+    Note { text: String },
+}
+
+/// SOS's size column: `1,234 (0x4d2)`, empty for none.
+fn size_text(size: Option<u64>) -> String {
+    match size {
+        Some(n) if n > 0 => format!("{} (0x{n:x})", grouped(n)),
+        _ => String::new(),
+    }
+}
+
+impl Render for ListNearObj {
+    /// SOS's rows: the label (9 wide), the address (right-aligned, 16 wide or an allocation
+    /// context's width), the size (32 wide), the type; statements between them; the
+    /// consistency verdict last.
+    fn render(&self) -> String {
+        let w = self.width;
+        let bare = |h: &str| h.trim_start_matches("0x").to_string();
+        let mut t = String::new();
+        for l in &self.lines {
+            match l {
+                NearLineOut::Object {
+                    which,
+                    address,
+                    type_name,
+                    size,
+                    problems,
+                    ..
+                } => {
+                    let row = format!(
+                        "{which:<9} {:>w$} {:<32} {}",
+                        bare(address),
+                        size_text(*size),
+                        type_name.as_deref().unwrap_or("")
+                    );
+                    t.push_str(row.trim_end());
+                    t.push('\n');
+                    if !problems.is_empty() {
+                        t.push_str(&format!("Error Detected: {}\n", problems.join("; ")));
+                    }
+                }
+                NearLineOut::Gap { start, end } => {
+                    let (s, e) = (parse_hex(start), parse_hex(end));
+                    let range = format!("{s:x}-{e:x}");
+                    let size = size_text(Some(e.saturating_sub(s)));
+                    t.push_str(&format!(
+                        "{:<9} {range:>w$} {size:<32} GC Allocation Context (expected gap in \
+                         the heap)\n",
+                        "Gap:"
+                    ));
+                }
+                NearLineOut::Note { text } => {
+                    t.push_str(text);
+                    t.push('\n');
+                }
+            }
+        }
+        match self.consistent {
+            Some(true) => t.push_str("Heap local consistency confirmed.\n"),
+            Some(false) => t.push_str("Heap local consistency not confirmed.\n"),
+            None => {}
+        }
+        t
+    }
+}
+
+fn parse_hex(h: &str) -> u64 {
+    u64::from_str_radix(h.trim_start_matches("0x"), 16).unwrap_or(0)
+}
+
+fn listnearobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::analysis::nearobj::{near_objects, NearLine};
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let a = parse_address(
+        m.get_one::<String>("address")
+            .map(String::as_str)
+            .unwrap_or_default(),
+    )?;
+    let r = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
+    let n = near_objects(&r, heap, a);
+    let lines = n
+        .lines
+        .into_iter()
+        .map(|l| match l {
+            NearLine::Object {
+                which,
+                address,
+                mt,
+                size,
+                problems,
+            } => NearLineOut::Object {
+                which,
+                address: hex(address),
+                mt: mt.map(hex),
+                type_name: mt.map(|mt| c.type_name(mt)),
+                size,
+                problems,
+            },
+            NearLine::Gap { start, end } => NearLineOut::Gap {
+                start: hex(start),
+                end: hex(end),
+            },
+            NearLine::Note(text) => NearLineOut::Note { text },
+        })
+        .collect();
+    Ok(Output::rendered(
+        "listnearobj",
+        ListNearObj {
+            address: hex(n.address),
+            segment: n.segment.map(hex),
+            lines,
+            consistent: n.consistent,
+            width: n.address_width,
+        },
+    ))
+}
+
+// -------------------------------------------------------------------------------- analyzeoom
+
+/// `analyzeoom`'s result (docs/json.md, `analyzeoom`): the heaps whose GC recorded an OOM.
+#[derive(Serialize)]
+pub struct AnalyzeOom {
+    pub heaps: Vec<clrdata::model::oom::OomRecord>,
+}
+
+impl Render for AnalyzeOom {
+    /// SOS's words: per recorded OOM its reason and, when the GC failed to get memory, the
+    /// details; else that there was none.
+    fn render(&self) -> String {
+        if self.heaps.is_empty() {
+            return "There was no managed OOM due to allocations on the GC heap\n".into();
+        }
+        let mut t = String::new();
+        for o in &self.heaps {
+            t.push_str(match o.reason {
+                1 | 3 => "OOM was due to an internal .Net error, likely a bug in the GC",
+                2 => "Didn't have enough memory to commit",
+                4 => "Didn't have enough memory to allocate an LOH segment",
+                5 => "Low on memory during GC",
+                6 => "Could not do a full GC",
+                _ => "",
+            });
+            if !(1..=6).contains(&o.reason) {
+                t.push_str(&o.reason.to_string());
+            }
+            t.push('\n');
+            if o.fgm != 0 {
+                let msg = match o.fgm {
+                    1 => "Failed to reserve memory".to_string(),
+                    2 => "Didn't have enough memory to commit beginning of the segment".into(),
+                    3 => "Didn't have enough memory to commit the new ephemeral segment".into(),
+                    4 => "Didn't have enough memory to grow the internal GC data structures".into(),
+                    5 => {
+                        "Didn't have enough memory to commit the internal GC data structures".into()
+                    }
+                    n => n.to_string(),
+                };
+                t.push_str(&format!(
+                    "Details: {} {msg} {} bytes\n",
+                    if o.loh { "LOH" } else { "SOH" },
+                    grouped(o.size)
+                ));
+                if o.available_pagefile_mb != 0 {
+                    t.push_str(&format!(
+                        " - on GC entry available commit space was {} MB\n",
+                        grouped(o.available_pagefile_mb)
+                    ));
+                }
+            }
+        }
+        t
+    }
+}
+
+fn analyzeoom(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let heaps = clrdata::model::oom::oom_records(&c.rt, heap)
+        .map_err(|e| CommandError::clr("reading the GC's OOM history", e))?;
+    Ok(Output::rendered("analyzeoom", AnalyzeOom { heaps }))
 }

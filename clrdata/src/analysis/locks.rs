@@ -192,25 +192,38 @@ pub fn thin_locks<M: Memory>(
         if o.is_free {
             continue;
         }
-        let Ok(v) = m.read_u32(o.address.wrapping_sub(4)) else {
-            continue;
-        };
-        if let Header::ThinLock {
-            thread_id,
-            recursion,
-        } = decode_header(v)
-        {
-            out.push(ThinLockData {
-                object: o.address,
-                mt: o.mt,
-                thread_id,
-                thread: by_id.get(&thread_id).copied(),
-                recursion,
-            });
-        }
+        out.extend(thin_lock_at(m, o.address, o.mt, |id| {
+            by_id.get(&id).copied()
+        }));
     }
     let errors = iter.errors().iter().map(|e| e.to_string()).collect();
     (out, errors)
+}
+
+/// The thin lock held in the header of the object at `object` (MethodTable `mt`), if any,
+/// its owner Thread found by `owner` from the header's thread id. None when the header is
+/// unreadable or holds no thin lock.
+pub fn thin_lock_at<M: Memory>(
+    m: &M,
+    object: u64,
+    mt: u64,
+    owner: impl Fn(u32) -> Option<u64>,
+) -> Option<ThinLockData> {
+    let v = m.read_u32(object.wrapping_sub(4)).ok()?;
+    let Header::ThinLock {
+        thread_id,
+        recursion,
+    } = decode_header(v)
+    else {
+        return None;
+    };
+    Some(ThinLockData {
+        object,
+        mt,
+        thread_id,
+        thread: owner(thread_id),
+        recursion,
+    })
 }
 
 /// How the awaited lock was found.

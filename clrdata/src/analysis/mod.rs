@@ -12,6 +12,7 @@ pub mod generations;
 pub mod heapstat;
 pub mod listing;
 pub mod locks;
+pub mod nearobj;
 pub mod reach;
 pub mod roots;
 pub mod runtime_async;

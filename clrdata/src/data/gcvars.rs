@@ -36,6 +36,8 @@ pub struct GcVars {
     pub handle_table_map: u64,
     /// Workstation: the heap's statics; server: the heap array and per-heap offsets.
     pub heaps: GcHeapVars,
+    /// The shape of `oom_history` (None: not known for this build).
+    pub oom_history: Option<crate::discovery::layout::OomHistoryLayout>,
 }
 
 /// Where a GC heap's own fields are.
@@ -51,6 +53,8 @@ pub enum GcHeapVars {
         alloc_allocated: u64,
         /// `CFinalize* finalize_queue`.
         finalize_queue: u64,
+        /// The `oom_history oom_info` (None: not published).
+        oom_info: Option<u64>,
     },
     /// Server GC: `g_heaps` and the offsets of the fields inside each `gc_heap`.
     Server {
@@ -67,6 +71,8 @@ pub enum GcHeapVars {
         generation_table: Option<u64>,
         /// finalize_queue.
         finalize_queue: Option<u64>,
+        /// oom_info (an inline `oom_history`).
+        oom_info: Option<u64>,
     },
 }
 
@@ -102,6 +108,7 @@ impl<M: Memory> ReadGcVars for Runtime<M> {
                         )?,
                         alloc_allocated: need(g.alloc_allocated, "GCHeapAllocAllocated")?,
                         finalize_queue: need(g.finalize_queue, "GCHeapFinalizeQueue")?,
+                        oom_info: (g.oom_data != 0).then_some(g.oom_data),
                     },
                     GcMode::Server => GcHeapVars::Server {
                         n_heaps: need(g.num_heaps, "NumHeaps")?,
@@ -110,6 +117,7 @@ impl<M: Memory> ReadGcVars for Runtime<M> {
                         ephemeral_heap_segment: d.heap_ephemeral_heap_segment,
                         generation_table: d.heap_generation_table,
                         finalize_queue: d.heap_finalize_queue,
+                        oom_info: d.heap_oom_data,
                     },
                 };
                 Ok(GcVars {
@@ -121,6 +129,7 @@ impl<M: Memory> ReadGcVars for Runtime<M> {
                     max_generation: need(g.max_generation, "MaxGeneration")?,
                     handle_table_map: need(g.handle_table_map, "HandleTableMap")?,
                     heaps,
+                    oom_history: d.oom_history,
                 })
             }
         }
@@ -199,6 +208,8 @@ impl<M: Memory> Runtime<M> {
                     .gc_ptr(dv + gl.alloc_allocated, "GcDacVars::alloc_allocated")?,
                 finalize_queue: self
                     .gc_ptr(dv + rl.dac_vars_finalize_queue, "GcDacVars::finalize_queue")?,
+                oom_info: Some(self.gc_ptr(dv + gl.oom_info, "GcDacVars::oom_info")?)
+                    .filter(|&a| a != 0),
             },
             GcMode::Server => {
                 let fo = self.gc_ptr(
@@ -220,6 +231,7 @@ impl<M: Memory> Runtime<M> {
                     ephemeral_heap_segment: field(fi.ephemeral_heap_segment)?,
                     generation_table: field(fi.generation_table)?,
                     finalize_queue: field(rl.gc_heap_field_finalize_queue)?,
+                    oom_info: field(fi.oom_info)?,
                 }
             }
         };
@@ -235,6 +247,7 @@ impl<M: Memory> Runtime<M> {
                 "GcDacVars::handle_table_map",
             )?,
             heaps,
+            oom_history: Some(crate::discovery::layout::OOM_HISTORY),
         })
     }
 }

@@ -130,6 +130,8 @@ pub struct GcDacVarsLayout {
     pub n_heaps: u64,
     /// `gc_heap***`: server heap array.
     pub g_heaps: u64,
+    /// `oom_history*`: the workstation heap's `oom_info` (its last OOM).
+    pub oom_info: u64,
     /// `int*`: per-field offsets inside a server `gc_heap` (indices: [`GcHeapFieldIndex`]).
     pub gc_heap_field_offsets: u64,
     /// `int*`: per-field offsets inside a `generation`.
@@ -167,7 +169,51 @@ pub struct GcDescriptorLayout {
     pub heap_generation_table: Option<u64>,
     /// `GCHeap.FinalizeQueue`.
     pub heap_finalize_queue: Option<u64>,
+    /// `GCHeap.OomData` (the server heap's `oom_info`).
+    pub heap_oom_data: Option<u64>,
+    /// The `OomHistory` type, when the sub-descriptor describes it.
+    pub oom_history: Option<OomHistoryLayout>,
 }
+
+/// `oom_history` (gc/gcinterface.dac.h; gc_heap's `oom_info`, the heap's last OOM): one
+/// struct since .NET Core 3 (`reason` an int enum, then size_t / pointer members, `fgm` an
+/// int enum, `loh_p` a BOOL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OomHistoryLayout {
+    /// `oom_reason reason` (i32).
+    pub reason: u64,
+    /// `size_t alloc_size`.
+    pub alloc_size: u64,
+    /// `uint8_t* reserved`.
+    pub reserved: u64,
+    /// `uint8_t* allocated`.
+    pub allocated: u64,
+    /// `size_t gc_index`.
+    pub gc_index: u64,
+    /// `failure_get_memory fgm` (i32).
+    pub fgm: u64,
+    /// `size_t size`.
+    pub size: u64,
+    /// `size_t available_pagefile_mb`.
+    pub available_pagefile_mb: u64,
+    /// `BOOL loh_p` (i32).
+    pub loh_p: u64,
+}
+
+/// `oom_history` of .NET 8-10 (64-bit), as gcinterface.dac.h declares it at v8.0.0, v9.0.0 and
+/// v10.0.0; .NET 11's sub-descriptor publishes the same offsets (`OomHistory`,
+/// docs/clr-layout-net11.md).
+pub const OOM_HISTORY: OomHistoryLayout = OomHistoryLayout {
+    reason: 0,
+    alloc_size: 8,
+    reserved: 16,
+    allocated: 24,
+    gc_index: 32,
+    fgm: 40,
+    size: 48,
+    available_pagefile_mb: 56,
+    loh_p: 64,
+};
 
 /// Indices into `GcDacVars::gc_heap_field_offsets` (dac_gcheap_fields.h order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +224,8 @@ pub struct GcHeapFieldIndex {
     pub ephemeral_heap_segment: usize,
     /// generation_table (GENERATION_TABLE_FIELD_INDEX).
     pub generation_table: usize,
+    /// oom_info (an inline `oom_history`).
+    pub oom_info: usize,
     /// How many offsets the array has at least.
     pub count: usize,
 }
@@ -777,6 +825,7 @@ const GC_DAC_VARS_V2: GcDacVarsLayout = GcDacVarsLayout {
     max_gen: 0x38,
     ephemeral_heap_segment: 0x50,
     alloc_allocated: 0x78,
+    oom_info: 0x88,
     n_heaps: 0xB0,
     g_heaps: 0xB8,
     gc_heap_field_offsets: 0xF0,
@@ -787,6 +836,7 @@ const GC_HEAP_FIELDS_NET8: GcHeapFieldIndex = GcHeapFieldIndex {
     alloc_allocated: 0,
     ephemeral_heap_segment: 1,
     generation_table: 18,
+    oom_info: 3,
     count: 19,
 };
 

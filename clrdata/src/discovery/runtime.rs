@@ -331,6 +331,8 @@ pub struct GcGlobals {
     pub num_heaps: u64,
     /// `Heaps` (server).
     pub heaps: u64,
+    /// `GCHeapOomData` (workstation: the heap's `oom_info`).
+    pub oom_data: u64,
 }
 
 /// A .NET runtime in a dump, with the layout chosen for it and its globals resolved.
@@ -2287,6 +2289,7 @@ fn descriptor_globals<T: Target + ?Sized>(
             handle_table_map: gc_global("HandleTableMap"),
             num_heaps: gc_global("NumHeaps"),
             heaps: gc_global("Heaps"),
+            oom_data: gc_global("GCHeapOomData"),
         },
         continuation_mt: optional("ContinuationMethodTable"),
     })

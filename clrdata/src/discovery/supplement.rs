@@ -957,6 +957,8 @@ fn gc_descriptor_layouts(
         heap_ephemeral_heap_segment: l.d.field("GCHeap", "EphemeralHeapSegment"),
         heap_generation_table: l.d.field("GCHeap", "GenerationTable"),
         heap_finalize_queue: l.d.field("GCHeap", "FinalizeQueue"),
+        heap_oom_data: l.d.field("GCHeap", "OomData"),
+        oom_history: oom_history_layout(l),
     };
     let seg = layout::HeapSegmentLayout {
         allocated: l.field("HeapSegment", "Allocated")?,
@@ -970,6 +972,22 @@ fn gc_descriptor_layouts(
         flag_readonly: n8.flag_readonly,
     };
     Ok((layout::GcSource::Descriptor(gc), seg))
+}
+
+/// `OomHistory` from the GC's sub-descriptor, when it describes every field.
+fn oom_history_layout(l: &Lookup<'_>) -> Option<layout::OomHistoryLayout> {
+    let f = |n: &str| l.d.field("OomHistory", n);
+    Some(layout::OomHistoryLayout {
+        reason: f("Reason")?,
+        alloc_size: f("AllocSize")?,
+        reserved: f("Reserved")?,
+        allocated: f("Allocated")?,
+        gc_index: f("GcIndex")?,
+        fgm: f("Fgm")?,
+        size: f("Size")?,
+        available_pagefile_mb: f("AvailablePagefileMb")?,
+        loh_p: f("LohP")?,
+    })
 }
 
 /// The handle table and finalization queue of .NET 11 from the GC's sub-descriptor: its

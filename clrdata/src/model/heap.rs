@@ -749,6 +749,12 @@ struct MtSize {
     comp: u32,
 }
 
+/// Whether `mt` passes the heap walk's checks of a MethodTable (not in the GC heap, plausible
+/// size fields and class): what the walk accepts as an object's type.
+pub fn plausible_method_table<M: Memory>(rt: &Runtime<M>, heap: &GcHeap, mt: u64) -> bool {
+    load_mt(rt.memory(), rt.layout, heap, mt).is_ok()
+}
+
 /// Reads and checks a MethodTable's size fields. Err = why it is implausible.
 fn load_mt<M: Memory>(
     mem: &M,

@@ -14,6 +14,7 @@ pub mod lookup_maps;
 pub mod methods;
 pub mod names;
 pub mod objects;
+pub mod oom;
 pub mod precode;
 pub mod stack;
 pub mod version;

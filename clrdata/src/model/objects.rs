@@ -1464,6 +1464,20 @@ pub fn verify_heap<M: Memory>(
     }
 }
 
+/// The problems of the object at `address` whose MethodTable is `mt` ([`check_object`]'s
+/// checks: its MethodTable, size and GCDesc, every non-null reference the start of an object
+/// of `starts`, sorted), said in words; empty for a sound object.
+pub fn object_problems<M: Memory>(
+    reader: &ObjectReader<'_, M>,
+    address: u64,
+    mt: u64,
+    starts: &[u64],
+) -> Vec<String> {
+    let mut found = Vec::new();
+    check_object(reader, address, mt, starts, &mut found, 16);
+    found.into_iter().map(|p| p.detail).collect()
+}
+
 /// One object's checks, shared by [`verify_heap`] and [`verify_object`]: its MethodTable must
 /// decode, its size and GCDesc read, and every non-null reference slot hold the start of an
 /// object of the heap (`starts`, sorted). Problems go to `problems` (at most `max_problems`
