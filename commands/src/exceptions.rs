@@ -170,7 +170,10 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
         t.push_str("StackTrace (generated):\n");
         t.push_str("    SP               IP               Function\n");
         for (i, f) in e.stack_trace.iter().enumerate() {
-            let func = match (&f.method, f.offset) {
+            // SOS's IP and offset: a hardware exception's one higher than recorded.
+            let shown = e.shown_ip(f.ip);
+            let offset = f.offset.map(|o| o.wrapping_add(shown.wrapping_sub(f.ip)));
+            let func = match (&f.method, offset) {
                 (Some(m), Some(off)) => format!(
                     "{}!{m}+{off:#x}",
                     f.module.as_deref().unwrap_or("<unknown module>")
@@ -192,7 +195,7 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
             t.push_str(&format!(
                 "    {} {} {func}{}{line}\n",
                 fmt_addr(f.sp).to_uppercase(),
-                fmt_addr(f.ip).to_uppercase(),
+                fmt_addr(shown).to_uppercase(),
                 if f.flags & clrdata::analysis::exceptions::STEF_CONTINUATION != 0 {
                     " [async continuation]"
                 } else {

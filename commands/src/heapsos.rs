@@ -7,6 +7,7 @@ use crate::heap::WalkErrorOut;
 use crate::output::{CommandError, Output, Render};
 use crate::session::{clr, Clr, Session};
 use crate::spec::CommandSpec;
+use crate::text::grouped;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::analysis::generations::{self, Generation, GenerationStop};
 use serde::Serialize;
@@ -342,19 +343,6 @@ fn sos_generation_title(g: &str) -> &'static str {
         "poh" => "pinned",
         _ => "frozen",
     }
-}
-
-/// `1,234`: SOS's integers with thousands separators.
-fn grouped(n: u64) -> String {
-    let d = n.to_string();
-    let mut t = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i).is_multiple_of(3) {
-            t.push(',');
-        }
-        t.push(c);
-    }
-    t
 }
 
 impl Render for SizeStats {

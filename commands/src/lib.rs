@@ -33,6 +33,7 @@ pub mod threadpool;
 pub mod tokenize;
 pub mod tree;
 pub mod triage;
+pub mod web;
 
 pub use help::help_text;
 pub use output::{CommandError, Output, JSON_SCHEMA_VERSION};

@@ -13,7 +13,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     ALL.get_or_init(|| {
         use crate::{
             asyncs, codeinfo, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
-            runtimesos, settings, stacks, threadpool,
+            runtimesos, settings, stacks, threadpool, web,
         };
         native::SPECS
             .iter()
@@ -28,6 +28,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(nativeaot::SPECS)
             .chain(locks::SPECS)
             .chain(threadpool::SPECS)
+            .chain(web::SPECS)
             .chain(runtimesos::SPECS)
             .chain(settings::SPECS)
             .collect()

@@ -60,17 +60,33 @@ fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '.' | '`' | '+' | '<' | '>' | '|' | '$')
 }
 
+/// `text` with every type name in the DAC's form rewritten in ClrMD's form, the form SOS's
+/// managed commands print (`ConcurrentDictionary<System.Int32, Outer+Inner>`,
+/// `Dictionary<K, V>+Entry[]`): generic argument lists as C#'s, nested types kept joined with
+/// `+` (ClrMD's `DacNameParser`).
+pub fn to_clrmd(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("[[") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(rewrite_joined(text, "+"))
+}
+
 fn rewrite(text: &str) -> String {
+    signature_forms(&rewrite_joined(text, "."))
+}
+
+/// The generic argument lists of `text` rewritten, nested types joined with `nested`.
+fn rewrite_joined(text: &str, nested: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < chars.len() {
         if chars[i] == '[' && chars.get(i + 1) == Some(&'[') && i > 0 && is_name_char(chars[i - 1])
         {
-            if let Some((args, end)) = parse_args(&chars, i) {
+            if let Some((args, end)) = parse_args(&chars, i, nested) {
                 let head_start = head_start(&out);
                 let head = out[head_start..].to_owned();
-                if let Some(named) = instantiate(&head, &args) {
+                if let Some(named) = instantiate(&head, &args, nested) {
                     out.truncate(head_start);
                     out.push_str(&named);
                     i = end;
@@ -81,7 +97,7 @@ fn rewrite(text: &str) -> String {
         out.push(chars[i]);
         i += 1;
     }
-    signature_forms(&out)
+    out
 }
 
 /// Where the name that ends `out` begins.
@@ -100,7 +116,7 @@ fn head_start(out: &str) -> usize {
 /// Parses the generic argument list `[[T, Asm],[U, Asm]]` that starts at `chars[at]`: each
 /// argument's name (already in C#'s form) and the index after the list; `None` if the text
 /// there is not such a list.
-fn parse_args(chars: &[char], at: usize) -> Option<(Vec<String>, usize)> {
+fn parse_args(chars: &[char], at: usize, nested: &str) -> Option<(Vec<String>, usize)> {
     let mut i = at + 1; // past the outer '['
     let mut args = Vec::new();
     loop {
@@ -141,7 +157,10 @@ fn parse_args(chars: &[char], at: usize) -> Option<(Vec<String>, usize)> {
         if name.trim().is_empty() {
             return None;
         }
-        args.push(rewrite(name.trim()));
+        args.push(match nested {
+            "." => rewrite(name.trim()),
+            _ => rewrite_joined(name.trim(), nested),
+        });
         i += 1; // past this argument's ']'
         match chars.get(i)? {
             ',' => i += 1,
@@ -155,7 +174,7 @@ fn parse_args(chars: &[char], at: usize) -> Option<(Vec<String>, usize)> {
 /// arity `` `N `` takes the next N arguments; a head without any arity is a generic method
 /// (`Wait[[MyApp.Item, MyApp]]`) and takes them all. `None` when the arities do not account
 /// for the arguments.
-fn instantiate(head: &str, args: &[String]) -> Option<String> {
+fn instantiate(head: &str, args: &[String], nested: &str) -> Option<String> {
     let parts: Vec<&str> = head.split('+').collect();
     let mut arities = Vec::with_capacity(parts.len());
     for p in &parts {
@@ -186,7 +205,7 @@ fn instantiate(head: &str, args: &[String]) -> Option<String> {
             None => named.push((*p).to_owned()),
         }
     }
-    Some(named.join("."))
+    Some(named.join(nested))
 }
 
 /// The rest of the DAC's forms in `text`: a signature's `` Task`1<T> `` loses its arity, and a

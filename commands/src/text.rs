@@ -54,3 +54,16 @@ pub(crate) fn incomplete(heap_walk_errors: usize) -> String {
         ),
     }
 }
+
+/// `1,234`: SOS's integers with thousands separators (.NET's `n0`).
+pub fn grouped(n: u64) -> String {
+    let d = n.to_string();
+    let mut t = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            t.push(',');
+        }
+        t.push(c);
+    }
+    t
+}

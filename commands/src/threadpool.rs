@@ -1,5 +1,5 @@
 //! Tasks, timers and the thread pool: `taskstate` (`tks`), `timerinfo` (`ti`), `threadpool`,
-//! `threadpoolqueue` (`tpq`), `dumpconcurrentqueue` (`dcq`). SOS's names and options; the
+//! `threadpoolqueue` (`tpq`), `dumpconcurrentqueue` (`dcq`), `dumpconcurrentdictionary` (`dcd`). SOS's names and options; the
 //! data comes from clrdata's `tasks`, `timers`, `threadpool` and `delegates`.
 
 use crate::addr::{hex, parse_address, parse_count};
@@ -8,7 +8,7 @@ use crate::session::clr;
 use crate::session::{Clr, Session};
 use crate::spec::CommandSpec;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use clrdata::analysis::{starvation, tasks, threadpool, timers};
+use clrdata::analysis::{collections, starvation, tasks, threadpool, timers};
 use clrdata::model::delegates::DelegateMethod;
 use clrdata::model::objects::{FieldValue, ObjectReader};
 use clrdata::model::stack::StackWalker;
@@ -53,6 +53,13 @@ pub static SPECS: &[CommandSpec] = &[
         about: "the items of a ConcurrentQueue<T>, oldest first",
         grammar: dcq_grammar,
         run: dumpconcurrentqueue,
+    },
+    CommandSpec {
+        name: "dumpconcurrentdictionary",
+        aliases: &["dcd"],
+        about: "the key/value pairs of a ConcurrentDictionary<TKey, TValue>",
+        grammar: dcd_grammar,
+        run: dumpconcurrentdictionary,
     },
 ];
 
@@ -1112,4 +1119,169 @@ fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandErr
         data: d,
     };
     Ok(Output::rendered("dumpconcurrentqueue", res))
+}
+
+// --------------------------------------------------------------- dumpconcurrentdictionary
+
+fn dcd_grammar() -> Command {
+    Command::new("dumpconcurrentdictionary").arg(
+        Arg::new("address")
+            .required(true)
+            .help("the ConcurrentDictionary<TKey, TValue>'s address"),
+    )
+}
+
+#[derive(Serialize)]
+pub struct DcdEntryOut {
+    pub bucket: u64,
+    pub node: String,
+    /// The key: as `dumpobj`'s field values.
+    pub key: serde_json::Value,
+    /// The key as SOS prints it (`"text"`, `42`, `dumpobj <addr>`, `dumpvc <mt> <addr>`).
+    pub key_text: String,
+    pub value: serde_json::Value,
+    pub value_text: String,
+}
+
+#[derive(Serialize)]
+pub struct DcdOut {
+    pub address: String,
+    pub type_name: String,
+    pub tables: String,
+    pub buckets: String,
+    pub bucket_count: u64,
+    pub count: u64,
+    pub entries: Vec<DcdEntryOut>,
+    pub errors: Vec<String>,
+    /// The header line: the type in ClrMD's form, as SOS prints it.
+    #[serde(skip)]
+    pub title: String,
+}
+
+/// SOS's primitive types, printed as values (ClrMDHelper's `IsSimpleType`).
+const SIMPLE_TYPES: &[&str] = &[
+    "System.Char",
+    "System.Boolean",
+    "System.SByte",
+    "System.Byte",
+    "System.Int16",
+    "System.UInt16",
+    "System.Int32",
+    "System.UInt32",
+    "System.Int64",
+    "System.UInt64",
+    "System.Single",
+    "System.Double",
+    "System.IntPtr",
+    "System.UIntPtr",
+];
+
+/// A key or value as SOS's `dcd` prints it: a string quoted, a primitive's value, else the
+/// command that shows it (`dumparray <addr>`, `dumpobj <addr>`, `dumpvc <mt> <addr>`); null
+/// references `null`; cut to 100 characters and `...`.
+fn dcd_text(r: &Reader<'_>, f: &clrdata::model::objects::FieldData) -> String {
+    let t = match &f.value {
+        FieldValue::Object { address: 0, .. } => "null".to_owned(),
+        FieldValue::Object {
+            string: Some(s), ..
+        } => format!("\"{s}\""),
+        FieldValue::Object { address, mt, .. } => {
+            let info = mt.and_then(|m| r.mt(m));
+            if info.as_ref().is_some_and(|i| i.array.is_some()) {
+                format!("dumparray {address:016x}")
+            } else {
+                format!("dumpobj {address:016x}")
+            }
+        }
+        v if SIMPLE_TYPES.contains(&f.type_name.as_str()) => match (f.type_name.as_str(), v) {
+            ("System.Char", FieldValue::Char { value }) => {
+                format!(
+                    "'{}'",
+                    char::from_u32(u32::from(*value)).unwrap_or('\u{fffd}')
+                )
+            }
+            ("System.Boolean", FieldValue::Bool { value }) => {
+                if *value { "True" } else { "False" }.to_owned()
+            }
+            ("System.IntPtr" | "System.UIntPtr", FieldValue::Pointer { value: 0 }) => {
+                "null".to_owned()
+            }
+            ("System.IntPtr" | "System.UIntPtr", FieldValue::Pointer { value }) => {
+                format!("0x{value:x}")
+            }
+            (_, v) => v.display(),
+        },
+        FieldValue::ValueType { address, mt } => format!(
+            "dumpvc {:016x} {address:016x}",
+            f.type_mt.or(*mt).unwrap_or(0)
+        ),
+        v => v.display(),
+    };
+    if t.chars().count() <= 100 {
+        t
+    } else {
+        format!("{}...", t.chars().take(100).collect::<String>())
+    }
+}
+
+impl Render for DcdOut {
+    /// SOS's text: the type, then per entry `    -----`, `      Key: ..`, `    Value: ..`, then
+    /// a rule, `N items` and an empty line.
+    fn render(&self) -> String {
+        let mut t = format!("{}\n", self.title);
+        for e in &self.entries {
+            t.push_str(&format!(
+                "    -----\n      Key: {}\n    Value: {}\n",
+                e.key_text, e.value_text
+            ));
+        }
+        t.push_str("---------------------------------------------\n");
+        t.push_str(&format!("{} items\n\n", self.count));
+        for e in &self.errors {
+            t.push_str(&format!("error: {e}\n"));
+        }
+        t
+    }
+}
+
+fn dumpconcurrentdictionary(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    let a = m
+        .get_one::<String>("address")
+        .ok_or_else(|| CommandError::Usage {
+            message: "missing <address>".into(),
+        })?;
+    let a = parse_address(a)?;
+    let c = crate::session::clr_with(s, FIELD_NEEDS)?;
+    let (r, _) = tools(&c);
+    let d = collections::concurrent_dictionary(&r, a, collections::MAX_ENTRIES)?;
+    let mut errors = d.errors.clone();
+    if d.cut {
+        errors.push(format!(
+            "more than {} entries: the rest are not listed",
+            collections::MAX_ENTRIES
+        ));
+    }
+    let res = DcdOut {
+        address: hex(d.address),
+        type_name: d.type_name.clone(),
+        tables: hex(d.tables),
+        buckets: hex(d.buckets),
+        bucket_count: d.bucket_count,
+        count: d.entries.len() as u64,
+        entries: d
+            .entries
+            .iter()
+            .map(|e| DcdEntryOut {
+                bucket: e.bucket,
+                node: hex(e.node),
+                key: value_json(&r, &e.key.value),
+                key_text: dcd_text(&r, &e.key),
+                value: value_json(&r, &e.value.value),
+                value_text: dcd_text(&r, &e.value),
+            })
+            .collect(),
+        errors,
+        title: crate::style::to_clrmd(&d.type_name).into_owned(),
+    };
+    Ok(Output::rendered("dumpconcurrentdictionary", res))
 }

@@ -121,6 +121,18 @@ impl ExceptionData {
             || HARDWARE_HRESULTS.contains(&(self.hresult as u32))
     }
 
+    /// The IP SOS shows for a recorded trace element's `ip` (dotnet/diagnostics `strike.cpp`
+    /// `FormatGeneratedException`, x64): one more for a hardware exception (SOS's counter to
+    /// an IP adjustment the runtime made long ago), the recorded one otherwise. SOS prints it
+    /// with `printexception` and `-lines` alike, and its `+0x` offset from it.
+    pub fn shown_ip(&self, ip: u64) -> u64 {
+        if self.is_hardware() {
+            ip.wrapping_add(1)
+        } else {
+            ip
+        }
+    }
+
     /// The IL offset and source line of each element of the recorded trace, as SOS's
     /// `printexception -lines` finds them (dotnet/diagnostics `strike.cpp`
     /// `FormatGeneratedException`): on x64 SOS adds 1 to every IP of a hardware exception
@@ -142,11 +154,7 @@ impl ExceptionData {
             .iter()
             .enumerate()
             .map(|(i, el)| {
-                let shown = if hardware {
-                    el.ip.wrapping_add(1)
-                } else {
-                    el.ip
-                };
+                let shown = self.shown_ip(el.ip);
                 let at = if !hardware || i > 0 {
                     shown.wrapping_sub(1)
                 } else {

@@ -189,6 +189,40 @@ pub fn resolve_field_type_mts<M: Memory>(r: &ObjectReader<'_, M>, fields: &mut [
     }
 }
 
+/// The MethodTable of the embedded struct `f` holds, when `f`'s value does not say it (a
+/// generic instantiation, whose MethodTable the field's signature does not name): the loaded
+/// constructed type of exactly the field's declared type name, among the constructed types
+/// (EETypeHashTable) of every module the runtime lists as loaded (the instantiation is kept by
+/// one of the modules of its definition and arguments, which the declaring type's do not
+/// always include). None when it is not found or not unique.
+pub fn struct_field_mt<M: Memory>(r: &ObjectReader<'_, M>, f: &FieldData) -> Option<u64> {
+    match f.value {
+        crate::model::objects::FieldValue::ValueType { mt: Some(mt), .. } => return Some(mt),
+        crate::model::objects::FieldValue::ValueType { .. } => {}
+        _ => return None,
+    }
+    if let Some(mt) = f.type_mt {
+        return Some(mt);
+    }
+    let want = unqualified_name(&f.type_name);
+    let images = r.rt.loaded_images().ok()?;
+    let mut found = None;
+    for m in images.into_iter().flatten().map(|i| i.module) {
+        let Ok(ths) = methods::available_param_types(r, m) else {
+            continue;
+        };
+        for th in ths.into_iter().filter(|th| th & 2 == 0) {
+            if unqualified_name(&r.type_name(th)) == want {
+                match found {
+                    Some(x) if x != th => return None,
+                    _ => found = Some(th),
+                }
+            }
+        }
+    }
+    found
+}
+
 /// A type name without its generic arguments' assembly names, in one bracket style:
 /// `List`1[[Heap.Person, heap]]` and `List`1[Heap.Person]` both give `List`1[Heap.Person]`
 /// (field signatures name arguments either way, and a facade's `mscorlib` where the runtime
