@@ -12,8 +12,8 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, codeinfo, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
-            runtimesos, settings, stacks, threadpool,
+            asyncs, codeinfo, exceptions, heap, heapsos, ilsos, locks, native, nativeaot, objects,
+            roots, runtimesos, settings, stacks, threadpool,
         };
         native::SPECS
             .iter()
@@ -29,6 +29,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(locks::SPECS)
             .chain(threadpool::SPECS)
             .chain(runtimesos::SPECS)
+            .chain(ilsos::SPECS)
             .chain(settings::SPECS)
             .collect()
     })
@@ -148,6 +149,7 @@ pub const SOS_OPTION_WORDS: &[(&str, &[&str])] = &[
     ("threadpool", &["-hc", "-ti", "-wi", "-stat", "-summary"]),
     ("gcheapstat", &["-inclUnrooted", "-iu", "-unreachable"]),
     ("dumpgen", &["-type", "-mt"]),
+    ("dumpil", &["-i"]),
 ];
 
 /// SOS's option words of `command` (empty for a command not in [`SOS_OPTION_WORDS`]).
