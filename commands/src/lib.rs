@@ -15,6 +15,7 @@ pub mod exceptions;
 pub mod heap;
 pub mod heapsos;
 pub mod help;
+pub mod ilsos;
 pub mod locks;
 pub mod native;
 pub mod nativeaot;

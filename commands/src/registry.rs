@@ -12,8 +12,8 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, codeinfo, exceptions, heap, heapsos, locks, native, nativeaot, objects, roots,
-            runtimesos, settings, stacks, threadpool, web,
+            asyncs, codeinfo, exceptions, heap, heapsos, ilsos, locks, native, nativeaot, objects,
+            roots, runtimesos, settings, stacks, threadpool, web,
         };
         native::SPECS
             .iter()
@@ -30,6 +30,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(threadpool::SPECS)
             .chain(web::SPECS)
             .chain(runtimesos::SPECS)
+            .chain(ilsos::SPECS)
             .chain(settings::SPECS)
             .collect()
     })

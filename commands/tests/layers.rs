@@ -14,7 +14,7 @@ fn layer(m: &str) -> Option<usize> {
         "spec" => 2,
         "native" | "heap" | "objects" | "stacks" | "asyncs" | "roots" | "exceptions" | "locks"
         | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" | "codeinfo"
-        | "settings" | "web" => 2,
+        | "ilsos" | "settings" | "web" => 2,
         "registry" | "help" => 4,
         "triage" => 5,
         "buckets" => 6,

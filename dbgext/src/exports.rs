@@ -198,7 +198,8 @@ commands!(
     "soshelp" => ext_soshelp,
     "set" => ext_set,
     "ehinfo" => ext_ehinfo,
-    "gcinfo" => ext_gcinfo
+    "gcinfo" => ext_gcinfo,
+    "dumpil" => ext_dumpil
 );
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "set",
     "ehinfo",
     "gcinfo",
+    "dumpil",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).

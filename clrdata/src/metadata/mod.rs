@@ -21,6 +21,7 @@
 
 mod error;
 mod fuzzing;
+pub mod il;
 pub mod names;
 mod pdb;
 mod pdb_fuzzing;

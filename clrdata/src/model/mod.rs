@@ -8,6 +8,7 @@ pub mod dso;
 pub mod dynamic;
 pub mod fields;
 pub mod heap;
+pub mod il;
 pub mod inspect;
 pub mod instantiation;
 pub mod lookup_maps;
