@@ -5,10 +5,8 @@
 
 use commands::Session;
 
-/// As in tests/tests/source_lines.rs: the app's ReadyToRun debug info is not in the dump, nor
-/// in the loader's flat copy of hang.dll (at 0x7fcb096f6000; its DebugInfo bytes, file offset
-/// 0xba60, are not in the core either): SOS read the dll from its recorded path, which existed
-/// where the truth was recorded.
+/// As in tests/tests/source_lines.rs: the app's ReadyToRun DebugInfo section is only partly in
+/// the dump, and the R2R reader wants all of it (SOS's DAC reads the entries it needs).
 const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 
 #[test]

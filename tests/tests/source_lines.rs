@@ -5,8 +5,8 @@
 //! The PDBs are found by id below dumps/pdbs/ (never by name), each frame's IL offset from its
 //! method's debug info, as SOS does (IP − 1 for every frame but the first listed).
 //!
-//! SOS must have known the runtime's version (a truth's header says `# runtime as SOS knows it:`
-//! since sos_pdb.py records it; truths recorded before do not say): without it SOS looks IL
+//! SOS must have known the runtime's version (every truth's header says `# runtime as SOS knows
+//! it:`, as sos_pdb.py records it): without it SOS looks IL
 //! offsets up by its pre-.NET 5 fallback, whose answers are not where the frames are (clrdata's
 //! `model::stack::source` describes it). The first recordings were made so where the dump's
 //! recorded runtime path was absent: 8 frames of asyncreal-net9-debug, failfast-net10,
@@ -18,9 +18,10 @@ use std::collections::HashMap;
 
 /// Dumps whose app methods' ReadyToRun debug info is not in the dump and whose image file the
 /// corpus does not carry: their frames have no IL offset ("cannot read ReadyToRun section 105
-/// ... not in the dump"), where SOS found one: dotnet-dump read hang.dll from its recorded path,
-/// which existed where the truth was recorded (the section is neither in the loaded layout's
-/// pages nor in the loader's flat copy of the file in the core: 0x7fcb096f6000 + 0xba60).
+/// ... not in the dump"), where SOS found one, from the core alone (re-recorded where hang.dll
+/// exists nowhere on the machine): the section's first 0x5a0 bytes are in the core (its pages
+/// from 0x7fcb0d17c000 are not), and the DAC reads only the entries and blobs it needs, where
+/// the R2R reader wants the whole section. To do: read the section's entries where they are.
 const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
 
 /// Frames (dump, Child SP, IP) that SOS looks up at their return address itself, not inside
@@ -130,9 +131,9 @@ fn frame_lines_equal_sos() {
             .take_while(|l| l.starts_with('#'))
             .find_map(|l| l.strip_prefix("# runtime as SOS knows it: "));
         assert!(
-            version != Some("0.0"),
-            "{name}: SOS did not know the runtime's version: re-record the truth with \
-             dumps/tools/sos_pdb.py"
+            version.is_some_and(|v| v != "0.0"),
+            "{name}: SOS did not know the runtime's version ({version:?}): re-record the truth \
+             with dumps/tools/sos_pdb.py"
         );
         versioned += usize::from(version.is_some());
         let d = e.open();
