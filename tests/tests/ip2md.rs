@@ -5,10 +5,6 @@
 
 use commands::Session;
 
-/// As in tests/tests/source_lines.rs: the app's ReadyToRun DebugInfo section is only partly in
-/// the dump, and the R2R reader wants all of it (SOS's DAC reads the entries it needs).
-const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
-
 #[test]
 fn ip2md_equals_sos() {
     let truths = tests::sos::dumps_with("sos-lines");
@@ -24,9 +20,6 @@ fn ip2md_equals_sos() {
         let s = Session::open_with(&e.dump_path(), &e.open_options())
             .unwrap()
             .with_discover_options(discover);
-        if DEBUG_INFO_NOT_IN_DUMP.contains(&e.name.as_str()) {
-            continue;
-        }
         for (cmd, body) in secs {
             if !cmd.starts_with("ip2md ") {
                 continue;

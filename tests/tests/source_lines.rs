@@ -17,12 +17,11 @@ use clrdata::model::stack::{FrameKind, StackWalker};
 use std::collections::HashMap;
 
 /// Dumps whose app methods' ReadyToRun debug info is not in the dump and whose image file the
-/// corpus does not carry: their frames have no IL offset ("cannot read ReadyToRun section 105
-/// ... not in the dump"), where SOS found one, from the core alone (re-recorded where hang.dll
-/// exists nowhere on the machine): the section's first 0x5a0 bytes are in the core (its pages
-/// from 0x7fcb0d17c000 are not), and the DAC reads only the entries and blobs it needs, where
-/// the R2R reader wants the whole section. To do: read the section's entries where they are.
-const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &["hang-net10-r2r"];
+/// corpus does not carry (their frames have no IL offset where SOS found one). None now:
+/// hang-net10-r2r was one until the R2R reader used the part of its DebugInfo section the core
+/// holds (its first 0x5a0 bytes, which hold every entry and blob its frames need, as SOS's DAC
+/// found them there).
+const DEBUG_INFO_NOT_IN_DUMP: &[&str] = &[];
 
 /// Frames (dump, Child SP, IP) that SOS looks up at their return address itself, not inside
 /// the call (IP − 1): `ConvertNativeToIlOffset` subtracts 1 only when the IP lies at or past

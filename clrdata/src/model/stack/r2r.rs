@@ -40,6 +40,14 @@ const MAX_SECTION_BYTES: u32 = 64 << 20;
 /// Bound on the buckets of the entry point map read.
 const MAX_BUCKETS: u64 = 1 << 20;
 
+/// The DebugInfo section as read: `bytes` is all of its `size` bytes, or the prefix the dump
+/// holds (from `at`).
+struct DebugSection {
+    bytes: Vec<u8>,
+    size: u32,
+    at: u64,
+}
+
 /// The RUNTIME_FUNCTIONs: all read, or only where they are (see the module comment).
 enum Functions {
     /// (begin, end, unwind) RVAs, sorted by begin.
@@ -63,8 +71,9 @@ pub struct R2rImage {
     entry_to_md: crate::Result<HashMap<u64, u64>>,
     /// The image file, when the dump lacks the image's pages (see [`ImageFile`]).
     pub file: Option<Arc<ImageFile>>,
-    /// The DebugInfo section's bytes, or why they were not read.
-    debug_info: crate::Result<Vec<u8>>,
+    /// The DebugInfo section's bytes (those the dump holds: a prefix of it), or why none were
+    /// read.
+    debug_info: crate::Result<DebugSection>,
     /// READYTORUN_HEADER::MajorVersion (which GC info version the image's code carries).
     pub major: u16,
     /// The ExceptionInfo section: its address and entry count (None: the image has no EH
@@ -249,7 +258,27 @@ impl R2rImage {
                 }
             }
         }
-        let debug_info = read_section(SECTION_DEBUG_INFO);
+        // The runtime reads only the entries and blobs it looks up: a dump may hold the
+        // section's first pages only (hang-net10-r2r), which serve the methods whose entries
+        // are there.
+        let debug_info = read_section(SECTION_DEBUG_INFO)
+            .map(|bytes| DebugSection {
+                size: bytes.len() as u32,
+                bytes,
+                at: 0,
+            })
+            .or_else(|e| {
+                let &(r, size) = sections
+                    .get(&SECTION_DEBUG_INFO)
+                    .filter(|&&(_, sz)| sz <= MAX_SECTION_BYTES)
+                    .ok_or_else(|| e.clone())?;
+                let a = at(r)?;
+                let bytes = m.read_bytes(a, size as usize);
+                if bytes.is_empty() {
+                    return Err(e);
+                }
+                Ok(DebugSection { bytes, size, at: a })
+            });
         // Entries are read one by one, as the runtime's search reads them (a dump holds the
         // pages it touched).
         let exception_info = match sections.get(&SECTION_EXCEPTION_INFO) {
@@ -447,8 +476,22 @@ impl R2rImage {
         mem: &M,
         method_start: u64,
     ) -> crate::Result<&[u8]> {
-        let sec = self.debug_info.as_ref().map_err(|e| e.clone())?;
+        let ds = self.debug_info.as_ref().map_err(|e| e.clone())?;
+        let sec = &ds.bytes[..];
         let what = "the ReadyToRun DebugInfo section";
+        // Past the part the dump holds: not in the dump (not a corrupt section).
+        let partial = |i: u32| {
+            (sec.len() < ds.size as usize).then(|| {
+                crate::ClrError::read(
+                    format!(
+                        "{what} ({} bytes; the dump holds its first {}): entry {i}",
+                        ds.size,
+                        sec.len()
+                    ),
+                    ds.at + sec.len() as u64,
+                )
+            })
+        };
         let i = self.function_index(mem, method_start)?.ok_or_else(|| {
             crate::ClrError::not_found_at(
                 "RUNTIME_FUNCTION",
@@ -456,17 +499,24 @@ impl R2rImage {
                 "none covers the method",
             )
         })?;
-        let arr = NativeArray::new(sec)
-            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, "no NativeArray header"))?;
+        let arr = NativeArray::new(sec).ok_or_else(|| {
+            partial(i).unwrap_or_else(|| {
+                crate::ClrError::corrupt(what, self.base, "no NativeArray header")
+            })
+        })?;
         let off = arr.get(i).ok_or_else(|| {
-            crate::ClrError::not_found_at(
-                "debug info",
-                method_start,
-                format!("{what} has no entry {i} (of {})", arr.count),
-            )
+            partial(i).unwrap_or_else(|| {
+                crate::ClrError::not_found_at(
+                    "debug info",
+                    method_start,
+                    format!("{what} has no entry {i} (of {})", arr.count),
+                )
+            })
         })?;
         let (look_back, next) = decode_unsigned(sec, off).ok_or_else(|| {
-            crate::ClrError::corrupt(what, self.base, format!("entry {i} truncated"))
+            partial(i).unwrap_or_else(|| {
+                crate::ClrError::corrupt(what, self.base, format!("entry {i} truncated"))
+            })
         })?;
         let at = if look_back != 0 {
             off.checked_sub(look_back).ok_or_else(|| {
@@ -479,8 +529,12 @@ impl R2rImage {
         } else {
             next
         };
-        sec.get(at as usize..)
-            .ok_or_else(|| crate::ClrError::corrupt(what, self.base, format!("entry {i} at {at}")))
+        match sec.get(at as usize..) {
+            Some(b) if !b.is_empty() => Ok(b),
+            _ => Err(partial(i).unwrap_or_else(|| {
+                crate::ClrError::corrupt(what, self.base, format!("entry {i} at {at}"))
+            })),
+        }
     }
 
     /// The index of the RUNTIME_FUNCTION covering `ip`.
