@@ -181,6 +181,16 @@ fn frame_arguments_and_locals_equal_sos() {
         let text = std::fs::read_to_string(dir.join(format!("{name}.sos-locals.txt"))).unwrap();
         let sos = sos_stacks(&text);
         assert!(!sos.is_empty(), "{name}: no clrstack -a -all section");
+        // SOS must have known the runtime's version (as in tests/tests/source_lines.rs).
+        let version = text
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .find_map(|l| l.strip_prefix("# runtime as SOS knows it: "));
+        assert!(
+            version.is_some_and(|v| v != "0.0"),
+            "{name}: SOS did not know the runtime's version ({version:?}): re-record the truth \
+             with dumps/tools/sos_pdb.py --locals"
+        );
         let d = tests::entry(name).open();
         let rt = tests::discover(&d).unwrap_or_else(|err| panic!("{name}: {err}"));
         let names = clrdata::TypeNames::new();
