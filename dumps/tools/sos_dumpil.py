@@ -39,15 +39,8 @@ def main():
     a = ap.parse_args()
     with sosrun.Dump(a.name, a.core) as d:
         out = d.header("SOS's dumpil (dumps/tools/sos_dumpil.py)")
-        mods = d.run(['clrmodules'])
-        app = [l.split()[-1].rsplit('/', 1)[-1] for l in mods.splitlines()
-               if l.strip() and 'Microsoft.NETCore.App' not in l and '(Dynamic)' not in l]
-        if not app:
-            sosrun.die(f'no app module in:\n{mods}')
-        app = app[0]
-        toks = [f'06{rid:06x}' for rid in range(1, a.rids + 1)]
         mds = []
-        for b in d.run_split([f'token2ee {app} {t}' for t in toks], 'Module: '):
+        for b in sosrun.app_methods(d, a.rids):
             md = re.search(r'(?m)^MethodDesc:\s+([0-9a-f]+)$', b)
             if md:
                 mds.append(md.group(1))

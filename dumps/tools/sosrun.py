@@ -17,6 +17,7 @@ It is also the module the other sos_*.py runners share (`import sosrun`):
 - `Dump.run(cmds)`: one `dotnet-dump analyze <core> -c <setup>... -c <cmd>... -c exit` session,
   its text with the setup's echo left out;
 - `Dump.run_split(cmds, start)`: one session, cut before each line matching `start`;
+- `app_module(d)`, `app_methods(d, rids)`: the app's dll and SOS's token2ee of its MethodDefs;
 - `write(path, lines)`.
 
 The setup: `setsymbolserver -disable` (nothing is downloaded) and `setclrpath` to the DAC of the
@@ -129,6 +130,24 @@ class Dump:
         if len(parts) != len(cmds):
             die(f'{len(parts)} outputs (cut at {start!r}) for {len(cmds)} commands:\n{text}')
         return parts
+
+
+def app_module(d):
+    """The app's dll: the first module SOS's clrmodules lists outside Microsoft.NETCore.App that
+    is not dynamic."""
+    mods = d.run(['clrmodules'])
+    app = [l.split()[-1].rsplit('/', 1)[-1] for l in mods.splitlines()
+           if l.strip() and 'Microsoft.NETCore.App' not in l and '(Dynamic)' not in l]
+    if not app:
+        die(f'no app module in:\n{mods}')
+    return app[0]
+
+
+def app_methods(d, rids):
+    """SOS's token2ee text of the app's MethodDef tokens 1..rids, one session, in token order."""
+    app = app_module(d)
+    toks = [f'06{rid:06x}' for rid in range(1, rids + 1)]
+    return d.run_split([f'token2ee {app} {t}' for t in toks], 'Module: ')
 
 
 def main():
