@@ -48,7 +48,6 @@ dumps/images/NAME when present) is added as a symbol directory too, where SOS fi
 """
 import argparse
 import glob
-import hashlib
 import json
 import os
 import re
@@ -60,30 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DUMPS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import pdbkey  # noqa: E402
-
-
-def die(msg):
-    print(f'sos_pdb.py: error: {msg}', file=sys.stderr)
-    sys.exit(1)
-
-
-def dotnet_dump():
-    p = os.environ.get('DOTNET_DUMP') or os.path.expanduser('~/.dotnet/tools/dotnet-dump')
-    if not os.access(p, os.X_OK):
-        die(f'dotnet-dump not found ({p}): dotnet tool install -g dotnet-dump --version 10.0.750501')
-    return p
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for b in iter(lambda: f.read(1 << 20), b''):
-            h.update(b)
-    return h.hexdigest()
-
-
-SETUP_ECHO = re.compile(r'^(Current symbol store settings:|-> (Directory|Cache|Server): |'
-                        r'Set load path for DAC/DBI to |Loading core dump: )')
+from sosrun import SETUP_ECHO, TIMEOUT, die, dotnet_dump, sha256  # noqa: E402
 
 
 class Session:
@@ -96,12 +72,12 @@ class Session:
             args += ['-c', c]
         args += ['-c', 'exit']
         try:
-            p = subprocess.run(args, capture_output=True, text=True, timeout=900)
+            p = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT)
             out = p.stdout + p.stderr
             if p.returncode != 0:
                 out += f'(dotnet-dump exit status {p.returncode})\n'
         except subprocess.TimeoutExpired:
-            out = '(dotnet-dump timed out after 900 s)\n'
+            out = f'(dotnet-dump timed out after {TIMEOUT} s)\n'
         return ''.join(l for l in out.splitlines(keepends=True) if not SETUP_ECHO.match(l))
 
 
