@@ -181,7 +181,8 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
         .help(help)
 }
 
-fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {
+/// A required address argument of `m`.
+pub(crate) fn addr(m: &ArgMatches, name: &str) -> Result<u64, CommandError> {
     let t = m
         .get_one::<String>(name)
         .ok_or_else(|| CommandError::Usage {

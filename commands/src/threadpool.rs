@@ -1063,12 +1063,7 @@ impl Render for DcqOut {
 }
 
 fn dumpconcurrentqueue(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let a = m
-        .get_one::<String>("address")
-        .ok_or_else(|| CommandError::Usage {
-            message: "missing <address>".into(),
-        })?;
-    let a = parse_address(a)?;
+    let a = crate::objects::addr(m, "address")?;
     let limit = match m.get_one::<String>("limit") {
         Some(l) => parse_count(l)? as usize,
         None => threadpool::MAX_ITEMS,
@@ -1245,12 +1240,7 @@ impl Render for DcdOut {
 }
 
 fn dumpconcurrentdictionary(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    let a = m
-        .get_one::<String>("address")
-        .ok_or_else(|| CommandError::Usage {
-            message: "missing <address>".into(),
-        })?;
-    let a = parse_address(a)?;
+    let a = crate::objects::addr(m, "address")?;
     let c = crate::session::clr_with(s, FIELD_NEEDS)?;
     let (r, _) = tools(&c);
     let d = collections::concurrent_dictionary(&r, a, collections::MAX_ENTRIES)?;
