@@ -72,6 +72,8 @@ pub struct FrameOut {
     /// its continuation (.NET 11, `STEF_CONTINUATION`): `ip` its DiagnosticIP, `sp` 0.
     pub continuation: bool,
     pub module: Option<String>,
+    /// The image file's name (`crash.dll`); None for an in-memory image.
+    pub module_file: Option<String>,
     pub method: Option<String>,
     pub offset: Option<u64>,
     pub error: Option<String>,
@@ -130,6 +132,7 @@ fn exception_out(e: &ExceptionData, sources: &[FrameSource]) -> ExceptionOut {
                 flags: f.flags,
                 continuation: f.flags & clrdata::analysis::exceptions::STEF_CONTINUATION != 0,
                 module: f.module.clone(),
+                module_file: f.module_file.clone(),
                 method: f.method.clone(),
                 offset: f.offset,
                 error: f.error.clone(),
@@ -159,7 +162,7 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
         t.push_str(&format!(
             "InnerException:   {}, Use printexception {} to see more.\n",
             e.inner_type.as_deref().unwrap_or("<unknown type>"),
-            fmt_addr(e.inner)
+            fmt_addr(e.inner).to_uppercase()
         ));
     } else {
         t.push_str("InnerException:   <none>\n");
@@ -173,14 +176,16 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
             // SOS's IP and offset: a hardware exception's one higher than recorded.
             let shown = e.shown_ip(f.ip);
             let offset = f.offset.map(|o| o.wrapping_add(shown.wrapping_sub(f.ip)));
+            // SOS names the module by its image file (`crash.dll`); an in-memory image by
+            // its simple name.
+            let module = f
+                .module_file
+                .as_deref()
+                .or(f.module.as_deref())
+                .unwrap_or("<unknown module>");
             let func = match (&f.method, offset) {
-                (Some(m), Some(off)) => format!(
-                    "{}!{m}+{off:#x}",
-                    f.module.as_deref().unwrap_or("<unknown module>")
-                ),
-                (Some(m), None) => {
-                    format!("{}!{m}", f.module.as_deref().unwrap_or("<unknown module>"))
-                }
+                (Some(m), Some(off)) => format!("{module}!{m}+{off:#x}"),
+                (Some(m), None) => format!("{module}!{m}"),
                 (None, _) => format!(
                     "<unknown method: MethodDesc {}: {}>",
                     fmt_addr(f.method_desc),

@@ -184,8 +184,8 @@ fn dcd_refuses_other_objects() {
 /// `printexception` prints the recorded trace's IPs and offsets as SOS's plain `pe -nested`
 /// does (`dumps/<name>.sos-pe.txt`): a hardware exception's (SOS's `IsAsyncException`: a
 /// fault's `_xcode`, or a fault's HResult, FormatException's among them) one higher than
-/// recorded, the others as recorded. Only the frame lines' SP, IP and `+0x` offset are compared
-/// (SOS names modules by file, `crash.dll!`).
+/// recorded, the others as recorded. Each frame line is compared whole: SP, IP and
+/// `file!method+0xNN` (SOS names the module by its image file, `crash.dll!`).
 #[test]
 fn printexception_ips_equal_sos() {
     let truths = tests::sos::dumps_with("sos-pe");
@@ -196,8 +196,11 @@ fn printexception_ips_equal_sos() {
             return None;
         }
         u64::from_str_radix(w[1], 16).ok()?;
-        let off = w[2].rsplit_once("+0x").map(|(_, o)| o.to_owned())?;
-        Some((w[0].to_owned(), w[1].to_owned(), off))
+        w[2].rsplit_once("+0x")?;
+        // (ours marks a runtime-async continuation's frame, which SOS does not)
+        let func = w[2..].join(" ");
+        let func = func.trim_end_matches(" [async continuation]");
+        Some((w[0].to_owned(), w[1].to_owned(), func.to_owned()))
     };
     let (mut frames, mut hardware) = (0, 0);
     for (e, secs) in truths {
@@ -222,6 +225,21 @@ fn printexception_ips_equal_sos() {
                 .collect();
             // (an exception never thrown, as the runtime's preallocated ones, has no trace)
             assert_eq!(ours, sos, "{name}: `{cmd}` (hardware: {hw})");
+            // The lines before the trace (object, type, message, inner exception) and after
+            // it (StackTraceString, HResult) as SOS prints them.
+            let outside = |t: &str| -> Vec<String> {
+                let lines: Vec<&str> = t.lines().collect();
+                let head = lines
+                    .iter()
+                    .take_while(|l| !l.starts_with("StackTrace (generated)"));
+                let tail = lines
+                    .iter()
+                    .skip_while(|l| !l.starts_with("StackTraceString:"));
+                head.chain(tail.take(2))
+                    .map(|l| l.trim_end().to_owned())
+                    .collect()
+            };
+            assert_eq!(outside(&out.text), outside(body), "{name}: `{cmd}`");
             frames += sos.len();
             hardware += usize::from(hw);
         }

@@ -55,6 +55,9 @@ pub struct TraceElement {
     pub method: Option<String>,
     /// The method's module (simple name: `crash`, `System.Private.CoreLib`).
     pub module: Option<String>,
+    /// The module's image file name (`crash.dll`), as SOS names the module in a trace; None
+    /// for an in-memory image.
+    pub module_file: Option<String>,
     /// `ip` minus the start of the method's code.
     pub offset: Option<u64>,
     /// The method's Module and MethodDef token (what its source line is looked up by).
@@ -368,6 +371,20 @@ fn read_trace<M: Memory>(
     Ok((thread, out))
 }
 
+/// A module's simple name and image file name (None where not read or in memory).
+fn module_names<M: Memory>(
+    r: &ObjectReader<'_, M>,
+    module: u64,
+) -> (Option<String>, Option<String>) {
+    match r.rt.module(module) {
+        Ok(d) => {
+            let file = d.file_name().map(str::to_owned);
+            (Some(d.simple_name), file)
+        }
+        Err(_) => (None, None),
+    }
+}
+
 fn describe_element<M: Memory>(
     r: &ObjectReader<'_, M>,
     walker: &StackWalker<'_, M>,
@@ -383,19 +400,22 @@ fn describe_element<M: Memory>(
         flags,
         method: None,
         module: None,
+        module_file: None,
         offset: None,
         method_token: None,
         error: None,
     };
     match walker.method_desc_name(md) {
         Ok((module, token, n)) => {
-            el.module = r.rt.module(module).ok().map(|d| d.simple_name);
+            (el.module, el.module_file) = module_names(r, module);
             el.method = Some(n);
             el.method_token = Some((module, token));
         }
         Err((module, token, e)) => {
             el.method_token = module.zip(token);
-            el.module = module.and_then(|m| r.rt.module(m).ok().map(|d| d.simple_name));
+            if let Some(m) = module {
+                (el.module, el.module_file) = module_names(r, m);
+            }
             el.error = Some(e.to_string());
         }
     }

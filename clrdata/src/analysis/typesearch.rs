@@ -65,7 +65,7 @@ pub fn find_type<M: Memory>(
     };
     for &md in &mods {
         let Ok(data) = r.rt.module(md) else { continue };
-        let file = data.path.rsplit(['/', '\\']).next().unwrap_or("");
+        let file = data.file_name().unwrap_or("");
         let assembly = r
             .names
             .module_metadata(r.rt, md)

@@ -154,6 +154,19 @@ pub struct ModuleData {
     pub metadata: Option<(u64, u32)>,
 }
 
+impl ModuleData {
+    /// The image file's name without its directory (`crash.dll`), as debuggers name the
+    /// module; None for an in-memory image (no path).
+    pub fn file_name(&self) -> Option<&str> {
+        file_name_of(&self.path)
+    }
+}
+
+/// The last component of a Linux or Windows path; None when it is empty.
+pub fn file_name_of(path: &str) -> Option<&str> {
+    path.rsplit(['/', '\\']).next().filter(|f| !f.is_empty())
+}
+
 /// Where a MethodTable's optional members (GenericsStaticsInfo first) start: after the
 /// vtable chunk pointers and the overflowing multipurpose slots.
 pub fn optional_members_offset(
@@ -472,7 +485,7 @@ impl<M: Memory> ReadTypes for Runtime<M> {
             }
         };
         let simple_name = simple_name.unwrap_or_else(|| {
-            let file = path.rsplit(['/', '\\']).next().unwrap_or("");
+            let file = file_name_of(&path).unwrap_or("");
             file.strip_suffix(".dll")
                 .or_else(|| file.strip_suffix(".exe"))
                 .unwrap_or(file)
