@@ -37,7 +37,19 @@ pub static SPECS: &[CommandSpec] = &[
                     Arg::new("nested")
                         .long("nested")
                         .action(ArgAction::SetTrue)
-                        .help("print every inner exception in full (SOS spells it -nested)"),
+                        .help(
+                            "also the current thread's nested exceptions: those its innermost \
+                             exception was thrown while dispatching (.NET 9+), as SOS's -nested",
+                        ),
+                )
+                .arg(
+                    Arg::new("inner")
+                        .long("inner")
+                        .action(ArgAction::SetTrue)
+                        .help(
+                            "print every inner exception in full after the exception (not in \
+                             SOS, which says `Use printexception <inner> to see more`)",
+                        ),
                 )
                 .arg(Arg::new("address").help(
                     "the exception object; default: the current thread's last thrown exception \
@@ -232,9 +244,21 @@ pub struct PrintExceptionOut {
     /// The thread whose last thrown exception this is (when chosen by thread).
     pub thread_os_id: Option<u64>,
     pub thread_managed_id: Option<u32>,
+    /// `-nested` given.
     pub nested: bool,
-    /// The exception, then (with -nested) its inner exceptions, outermost first.
+    /// `-inner` given.
+    pub inner: bool,
+    /// The exception, then (with -inner) its inner exceptions, outermost first.
     pub exceptions: Vec<ExceptionOut>,
+    /// The current thread whose nested exceptions are listed (SOS's: the current thread even
+    /// when an address is given).
+    pub nested_thread_os_id: Option<u64>,
+    /// The current thread's nested exceptions, innermost first (SOS's `-nested`: the
+    /// exceptions its innermost exception was thrown while dispatching); null when not read
+    /// (`nested_note` says why).
+    pub nested_exceptions: Option<Vec<ExceptionOut>>,
+    /// Why the nested exceptions were not read.
+    pub nested_note: Option<String>,
     /// Whether each frame carries its source line (`-lines`).
     pub lines: bool,
     /// The exceptions as read (what `exceptions` shows), for the text.
@@ -243,6 +267,9 @@ pub struct PrintExceptionOut {
     /// With `-lines`, each exception's trace's lines (as `chain`), else empty.
     #[serde(skip)]
     pub sources: Vec<Vec<FrameSource>>,
+    /// The nested exceptions as read, with their lines (as `chain`, `sources`).
+    #[serde(skip)]
+    pub nested_chain: Vec<(ExceptionData, Vec<FrameSource>)>,
 }
 
 impl Render for PrintExceptionOut {
@@ -256,13 +283,29 @@ impl Render for PrintExceptionOut {
         for (i, e) in self.chain.iter().enumerate() {
             if i > 0 {
                 text.push_str(
-                    "\nNested exception -------------------------------------------------------------\n",
+                    "\nInner exception --------------------------------------------------------------\n",
                 );
             }
             text.push_str(&exception_text(
                 e,
                 self.sources.get(i).map(Vec::as_slice).unwrap_or(&[]),
             ));
+        }
+        // SOS's nested exceptions of the current thread.
+        if !self.nested_chain.is_empty() && !self.nested {
+            text.push_str(
+                "There are nested exceptions on this thread. Run with -nested for details\n",
+            );
+        } else if self.nested {
+            for (e, sources) in &self.nested_chain {
+                text.push_str(
+                    "\nNested exception -------------------------------------------------------------\n",
+                );
+                text.push_str(&exception_text(e, sources));
+            }
+            if let Some(n) = &self.nested_note {
+                text.push_str(&format!("Note: nested exceptions not read: {n}\n"));
+            }
         }
         text
     }
@@ -281,27 +324,33 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         },
     };
     let nested = m.get_flag("nested");
+    let inner = m.get_flag("inner");
+    // The current thread: the one setthread chose, else the faulting one, else the first
+    // managed one.
+    let current = || -> Result<clrdata::data::threads::ThreadData, CommandError> {
+        let threads =
+            c.rt.threads()
+                .map_err(|e| CommandError::clr("reading the thread list", e))?;
+        match s.selected_os_thread() {
+            Some(id) => threads
+                .into_iter()
+                .find(|t| t.os_id == u64::from(id))
+                .ok_or_else(|| {
+                    CommandError::not_found(
+                        format!("a managed thread with OS id {id:#x} (the current thread)"),
+                        "it is not a managed thread",
+                    )
+                }),
+            None => current_thread(s.target.info().crashing_thread, &threads)
+                .copied()
+                .ok_or_else(|| CommandError::not_found("the dump has no managed thread", "")),
+        }
+    };
     let mut thread = None;
     let addr = match m.get_one::<String>("address") {
         Some(a) => parse_address(a)?,
         None => {
-            let threads =
-                c.rt.threads()
-                    .map_err(|e| CommandError::clr("reading the thread list", e))?;
-            // The thread setthread chose, else the faulting one, else the first managed one.
-            let t = match s.selected_os_thread() {
-                Some(id) => threads
-                    .iter()
-                    .find(|t| t.os_id == u64::from(id))
-                    .ok_or_else(|| {
-                        CommandError::not_found(
-                            format!("a managed thread with OS id {id:#x} (the current thread)"),
-                            "it is not a managed thread",
-                        )
-                    })?,
-                None => current_thread(s.target.info().crashing_thread, &threads)
-                    .ok_or_else(|| CommandError::not_found("the dump has no managed thread", ""))?,
-            };
+            let t = current()?;
             let (_, obj) = c.rt.last_thrown_object(t.address).map_err(|e| {
                 CommandError::clr(format!("thread {:#x} ({})", t.os_id, t.managed_id), e)
             })?;
@@ -311,21 +360,60 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                     managed_id: t.managed_id,
                 });
             }
-            thread = Some(*t);
+            thread = Some(t);
             obj
         }
     };
-    let chain = exceptions_at(&c.rt, &c.names, addr, nested)?;
+    let chain = exceptions_at(&c.rt, &c.names, addr, inner)?;
     let lines = m.get_flag("lines");
-    let sources: Vec<Vec<FrameSource>> = if lines {
-        // The same lookup as clrstack's (SourceLines: the session's PDBs), at the addresses
-        // SOS's `pe -lines` looks up (ExceptionData::trace_sources).
-        let w = StackWalker::for_target(&c.rt, &c.names);
-        let finder = SourceLines::for_target(&c.rt);
-        chain.iter().map(|e| e.trace_sources(&finder, &w)).collect()
-    } else {
-        Vec::new()
+    let w = StackWalker::for_target(&c.rt, &c.names);
+    let finder = SourceLines::for_target(&c.rt);
+    // The same lookup as clrstack's (SourceLines: the session's PDBs), at the addresses SOS's
+    // `pe -lines` looks up (ExceptionData::trace_sources).
+    let sources_of = |e: &ExceptionData| -> Vec<FrameSource> {
+        if lines {
+            e.trace_sources(&finder, &w)
+        } else {
+            Vec::new()
+        }
     };
+    let sources: Vec<Vec<FrameSource>> = chain.iter().map(sources_of).collect();
+    // SOS's nested exceptions: the current thread's, whatever exception is printed. Each
+    // (ExInfo, object), or why they were not read.
+    let (nested_thread, nested_list, mut nested_note) = match thread.map_or_else(current, Ok) {
+        Ok(t) => match c.rt.nested_exceptions(t.address) {
+            Ok(Some(list)) => (Some(t.os_id), list, None),
+            Ok(None) => (
+                Some(t.os_id),
+                Vec::new(),
+                Some(
+                    "this runtime (.NET 8) does not publish the thread's exception tracker"
+                        .to_string(),
+                ),
+            ),
+            Err(e) => (
+                Some(t.os_id),
+                Vec::new(),
+                Some(format!("thread {:#x} ({}): {e}", t.os_id, t.managed_id)),
+            ),
+        },
+        Err(e) => (None, Vec::new(), Some(e.to_string())),
+    };
+    let mut nested_chain = Vec::new();
+    for (ex_info, obj) in nested_list.into_iter().filter(|&(_, o)| o != 0) {
+        match exceptions_at(&c.rt, &c.names, obj, false) {
+            Ok(es) => nested_chain.extend(es.into_iter().map(|e| {
+                let src = sources_of(&e);
+                (e, src)
+            })),
+            Err(err) => {
+                nested_note = Some(format!(
+                    "the exception {obj:#x} of ExInfo {ex_info:#x}: {err}"
+                ));
+                break;
+            }
+        }
+    }
     let r = PrintExceptionOut {
         source: if thread.is_some() {
             "thread"
@@ -335,14 +423,24 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         thread_os_id: thread.map(|t| t.os_id),
         thread_managed_id: thread.map(|t| t.managed_id),
         nested,
+        inner,
         exceptions: chain
             .iter()
             .enumerate()
             .map(|(i, e)| exception_out(e, sources.get(i).map(Vec::as_slice).unwrap_or(&[])))
             .collect(),
+        nested_thread_os_id: nested_thread,
+        nested_exceptions: (nested_note.is_none() || !nested_chain.is_empty()).then(|| {
+            nested_chain
+                .iter()
+                .map(|(e, src)| exception_out(e, src))
+                .collect()
+        }),
+        nested_note,
         lines,
         chain,
         sources,
+        nested_chain,
     };
     Ok(Output::rendered("printexception", r))
 }

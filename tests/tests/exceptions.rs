@@ -700,3 +700,51 @@ fn async_frames_of_a_crash_through_runtime_async_are_the_dacs_and_the_manifests(
     }
     assert!(checked >= 3, "only {checked} async frames checked");
 }
+
+/// SOS's nested exceptions (`pe -nested`): on every thread of every dump whose exceptions are
+/// claimed, the first nested ExInfo equals the DAC's `firstNestedException` (GetThreadData:
+/// the thread's `ExceptionTracker`'s `PreviousNestedInfo`); .NET 8, which does not publish the
+/// tracker, gives none. Threads dispatching an exception (the crash dumps' crashers) are
+/// counted: their tracker is read, so a wrong `PreviousNestedInfo` offset would show.
+#[test]
+fn nested_exceptions_equal_the_dacs() {
+    let (mut threads, mut dispatching, mut dumps) = (0, 0, 0);
+    for e in exceptions_claimed() {
+        let Some(dac_threads) = e.dac["threads"].as_array() else {
+            continue;
+        };
+        let (_, rt) = open(&e);
+        dumps += 1;
+        for dt in dac_threads {
+            let addr = hex(&dt["address"]);
+            let want = hex(&dt["firstNestedException"]);
+            let ours = rt
+                .nested_exceptions(addr)
+                .unwrap_or_else(|err| panic!("{}: thread {addr:#x}: {err}", e.name));
+            match ours {
+                None => {
+                    assert_eq!(
+                        e.family(),
+                        8,
+                        "{}: the tracker is published from .NET 9",
+                        e.name
+                    );
+                    assert_eq!(want, 0, "{}: thread {addr:#x}", e.name);
+                }
+                Some(list) => {
+                    let first = list.first().map_or(0, |&(x, _)| x);
+                    assert_eq!(first, want, "{}: thread {addr:#x}", e.name);
+                    if matches!(rt.current_exception(addr), Ok(Some((x, _))) if x != 0) {
+                        dispatching += 1;
+                    }
+                }
+            }
+            threads += 1;
+        }
+    }
+    eprintln!("{dumps} dumps, {threads} threads ({dispatching} dispatching an exception)");
+    assert!(
+        dumps >= 10 && dispatching >= 3,
+        "{dumps} dumps, {dispatching} threads dispatching"
+    );
+}

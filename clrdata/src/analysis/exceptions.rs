@@ -501,17 +501,17 @@ pub fn current_thread(
         .or_else(|| threads.iter().find(|t| t.os_id != 0))
 }
 
-/// The exception at `addr` (`nested`: with its inner exceptions, outermost first), its trace
+/// The exception at `addr` (`inner`: with its inner exceptions, outermost first), its trace
 /// named by a walker of `rt` (no native unwinding).
 pub fn exceptions_at<M: Memory>(
     rt: &crate::discovery::runtime::Runtime<M>,
     names: &crate::model::names::TypeNames,
     addr: u64,
-    nested: bool,
+    inner: bool,
 ) -> Result<Vec<ExceptionData>> {
     let r = ObjectReader::new(rt, names);
     let w = StackWalker::new(rt, names, Default::default());
-    if nested {
+    if inner {
         exception_chain(&r, &w, addr)
     } else {
         read_exception(&r, &w, addr).map(|e| vec![e])

@@ -77,6 +77,12 @@ pub trait ReadThreads {
     /// (ExInfo, the object; 0 when none).
     /// `Ok(None)` where the runtime does not publish the tracker (.NET 8).
     fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>>;
+
+    /// The exceptions the thread's innermost one was thrown while dispatching, innermost
+    /// first (SOS's nested exceptions: `ExceptionInfo.PreviousNestedInfo` from the thread's
+    /// `ExceptionTracker` on): each (ExInfo, its thrown object; 0 when none). `Ok(None)` where
+    /// the runtime does not publish the tracker (.NET 8).
+    fn nested_exceptions(&self, thread: u64) -> Result<Option<Vec<(u64, u64)>>>;
 }
 
 impl<M: Memory> ReadThreads for Runtime<M> {
@@ -216,30 +222,68 @@ impl<M: Memory> ReadThreads for Runtime<M> {
 
     fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>> {
         self.require(crate::discovery::layout::Capability::Exceptions)?;
-        let Some((tracker_off, thrown_off)) = self.layout.thread.exception_tracker else {
+        let Some(l) = self.layout.thread.exception_tracker else {
             return Ok(None);
         };
-        let m = self.memory();
-        let ex_info = m
-            .read_u64(thread + tracker_off)
-            .map_err(|_| ClrError::read("Thread::ExceptionTracker", thread + tracker_off))?;
+        let ex_info = self
+            .memory()
+            .read_u64(thread + l.tracker)
+            .map_err(|_| ClrError::read("Thread::ExceptionTracker", thread + l.tracker))?;
         if ex_info == 0 {
             return Ok(Some((0, 0)));
         }
-        let v = m
-            .read_u64(ex_info + thrown_off)
-            .map_err(|_| ClrError::read("ExInfo::m_hThrowable", ex_info + thrown_off))?;
-        if v == 0 {
-            return Ok(Some((ex_info, 0)));
-        }
-        // .NET 11: the object itself (ExInfo._exception); before: a handle to it.
-        let obj = if self.layout.thread.thrown_object_is_handle {
-            m.read_u64(v)
-                .map_err(|_| ClrError::read("the thrown object's handle", v))?
-        } else {
-            v
+        Ok(Some((ex_info, self.thrown_object(ex_info)?)))
+    }
+
+    fn nested_exceptions(&self, thread: u64) -> Result<Option<Vec<(u64, u64)>>> {
+        let Some((first, _)) = self.current_exception(thread)? else {
+            return Ok(None);
         };
-        Ok(Some((ex_info, obj)))
+        let Some(l) = self.layout.thread.exception_tracker else {
+            return Ok(None);
+        };
+        let m = self.memory();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        let mut at = first;
+        while at != 0 {
+            let prev = m.read_u64(at + l.previous_nested).map_err(|_| {
+                ClrError::read("ExceptionInfo::PreviousNestedInfo", at + l.previous_nested)
+            })?;
+            if prev == 0 {
+                break;
+            }
+            // A nested ExInfo lives on the stack below the one it interrupted; a chain that
+            // comes back or never ends is damaged.
+            if prev == first || out.iter().any(|&(x, _)| x == prev) || out.len() >= 1024 {
+                return Err(ClrError::corrupt(
+                    "ExceptionInfo::PreviousNestedInfo",
+                    at + l.previous_nested,
+                    format!("the nested exception chain comes back to {prev:#x} or never ends"),
+                ));
+            }
+            out.push((prev, self.thrown_object(prev)?));
+            at = prev;
+        }
+        Ok(Some(out))
+    }
+}
+
+impl<M: Memory> Runtime<M> {
+    /// An `ExceptionInfo`'s thrown object (0 when none): .NET 11 holds the object itself
+    /// (ExInfo._exception); before, a handle to it.
+    fn thrown_object(&self, ex_info: u64) -> Result<u64> {
+        let Some(l) = self.layout.thread.exception_tracker else {
+            return Ok(0);
+        };
+        let m = self.memory();
+        let v = m
+            .read_u64(ex_info + l.thrown_object)
+            .map_err(|_| ClrError::read("ExInfo::m_hThrowable", ex_info + l.thrown_object))?;
+        if v == 0 || !self.layout.thread.thrown_object_is_handle {
+            return Ok(v);
+        }
+        m.read_u64(v)
+            .map_err(|_| ClrError::read("the thrown object's handle", v))
     }
 }
 

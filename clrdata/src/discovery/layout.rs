@@ -317,13 +317,26 @@ pub struct ThreadLayout {
     /// `Thread.LastThrownObject` (.NET 9+: the descriptor's; an OBJECTHANDLE); `None`: the
     /// family's [`StackLayout::thread_last_thrown`] (.NET 8).
     pub last_thrown_object: Option<u64>,
-    /// `Thread.ExceptionTracker` (.NET 9+: the descriptor's; the innermost `ExInfo` of an
-    /// exception being dispatched) and `ExceptionInfo.ThrownObject` (its OBJECTHANDLE);
-    /// `None` where not published (.NET 8).
-    pub exception_tracker: Option<(u64, u64)>,
+    /// `Thread.ExceptionTracker` and the `ExceptionInfo` it points at (.NET 9+: the
+    /// descriptor's); `None` where not published (.NET 8).
+    pub exception_tracker: Option<ExceptionTrackerLayout>,
     /// Whether `ExceptionInfo.ThrownObject` is an OBJECTHANDLE (.NET 9, 10: `m_hThrowable`)
     /// or the object reference itself (.NET 11: the managed `ExInfo._exception`).
     pub thrown_object_is_handle: bool,
+}
+
+/// `Thread.ExceptionTracker`: the innermost `ExInfo` of an exception being dispatched, and
+/// the fields of that `ExceptionInfo` (the descriptor's, .NET 9+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExceptionTrackerLayout {
+    /// `Thread.ExceptionTracker`.
+    pub tracker: u64,
+    /// `ExceptionInfo.ThrownObject` (an OBJECTHANDLE or the object, see
+    /// [`ThreadLayout::thrown_object_is_handle`]).
+    pub thrown_object: u64,
+    /// `ExceptionInfo.PreviousNestedInfo`: the ExInfo of the exception this one was thrown
+    /// while dispatching (SOS's nested exceptions).
+    pub previous_nested: u64,
 }
 
 /// `MethodTable` (.NET 8, before the .NET 9 reshuffle).

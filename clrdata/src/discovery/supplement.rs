@@ -793,8 +793,15 @@ pub fn build_layout(
             exception_tracker: match (
                 l.field("Thread", "ExceptionTracker"),
                 l.field("ExceptionInfo", "ThrownObject"),
+                l.field("ExceptionInfo", "PreviousNestedInfo"),
             ) {
-                (Ok(t), Ok(o)) => Some((t, o)),
+                (Ok(tracker), Ok(thrown_object), Ok(previous_nested)) => {
+                    Some(layout::ExceptionTrackerLayout {
+                        tracker,
+                        thrown_object,
+                        previous_nested,
+                    })
+                }
                 _ => None,
             },
             thrown_object_is_handle: !net11,
