@@ -233,10 +233,7 @@ fn dynamic_frame_vars<M: Memory>(
         };
         args.push((kind, None));
     }
-    let mut out = FrameVars::default();
-    out.notes
-        .push("a dynamic method: no metadata (no argument names) and no locals signature".into());
-    place_all(lines, w, f, out, args, Vec::new())
+    place_all(lines, w, f, FrameVars::default(), args, Vec::new())
 }
 
 /// Places each argument and local of frame `f` with its method's var info at the frame's IP.
