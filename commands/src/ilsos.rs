@@ -10,7 +10,7 @@ use crate::session::{clr, Session};
 use crate::spec::CommandSpec;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use clrdata::metadata::il::{self, EhClause, Instruction, Operand, OperandKind};
-use clrdata::model::il::{method_il, IlLocation};
+use clrdata::model::il::{dynamic_il, method_il, DynamicToken, IlLocation};
 use clrdata::model::objects::ObjectReader;
 use serde::Serialize;
 
@@ -19,14 +19,14 @@ pub static SPECS: &[CommandSpec] = &[CommandSpec {
     name: "dumpil",
     aliases: &[],
     about: "a method's IL (its MethodDesc), instruction by instruction with EH blocks and \
-            tokens named from the module's metadata; -i: the IL body at an address",
+            tokens named from the module's metadata; a DynamicMethod object's IL with tokens \
+            named from its scope's token table; -i: the IL body at an address",
     grammar: || {
         Command::new("dumpil")
-            .arg(
-                Arg::new("address")
-                    .required(true)
-                    .help("the MethodDesc (or with -i the IL body's address)"),
-            )
+            .arg(Arg::new("address").required(true).help(
+                "the MethodDesc or a DynamicMethod object (or with -i the IL body's \
+                         address)",
+            ))
             .arg(
                 Arg::new("i")
                     .short('i')
@@ -56,8 +56,33 @@ pub struct IlInstruction {
     /// type there: the bytes after the field signature's first type byte read as a type).
     pub field_type: Option<String>,
     /// `ldstr`'s string, whole (the text shows 79 characters at most, others than ASCII as
-    /// `.`).
+    /// `.`; of dynamic IL, the string up to a NUL).
     pub string: Option<String>,
+    /// Dynamic IL: the token table's element the token names (null: none, or beyond the
+    /// table).
+    pub token_entry: Option<String>,
+    /// Dynamic IL: what the token's entry names, when it is not what SOS expects there (SOS
+    /// would print what it misreads): why.
+    pub token_error: Option<String>,
+}
+
+/// A DynamicMethod object's IL (`dumpil <object>`).
+#[derive(Serialize)]
+pub struct DynamicIlInfo {
+    /// The DynamicMethod object.
+    pub object: String,
+    /// Its DynamicResolver.
+    pub resolver: String,
+    /// The resolver's `m_code` byte array.
+    pub code_array: String,
+    /// The IL's size.
+    pub code_size: usize,
+    /// The token table (the DynamicScope's `m_tokens._items` array).
+    pub token_table: String,
+    /// Its length.
+    pub token_table_length: u64,
+    #[serde(skip)]
+    token_table_raw: u64,
 }
 
 /// `dumpil`'s result.
@@ -76,6 +101,9 @@ pub struct DumpIl {
     pub no_il: Option<&'static str>,
     /// The IL body's address.
     pub il_address: Option<String>,
+    /// The address was a DynamicMethod object: where its IL and tokens are (no header, no EH
+    /// clauses, no method fields).
+    pub dynamic: Option<DynamicIlInfo>,
     /// The body's header.
     pub header: Option<il::MethodHeader>,
     /// Its EH clauses.
@@ -107,11 +135,24 @@ impl Render for DumpIl {
             }
             None => {}
         }
-        if self.method_desc.is_some() {
+        if let Some(d) = &self.dynamic {
+            // SOS's DumpIL for a DynamicMethod object.
+            t.push_str(
+                "This is dynamic IL. Exception info is not reported at this time.\n\
+                 If a token is unresolved, run \"dumpobj <addr>\" on the addr given\n\
+                 in parenthesis. You can also look at the token table yourself, by\n",
+            );
+            t.push_str(&format!(
+                "running \"dumparray {:016X}\".\n\n",
+                d.token_table_raw
+            ));
+        } else if self.method_desc.is_some() {
             // SOS adds `pImport is <address>`: its own process's metadata importer.
             t.push_str(&format!("ilAddr is {:016X}\n", self.raw_il));
         }
-        t.push_str(&format!("ilAddr = {:016X}\n", self.raw_il));
+        if self.dynamic.is_none() {
+            t.push_str(&format!("ilAddr = {:016X}\n", self.raw_il));
+        }
         // SOS's DecodeILAtPosition: each clause opens and closes its try and handler block at
         // the instruction whose offset equals the block's start or end (an end at the code's
         // end is never printed); the indent is a C int printed as `%*s`.
@@ -183,19 +224,11 @@ fn instructions(
     ins.into_iter()
         .map(|i| {
             let text = match &i.operand {
-                Operand::None => String::new(),
-                Operand::Var(v) => format!("VAR OR ARG {v}"),
-                Operand::Int(v) => v.to_string(),
-                Operand::Float(v) => c_float(*v),
-                Operand::Target(t) => target(*t),
-                Operand::Switch(ts) => format!(
-                    "({})",
-                    ts.iter().map(|&t| target(t)).collect::<Vec<_>>().join(", ")
-                ),
                 Operand::Token(tk) => match md {
                     Some(md) => il::sos_token_text(md, *tk),
                     None => format!("TOKEN {tk:x}"),
                 },
+                op => plain_operand(op).unwrap_or_default(),
             };
             let (field_type, string) = match (&i.operand, md) {
                 (Operand::Token(tk), Some(md)) => (
@@ -214,9 +247,122 @@ fn instructions(
                 text,
                 field_type,
                 string,
+                token_entry: None,
+                token_error: None,
             }
         })
         .collect()
+}
+
+/// An operand other than a token as SOS's DisplayILOperation prints it (None: a token).
+fn plain_operand(op: &Operand) -> Option<String> {
+    Some(match op {
+        Operand::None => String::new(),
+        Operand::Var(v) => format!("VAR OR ARG {v}"),
+        Operand::Int(v) => v.to_string(),
+        Operand::Float(v) => c_float(*v),
+        Operand::Target(t) => target(*t),
+        Operand::Switch(ts) => format!(
+            "({})",
+            ts.iter().map(|&t| target(t)).collect::<Vec<_>>().join(", ")
+        ),
+        Operand::Token(_) => return None,
+    })
+}
+
+/// Dynamic IL's instructions, tokens named from the scope's token table as SOS names them
+/// (sildasm.cpp `DisassembleToken(DacpObjectData&, DWORD)`): a TypeDef `<token> "<type>"`, a
+/// MethodDef `<token> <method>`, a string `<token> "<string>"` (up to a NUL), a TypeRef,
+/// FieldDef, MemberRef or Signature `<token> (<entry's address>)`, another token type
+/// `<unknown token type (token=<8 hex digits>)>`.
+fn dynamic_instructions<M: dumpreader::Memory>(
+    r: &ObjectReader<'_, M>,
+    d: &clrdata::model::il::DynamicIl,
+) -> Vec<IlInstruction> {
+    d.instructions
+        .iter()
+        .map(|i| {
+            let mut ins = IlInstruction {
+                offset: i.offset,
+                opcode: i.name,
+                operand_kind: i.kind,
+                operand: i.operand.clone(),
+                text: plain_operand(&i.operand).unwrap_or_default(),
+                field_type: None,
+                string: None,
+                token_entry: None,
+                token_error: None,
+            };
+            if let Operand::Token(tk) = i.operand {
+                let entry = |e: u64| (e != 0).then(|| hex(e));
+                ins.text = match d.token(r, tk) {
+                    DynamicToken::Type { entry: e, name, .. } => {
+                        ins.token_entry = entry(e);
+                        format!("{tk:x} \"{name}\"")
+                    }
+                    DynamicToken::Method { entry: e, name, .. } => {
+                        ins.token_entry = entry(e);
+                        format!("{tk:x} {name}")
+                    }
+                    DynamicToken::String { entry: e, value } => {
+                        ins.token_entry = entry(e);
+                        let shown: String = value.split('\0').next().unwrap_or("").to_string();
+                        ins.string = Some(value);
+                        format!("{tk:x} \"{shown}\"")
+                    }
+                    DynamicToken::Entry { entry: e } => {
+                        ins.token_entry = entry(e);
+                        format!("{tk:x} ({e:016X})")
+                    }
+                    DynamicToken::UnknownType => format!("<unknown token type (token={tk:08x})>"),
+                    DynamicToken::Unresolved { entry: e, reason } => {
+                        ins.token_entry = entry(e);
+                        let t = format!("{tk:x} ({e:016X}) <unresolved: {reason}>");
+                        ins.token_error = Some(reason);
+                        t
+                    }
+                };
+            }
+            ins
+        })
+        .collect()
+}
+
+/// `dumpil <DynamicMethod object>`.
+fn dumpil_dynamic(c: &crate::session::Clr, a: u64) -> Result<Output, CommandError> {
+    let r = ObjectReader::new(&c.rt, &c.names);
+    let d = dynamic_il(&r, a).map_err(|e| {
+        CommandError::clr(
+            format!("dumpil {a:#x} (gathering the object's dynamic IL)"),
+            e,
+        )
+    })?;
+    let instructions = dynamic_instructions(&r, &d);
+    Ok(Output::rendered(
+        "dumpil",
+        DumpIl {
+            method_desc: None,
+            module: None,
+            token: None,
+            rva: None,
+            no_il: None,
+            il_address: None,
+            dynamic: Some(DynamicIlInfo {
+                object: hex(d.object),
+                resolver: hex(d.resolver),
+                code_array: hex(d.code_array),
+                code_size: d.code.len(),
+                token_table: hex(d.token_array),
+                token_table_length: d.token_count,
+                token_table_raw: d.token_array,
+            }),
+            header: None,
+            eh_clauses: Vec::new(),
+            instructions,
+            error: d.decode_error.map(|e| e.to_string()),
+            raw_il: 0,
+        },
+    ))
 }
 
 fn dumpil(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
@@ -226,6 +372,14 @@ fn dumpil(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         return dumpil_at(&c, a);
     }
     let r = ObjectReader::new(&c.rt, &c.names);
+    // SOS asks first whether the address is an object (a DynamicMethod's), then takes it
+    // for a MethodDesc.
+    let is_object = c.heap().is_ok_and(|h| {
+        clrdata::model::objects::gc_where(h, a).is_some_and(|w| !w.beyond_allocated)
+    }) && r.object_mt(a).is_ok();
+    if is_object {
+        return dumpil_dynamic(&c, a);
+    }
     let mil = method_il(&r, a).map_err(|e| CommandError::clr(format!("dumpil {a:#x}"), e))?;
     let mut out = DumpIl {
         method_desc: Some(hex(a)),
@@ -234,6 +388,7 @@ fn dumpil(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         rva: Some(mil.rva),
         no_il: None,
         il_address: None,
+        dynamic: None,
         header: None,
         eh_clauses: Vec::new(),
         instructions: Vec::new(),
@@ -249,7 +404,9 @@ fn dumpil(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 clrdata::ClrError::unsupported(
                     "a dynamic (LCG) method's IL",
                     Some(a),
-                    "its IL is in its DynamicMethod's resolver, which dumpil does not read yet",
+                    "its IL is in its DynamicMethod's resolver: run dumpil on the DynamicMethod \
+                     object (SOS reaches it through the runtime's LCGMethodResolver, which is \
+                     not read)",
                 ),
             ))
         }
@@ -305,6 +462,7 @@ fn dumpil_at(c: &crate::session::Clr, a: u64) -> Result<Output, CommandError> {
             rva: None,
             no_il: None,
             il_address: Some(hex(a)),
+            dynamic: None,
             header: Some(body.header),
             eh_clauses: body.eh,
             instructions: instructions(ins, None),

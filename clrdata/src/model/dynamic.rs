@@ -54,8 +54,33 @@ pub fn dynamic_method_name<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate
         crate::ClrError::read("DynamicMethodDesc::m_pszMethodName (its string)", name_at)
     })?;
     let name = String::from_utf8_lossy(&name_bytes[..end]).into_owned();
-    let sig_at = rd64(l.sig, "StoredSigMethodDesc::m_pSig")?;
-    let sig_len = rd32(l.sig_len, "StoredSigMethodDesc::m_cSig")? as usize;
+    let sig = dynamic_method_sig(r.rt, md)?;
+    let params = crate::metadata::format_method_params(&sig, &HandleNames { r });
+    Ok(format!("{class}.{name}{params}"))
+}
+
+/// The stored signature of the dynamic MethodDesc at `md` (`StoredSigMethodDesc::m_pSig`,
+/// `m_cSig`): runtime-made, its types TypeHandles (`ELEMENT_TYPE_INTERNAL`). What the DAC's
+/// `MetaSig(MethodDesc*)` reads for a method without metadata (`GetNumArguments`).
+pub fn dynamic_method_sig<M: Memory>(
+    rt: &crate::discovery::runtime::Runtime<M>,
+    md: u64,
+) -> crate::Result<crate::metadata::MethodSig> {
+    let l = rt
+        .layout
+        .methods
+        .dynamic
+        .ok_or_else(|| crate::ClrError::NotVerified {
+            runtime: rt.layout.name.to_owned(),
+            capability: "dynamic methods' signatures (StoredSigMethodDesc)",
+        })?;
+    let m = rt.memory();
+    let sig_at = m.read_u64(md.wrapping_add(l.sig)).map_err(|_| {
+        crate::ClrError::read("StoredSigMethodDesc::m_pSig", md.wrapping_add(l.sig))
+    })?;
+    let sig_len = m.read_u32(md.wrapping_add(l.sig_len)).map_err(|_| {
+        crate::ClrError::read("StoredSigMethodDesc::m_cSig", md.wrapping_add(l.sig_len))
+    })? as usize;
     if sig_len == 0 || sig_len > 0x10000 {
         return Err(crate::ClrError::corrupt(
             "StoredSigMethodDesc",
@@ -66,10 +91,8 @@ pub fn dynamic_method_name<M: Memory>(r: &ObjectReader<'_, M>, md: u64) -> crate
     let mut blob = vec![0u8; sig_len];
     m.read_exact(sig_at, &mut blob)
         .map_err(|_| crate::ClrError::read("the dynamic method's signature", sig_at))?;
-    let sig = crate::metadata::decode_method_sig(&blob)
-        .map_err(|e| crate::ClrError::metadata("the dynamic method's signature", e))?;
-    let params = crate::metadata::format_method_params(&sig, &HandleNames { r });
-    Ok(format!("{class}.{name}{params}"))
+    crate::metadata::decode_method_sig(&blob)
+        .map_err(|e| crate::ClrError::metadata("the dynamic method's signature", e))
 }
 
 /// Names the TypeHandles of a runtime-made signature (no module's tokens in it).

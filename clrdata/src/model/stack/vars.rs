@@ -126,6 +126,15 @@ pub fn frame_vars<M: Memory>(
             ));
         };
         let rt = w.rt;
+        if let Some(md) = f.method_desc {
+            let r = crate::model::objects::ObjectReader::new(rt, w.names);
+            // (A MethodDesc that cannot be read is left to the metadata path, as before.)
+            let d = crate::model::methods::method_desc(&r, md).ok();
+            if d.is_some_and(|d| d.classification == crate::model::dynamic::CLASSIFICATION_DYNAMIC)
+            {
+                return dynamic_frame_vars(this, w, f, md);
+            }
+        }
         let mm = w.names.module_metadata(rt, module)?;
         let md = mm.metadata()?;
         let rid = token & 0x00FF_FFFF;
@@ -187,6 +196,57 @@ pub fn frame_vars<M: Memory>(
             })
             .collect();
 
+        place_all(this, w, f, out, args, locals)
+    }
+}
+
+/// The arguments of a dynamic (LCG or IL stub) frame: no metadata row, so the count and kinds
+/// come from the MethodDesc's stored signature, and no names (the DAC's
+/// `GetArgumentByIndex` gives a method without metadata an empty name); no locals (the DAC's
+/// `GetLocalSig` reads an IL header, which a dynamic method does not keep after JIT time:
+/// `GetNumLocalVariables` fails and SOS prints no LOCALS). Their places come from the
+/// method's var info as for any frame; the runtime records none for a dynamic method
+/// (`CEEJitInfo::CompressDebugInfo` skips them unless `TrackDynamicMethodDebugInfo` is set), so
+/// every argument is usually without a location (SOS: `<no data>`).
+fn dynamic_frame_vars<M: Memory>(
+    lines: &SourceLines,
+    w: &StackWalker<'_, M>,
+    f: &StackFrame,
+    md: u64,
+) -> crate::Result<FrameVars> {
+    let sig = crate::model::dynamic::dynamic_method_sig(w.rt, md)?;
+    let fixed = sig.sentinel.unwrap_or(sig.params.len());
+    let mut args: Vec<(ValueKind, Option<String>)> = Vec::new();
+    if sig.has_this() {
+        // The DAC names index 0 of a signature with `this` so, metadata or not.
+        args.push((ValueKind::Reference, Some("this".into())));
+    }
+    for t in &sig.params[..fixed] {
+        let kind = match t.unmodified() {
+            // A TypeHandle of the stored signature: a reference type unless its MethodTable
+            // is a value type's (a TypeDesc handle, bit 1, is left as its locations' size).
+            SigType::Internal(h) if h & 2 == 0 => match w.rt.method_table(*h) {
+                Ok(mt) if !mt.is_value_type() => ValueKind::Reference,
+                _ => ValueKind::Other,
+            },
+            t => value_kind(t),
+        };
+        args.push((kind, None));
+    }
+    place_all(lines, w, f, FrameVars::default(), args, Vec::new())
+}
+
+/// Places each argument and local of frame `f` with its method's var info at the frame's IP.
+fn place_all<M: Memory>(
+    this: &SourceLines,
+    w: &StackWalker<'_, M>,
+    f: &StackFrame,
+    mut out: FrameVars,
+    args: Vec<(ValueKind, Option<String>)>,
+    locals: Vec<(ValueKind, Option<String>)>,
+) -> crate::Result<FrameVars> {
+    let rt = w.rt;
+    {
         // Where each is at the frame's IP.
         let info = w
             .code()
