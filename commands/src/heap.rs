@@ -27,15 +27,26 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
         name: "eeheap",
         aliases: &[],
-        about: "the GC heaps: generations and segments with their sizes",
+        about: "the runtime's native heaps: the loader heaps (SOS's eeheap -loader) and the GC heaps with their segments",
         grammar: || {
-            Command::new("eeheap").arg(
-                Arg::new("gc")
-                    .long("gc")
-                    .short('g')
-                    .action(ArgAction::SetTrue)
-                    .help("the GC heap (the only part shown so far; SOS spells it -gc)"),
-            )
+            Command::new("eeheap")
+                .arg(
+                    Arg::new("gc")
+                        .long("gc")
+                        .short('g')
+                        .action(ArgAction::SetTrue)
+                        .help("only the GC heaps: generations and segments with their sizes"),
+                )
+                .arg(
+                    Arg::new("loader")
+                        .long("loader")
+                        .action(ArgAction::SetTrue)
+                        .help(
+                            "only the loader heaps, as SOS's eeheap -loader: each domain's \
+                             LoaderAllocator heaps with their blocks (address(reserved:committed)), \
+                             then the JIT manager's code heaps",
+                        ),
+                )
         },
         run: eeheap,
     },
@@ -360,13 +371,430 @@ impl Render for EeHeap {
     }
 }
 
-fn eeheap(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+fn eeheap(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
-    let heap = c.heap()?;
+    let (gc, loader) = (m.get_flag("gc"), m.get_flag("loader"));
+    if gc && !loader {
+        let heap = c.heap()?;
+        return Ok(Output::rendered(
+            "eeheap",
+            EeHeap(heapstat::heap_sizes(heap)),
+        ));
+    }
+    if loader && !gc {
+        let l = clrdata::model::loaderheap::loader_heaps(&c.rt)?;
+        return Ok(Output::rendered("eeheap", EeLoaderHeap::of(&l)));
+    }
+    // Both parts, as SOS without an option (with both options, without the total).
+    let loader_part = clrdata::model::loaderheap::loader_heaps(&c.rt).map(|l| EeLoaderHeap::of(&l));
+    let gc_part = c.heap().map(|h| EeHeap(heapstat::heap_sizes(h)));
+    if let (Err(e), Err(_)) = (&loader_part, &gc_part) {
+        return Err(CommandError::clr("eeheap", e.clone()));
+    }
     Ok(Output::rendered(
         "eeheap",
-        EeHeap(heapstat::heap_sizes(heap)),
+        EeHeapAll {
+            total: !(gc && loader),
+            loader: loader_part,
+            gc: gc_part,
+        },
     ))
+}
+
+// ------------------------------------------------------------------------- eeheap -loader
+
+/// `eeheap -loader`'s result: SOS's view of the loader heaps ([`clrdata::model::loaderheap`]).
+///
+/// As SOS, a domain lists only heaps whose blocks no earlier domain listed (by the block's
+/// start): on .NET 8-10 the SystemDomain and the AppDomain share the global LoaderAllocator,
+/// so the AppDomain has "No unique loader heaps found." Heaps are grouped under SOS's names
+/// (the DAC's, with `IndcellHeap` as IndirectionCellHeap and a name ClrMD does not know,
+/// such as StaticsHeap, as Unknown) in SOS's order; a heap's committed size is what the dump
+/// holds of each block from its start, in pages, and its waste the uncommitted rest of every
+/// block but the current one.
+#[derive(Serialize)]
+pub struct EeLoaderHeap {
+    /// The domains, the SystemDomain first.
+    pub domains: Vec<LoaderDomainJson>,
+    /// The JIT manager's code heaps.
+    pub jit_manager: JitManagerJson,
+    /// Bytes committed over every domain's listed heaps and the code heaps.
+    pub total: u64,
+}
+
+/// One domain.
+#[derive(Serialize)]
+pub struct LoaderDomainJson {
+    /// "System Domain" or "Domain 1".
+    pub name: String,
+    pub address: String,
+    /// The LoaderAllocator the domain uses (the DAC's GetDomainLoaderAllocator).
+    pub loader_allocator: String,
+    /// The heaps, grouped by SOS's name, in SOS's order; empty when every block was listed
+    /// by an earlier domain.
+    pub heaps: Vec<LoaderHeapJson>,
+    pub committed: u64,
+    pub wasted: u64,
+    /// Heaps whose block chain could not be read to its end.
+    pub errors: Vec<clrdata::ClrError>,
+}
+
+/// The blocks of one kind of heap.
+#[derive(Serialize)]
+pub struct LoaderHeapJson {
+    /// SOS's name (LowFrequencyHeap, ..., IndirectionCellHeap, Unknown).
+    pub name: &'static str,
+    /// The DAC's names of the heaps grouped here.
+    pub dac_names: Vec<&'static str>,
+    pub blocks: Vec<BlockJson>,
+    pub committed: u64,
+    pub wasted: u64,
+}
+
+/// One block.
+#[derive(Serialize)]
+pub struct BlockJson {
+    pub address: String,
+    pub reserved: u64,
+    pub committed: u64,
+    pub current: bool,
+}
+
+/// The JIT manager.
+#[derive(Serialize)]
+pub struct JitManagerJson {
+    pub address: String,
+    /// Code heaps by kind (LoaderCodeHeap first), then start.
+    pub heaps: Vec<CodeHeapJson>,
+    pub committed: u64,
+    pub wasted: u64,
+    pub errors: Vec<clrdata::ClrError>,
+}
+
+/// One code heap.
+#[derive(Serialize)]
+pub struct CodeHeapJson {
+    pub kind: &'static str,
+    pub address: String,
+    pub blocks: Vec<BlockJson>,
+    pub committed: u64,
+    pub wasted: u64,
+}
+
+/// SOS's name of a DAC heap name (ClrMD's `NativeHeapKind`), and its rank in SOS's order.
+fn sos_heap_name(n: clrdata::discovery::layout::LoaderHeapName) -> (&'static str, u32) {
+    use clrdata::discovery::layout::LoaderHeapName as N;
+    match n {
+        N::LowFrequencyHeap => ("LowFrequencyHeap", 0),
+        N::HighFrequencyHeap => ("HighFrequencyHeap", 1),
+        N::StubHeap => ("StubHeap", 2),
+        N::ExecutableHeap => ("ExecutableHeap", 3),
+        N::FixupPrecodeHeap => ("FixupPrecodeHeap", 4),
+        N::NewStubPrecodeHeap => ("NewStubPrecodeHeap", 5),
+        N::IndcellHeap => ("IndirectionCellHeap", 6),
+        N::CacheEntryHeap => ("CacheEntryHeap", 10),
+        // ClrMD knows no StaticsHeap: NativeHeapKind.Unknown, ranked last.
+        N::StaticsHeap => ("Unknown", 100),
+    }
+}
+
+fn block_json(b: &clrdata::model::loaderheap::HeapBlock) -> (BlockJson, u64, u64) {
+    // SOS counts a block's uncommitted rest as waste unless it is the current block; a
+    // block of size 0 counts nothing.
+    let wasted = if b.reserved > 0 && b.committed < b.reserved && !b.current {
+        b.reserved - b.committed
+    } else {
+        0
+    };
+    let committed = if b.reserved > 0 { b.committed } else { 0 };
+    (
+        BlockJson {
+            address: hex(b.address),
+            reserved: b.reserved,
+            committed,
+            current: b.current,
+        },
+        committed,
+        wasted,
+    )
+}
+
+impl EeLoaderHeap {
+    /// SOS's view of `l`.
+    pub fn of(l: &clrdata::model::loaderheap::LoaderHeaps) -> EeLoaderHeap {
+        use clrdata::model::loaderheap::DomainKind;
+        let mut seen = std::collections::HashSet::new();
+        let mut domains = Vec::new();
+        let mut total: u64 = 0;
+        let mut app_index = 0;
+        for d in &l.domains {
+            let name = match d.kind {
+                DomainKind::System => "System Domain".to_owned(),
+                DomainKind::App => {
+                    app_index += 1;
+                    format!("Domain {app_index}")
+                }
+            };
+            // SOS adds the domain's LoaderAllocator to the set of block starts it has listed.
+            seen.insert(d.address);
+            let mut groups: Vec<LoaderHeapJson> = Vec::new();
+            let mut ranks: Vec<u32> = Vec::new();
+            let mut errors = Vec::new();
+            for h in &d.heaps {
+                if let Some(e) = &h.error {
+                    errors.push(e.clone());
+                }
+                let (name, rank) = sos_heap_name(h.name);
+                for b in &h.blocks {
+                    if !seen.insert(b.address) {
+                        continue;
+                    }
+                    let (bj, c, w) = block_json(b);
+                    let i = match groups.iter().position(|g| g.name == name) {
+                        Some(i) => i,
+                        None => {
+                            groups.push(LoaderHeapJson {
+                                name,
+                                dac_names: Vec::new(),
+                                blocks: Vec::new(),
+                                committed: 0,
+                                wasted: 0,
+                            });
+                            ranks.push(rank);
+                            groups.len() - 1
+                        }
+                    };
+                    let g = &mut groups[i];
+                    if !g.dac_names.contains(&h.name.dac_name()) {
+                        g.dac_names.push(h.name.dac_name());
+                    }
+                    g.blocks.push(bj);
+                    g.committed = g.committed.saturating_add(c);
+                    g.wasted = g.wasted.saturating_add(w);
+                }
+            }
+            let mut order: Vec<usize> = (0..groups.len()).collect();
+            order.sort_by_key(|&i| ranks[i]);
+            let mut sorted = Vec::new();
+            let mut slots: Vec<Option<LoaderHeapJson>> = groups.into_iter().map(Some).collect();
+            for i in order {
+                if let Some(g) = slots[i].take() {
+                    sorted.push(g);
+                }
+            }
+            let committed = sorted
+                .iter()
+                .fold(0u64, |a, g| a.saturating_add(g.committed));
+            let wasted = sorted.iter().fold(0u64, |a, g| a.saturating_add(g.wasted));
+            total = total.saturating_add(committed);
+            domains.push(LoaderDomainJson {
+                name,
+                address: hex(d.address),
+                loader_allocator: hex(d.loader_allocator),
+                heaps: sorted,
+                committed,
+                wasted,
+                errors,
+            });
+        }
+        let j = &l.jit_manager;
+        let mut keyed: Vec<((u32, u64), CodeHeapJson)> = Vec::new();
+        let mut errors = j.errors.clone();
+        for h in &j.heaps {
+            if let Some(e) = &h.error {
+                errors.push(e.clone());
+            }
+            // SOS lists one entry per block (a LoaderCodeHeap's blocks each), by kind
+            // (ClrMD's NativeHeapKind: LoaderCodeHeap before HostCodeHeap) then start.
+            let rank =
+                u32::from(h.kind != clrdata::model::loaderheap::CodeHeapKind::LoaderCodeHeap);
+            for b in &h.blocks {
+                let (bj, c, w) = block_json(b);
+                keyed.push((
+                    (rank, b.address),
+                    CodeHeapJson {
+                        kind: h.kind.name(),
+                        address: hex(h.address),
+                        blocks: vec![bj],
+                        committed: c,
+                        wasted: w,
+                    },
+                ));
+            }
+        }
+        keyed.sort_by_key(|(k, _)| *k);
+        let heaps: Vec<CodeHeapJson> = keyed.into_iter().map(|(_, h)| h).collect();
+        let committed = heaps
+            .iter()
+            .fold(0u64, |a, h| a.saturating_add(h.committed));
+        let wasted = heaps.iter().fold(0u64, |a, h| a.saturating_add(h.wasted));
+        total = total.saturating_add(committed);
+        EeLoaderHeap {
+            domains,
+            jit_manager: JitManagerJson {
+                address: hex(j.address),
+                heaps,
+                committed,
+                wasted,
+                errors,
+            },
+            total,
+        }
+    }
+}
+
+/// SOS's `FormatMemorySize`: `0x<hex> (<decimal>)`, nothing for 0.
+fn sos_size(n: u64) -> String {
+    if n > 0 {
+        format!("{n:#x} ({n})")
+    } else {
+        String::new()
+    }
+}
+
+/// SOS's "Size: ... bytes total[, ... bytes wasted]".
+fn sos_size_and_wasted(size: u64, wasted: u64) -> String {
+    let mut t = format!("Size: {} bytes total", sos_size(size));
+    if wasted > 0 {
+        t.push_str(&format!(", {} bytes wasted", sos_size(wasted)));
+    }
+    t
+}
+
+/// A row of SOS's two-column table: the label padded to 21, one space, the value.
+fn sos_row(label: &str, value: &str) -> String {
+    format!("{label:<21} {value}\n")
+}
+
+fn sos_block(b: &BlockJson) -> String {
+    let a = b.address.trim_start_matches("0x");
+    let a = format!("{:0>12}", a);
+    if b.reserved > 0 {
+        format!("{a}({:x}:{:x})", b.reserved, b.committed)
+    } else {
+        a
+    }
+}
+
+const DIVIDER: &str = "----------------------------------------\n";
+
+fn addr12(h: &str) -> String {
+    format!("{:0>12}", h.trim_start_matches("0x"))
+}
+
+impl Render for EeLoaderHeap {
+    fn render(&self) -> String {
+        let mut t = String::from("Loader Heap:\n");
+        t.push_str(DIVIDER);
+        for d in &self.domains {
+            t.push_str(&sos_row(&format!("{}:", d.name), &addr12(&d.address)));
+            t.push_str(&sos_row("LoaderAllocator:", &addr12(&d.loader_allocator)));
+            for g in &d.heaps {
+                let blocks: Vec<String> = g.blocks.iter().map(sos_block).collect();
+                t.push_str(&sos_row(
+                    &format!("{}:", g.name),
+                    &format!(
+                        "{} {}.",
+                        blocks.join(" "),
+                        sos_size_and_wasted(g.committed, g.wasted)
+                    ),
+                ));
+            }
+            if d.committed > 0 {
+                t.push_str(&sos_row(
+                    "Total size:",
+                    &format!("{}.", sos_size_and_wasted(d.committed, d.wasted)),
+                ));
+            } else {
+                t.push_str("No unique loader heaps found.\n");
+            }
+            for e in &d.errors {
+                t.push_str(&format!("Note: {e}\n"));
+            }
+            t.push_str(DIVIDER);
+        }
+        let j = &self.jit_manager;
+        t.push_str(&sos_row("JIT Manager:", &addr12(&j.address)));
+        for h in &j.heaps {
+            let blocks: Vec<String> = h.blocks.iter().map(sos_block).collect();
+            t.push_str(&sos_row(
+                &format!("{}:", h.kind),
+                &format!(
+                    "{} {}.",
+                    blocks.join(" "),
+                    sos_size_and_wasted(h.committed, h.wasted)
+                ),
+            ));
+        }
+        t.push_str(&sos_row(
+            "Total size:",
+            &format!("{}.", sos_size_and_wasted(j.committed, j.wasted)),
+        ));
+        for e in &j.errors {
+            t.push_str(&format!("Note: {e}\n"));
+        }
+        t.push_str(DIVIDER);
+        t
+    }
+}
+
+/// `eeheap` without an option (or with both): the loader heaps, then the GC heaps, then (with
+/// neither option) SOS's "Total bytes consumed by CLR" (the loader heaps' committed bytes and
+/// the GC heaps' committed bytes). A part that cannot be read says why in its place.
+pub struct EeHeapAll {
+    /// Whether the total line is printed (no option given).
+    pub total: bool,
+    pub loader: Result<EeLoaderHeap, clrdata::ClrError>,
+    pub gc: Result<EeHeap, CommandError>,
+}
+
+#[derive(Serialize)]
+struct EeHeapAllJson<'a> {
+    loader: Option<&'a EeLoaderHeap>,
+    loader_error: Option<&'a clrdata::ClrError>,
+    gc: Option<EeHeapJson>,
+    gc_error: Option<&'a CommandError>,
+    total_bytes: Option<u64>,
+}
+
+impl EeHeapAll {
+    fn total_bytes(&self) -> Option<u64> {
+        match (&self.loader, &self.gc) {
+            (Ok(l), Ok(g)) if self.total => Some(l.total.saturating_add(g.0.total_committed)),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for EeHeapAll {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        EeHeapAllJson {
+            loader: self.loader.as_ref().ok(),
+            loader_error: self.loader.as_ref().err(),
+            gc: self.gc.as_ref().ok().map(|g| g.to_json()),
+            gc_error: self.gc.as_ref().err(),
+            total_bytes: self.total_bytes(),
+        }
+        .serialize(s)
+    }
+}
+
+impl Render for EeHeapAll {
+    fn render(&self) -> String {
+        let mut t = match &self.loader {
+            Ok(l) => l.render(),
+            Err(e) => format!("Loader heaps: {e}\n"),
+        };
+        t.push('\n');
+        match &self.gc {
+            Ok(g) => t.push_str(&g.render()),
+            Err(e) => t.push_str(&format!("GC heaps: {e}\n")),
+        }
+        if let Some(n) = self.total_bytes() {
+            t.push_str(&format!("\nTotal bytes consumed by CLR: {n:#x} ({n})\n"));
+        }
+        t
+    }
 }
 
 // ------------------------------------------------------------------------------------ dumpheap

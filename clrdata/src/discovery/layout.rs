@@ -703,6 +703,8 @@ pub struct Layout {
     /// stands in for pages a core lacks ([`ImageRecordsLayout`]); `None` where they were not
     /// verified (such files then stay unread).
     pub image_records: Option<ImageRecordsLayout>,
+    /// The loader heaps' table ([`LoaderHeapLayout`]); `None` where it was not verified.
+    pub loader_heaps: Option<LoaderHeapLayout>,
 }
 
 /// What `discovery::imagecheck` reads to anchor a PE file whose headers the dump lacks to the
@@ -968,6 +970,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     roots: &NET8_LINUX_X64_ROOTS,
     locks: Some(&NET8_LINUX_X64_LOCKS),
     image_records: Some(IMAGE_RECORDS_NET8_LINUX_X64),
+    loader_heaps: Some(LOADER_HEAPS_NET8_LINUX),
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -1051,6 +1054,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     locks: Some(&NET8_WINDOWS_X64_LOCKS),
     // Not verified: no Windows dump lacks its images' headers (a minidump keeps them).
     image_records: None,
+    // Not checked on Windows (no SOS truth of it).
+    loader_heaps: None,
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {
@@ -2071,3 +2076,194 @@ mod roots_layout_tests {
         assert_eq!(NET10_ROOTS.data_block_type, 12);
     }
 }
+
+/// The loader heaps `eeheap -loader` lists (`model::loaderheap`): the global LoaderAllocator's
+/// heaps, the JIT manager's code heaps, and how the DAC of the family presents the domains.
+/// Every value was checked against SOS's `eeheap -loader` (the runtime's own DAC through
+/// ISOSDacInterface13) on 8.0.33, 9.0.22, 10.0.14 and 11.0.0 Linux dumps
+/// (tests/tests/sos_heapnear.rs; docs/clr-layout-net8.md "Loader heaps"); `None` in
+/// [`Layout::loader_heaps`] where no such check was made (Windows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderHeapLayout {
+    /// The builds whose values were checked against the DAC (the runtime packs of the corpus's
+    /// builds; 8.0.4's is served by no feed): another build of the family is refused.
+    pub checked_builds: &'static [&'static str],
+    /// Whether the DAC reports the SystemDomain as a domain of its own (`GetAppDomainStoreData`
+    /// `systemDomain`): yes on 8-10; 0 on 11.0.0 (SOS's `dumpdomain` prints `System Domain:
+    /// 0000000000000000` there), whose AppDomain then lists the global LoaderAllocator's heaps.
+    pub system_domain_listed: bool,
+    /// g_dacTable index of `SystemDomain::m_pSystemDomain`, where the descriptor does not
+    /// publish `SystemDomain` (9.0: 22, as on 8.0).
+    pub system_domain_dac_index: Option<usize>,
+    /// `SystemDomain.GlobalLoaderAllocator` (`m_GlobalAllocator`, inline): 16 where the
+    /// descriptor publishes it (10, 11); on 8 and 9 what the DAC's `GetDomainLoaderAllocator`
+    /// answers for the SystemDomain, also every Module's `m_loaderAllocator` (0xA00 on
+    /// 8.0.33, 0x730 on 9.0.22).
+    pub global_allocator: u64,
+    /// The LoaderAllocator's heap pointers, in the DAC's `GetLoaderAllocatorHeaps` order
+    /// (request.cpp `LoaderAllocatorLoaderHeapNames`): name and offset; the heaps a runtime
+    /// lacks are not listed (8: no StaticsHeap; 11: no StubHeap).
+    pub heaps: [Option<(LoaderHeapName, u64)>; 7],
+    /// `LoaderAllocator::m_pVirtualCallStubManager`.
+    pub vcs_manager: u64,
+    /// `VirtualCallStubManager::indcell_heap` (IndcellHeap).
+    pub vcs_indcell_heap: u64,
+    /// `VirtualCallStubManager::cache_entry_heap` (CacheEntryHeap).
+    pub vcs_cache_entry_heap: u64,
+    /// `LoaderHeap.FirstBlock` (UnlockedLoaderHeap::m_pFirstBlock).
+    pub first_block: u64,
+    /// `LoaderHeapBlock.Next`.
+    pub block_next: u64,
+    /// `LoaderHeapBlock.VirtualAddress`.
+    pub block_address: u64,
+    /// `LoaderHeapBlock.VirtualSize`.
+    pub block_size: u64,
+    /// g_dacTable index of `ExecutionManager::m_pEEJitManager` (4 on 8-10); `None`: the
+    /// descriptor's `EEJitManagerAddress` (11).
+    pub jit_manager_dac_index: Option<usize>,
+    /// `EEJitManager.AllCodeHeaps` (`m_pAllCodeHeaps`, a HeapList chain).
+    pub all_code_heaps: u64,
+    /// `CodeHeapListNode.Next`.
+    pub heap_list_next: u64,
+    /// `CodeHeapListNode.Heap` (the CodeHeap).
+    pub heap_list_heap: u64,
+    /// How a CodeHeap's class is told.
+    pub code_heap_kind: CodeHeapKindSource,
+    /// Where a LoaderCodeHeap's first LoaderHeapBlock pointer is, from the CodeHeap
+    /// (`LoaderCodeHeap.LoaderHeap` + `LoaderHeap.FirstBlock` of its ExplicitControlLoaderHeap).
+    pub code_heap_first_block: u64,
+    /// `HostCodeHeap.BaseAddress` and `HostCodeHeap.CurrentAddress` (m_pBaseAddr,
+    /// m_pLastAvailableCommittedAddr); `None` where no HostCodeHeap was checked (8, 9).
+    pub host_code_heap: Option<(u64, u64)>,
+}
+
+/// The names the DAC gives the LoaderAllocator's heaps (`GetLoaderAllocatorHeapNames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum LoaderHeapName {
+    /// LowFrequencyHeap.
+    LowFrequencyHeap,
+    /// HighFrequencyHeap.
+    HighFrequencyHeap,
+    /// StaticsHeap (9+).
+    StaticsHeap,
+    /// StubHeap (8-10).
+    StubHeap,
+    /// ExecutableHeap.
+    ExecutableHeap,
+    /// FixupPrecodeHeap.
+    FixupPrecodeHeap,
+    /// NewStubPrecodeHeap.
+    NewStubPrecodeHeap,
+    /// IndcellHeap (the VirtualCallStubManager's).
+    IndcellHeap,
+    /// CacheEntryHeap (the VirtualCallStubManager's).
+    CacheEntryHeap,
+}
+
+impl LoaderHeapName {
+    /// The DAC's name.
+    pub fn dac_name(self) -> &'static str {
+        match self {
+            LoaderHeapName::LowFrequencyHeap => "LowFrequencyHeap",
+            LoaderHeapName::HighFrequencyHeap => "HighFrequencyHeap",
+            LoaderHeapName::StaticsHeap => "StaticsHeap",
+            LoaderHeapName::StubHeap => "StubHeap",
+            LoaderHeapName::ExecutableHeap => "ExecutableHeap",
+            LoaderHeapName::FixupPrecodeHeap => "FixupPrecodeHeap",
+            LoaderHeapName::NewStubPrecodeHeap => "NewStubPrecodeHeap",
+            LoaderHeapName::IndcellHeap => "IndcellHeap",
+            LoaderHeapName::CacheEntryHeap => "CacheEntryHeap",
+        }
+    }
+}
+
+/// How a CodeHeap's class (LoaderCodeHeap or HostCodeHeap) is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeHeapKindSource {
+    /// By its C++ vtable (the DAC's `VPtrTargetVTable` comparison), against the g_dacTable
+    /// entries of LoaderCodeHeap and, where checked, HostCodeHeap (`None`: not checked).
+    Vtable {
+        /// g_dacTable index of `LoaderCodeHeap__vtAddr`.
+        loader: usize,
+        /// g_dacTable index of `HostCodeHeap__vtAddr`.
+        host: Option<usize>,
+    },
+    /// By `CodeHeap.HeapType` (a byte): 0 LoaderCodeHeap, 1 HostCodeHeap (11).
+    HeapType {
+        /// The field's offset.
+        offset: u64,
+    },
+}
+
+/// .NET 8 on Linux x64 (measured on 8.0.33: async-net8, heap-net8, hang-net8 and the other
+/// 8.0.33 dumps, against the DAC's GetLoaderAllocatorHeaps and TraverseLoaderHeap:
+/// dumps/*.loaderheaps.dac.json). The LoaderCodeHeap vtable's g_dacTable index in 8.0.4's
+/// numbering ([`DacTableRevision`]: 153 in 8.0.33's table).
+pub const LOADER_HEAPS_NET8_LINUX: LoaderHeapLayout = LoaderHeapLayout {
+    checked_builds: &["8.0.33"],
+    system_domain_listed: true,
+    system_domain_dac_index: None,
+    global_allocator: 0xA00,
+    heaps: [
+        Some((LoaderHeapName::LowFrequencyHeap, 0x390)),
+        Some((LoaderHeapName::HighFrequencyHeap, 0x398)),
+        Some((LoaderHeapName::StubHeap, 0x3A0)),
+        Some((LoaderHeapName::ExecutableHeap, 0x3B0)),
+        Some((LoaderHeapName::FixupPrecodeHeap, 0x3C0)),
+        Some((LoaderHeapName::NewStubPrecodeHeap, 0x3C8)),
+        None,
+    ],
+    vcs_manager: 0x828,
+    vcs_indcell_heap: 0x1E8,
+    vcs_cache_entry_heap: 0x1F0,
+    first_block: 8,
+    block_next: 0,
+    block_address: 8,
+    block_size: 16,
+    jit_manager_dac_index: Some(4),
+    all_code_heaps: 0x10,
+    heap_list_next: 0,
+    heap_list_heap: 8,
+    code_heap_kind: CodeHeapKindSource::Vtable {
+        loader: 152,
+        host: None,
+    },
+    code_heap_first_block: 8,
+    host_code_heap: None,
+};
+
+/// .NET 9 on Linux x64 (measured on 9.0.22: heap-net9, servergc-net9 and the other 9.0.22
+/// dumps, against the DAC: dumps/*.loaderheaps.dac.json).
+pub const LOADER_HEAPS_NET9_LINUX: LoaderHeapLayout = LoaderHeapLayout {
+    checked_builds: &["9.0.22"],
+    system_domain_listed: true,
+    system_domain_dac_index: Some(22),
+    global_allocator: 0x730,
+    heaps: [
+        Some((LoaderHeapName::LowFrequencyHeap, 0x420)),
+        Some((LoaderHeapName::HighFrequencyHeap, 0x428)),
+        Some((LoaderHeapName::StaticsHeap, 0x430)),
+        Some((LoaderHeapName::StubHeap, 0x438)),
+        Some((LoaderHeapName::ExecutableHeap, 0x448)),
+        Some((LoaderHeapName::FixupPrecodeHeap, 0x458)),
+        Some((LoaderHeapName::NewStubPrecodeHeap, 0x460)),
+    ],
+    vcs_manager: 0x968,
+    vcs_indcell_heap: 0x1E8,
+    vcs_cache_entry_heap: 0x1F0,
+    first_block: 8,
+    block_next: 0,
+    block_address: 8,
+    block_size: 16,
+    jit_manager_dac_index: Some(4),
+    all_code_heaps: 0x10,
+    heap_list_next: 0,
+    heap_list_heap: 8,
+    code_heap_kind: CodeHeapKindSource::Vtable {
+        loader: 154,
+        host: Some(155),
+    },
+    code_heap_first_block: 8,
+    // As on 10 (servergc-net9's HostCodeHeap: the DAC's base and current address).
+    host_code_heap: Some((24, 32)),
+};

@@ -907,6 +907,7 @@ pub fn build_layout(
             (_, true) => Some(&layout::NET10_WINDOWS_X64_LOCKS),
         },
         image_records: image_records(&l),
+        loader_heaps: loader_heaps(&l, family, windows),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
@@ -1624,5 +1625,113 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no Thread contract"));
+    }
+}
+
+/// The loader heaps' table ([`layout::LoaderHeapLayout`]) of a Linux runtime: 9.0 measured
+/// (layout.rs); 10 and 11 from the descriptor where it publishes a field, else measured on
+/// 10.0.14 (heap-net10, async-net10, servergc-net10: SOS's blocks and the LoaderAllocator's
+/// pointers to them); `None` on Windows (not checked) or where a field is missing.
+fn loader_heaps(l: &Lookup, family: Family, windows: bool) -> Option<layout::LoaderHeapLayout> {
+    use layout::{CodeHeapKindSource, LoaderHeapName as N};
+    if windows {
+        return None;
+    }
+    let d = |t: &str, f: &str| l.d.field(t, f);
+    match family {
+        Family::Net8 => None,
+        Family::Net9 => Some(layout::LOADER_HEAPS_NET9_LINUX),
+        Family::Net10 => Some(layout::LoaderHeapLayout {
+            checked_builds: &["10.0.11", "10.0.14"],
+            system_domain_listed: true,
+            system_domain_dac_index: None,
+            global_allocator: d("SystemDomain", "GlobalLoaderAllocator")?,
+            heaps: [
+                Some((
+                    N::LowFrequencyHeap,
+                    d("LoaderAllocator", "LowFrequencyHeap")?,
+                )),
+                Some((
+                    N::HighFrequencyHeap,
+                    d("LoaderAllocator", "HighFrequencyHeap")?,
+                )),
+                // Measured on 10.0.14: StaticsHeap between HighFrequencyHeap and StubHeap,
+                // ExecutableHeap after StubHeap, then m_pPrecodeHeap, the precode heaps (as
+                // 11's descriptor orders them).
+                Some((N::StaticsHeap, 0x2C0)),
+                Some((N::StubHeap, d("LoaderAllocator", "StubHeap")?)),
+                Some((N::ExecutableHeap, 0x2D0)),
+                Some((N::FixupPrecodeHeap, 0x2E0)),
+                Some((N::NewStubPrecodeHeap, 0x2E8)),
+            ],
+            vcs_manager: 0x710,
+            vcs_indcell_heap: 0x198,
+            vcs_cache_entry_heap: 0x1A0,
+            first_block: 8,
+            block_next: 0,
+            block_address: 8,
+            block_size: 16,
+            jit_manager_dac_index: Some(4),
+            all_code_heaps: 0x10,
+            heap_list_next: d("CodeHeapListNode", "Next")?,
+            heap_list_heap: 8,
+            code_heap_kind: CodeHeapKindSource::Vtable {
+                loader: 125,
+                host: Some(126),
+            },
+            code_heap_first_block: 8,
+            host_code_heap: Some((24, 32)),
+        }),
+        Family::Net11 => {
+            let first_block = d("LoaderHeap", "FirstBlock")?;
+            Some(layout::LoaderHeapLayout {
+                checked_builds: &["11.0.0"],
+                system_domain_listed: false,
+                system_domain_dac_index: None,
+                global_allocator: d("SystemDomain", "GlobalLoaderAllocator")?,
+                heaps: [
+                    Some((
+                        N::LowFrequencyHeap,
+                        d("LoaderAllocator", "LowFrequencyHeap")?,
+                    )),
+                    Some((
+                        N::HighFrequencyHeap,
+                        d("LoaderAllocator", "HighFrequencyHeap")?,
+                    )),
+                    Some((N::StaticsHeap, d("LoaderAllocator", "StaticsHeap")?)),
+                    Some((N::ExecutableHeap, d("LoaderAllocator", "ExecutableHeap")?)),
+                    Some((
+                        N::FixupPrecodeHeap,
+                        d("LoaderAllocator", "FixupPrecodeHeap")?,
+                    )),
+                    Some((
+                        N::NewStubPrecodeHeap,
+                        d("LoaderAllocator", "NewStubPrecodeHeap")?,
+                    )),
+                    None,
+                ],
+                vcs_manager: d("LoaderAllocator", "VirtualCallStubManager")?,
+                vcs_indcell_heap: d("VirtualCallStubManager", "IndcellHeap")?,
+                vcs_cache_entry_heap: d("VirtualCallStubManager", "CacheEntryHeap")?,
+                first_block,
+                block_next: d("LoaderHeapBlock", "Next")?,
+                block_address: d("LoaderHeapBlock", "VirtualAddress")?,
+                block_size: d("LoaderHeapBlock", "VirtualSize")?,
+                jit_manager_dac_index: None,
+                all_code_heaps: d("EEJitManager", "AllCodeHeaps")?,
+                heap_list_next: d("CodeHeapListNode", "Next")?,
+                heap_list_heap: d("CodeHeapListNode", "Heap")?,
+                // The values measured on 11.0.0 (async-net11, heap-net11: 0 on the heaps SOS
+                // calls LoaderCodeHeap, 1 on its HostCodeHeap).
+                code_heap_kind: CodeHeapKindSource::HeapType {
+                    offset: d("CodeHeap", "HeapType")?,
+                },
+                code_heap_first_block: d("LoaderCodeHeap", "LoaderHeap")? + first_block,
+                host_code_heap: Some((
+                    d("HostCodeHeap", "BaseAddress")?,
+                    d("HostCodeHeap", "CurrentAddress")?,
+                )),
+            })
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod heap;
 pub mod il;
 pub mod inspect;
 pub mod instantiation;
+pub mod loaderheap;
 pub mod lookup_maps;
 pub mod methods;
 pub mod names;
