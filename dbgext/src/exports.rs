@@ -194,6 +194,7 @@ commands!(
     "clrmodules" => ext_clrmodules,
     "assemblies" => ext_assemblies,
     "dumpassembly" => ext_dumpassembly,
+    "dumpdomain" => ext_dumpdomain,
     "token2ee" => ext_token2ee,
     "soshelp" => ext_soshelp,
     "set" => ext_set,

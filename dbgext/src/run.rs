@@ -102,6 +102,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "clrmodules",
     "assemblies",
     "dumpassembly",
+    "dumpdomain",
     "token2ee",
     "soshelp",
     "set",
