@@ -200,7 +200,9 @@ commands!(
     "set" => ext_set,
     "ehinfo" => ext_ehinfo,
     "gcinfo" => ext_gcinfo,
-    "dumpil" => ext_dumpil
+    "dumpil" => ext_dumpil,
+    "dumpsig" => ext_dumpsig,
+    "dumpsigelem" => ext_dumpsigelem
 );
 
 #[cfg(test)]

@@ -109,6 +109,8 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "ehinfo",
     "gcinfo",
     "dumpil",
+    "dumpsig",
+    "dumpsigelem",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).
