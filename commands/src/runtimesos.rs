@@ -651,6 +651,7 @@ impl Render for DumpDomain {
 }
 
 fn dumpdomain(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::data::domains::ReadDomains;
     use clrdata::prelude::ReadTypes;
     let c = crate::session::clr(s)?;
     let want = m

@@ -45,10 +45,15 @@ pub struct Domains {
     pub app_domain: DomainData,
 }
 
-impl<M: Memory> Runtime<M> {
+/// Reads the domains (what `dumpdomain` shows).
+pub trait ReadDomains {
     /// The domains' records. Errors: [`ClrError::Unsupported`] where the layout does not know
     /// them (not verified), a read error naming the field that does not read.
-    pub fn domains(&self) -> Result<Domains> {
+    fn domains(&self) -> Result<Domains>;
+}
+
+impl<M: Memory> ReadDomains for Runtime<M> {
+    fn domains(&self) -> Result<Domains> {
         let l = self.layout.domains.ok_or_else(|| {
             ClrError::unsupported(
                 "the domains' records",
