@@ -1,8 +1,8 @@
 //! SOS's metadata commands: `dumpil` (a method's IL from its module's image, tokens named as
-//! SOS's ILDASM-style printer names them) and `dumpdomain` (the AppDomains with their
-//! assemblies and modules). Checked against SOS's own output on the corpus
-//! (dumps/tools/sos_dumpil.py, tests/tests/sos_dumpil.rs; dumps/*.sos-dumpdomain.txt,
-//! tests/tests/sos_dumpdomain.rs).
+//! SOS's ILDASM-style printer names them; a DynamicMethod's IL from its resolver), `dumpsig` and
+//! `dumpsigelem` (a signature blob in memory, printed as SOS's metadata printer prints it).
+//! Checked against SOS's own output on the corpus (dumps/tools/sos_dumpil.py,
+//! tests/tests/sos_dumpil.rs; dumps/tools/sos_dumpsig.py, tests/tests/sos_dumpsig.rs).
 
 use crate::addr::{hex, parse_address};
 use crate::output::{CommandError, Output, Render};
@@ -15,27 +15,41 @@ use clrdata::model::objects::ObjectReader;
 use serde::Serialize;
 
 /// The commands of this module.
-pub static SPECS: &[CommandSpec] = &[CommandSpec {
-    name: "dumpil",
-    aliases: &[],
-    about: "a method's IL (its MethodDesc), instruction by instruction with EH blocks and \
-            tokens named from the module's metadata; a DynamicMethod object's IL with tokens \
-            named from its scope's token table; -i: the IL body at an address",
-    grammar: || {
-        Command::new("dumpil")
-            .arg(Arg::new("address").required(true).help(
-                "the MethodDesc or a DynamicMethod object (or with -i the IL body's \
-                         address)",
-            ))
-            .arg(
-                Arg::new("i")
-                    .short('i')
-                    .action(ArgAction::SetTrue)
-                    .help("the address is an IL method body (header first); tokens are not named"),
-            )
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dumpsig",
+        aliases: &[],
+        about: "decode a method or field signature blob in memory (names from a module's metadata)",
+        grammar: || sig_grammar("dumpsig"),
+        run: dumpsig,
     },
-    run: dumpil,
-}];
+    CommandSpec {
+        name: "dumpsigelem",
+        aliases: &[],
+        about: "decode one element (a type) of a signature blob in memory",
+        grammar: || sig_grammar("dumpsigelem"),
+        run: dumpsigelem,
+    },
+    CommandSpec {
+        name: "dumpil",
+        aliases: &[],
+        about: "a method's IL (its MethodDesc), instruction by instruction with EH blocks and \
+                tokens named from the module's metadata; a DynamicMethod object's IL with tokens \
+                named from its scope's token table; -i: the IL body at an address",
+        grammar: || {
+            Command::new("dumpil")
+                .arg(Arg::new("address").required(true).help(
+                    "the MethodDesc or a DynamicMethod object (or with -i the IL body's address)",
+                ))
+                .arg(
+                    Arg::new("i").short('i').action(ArgAction::SetTrue).help(
+                        "the address is an IL method body (header first); tokens are not named",
+                    ),
+                )
+        },
+        run: dumpil,
+    },
+];
 
 /// One IL instruction of `dumpil`.
 #[derive(Serialize)]
@@ -470,4 +484,384 @@ fn dumpil_at(c: &crate::session::Clr, a: u64) -> Result<Output, CommandError> {
             raw_il: a,
         },
     ))
+}
+
+// ------------------------------------------------------------------------- dumpsig, dumpsigelem
+
+fn sig_grammar(name: &'static str) -> Command {
+    Command::new(name)
+        .arg(
+            Arg::new("sigaddr")
+                .required(true)
+                .help("the signature's address (hex)"),
+        )
+        .arg(Arg::new("moduleaddr").help(
+            "the Module whose metadata names its tokens (hex); without it tokens print as \
+             0x<token>",
+        ))
+}
+
+/// Most signature bytes read.
+const MAX_SIG: usize = 4096;
+
+/// `dumpsig`'s and `dumpsigelem`'s result.
+#[derive(Serialize)]
+pub struct DumpSig {
+    pub address: String,
+    pub module: Option<String>,
+    /// The signature as SOS prints it.
+    pub text: String,
+}
+
+impl Render for DumpSig {
+    fn render(&self) -> String {
+        format!("{}\n", self.text)
+    }
+}
+
+/// SOS's element type names (its metadata printer's table, by element type).
+fn element_name(p: clrdata::metadata::sig::Primitive) -> &'static str {
+    use clrdata::metadata::sig::Primitive as P;
+    match p {
+        P::Void => "Void",
+        P::Boolean => "Boolean",
+        P::Char => "Char",
+        P::I1 => "I1",
+        P::U1 => "U1",
+        P::I2 => "I2",
+        P::U2 => "U2",
+        P::I4 => "I4",
+        P::U4 => "U4",
+        P::I8 => "I8",
+        P::U8 => "U8",
+        P::R4 => "R4",
+        P::R8 => "R8",
+        P::String => "String",
+        P::I => "IntPtr",
+        P::U => "UIntPtr",
+        P::Object => "Object",
+        P::TypedByRef => "TypedByRef",
+    }
+}
+
+/// SOS's calling convention names (by the low four bits).
+const CALLING: [&str; 16] = [
+    "[DEFAULT]",
+    "[C]",
+    "[STDCALL]",
+    "[THISCALL]",
+    "[FASTCALL]",
+    "[VARARG]",
+    "[FIELD]",
+    "[LOCALSIG]",
+    "[PROPERTY]",
+    "[UNMANAGED]",
+    "[GENERICINST]",
+    "[NATIVEVARARG]",
+    "[UNKNOWN]",
+    "[UNKNOWN]",
+    "[UNKNOWN]",
+    "[UNKNOWN]",
+];
+
+/// Writes signatures as SOS's metadata printer does: TypeDefs and TypeRefs by their own
+/// `Namespace.Name` (what GetTypeDefProps and GetTypeRefProps give: no enclosing type),
+/// TypeSpecs by their token in hex, `0x<token>` without a module.
+struct SosSig<'a> {
+    md: Option<&'a clrdata::metadata::Metadata<'a>>,
+    clr: &'a crate::session::Clr,
+}
+
+impl SosSig<'_> {
+    fn token(&self, t: clrdata::metadata::Token, out: &mut String) {
+        use clrdata::metadata::TableId;
+        match t.table() {
+            Some(TableId::TypeDef) | Some(TableId::TypeRef) => {
+                match self.md.map(|md| md.simple_type_name(t)) {
+                    Some(Ok(n)) => out.push_str(&n),
+                    _ => out.push_str(&format!("0x{:08x}", t.0)),
+                }
+            }
+            _ => out.push_str(&format!("{:x}", t.0)),
+        }
+    }
+
+    fn ty(&self, ty: &clrdata::metadata::sig::SigType, out: &mut String) {
+        use clrdata::metadata::sig::SigType as T;
+        match ty {
+            T::Primitive(p) => out.push_str(element_name(*p)),
+            T::Class(t) | T::ValueType(t) => {
+                out.push_str(if matches!(ty, T::Class(_)) {
+                    "Class "
+                } else {
+                    "ValueType "
+                });
+                self.token(*t, out);
+            }
+            T::Ptr(t) => {
+                out.push_str("Ptr ");
+                self.ty(t, out);
+            }
+            T::ByRef(t) => {
+                out.push_str("ByRef ");
+                self.ty(t, out);
+            }
+            T::SzArray(t) => {
+                out.push_str("SZArray ");
+                self.ty(t, out);
+            }
+            T::Array {
+                element,
+                rank,
+                sizes,
+                lower_bounds,
+            } => {
+                out.push_str("MDArray {");
+                self.ty(element, out);
+                out.push_str(&format!(", {rank}"));
+                if *rank == 0 {
+                    // SOS stops there (no closing brace).
+                    return;
+                }
+                out.push_str(&format!(" {}", sizes.len()));
+                if sizes.is_empty() {
+                    out.push(' ');
+                }
+                for z in sizes {
+                    out.push_str(&format!("{z} "));
+                }
+                out.push_str(&format!("{} ", lower_bounds.len()));
+                for b in lower_bounds {
+                    out.push_str(&format!("{b} "));
+                }
+                out.push('}');
+            }
+            T::GenericInst {
+                value_type,
+                generic,
+                args,
+            } => {
+                out.push_str(if *value_type { "ValueType " } else { "Class " });
+                self.token(*generic, out);
+                self.args(args, out);
+            }
+            T::GenericInstOfHandle { handle, args } => {
+                self.internal(*handle, out);
+                self.args(args, out);
+            }
+            T::Var(n) => out.push_str(&format!("!{n}")),
+            T::MVar(n) => out.push_str(&format!("!!{n}")),
+            T::FnPtr(m) => {
+                out.push_str("FnPtr ");
+                if m.explicit_this() {
+                    out.push_str("[explicit] ");
+                }
+                if m.has_this() {
+                    out.push_str("[hasThis] ");
+                }
+                out.push_str(CALLING[usize::from(m.calling_convention & 0xf)]);
+                self.ty(&m.ret, out);
+                out.push('(');
+                for (i, p) in m.params.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    self.ty(p, out);
+                }
+                out.push(')');
+            }
+            T::Modified {
+                required,
+                modifier,
+                inner,
+            } => {
+                out.push_str(if *required { "CMOD_REQD " } else { "CMOD_OPT " });
+                self.token(*modifier, out);
+                out.push(' ');
+                self.ty(inner, out);
+            }
+            T::Pinned(t) => {
+                out.push_str("PINNED ");
+                self.ty(t, out);
+            }
+            T::Internal(h) => self.internal(*h, out),
+        }
+    }
+
+    fn args(&self, args: &[clrdata::metadata::sig::SigType], out: &mut String) {
+        out.push('<');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            self.ty(a, out);
+        }
+        out.push('>');
+    }
+
+    /// `ELEMENT_TYPE_INTERNAL`: a MethodTable (SOS: `INTERNAL MT <hex> <name>`).
+    fn internal(&self, mt: u64, out: &mut String) {
+        out.push_str(&format!("INTERNAL MT {mt:x} {}", self.clr.type_name(mt)));
+    }
+
+    /// A method's parameters from `params`, `sentinel` marking where a vararg call's extra
+    /// arguments start.
+    fn params(
+        &self,
+        params: &[clrdata::metadata::sig::SigType],
+        sentinel: Option<usize>,
+        out: &mut String,
+    ) {
+        for (i, p) in params.iter().enumerate() {
+            if sentinel == Some(i) {
+                out.push_str("<ELEMENT_TYPE_SENTINEL> ");
+            }
+            self.ty(p, out);
+            if i + 1 != params.len() {
+                out.push(',');
+            }
+        }
+        out.push(')');
+    }
+}
+
+/// The signature's bytes (as many as read, up to [`MAX_SIG`]) and the module's metadata.
+fn sig_input(
+    c: &crate::session::Clr,
+    m: &ArgMatches,
+) -> Result<(u64, Option<u64>, Vec<u8>), CommandError> {
+    let a = parse_address(m.get_one::<String>("sigaddr").map_or("", |s| s))?;
+    let module = m
+        .get_one::<String>("moduleaddr")
+        .map(|s| parse_address(s))
+        .transpose()?;
+    let mut buf = vec![0u8; MAX_SIG];
+    let mut got = 0;
+    while got < MAX_SIG {
+        let n = dumpreader::Memory::read(&c.rt.memory(), a + got as u64, &mut buf[got..]);
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    if got == 0 {
+        return Err(CommandError::clr(
+            "reading the signature",
+            clrdata::ClrError::read("the signature", a),
+        ));
+    }
+    buf.truncate(got);
+    Ok((a, module, buf))
+}
+
+fn sig_output(name: &'static str, a: u64, module: Option<u64>, text: String) -> Output {
+    Output::rendered(
+        name,
+        DumpSig {
+            address: hex(a),
+            module: module.map(hex),
+            text,
+        },
+    )
+}
+
+fn sig_error(a: u64, e: clrdata::metadata::Error) -> CommandError {
+    CommandError::clr(
+        format!("decoding the signature at {a:#x}"),
+        clrdata::ClrError::metadata(format!("the signature at {a:#x}"), e),
+    )
+}
+
+fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::metadata::sig;
+    let c = clr(s)?;
+    let (a, module, bytes) = sig_input(&c, m)?;
+    let meta = module
+        .map(|md| c.names.module_metadata(&c.rt, md))
+        .transpose()
+        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
+    let md = meta
+        .as_ref()
+        .map(|m| m.metadata())
+        .transpose()
+        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
+    let p = SosSig {
+        md: md.as_ref(),
+        clr: &c,
+    };
+    let conv = bytes[0];
+    let mut t = String::from(CALLING[usize::from(conv & 0xf)]);
+    t.push(' ');
+    match conv & 0xf {
+        0x6 => {
+            let ty = sig::decode_field_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            p.ty(&ty, &mut t);
+            // SOS appends the (empty) member name after a space.
+            t.push(' ');
+        }
+        0x7 => {
+            let locals = sig::decode_local_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            // A local signature has no return type: SOS prints the locals and a closing
+            // parenthesis only.
+            p.params(&locals, None, &mut t);
+        }
+        0x8 => {
+            let prop = sig::decode_property_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            if prop.has_this {
+                t.push_str("[hasThis] ");
+            }
+            p.ty(&prop.ty, &mut t);
+            t.push_str(" (");
+            p.params(&prop.params, None, &mut t);
+        }
+        0xa => {
+            return Err(CommandError::clr(
+                format!("dumpsig {a:#x}"),
+                clrdata::ClrError::unsupported(
+                    "a MethodSpec instantiation (GENERICINST) signature",
+                    Some(a),
+                    "dumpsig reads method, field, local and property signatures",
+                ),
+            ))
+        }
+        _ => {
+            let ms = sig::decode_method_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            if ms.has_this() {
+                t.push_str("[hasThis] ");
+            }
+            if ms.explicit_this() {
+                t.push_str("[explicit] ");
+            }
+            if ms.is_generic() {
+                t.push_str(&format!("[generic:{}] ", ms.generic_param_count));
+            }
+            p.ty(&ms.ret, &mut t);
+            t.push_str(" (");
+            p.params(&ms.params, ms.sentinel, &mut t);
+        }
+    }
+    Ok(sig_output("dumpsig", a, module, t))
+}
+
+fn dumpsigelem(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::metadata::sig;
+    let c = clr(s)?;
+    let (a, module, bytes) = sig_input(&c, m)?;
+    let meta = module
+        .map(|md| c.names.module_metadata(&c.rt, md))
+        .transpose()
+        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
+    let md = meta
+        .as_ref()
+        .map(|m| m.metadata())
+        .transpose()
+        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
+    let p = SosSig {
+        md: md.as_ref(),
+        clr: &c,
+    };
+    let ty = sig::decode_type_spec(&bytes).map_err(|e| sig_error(a, e))?;
+    let mut t = String::new();
+    p.ty(&ty, &mut t);
+    Ok(sig_output("dumpsigelem", a, module, t))
 }

@@ -74,6 +74,17 @@ pub static SPECS: &[CommandSpec] = &[
         run: dumpassembly,
     },
     CommandSpec {
+        name: "dumpdomain",
+        aliases: &[],
+        about: "the domains: loader heaps, stage, name, and the AppDomain's assemblies and modules",
+        grammar: || {
+            Command::new("dumpdomain").arg(Arg::new("address").help(
+                "a domain's address (hex): only that domain (the SystemDomain or the AppDomain)",
+            ))
+        },
+        run: dumpdomain,
+    },
+    CommandSpec {
         name: "token2ee",
         aliases: &[],
         about: "the MethodTable or MethodDesc of a TypeDef or MethodDef token in a module (or *)",
@@ -515,6 +526,213 @@ fn dumpassembly(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             module: hex(i.module),
             dynamic: i.dynamic,
             raw: (domain, i.module),
+        },
+    ))
+}
+
+// ---------------------------------------------------------------------------------- dumpdomain
+
+/// The AppDomain's id (`DefaultADID`: CoreCLR's only AppDomain).
+const DEFAULT_ADID: u32 = 1;
+
+/// One Assembly of a domain as `dumpdomain` lists it.
+#[derive(Serialize)]
+pub struct DomainAssembly {
+    pub assembly: String,
+    /// A dynamic (Reflection.Emit) assembly (SOS: `(Dynamic)`, no name, `Dynamic Module`).
+    pub dynamic: bool,
+    /// Its file as the runtime opened it (the PEAssembly's path); null for a dynamic one.
+    pub path: Option<String>,
+    /// Its Module.
+    pub module: String,
+    /// Why its Module's records do not read.
+    pub error: Option<String>,
+    #[serde(skip)]
+    raw: (u64, u64),
+}
+
+/// One domain of `dumpdomain`.
+#[derive(Serialize)]
+pub struct DomainView {
+    /// `"system"` or `"app"`.
+    pub kind: &'static str,
+    /// SOS's id (1 for the AppDomain; null for the SystemDomain).
+    pub id: Option<u32>,
+    #[serde(flatten)]
+    pub data: clrdata::data::domains::DomainData,
+    /// Its assemblies, in the DAC's order (none for the SystemDomain).
+    pub assemblies: Vec<DomainAssembly>,
+}
+
+/// `dumpdomain`'s result.
+#[derive(Serialize)]
+pub struct DumpDomain {
+    /// The domains shown: with no address the SystemDomain (when the DAC reports one) then the
+    /// AppDomain.
+    pub domains: Vec<DomainView>,
+    /// .NET 11: the DAC reports no SystemDomain (address 0) and SOS 10.0.750501, which does not
+    /// expect that, prints a `System Domain: 0` section holding what the DAC answers for
+    /// address 0, the AppDomain's records; the text repeats that section.
+    pub no_system_domain: bool,
+}
+
+fn domain_info(t: &mut String, d: &DomainView) {
+    let x = &d.data;
+    t.push_str(&format!(
+        "LowFrequencyHeap:   {:016X}\n",
+        x.low_frequency_heap
+    ));
+    t.push_str(&format!(
+        "HighFrequencyHeap:  {:016X}\n",
+        x.high_frequency_heap
+    ));
+    t.push_str(&format!("StubHeap:           {:016X}\n", x.stub_heap));
+    t.push_str(&format!("Stage:              {}\n", x.stage));
+    t.push_str(&format!(
+        "Name:               {}\n",
+        if x.name.is_empty() { "None" } else { &x.name }
+    ));
+    if d.assemblies.is_empty() {
+        return;
+    }
+    for (n, a) in d.assemblies.iter().enumerate() {
+        if n != 0 {
+            t.push('\n');
+        }
+        if a.raw.0 == 0 {
+            t.push_str(&format!(
+                "Assembly:           <error: {}>\n",
+                a.error.as_deref().unwrap_or("")
+            ));
+            continue;
+        }
+        t.push_str(&format!("Assembly:           {:016x}", a.raw.0));
+        if a.dynamic {
+            t.push_str(" (Dynamic)");
+        }
+        t.push_str(&format!(" [{}]\n", a.path.as_deref().unwrap_or("")));
+        t.push_str("  Module\n");
+        let file = match (&a.error, a.dynamic, &a.path) {
+            (Some(e), _, _) => format!("<error: {e}>"),
+            (None, true, _) => "Dynamic Module".to_string(),
+            (None, false, Some(p)) if !p.is_empty() => p.clone(),
+            _ => "Unknown Module".to_string(),
+        };
+        t.push_str(&format!("  {:016x}    {file}\n", a.raw.1));
+    }
+    t.push('\n');
+}
+
+impl Render for DumpDomain {
+    fn render(&self) -> String {
+        const RULE: &str = "--------------------------------------\n";
+        let mut t = String::new();
+        if self.no_system_domain {
+            if let Some(app) = self.domains.iter().find(|d| d.kind == "app") {
+                t.push_str(RULE);
+                t.push_str(&format!("System Domain:      {:016x}\n", 0));
+                domain_info(&mut t, app);
+            }
+        }
+        for d in &self.domains {
+            t.push_str(RULE);
+            match d.id {
+                None => t.push_str(&format!("System Domain:      {:016x}\n", d.data.address)),
+                Some(id) => t.push_str(&format!(
+                    "Domain {id}:{}          {:016x}\n",
+                    if id >= 10 { "" } else { " " },
+                    d.data.address
+                )),
+            }
+            domain_info(&mut t, d);
+        }
+        t
+    }
+}
+
+fn dumpdomain(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::data::domains::ReadDomains;
+    use clrdata::prelude::ReadTypes;
+    let c = crate::session::clr(s)?;
+    let want = m
+        .get_one::<String>("address")
+        .map(|a| crate::addr::parse_address(a))
+        .transpose()?;
+    let domains =
+        c.rt.domains()
+            .map_err(|e| CommandError::clr("reading the domains", e))?;
+    let app_wanted = want.is_none_or(|a| a == domains.app_domain.address);
+    let system_wanted = |a: u64| want.is_none_or(|w| w == a);
+    let mut views = Vec::new();
+    let no_system_domain = domains.system.is_none() && want.is_none();
+    if let Some(sys) = domains.system.clone().filter(|d| system_wanted(d.address)) {
+        views.push(DomainView {
+            kind: "system",
+            id: None,
+            data: sys,
+            assemblies: Vec::new(),
+        });
+    }
+    if app_wanted || no_system_domain {
+        let images =
+            c.rt.loaded_images()
+                .map_err(|e| CommandError::clr("reading the AppDomain's assemblies", e))?;
+        let assemblies = images
+            .into_iter()
+            .map(|r| match r {
+                Ok(i) => {
+                    let (path, error) = if i.dynamic {
+                        (None, None)
+                    } else {
+                        match c.rt.module(i.module) {
+                            Ok(md) if md.path.is_empty() => (
+                                None,
+                                Some("the image has no path (loaded from memory)".to_string()),
+                            ),
+                            Ok(md) => (Some(md.path), None),
+                            Err(e) => (None, Some(CommandError::from(e).to_string())),
+                        }
+                    };
+                    DomainAssembly {
+                        assembly: hex(i.assembly),
+                        dynamic: i.dynamic,
+                        path,
+                        module: hex(i.module),
+                        error,
+                        raw: (i.assembly, i.module),
+                    }
+                }
+                Err(e) => DomainAssembly {
+                    assembly: String::new(),
+                    dynamic: false,
+                    path: None,
+                    module: String::new(),
+                    error: Some(CommandError::from(e).to_string()),
+                    raw: (0, 0),
+                },
+            })
+            .collect();
+        if app_wanted {
+            views.push(DomainView {
+                kind: "app",
+                id: Some(DEFAULT_ADID),
+                data: domains.app_domain.clone(),
+                assemblies,
+            });
+        }
+    }
+    if views.is_empty() {
+        let a = want.unwrap_or(0);
+        return Err(CommandError::not_found(
+            format!("domain {a:#x}"),
+            "neither the SystemDomain nor the AppDomain (dumpdomain without an address lists them)",
+        ));
+    }
+    Ok(Output::rendered(
+        "dumpdomain",
+        DumpDomain {
+            domains: views,
+            no_system_domain,
         },
     ))
 }

@@ -194,12 +194,15 @@ commands!(
     "clrmodules" => ext_clrmodules,
     "assemblies" => ext_assemblies,
     "dumpassembly" => ext_dumpassembly,
+    "dumpdomain" => ext_dumpdomain,
     "token2ee" => ext_token2ee,
     "soshelp" => ext_soshelp,
     "set" => ext_set,
     "ehinfo" => ext_ehinfo,
     "gcinfo" => ext_gcinfo,
-    "dumpil" => ext_dumpil
+    "dumpil" => ext_dumpil,
+    "dumpsig" => ext_dumpsig,
+    "dumpsigelem" => ext_dumpsigelem
 );
 
 #[cfg(test)]

@@ -102,12 +102,15 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "clrmodules",
     "assemblies",
     "dumpassembly",
+    "dumpdomain",
     "token2ee",
     "soshelp",
     "set",
     "ehinfo",
     "gcinfo",
     "dumpil",
+    "dumpsig",
+    "dumpsigelem",
 ];
 
 /// Where a piece of output goes (dbgeng's `DEBUG_OUTPUT_NORMAL` or `DEBUG_OUTPUT_ERROR`).

@@ -2,6 +2,7 @@
 //! EEClass, FieldDesc, Module, ThreadStore, Thread, the GC handle table, the finalization
 //! queue), each reading through the layout discovery chose. Imports only discovery and below.
 
+pub mod domains;
 pub mod gcvars;
 pub mod handles;
 pub mod statics;

@@ -705,7 +705,52 @@ pub struct Layout {
     pub image_records: Option<ImageRecordsLayout>,
     /// The loader heaps' table ([`LoaderHeapLayout`]); `None` where it was not verified.
     pub loader_heaps: Option<LoaderHeapLayout>,
+    /// The domains' own records that SOS's `dumpdomain` shows ([`DomainLayout`]); `None` where
+    /// they were not verified (dumpdomain then refuses).
+    pub domains: Option<DomainLayout>,
 }
+
+/// What `dumpdomain` reads of the domains: the global LoaderAllocator embedded in the
+/// SystemDomain (`SystemDomain::m_GlobalAllocator`, the one `BaseDomain::GetLoaderAllocator`
+/// answers for both domains) and its three loader heap pointers, and the AppDomain's friendly
+/// name (`AppDomain::m_friendlyName`, a pointer to a NUL-terminated UTF-16 string). The .NET 10
+/// and 11 descriptors give every field (`SystemDomain.GlobalLoaderAllocator`,
+/// `LoaderAllocator.Low/HighFrequencyHeap`, `.StubHeap` (10 only), `AppDomain.FriendlyName`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DomainLayout {
+    /// `SystemDomain::m_GlobalAllocator`: the embedded GlobalLoaderAllocator's offset.
+    pub global_loader_allocator: u64,
+    /// `LoaderAllocator::m_pLowFrequencyHeap`.
+    pub low_frequency_heap: u64,
+    /// `LoaderAllocator::m_pHighFrequencyHeap`.
+    pub high_frequency_heap: u64,
+    /// `LoaderAllocator::m_pStubHeap`; `None` where the runtime has none (.NET 11: the
+    /// descriptor no longer lists it and the DAC reports 0).
+    pub stub_heap: Option<u64>,
+    /// `AppDomain::m_friendlyName`.
+    pub friendly_name: u64,
+    /// Whether the DAC reports the SystemDomain as a domain (`GetAppDomainStoreData`): not on
+    /// .NET 11, where the SystemDomain is no longer a BaseDomain (dotnet/runtime#129260) and
+    /// the 11.0.0 DAC answers 0.
+    pub system_domain_is_domain: bool,
+}
+
+/// .NET 8 on Linux x64 (8.0.33): `SystemDomain::m_pSystemAssembly` at 0x9F8 and the embedded
+/// GlobalLoaderAllocator after it at 0xA00 (its vtable first, its LowFrequencyHeap instance at
+/// +0x10); the LoaderAllocator's heap pointers at 0x390, 0x398 and 0x3A0 (no StaticsHeap on
+/// 8.0: they are adjacent); `AppDomain::m_friendlyName` at 0xB70, just before
+/// `m_pRootAssembly` (0xB78), as on 9 and 10. Found on hang-net8 (each pointer points at its
+/// heap instance inside the allocator; the name reads `clrhost`) and checked against SOS's
+/// dumpdomain (the 8.0.33 DAC) on every .NET 8 dump with a `sos-domain` truth
+/// (tests/tests/sos_domain.rs).
+pub const DOMAINS_NET8_LINUX_X64: DomainLayout = DomainLayout {
+    global_loader_allocator: 0xA00,
+    low_frequency_heap: 0x390,
+    high_frequency_heap: 0x398,
+    stub_heap: Some(0x3A0),
+    friendly_name: 0xB70,
+    system_domain_is_domain: true,
+};
 
 /// What `discovery::imagecheck` reads to anchor a PE file whose headers the dump lacks to the
 /// image the runtime loaded: the AppDomain's assembly list (`AppDomain::m_Assemblies`, an
@@ -971,6 +1016,7 @@ pub static NET8_LINUX_X64: Layout = Layout {
     locks: Some(&NET8_LINUX_X64_LOCKS),
     image_records: Some(IMAGE_RECORDS_NET8_LINUX_X64),
     loader_heaps: Some(LOADER_HEAPS_NET8_LINUX),
+    domains: Some(DOMAINS_NET8_LINUX_X64),
 };
 
 /// .NET 8 on Windows x64 (FEATURE_COMINTEROP, !TARGET_UNIX entries; verified on 8.0.4).
@@ -1056,6 +1102,8 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     image_records: None,
     // Not checked on Windows (no SOS truth of it).
     loader_heaps: None,
+    // Not verified: SOS is not run on the Windows dumps.
+    domains: None,
 };
 
 const EE_CLASS_NET8_UNIX: EEClassLayout = EEClassLayout {

@@ -1203,11 +1203,6 @@ impl<M: Memory> Runtime<M> {
                 })
                 .and_then(|a| target.read_u64(a).ok())
                 .unwrap_or(0);
-            let optional = |name: &'static str| -> u64 {
-                d.global_number(name)
-                    .and_then(|a| target.read_u64(a).ok())
-                    .unwrap_or(0)
-            };
             // The table itself: the export, else where the ThreadStore entry's index puts its
             // start (g_codeRangeMap is its first entry on 8.0 and 9.0).
             let table_start = dac_export
@@ -1225,7 +1220,21 @@ impl<M: Memory> Runtime<M> {
                     .read_u64(gc_dac_globals_addr)
                     .map_err(|_| ClrError::read("g_gcDacGlobals", gc_dac_globals_addr))?,
                 app_domain,
-                system_domain: optional("SystemDomain"),
+                // .NET 9's descriptor lacks it: g_dacTable's entry after AppDomain's
+                // (dacvars.h declares SystemDomain::m_pSystemDomain right after
+                // AppDomain::m_pTheAppDomain, .NET 8's indices 21 and 22); checked by
+                // tests/tests/sos_domain.rs (SOS's System Domain address on the 9.0.22 dumps).
+                system_domain: d
+                    .global_number("SystemDomain")
+                    .or_else(|| {
+                        table.entry_after(
+                            &target,
+                            table.slot,
+                            anchors.app_domain_after_thread_store + 1,
+                        )
+                    })
+                    .and_then(|a| target.read_u64(a).ok())
+                    .unwrap_or(0),
                 global_alloc_context,
                 object_mt: deref("ObjectMethodTable")?,
                 string_mt: deref("StringMethodTable")?,

@@ -603,6 +603,18 @@ const SUPPLEMENT_NET9_LINUX: Supplement = &[
     ("Assembly", "Module", 0x10),
     ("ModuleLookupMap", "Count", 0x10),
     ("ReadyToRunInfo", "NumRuntimeFunctions", 0x58),
+    // The domains' records dumpdomain reads (10's descriptor names): the SystemDomain holds
+    // `m_pSystemAssembly` at 0x728 and its embedded GlobalLoaderAllocator at 0x730 (vtable
+    // first, the LowFrequencyHeap instance at +0x10); the allocator's heap pointers at 0x420,
+    // 0x428 and 0x438 (StaticsHeap between, as on 10); `AppDomain::m_friendlyName` at 0x8A0,
+    // before `m_pRootAssembly` (0x8A8) as on 10. Found on hang-net9 (each pointer points at
+    // its heap instance, the name reads `clrhost`) and checked against SOS's dumpdomain (the
+    // 9.0.22 DAC) on every .NET 9 dump with a `sos-domain` truth (tests/tests/sos_domain.rs).
+    ("SystemDomain", "GlobalLoaderAllocator", 0x730),
+    ("LoaderAllocator", "LowFrequencyHeap", 0x420),
+    ("LoaderAllocator", "HighFrequencyHeap", 0x428),
+    ("LoaderAllocator", "StubHeap", 0x438),
+    ("AppDomain", "FriendlyName", 0x8A0),
 ];
 
 /// .NET 9 globals its descriptor lacks (the 10 descriptor publishes these with the same
@@ -908,6 +920,7 @@ pub fn build_layout(
         },
         image_records: image_records(&l),
         loader_heaps: loader_heaps(&l, family, windows),
+        domains: domain_layout(&l, family),
     };
     // Globals this family needs must be present too (checked here, read at discovery).
     for g in GLOBALS_NEEDED {
@@ -945,6 +958,20 @@ fn image_records(l: &Lookup<'_>) -> Option<layout::ImageRecordsLayout> {
         fielddef_map: f("Module", "FieldDefToDescMap")?,
         assemblyref_map: f("Module", "ManifestModuleReferencesMap")?,
         r2r_functions: r2r,
+    })
+}
+
+/// The domains' records `dumpdomain` reads, when the descriptor (and the family's supplement:
+/// .NET 9 on Linux) gives them; a StubHeap absent from the descriptor (.NET 11) is none.
+fn domain_layout(l: &Lookup<'_>, family: Family) -> Option<layout::DomainLayout> {
+    let f = |ty: &'static str, field: &'static str| l.field(ty, field).ok();
+    Some(layout::DomainLayout {
+        global_loader_allocator: f("SystemDomain", "GlobalLoaderAllocator")?,
+        low_frequency_heap: f("LoaderAllocator", "LowFrequencyHeap")?,
+        high_frequency_heap: f("LoaderAllocator", "HighFrequencyHeap")?,
+        stub_heap: f("LoaderAllocator", "StubHeap"),
+        friendly_name: f("AppDomain", "FriendlyName")?,
+        system_domain_is_domain: family != Family::Net11,
     })
 }
 
