@@ -151,6 +151,8 @@ class Metadata:
         cli = self.rva(cli_rva)
         md_rva, _md_size = struct.unpack_from("<II", b, cli + 8)
         md = self.rva(md_rva)
+        # the metadata root's file offset (stream offsets below are file offsets)
+        self.root = md
         if struct.unpack_from("<I", b, md)[0] != 0x424A5342:
             raise SystemExit("no metadata root (BSJB)")
         vlen = struct.unpack_from("<I", b, md + 12)[0]

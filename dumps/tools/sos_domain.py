@@ -8,7 +8,6 @@ System Domain, when its address is not 0, and Domain 1), each in a session of it
 (sosrun.Dump.run). --core-dir: where the uncompressed cores are (DIR/NAME.dmp; default:
 decompress dumps/NAME.dmp.zst).
 """
-import argparse
 import os
 import re
 
@@ -16,25 +15,19 @@ import sosrun
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('names', nargs='+')
-    ap.add_argument('--core-dir')
-    a = ap.parse_args()
-    for name in a.names:
-        core = os.path.join(a.core_dir, f'{name}.dmp') if a.core_dir else None
-        with sosrun.Dump(name, core) as d:
-            first = d.run(['dumpdomain'])
-            cmds = ['dumpdomain']
-            parts = [first]
-            for m in re.finditer(r'^(?:System Domain|Domain \d+):\s+([0-9a-f]+)$', first, re.M):
-                if int(m.group(1), 16) != 0:
-                    cmds.append(f'dumpdomain {m.group(1)}')
-                    parts.append(d.run([cmds[-1]]))
-            out = d.header('SOS dumpdomain (dumps/tools/sos_domain.py)')
-            for c, p in zip(cmds, parts):
-                out += [f'### {c}', p.rstrip('\n')]
-            sosrun.write(os.path.join(sosrun.DUMPS, f'{name}.sos-domain.txt'), out)
-            print(name, len(cmds), 'commands')
+    for name, d in sosrun.each_dump(__doc__):
+        first = d.run(['dumpdomain'])
+        cmds = ['dumpdomain']
+        parts = [first]
+        for m in re.finditer(r'^(?:System Domain|Domain \d+):\s+([0-9a-f]+)$', first, re.M):
+            if int(m.group(1), 16) != 0:
+                cmds.append(f'dumpdomain {m.group(1)}')
+                parts.append(d.run([cmds[-1]]))
+        out = d.header('SOS dumpdomain (dumps/tools/sos_domain.py)')
+        for c, p in zip(cmds, parts):
+            out += [f'### {c}', p.rstrip('\n')]
+        sosrun.write(os.path.join(sosrun.DUMPS, f'{name}.sos-domain.txt'), out)
+        print(name, len(cmds), 'commands')
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ It is also the module the other sos_*.py runners share (`import sosrun`):
 - `Dump.run(cmds)`: one `dotnet-dump analyze <core> -c <setup>... -c <cmd>... -c exit` session,
   its text with the setup's echo left out;
 - `Dump.run_split(cmds, start)`: one session, cut before each line matching `start`;
+- `each_dump(doc)`: the runners' `[--core-dir DIR] NAME...` command line, each dump opened;
 - `app_module(d)`, `app_methods(d, rids)`: the app's dll and SOS's token2ee of its MethodDefs;
 - `write(path, lines)`.
 
@@ -130,6 +131,20 @@ class Dump:
         if len(parts) != len(cmds):
             die(f'{len(parts)} outputs (cut at {start!r}) for {len(cmds)} commands:\n{text}')
         return parts
+
+
+def each_dump(doc):
+    """The command line `[--core-dir DIR] NAME...` of a runner whose docstring is `doc`: yields
+    each NAME with its open Dump (the core DIR/NAME.dmp, or dumps/NAME.dmp.zst decompressed),
+    closed after use."""
+    ap = argparse.ArgumentParser(description=doc.split('\n')[0])
+    ap.add_argument('names', nargs='+')
+    ap.add_argument('--core-dir')
+    a = ap.parse_args()
+    for name in a.names:
+        core = os.path.join(a.core_dir, f'{name}.dmp') if a.core_dir else None
+        with Dump(name, core) as d:
+            yield name, d
 
 
 def app_module(d):
