@@ -772,8 +772,15 @@ fn sig_error(a: u64, e: clrdata::metadata::Error) -> CommandError {
     )
 }
 
-fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    use clrdata::metadata::sig;
+/// The signature the arguments name (`sig_input`), printed by `print` with SOS's names: the
+/// module's metadata (when a module is given) resolves tokens; one definition for `dumpsig`
+/// and `dumpsigelem`.
+fn with_sos_sig(
+    s: &Session,
+    m: &ArgMatches,
+    name: &'static str,
+    print: impl FnOnce(&SosSig, u64, &[u8]) -> Result<String, CommandError>,
+) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let (a, module, bytes) = sig_input(&c, m)?;
     let meta = module
@@ -789,24 +796,34 @@ fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
         md: md.as_ref(),
         clr: &c,
     };
+    let text = print(&p, a, &bytes)?;
+    Ok(sig_output(name, a, module, text))
+}
+
+fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    with_sos_sig(s, m, "dumpsig", dumpsig_text)
+}
+
+fn dumpsig_text(p: &SosSig, a: u64, bytes: &[u8]) -> Result<String, CommandError> {
+    use clrdata::metadata::sig;
     let conv = bytes[0];
     let mut t = String::from(CALLING[usize::from(conv & 0xf)]);
     t.push(' ');
     match conv & 0xf {
         0x6 => {
-            let ty = sig::decode_field_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            let ty = sig::decode_field_sig(bytes).map_err(|e| sig_error(a, e))?;
             p.ty(&ty, &mut t);
             // SOS appends the (empty) member name after a space.
             t.push(' ');
         }
         0x7 => {
-            let locals = sig::decode_local_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            let locals = sig::decode_local_sig(bytes).map_err(|e| sig_error(a, e))?;
             // A local signature has no return type: SOS prints the locals and a closing
             // parenthesis only.
             p.params(&locals, None, &mut t);
         }
         0x8 => {
-            let prop = sig::decode_property_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            let prop = sig::decode_property_sig(bytes).map_err(|e| sig_error(a, e))?;
             if prop.has_this {
                 t.push_str("[hasThis] ");
             }
@@ -825,7 +842,7 @@ fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             ))
         }
         _ => {
-            let ms = sig::decode_method_sig(&bytes).map_err(|e| sig_error(a, e))?;
+            let ms = sig::decode_method_sig(bytes).map_err(|e| sig_error(a, e))?;
             if ms.has_this() {
                 t.push_str("[hasThis] ");
             }
@@ -840,28 +857,14 @@ fn dumpsig(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
             p.params(&ms.params, ms.sentinel, &mut t);
         }
     }
-    Ok(sig_output("dumpsig", a, module, t))
+    Ok(t)
 }
 
 fn dumpsigelem(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
-    use clrdata::metadata::sig;
-    let c = clr(s)?;
-    let (a, module, bytes) = sig_input(&c, m)?;
-    let meta = module
-        .map(|md| c.names.module_metadata(&c.rt, md))
-        .transpose()
-        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
-    let md = meta
-        .as_ref()
-        .map(|m| m.metadata())
-        .transpose()
-        .map_err(|e| CommandError::clr("reading the module's metadata", e))?;
-    let p = SosSig {
-        md: md.as_ref(),
-        clr: &c,
-    };
-    let ty = sig::decode_type_spec(&bytes).map_err(|e| sig_error(a, e))?;
-    let mut t = String::new();
-    p.ty(&ty, &mut t);
-    Ok(sig_output("dumpsigelem", a, module, t))
+    with_sos_sig(s, m, "dumpsigelem", |p, a, bytes| {
+        let ty = clrdata::metadata::sig::decode_type_spec(bytes).map_err(|e| sig_error(a, e))?;
+        let mut t = String::new();
+        p.ty(&ty, &mut t);
+        Ok(t)
+    })
 }

@@ -249,3 +249,85 @@ fn printexception_ips_equal_sos() {
         "{frames} frames, {hardware} hardware"
     );
 }
+
+/// `printexception -inner <object>`: the exception, then its inner exceptions, outermost
+/// first. SOS prints one exception at a time and names the next one
+/// (`InnerException: <type>, Use printexception <address> to see more.`); its `sos-pe`
+/// truths hold each exception of a chain in a section of its own. Our chain must be SOS's:
+/// the same addresses and types in the same order, ending where SOS says `<none>`, and each
+/// exception's lines before its trace (object, type, message, inner) as SOS prints them
+/// for that exception alone.
+#[test]
+fn printexception_inner_is_the_chain_sos_names() {
+    let inner_of = |body: &str| -> Option<(String, u64)> {
+        let l = body.lines().find(|l| l.starts_with("InnerException:"))?;
+        let rest = l["InnerException:".len()..].trim();
+        let (ty, more) = rest.split_once(", Use printexception ")?;
+        let a = more.split_whitespace().next()?;
+        Some((ty.to_owned(), u64::from_str_radix(a, 16).unwrap()))
+    };
+    let head = |t: &str| -> Vec<String> {
+        t.lines()
+            .take_while(|l| !l.starts_with("StackTrace (generated)"))
+            .map(|l| l.trim_end().to_owned())
+            .collect()
+    };
+    let (mut chains, mut links) = (0, 0);
+    for (e, secs) in tests::sos::dumps_with("sos-pe") {
+        let name = &e.name;
+        let section = |a: u64| {
+            secs.iter()
+                .find(|(c, _)| u64::from_str_radix(c.rsplit(' ').next().unwrap(), 16) == Ok(a))
+                .map(|(_, b)| b.as_str())
+        };
+        let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+        for (cmd, body) in &secs {
+            if inner_of(body).is_none() {
+                continue;
+            }
+            let outer = u64::from_str_radix(cmd.rsplit(' ').next().unwrap(), 16).unwrap();
+            // SOS's chain, section by section.
+            let mut want = vec![(outer, body.as_str())];
+            while let Some((_, a)) = inner_of(want.last().unwrap().1) {
+                let b = section(a).unwrap_or_else(|| {
+                    panic!("{name}: SOS names the inner exception {a:#x}, not recorded")
+                });
+                want.push((a, b));
+            }
+            let out = run(&s, &format!("printexception -inner {outer:x}"));
+            let got = out.data["exceptions"].as_array().unwrap();
+            let got_addrs: Vec<u64> = got
+                .iter()
+                .map(|x| {
+                    u64::from_str_radix(x["address"].as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap()
+                })
+                .collect();
+            let want_addrs: Vec<u64> = want.iter().map(|w| w.0).collect();
+            assert_eq!(
+                got_addrs, want_addrs,
+                "{name}: `printexception -inner {outer:x}`"
+            );
+            for (i, (a, b)) in want.iter().enumerate() {
+                if i > 0 {
+                    let (ty, _) = inner_of(want[i - 1].1).unwrap();
+                    assert_eq!(got[i]["type"].as_str(), Some(ty.as_str()), "{name}: {a:#x}");
+                }
+                // Each block of our text, the exception alone, printed by plain printexception.
+                let alone = run(&s, &format!("printexception {a:x}"));
+                assert!(
+                    out.text.contains(&alone.text),
+                    "{name}: `printexception -inner {outer:x}` lacks the block of {a:#x}:\n{}",
+                    out.text
+                );
+                assert_eq!(head(&alone.text), head(b), "{name}: {a:#x}");
+                links += 1;
+            }
+            chains += 1;
+        }
+    }
+    assert!(
+        chains >= 4 && links >= 8,
+        "{chains} chains, {links} exceptions"
+    );
+}
