@@ -4,38 +4,30 @@ as independent truth for clrdata/src/model/loaderheap.rs.
 
     python3 dumps/tools/dacloaderheaps.py --dac .../libmscordaccore.so core.dmp > X.loaderheaps.dac.json
 
-An extension of dacprobe (--dacprobe-dir, as dacmodules.py), hosting the DAC the same way.
+An extension of dacprobe (--dacprobe-dir), hosting the DAC as the other tools do (dachost.py).
 For the SystemDomain and every AppDomain (GetAppDomainStoreData, GetAppDomainList) it asks
 ISOSDacInterface13 for the domain's LoaderAllocator (GetDomainLoaderAllocator), the names the
 DAC gives its heaps (GetLoaderAllocatorHeapNames), the heaps (GetLoaderAllocatorHeaps) and
 each heap's blocks (TraverseLoaderHeap: address, reserved size, whether the DAC calls it the
-current block); for every Module its LoaderAllocator (GetModuleData); and for the JIT
-managers (GetJitManagerList) their code heaps (GetCodeHeapList: a LoaderCodeHeap's
-ExplicitControlLoaderHeap traversed the same way, a HostCodeHeap's base and current address).
+current block); for every Module of the AppDomain (GetAssemblyList, GetAssemblyModuleList) its
+LoaderAllocator and ThunkHeap (GetModuleData); and for the JIT managers (GetJitManagerList)
+their code heaps (GetCodeHeapList: a LoaderCodeHeap's ExplicitControlLoaderHeap traversed the
+same way, a HostCodeHeap's base and current address).
 """
-import argparse
-import hashlib
 import json
 import os
 import sys
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_char_p, c_int32, c_size_t, c_uint32,
-                    c_uint64, c_void_p)
+                    c_void_p)
 
-ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
-ap.add_argument('--dac', required=True)
-HERE = os.path.dirname(os.path.abspath(__file__))
-ap.add_argument('--dacprobe-dir',
-                default=next((d for d in (os.path.join(HERE, "dacprobe"),
-                                          os.path.join(HERE, '../../../shared/tools/dacprobe'))
-                              if os.path.isfile(os.path.join(d, 'dacprobe.py'))), None),
-                help='the folder of dacprobe.py and elfcore.py (default: dumps/tools/dacprobe)')
-ap.add_argument('dump')
-args = ap.parse_args()
-sys.path.insert(0, os.path.abspath(args.dacprobe_dir))
-import dacprobe as dp  # noqa: E402
-from elfcore import Core  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dachost  # noqa: E402
 
-A = c_uint64
+ap = dachost.arg_parser(__doc__)
+args, dp, Core = dachost.parse(ap)
+
+from dachost import A, AppDomainStoreData, ModuleData  # noqa: E402
+
 # sospriv.idl: ISOSDacInterface13
 IID_SOS13 = dp.GUID.from_str('3176a8ed-597b-4f54-a71f-83695c6a8c5e')
 SOS13_METHODS = ['TraverseLoaderHeap', 'GetDomainLoaderAllocator', 'GetLoaderAllocatorHeapNames',
@@ -44,10 +36,6 @@ SOS13_METHODS = ['TraverseLoaderHeap', 'GetDomainLoaderAllocator', 'GetLoaderAll
 # LoaderHeapKind
 KIND_NORMAL, KIND_EXPLICIT = 0, 1
 VISITHEAP = CFUNCTYPE(None, A, c_size_t, c_int32)
-
-
-class AppDomainStoreData(Structure):
-    _fields_ = [('sharedDomain', A), ('systemDomain', A), ('DomainCount', c_int32)]
 
 
 class JitManagerInfo(Structure):
@@ -59,21 +47,13 @@ class JitCodeHeapInfo(Structure):
 
 
 def main():
-    core = Core(args.dump)
-    dp.RUNTIME_MODULE = dp.find_runtime_module(core)
-    target = dp.DataTarget(core, [os.path.dirname(os.path.abspath(args.dac))])
-    dac = dp.Dac(args.dac, target)
+    dac = dachost.host(dp, Core(args.dump), args.dac)
     sos = dac.sos
     hr, p13 = dp.com_qi(dac.process.ptr, IID_SOS13)
     if hr < 0:
         raise RuntimeError('QueryInterface(ISOSDacInterface13) failed %s' % dp.hr_str(hr))
     s13 = dp.Iface(p13, SOS13_METHODS)
-    sha = hashlib.sha256()
-    with open(args.dump, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''):
-            sha.update(chunk)
-    res = {'tool': 'dacloaderheaps', 'dump': os.path.basename(args.dump),
-           'dump_sha256': sha.hexdigest(), 'dac': os.path.basename(args.dac), 'errors': []}
+    res = dachost.result('dacloaderheaps', args)
 
     def traverse(heap, kind):
         blocks = []
@@ -124,6 +104,30 @@ def main():
             if hr >= 0 and la.value:
                 e['heaps_hr'], e['heaps'] = allocator(la.value)
         res['domains'].append(e)
+
+    # Every module's LoaderAllocator and thunk heap (GetModuleData): what SOS's "Module Thunk
+    # heaps" and "Module LoaderAllocators" sections would list (a collectible assembly's module
+    # has a LoaderAllocator of its own; no domain's heaps include it).
+    res['modules'] = []
+    for kind, d in doms:
+        if kind != 'app' or not d:
+            continue
+        hr, _, asms = dachost.assemblies(dac, d)
+        if hr < 0:
+            res['errors'].append({'call': 'GetAssemblyList', 'hr': dp.hr_str(hr)})
+        for asm in asms:
+            hr, mods = dachost.assembly_modules(dac, asm)
+            if hr < 0:
+                res['errors'].append({'call': 'GetAssemblyModuleList', 'assembly': dp.hx(asm),
+                                      'hr': dp.hr_str(hr)})
+            for m in mods:
+                hr, md = dac.struct_call(sos, 'GetModuleData', ModuleData, m)
+                if hr < 0:
+                    res['modules'].append({'module': dp.hx(m), 'error': dp.hr_str(hr)})
+                    continue
+                res['modules'].append({'module': dp.hx(m),
+                                       'loader_allocator': dp.hx(md.LoaderAllocator),
+                                       'thunk_heap': dp.hx(md.ThunkHeap)})
 
     n = c_uint32()
     sos('GetJitManagerList', [c_uint32, c_void_p, POINTER(c_uint32)], 0, None, byref(n))

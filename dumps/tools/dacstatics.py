@@ -4,7 +4,7 @@ dumpshell's statics on .NET 9 and later (per-type statics, thread statics in Thr
 
     python3 dumps/tools/dacstatics.py --dac .../libmscordaccore.so core.dmp > X.statics.dac.json
 
-An extension of dacprobe (--dacprobe-dir, as dacroots.py), hosting the DAC the same way. It
+An extension of dacprobe (--dacprobe-dir), hosting the DAC as the other tools do (dachost.py). It
 walks the modules of every assembly of the app domain (GetAppDomainStoreData,
 GetAppDomainList, GetAssemblyList, GetAssemblyModuleList) and each module's TypeDef map
 (TraverseModuleMap TYPEDEFTOMETHODTABLE): every loaded MethodTable of a TypeDef. For each one
@@ -18,27 +18,17 @@ that has statics (GetMethodTableFieldData: wNumStaticFields > 0) it records
   whether thread-static.
 Generic instantiations are not in the TypeDef map: they are not listed.
 """
-import argparse
-import hashlib
 import json
 import os
 import sys
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_int32, c_uint16, c_uint32, c_uint64,
                     c_void_p)
 
-ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
-ap.add_argument('--dac', required=True)
-HERE = os.path.dirname(os.path.abspath(__file__))
-ap.add_argument('--dacprobe-dir',
-                default=next((d for d in (os.path.join(HERE, "dacprobe"),
-                                          os.path.join(HERE, '../../../shared/tools/dacprobe'))
-                              if os.path.isfile(os.path.join(d, 'dacprobe.py'))), None),
-                help='the folder of dacprobe.py and elfcore.py (default: dumps/tools/dacprobe)')
-ap.add_argument('dump')
-args = ap.parse_args()
-sys.path.insert(0, os.path.abspath(args.dacprobe_dir))
-import dacprobe as dp  # noqa: E402
-from elfcore import Core  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dachost  # noqa: E402
+
+ap = dachost.arg_parser(__doc__)
+args, dp, Core = dachost.parse(ap)
 
 A = c_uint64
 # sospriv.idl: ISOSDacInterface14 {GetStaticBaseAddress, GetThreadStaticBaseAddress,
@@ -79,19 +69,10 @@ def addr_list(call, *pre):
 
 
 def main():
-    core = Core(args.dump)
-    rt_dirs = [os.path.dirname(os.path.abspath(args.dac))]
     # a single-file app: the runtime is the host executable (dacprobe.find_runtime_module)
-    dp.RUNTIME_MODULE = dp.find_runtime_module(core)
-    target = dp.DataTarget(core, rt_dirs)
-    dac = dp.Dac(args.dac, target)
+    dac = dachost.host(dp, Core(args.dump), args.dac)
     sos = dac.sos
-    sha = hashlib.sha256()
-    with open(args.dump, 'rb') as f:
-        for chunk in iter(lambda: f.read(1 << 20), b''):
-            sha.update(chunk)
-    res = {'tool': 'dacstatics', 'dump': os.path.basename(args.dump),
-           'dump_sha256': sha.hexdigest(), 'errors': []}
+    res = dachost.result('dacstatics', args, with_dac=False)
     hr, s14 = dp.com_qi(dac.process.ptr, IID_SOS14)
     if hr < 0:
         raise RuntimeError('QueryInterface(ISOSDacInterface14) failed %s' % dp.hr_str(hr))

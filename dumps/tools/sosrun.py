@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """sosrun.py: runs SOS (dotnet-dump) offline on a corpus dump and records its output as truth.
 
-    python3 dumps/tools/sosrun.py NAME KIND [--core PATH] [--split REGEX] -- COMMAND...
+    python3 dumps/tools/sosrun.py NAME KIND [--core PATH] [--dac-dir DIR] [--split REGEX] -- COMMAND...
 
 writes dumps/NAME.KIND.txt (KIND as `sos-dumpil`): a header of `#` lines (the dump, dotnet-dump's
 version, the core's sha256, the setup), then for each COMMAND a line `### COMMAND` and what SOS
@@ -11,9 +11,9 @@ line matching REGEX (one match per command, checked).
 
 It is also the module the other sos_*.py runners share (`import sosrun`):
 
-- `Dump(name, core=None)`: the dump's runtime pack (its DAC: `setclrpath`), dotnet-dump, the
-  uncompressed core (--core, or dumps/NAME.dmp.zst decompressed sparse into a temporary file,
-  removed by `close()`; a context manager), and `header(title)`;
+- `Dump(name, core=None, dac_dir=None)`: the dump's runtime pack (its DAC: `setclrpath`; or
+  --dac-dir), dotnet-dump, the uncompressed core (--core, or dumps/NAME.dmp.zst decompressed
+  sparse into a temporary file, removed by `close()`; a context manager), and `header(title)`;
 - `Dump.run(cmds)`: one `dotnet-dump analyze <core> -c <setup>... -c <cmd>... -c exit` session,
   its text with the setup's echo left out;
 - `Dump.run_split(cmds, start)`: one session, cut before each line matching `start`;
@@ -24,7 +24,9 @@ It is also the module the other sos_*.py runners share (`import sosrun`):
 The setup: `setsymbolserver -disable` (nothing is downloaded) and `setclrpath` to the DAC of the
 dump's exact build from its NuGet runtime pack (`Microsoft.NETCore.App.Runtime.linux-x64
 <manifest's runtime version>` in ~/.nuget/packages or $NUGET_PACKAGES, restored by
-dumps/fetch-frameworks.sh). dotnet-dump: `dotnet tool install -g dotnet-dump --version
+dumps/fetch-frameworks.sh); for a build no feed serves (8.0.4), --dac-dir names a folder
+holding its libmscordaccore.so (/work/shared/tools/dacs/linux-x64/8.0.4/libmscordaccore.so.xz,
+decompressed), and the header records that DAC's sha256. dotnet-dump: `dotnet tool install -g dotnet-dump --version
 10.0.750501`, or $DOTNET_DUMP.
 """
 import argparse
@@ -69,7 +71,7 @@ def write(path, lines):
 
 
 class Dump:
-    def __init__(self, name, core=None):
+    def __init__(self, name, core=None, dac_dir=None):
         self.name = name
         self.dd = dotnet_dump()
         self.version = subprocess.run([self.dd, '--version'], capture_output=True,
@@ -77,11 +79,13 @@ class Dump:
         with open(os.path.join(DUMPS, f'{name}.manifest.json'), encoding='utf-8') as f:
             self.manifest = json.load(f)
         rt = self.manifest['runtime']['version']
-        self.pack = os.path.join(
+        self.pack = os.path.abspath(dac_dir) if dac_dir else os.path.join(
             os.environ.get('NUGET_PACKAGES') or os.path.expanduser('~/.nuget/packages'),
             'microsoft.netcore.app.runtime.linux-x64', rt, 'runtimes/linux-x64/native')
         if not os.path.isfile(os.path.join(self.pack, 'libmscordaccore.so')):
-            die(f'no DAC in {self.pack} (dumps/fetch-frameworks.sh restores the packs)')
+            die(f'no DAC in {self.pack} (dumps/fetch-frameworks.sh restores the packs; '
+                '--dac-dir names a folder with a libmscordaccore.so)')
+        self.dac_dir = dac_dir
         self.setup = ['setsymbolserver -disable', f'setclrpath {self.pack}']
         self._tmp = None
         self.core = core
@@ -105,6 +109,9 @@ class Dump:
 
     def header(self, title):
         shown = re.sub(r'^.*?/packages/', '<nuget packages>/', self.pack)
+        if self.dac_dir:
+            dac = sha256(os.path.join(self.pack, 'libmscordaccore.so'))
+            shown = f'<--dac-dir: libmscordaccore.so sha256 {dac}>'
         return [f'# {self.name}: {title}',
                 f'# dotnet-dump {self.version}; core sha256 {sha256(self.core)}',
                 f'# setup: setsymbolserver -disable; setclrpath {shown}']
@@ -171,10 +178,12 @@ def main():
     ap.add_argument('kind', help='the truth file dumps/NAME.KIND.txt (e.g. sos-dumpil)')
     ap.add_argument('commands', nargs='+')
     ap.add_argument('--core', help='the uncompressed core (default: decompress dumps/NAME.dmp.zst)')
+    ap.add_argument('--dac-dir', help="a folder with the build's libmscordaccore.so (default: "
+                    'its NuGet runtime pack)')
     ap.add_argument('--split', help='run every command in one session, cut before lines matching')
     ap.add_argument('--out-dir', default=DUMPS)
     a = ap.parse_args()
-    with Dump(a.name, a.core) as d:
+    with Dump(a.name, a.core, a.dac_dir) as d:
         out = d.header(f'SOS ({" ".join(sys.argv[1:3])}: dumps/tools/sosrun.py)')
         parts = d.run_split(a.commands, a.split) if a.split else [d.run([c]) for c in a.commands]
         for c, p in zip(a.commands, parts):

@@ -1,4 +1,5 @@
 // dacprobe.exe <dump.dmp> <path\to\mscordaccore.dll> [--check-every N] [--max-frames N] > out.json
+// dacprobe.exe <dump.dmp> <path\to\mscordaccore.dll> --loader-heaps > <name>.loaderheaps.dac.json
 //
 // Hosts the .NET runtime's own Windows DAC (mscordaccore.dll) over a Windows minidump (an
 // ICLRDataTarget backed by the dump file) and prints ground truth as JSON, in the same shape
@@ -21,6 +22,7 @@
 //    (DACSTACKPRIV_REQUEST_FRAME_DATA) take their method from GetMethodDescPtrFromFrame,
 //    others from GetMethodDescPtrFromIP; names from GetMethodDescName.
 #include <windows.h>
+#include <bcrypt.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,6 +59,7 @@ static const char* IIDS[][2] = {
     {"ISOSDacInterface", "436f00f2-b42a-4b9f-870c-e73db66ae930"},
     {"ISOSDacInterface8", "c12f35a9-e55c-4520-a894-b3dc5165dfce"},
     {"ISOSDacInterface12", "1b93bacc-8ca4-432d-943a-3e6e7ec0b0a3"},
+    {"ISOSDacInterface13", "3176a8ed-597b-4f54-a71f-83695c6a8c5e"},
     {"ICLRContractLocator", "17d5b8c6-34a9-407f-af4f-a930201d4e02"},
 };
 static GUID IIDof(const char* name) {
@@ -98,6 +101,9 @@ static const char* ISOSDAC_METHODS[] = {
 static const char* ISOSDAC8_METHODS[] = {"GetNumberGenerations", "GetGenerationTable", "GetFinalizationFillPointers",
     "GetGenerationTableSvr", "GetFinalizationFillPointersSvr", "GetAssemblyLoadContext", nullptr};
 static const char* ISOSDAC12_METHODS[] = {"GetGlobalAllocationContext", nullptr};
+static const char* ISOSDAC13_METHODS[] = {"TraverseLoaderHeap", "GetDomainLoaderAllocator",
+    "GetLoaderAllocatorHeapNames", "GetLoaderAllocatorHeaps", "GetHandleTableMemoryRegions",
+    "GetGCBookkeepingMemoryRegions", "GetGCFreeRegions", "LockedFlush", nullptr};
 static const char* IXCLRDATAPROCESS_METHODS[] = {"Flush", "StartEnumTasks", "EnumTask", "EndEnumTasks",
     "GetTaskByOSThreadID", "GetTaskByUniqueID", nullptr};
 static const char* IXCLRDATATASK_METHODS[] = {"GetProcess", "GetCurrentAppDomain", "GetUniqueID", "GetFlags",
@@ -377,15 +383,146 @@ static const uint64_t MIN_OBJ_SIZE = 24;
 // ------------------------------------------------------------------ collection
 struct ThreadRec { CLRDATA_ADDRESS addr; DacpThreadData td; J j; };
 
+// ------------------------------------------------------------------ --loader-heaps
+// The DAC's view of the loader heaps, in the shape of dumps/tools/dacloaderheaps.py (Linux; keep
+// the two in step): for the SystemDomain and every AppDomain (GetAppDomainStoreData,
+// GetAppDomainList) ISOSDacInterface13's GetDomainLoaderAllocator, GetLoaderAllocatorHeapNames,
+// GetLoaderAllocatorHeaps and each heap's TraverseLoaderHeap; every AppDomain module's
+// LoaderAllocator and ThunkHeap (GetModuleData); the JIT managers' code heaps (GetJitManagerList,
+// GetCodeHeapList: a LoaderCodeHeap traversed as an explicit-control heap, a HostCodeHeap's base
+// and current address). Plus the dump file's sha256 (BCrypt).
+struct DacpAppDomainStoreData { CLRDATA_ADDRESS sharedDomain, systemDomain; int32_t DomainCount; };
+struct DacpAppDomainData { CLRDATA_ADDRESS AppDomainPtr, AppSecDesc, pLowFrequencyHeap, pHighFrequencyHeap, pStubHeap,
+    DomainLocalBlock, pDomainLocalModules; uint32_t dwId; int32_t AssemblyCount, FailedAssemblyCount, appDomainStage; };
+struct DacpModuleData { CLRDATA_ADDRESS Address, PEAssembly, ilBase, metadataStart; uint64_t metadataSize;
+    CLRDATA_ADDRESS Assembly; int32_t bIsReflection, bIsPEFile; uint64_t dwBaseClassIndex, dwModuleID; uint32_t dwTransientFlags;
+    CLRDATA_ADDRESS TypeDefToMethodTableMap, TypeRefToMethodTableMap, MethodDefToDescMap, FieldDefToDescMap,
+        MemberRefToDescMap, FileReferencesMap, ManifestModuleReferencesMap, LoaderAllocator, ThunkHeap;
+    uint64_t dwModuleIndex; };
+struct DacpJitManagerInfo { CLRDATA_ADDRESS managerAddr; uint32_t codeType; CLRDATA_ADDRESS ptrHeapList; };
+struct DacpJitCodeHeapInfo { uint32_t codeHeapType; CLRDATA_ADDRESS a, b; };  // LoaderHeap; or baseAddr, currentAddr
+static_assert(sizeof(DacpAppDomainStoreData) == 0x18, "");
+static_assert(sizeof(DacpAppDomainData) == 0x48, "");
+static_assert(sizeof(DacpModuleData) == 0xA0, "");
+static_assert(sizeof(DacpJitManagerInfo) == 0x18, "");
+static_assert(sizeof(DacpJitCodeHeapInfo) == 0x18, "");
+static Iface sos13;
+static std::vector<J>* g_blocks;
+static void visit_block(CLRDATA_ADDRESS a, size_t size, BOOL current) {
+    g_blocks->push_back(J::obj().set("address", J::hex(a)).set("size", J::unum(size)).set("current", J::boolean(current != 0)));
+}
+static J traverse(CLRDATA_ADDRESS heap, int32_t kind, std::string* hr_out) {
+    std::vector<J> blocks; g_blocks = &blocks;
+    HRESULT hr = sos13("TraverseLoaderHeap", heap, kind, (void (*)(CLRDATA_ADDRESS, size_t, BOOL))visit_block);
+    *hr_out = hr_str(hr);
+    J arr = J::arr(); for (auto& b : blocks) arr.push(b); return arr;
+}
+static std::string file_sha256() {
+    BCRYPT_ALG_HANDLE alg = nullptr; BCRYPT_HASH_HANDLE h = nullptr; UCHAR d[32];
+    if (BCryptOpenAlgorithmProvider(&alg, BCRYPT_SHA256_ALGORITHM, nullptr, 0) != 0) return "";
+    BCryptCreateHash(alg, &h, nullptr, 0, nullptr, 0, 0);
+    for (uint64_t o = 0; o < g_len; o += 1u << 24) BCryptHashData(h, (PUCHAR)(g_b + o), (ULONG)std::min<uint64_t>(1u << 24, g_len - o), 0);
+    BCryptFinishHash(h, d, 32, 0); BCryptDestroyHash(h); BCryptCloseAlgorithmProvider(alg, 0);
+    std::string out; char b[3]; for (auto c : d) { snprintf(b, sizeof b, "%02x", c); out += b; } return out;
+}
+static std::string base_name(const char* p) { std::string s = p; size_t k = s.find_last_of("\\/"); return k == std::string::npos ? s : s.substr(k + 1); }
+static int loader_heaps_mode(const char* dump, const char* dac) {
+    J res = J::obj();
+    res.set("tool", J::str("dacloaderheaps")).set("host", J::str("dumps/windows/dacprobe.cpp --loader-heaps (wine)"))
+       .set("dump", J::str(base_name(dump))).set("dump_sha256", J::str(file_sha256())).set("dac", J::str(base_name(dac)));
+    J errs = J::arr();
+    int32_t need = 0;
+    sos13("GetLoaderAllocatorHeapNames", (int32_t)0, (const char**)nullptr, &need);
+    std::vector<const char*> names(std::max(need, 1));
+    sos13("GetLoaderAllocatorHeapNames", need, names.data(), &need);
+    J jn = J::arr(); for (int i = 0; i < need; i++) jn.push(J::str(names[i]));
+    auto allocator = [&](CLRDATA_ADDRESS la, J* heaps) {
+        int32_t n = 0;
+        sos13("GetLoaderAllocatorHeaps", la, (int32_t)0, (CLRDATA_ADDRESS*)nullptr, (int32_t*)nullptr, &n);
+        std::vector<CLRDATA_ADDRESS> addrs(std::max(n, 1)); std::vector<int32_t> kinds(std::max(n, 1));
+        HRESULT hr = sos13("GetLoaderAllocatorHeaps", la, n, addrs.data(), kinds.data(), &n);
+        for (int i = 0; i < n; i++) {
+            std::string thr = "null"; J blocks = J::arr();
+            if (addrs[i]) blocks = traverse(addrs[i], kinds[i], &thr);
+            heaps->push(J::obj().set("name", i < need ? J::str(names[i]) : J::null()).set("address", J::hex(addrs[i]))
+                .set("kind", J::num(kinds[i])).set("traverse", J::str(thr)).set("blocks", blocks));
+        }
+        return hr_str(hr);
+    };
+    DacpAppDomainStoreData store = {};
+    sos("GetAppDomainStoreData", &store);
+    std::vector<CLRDATA_ADDRESS> apps(std::max(store.DomainCount, 1)); uint32_t needu = 0;
+    sos("GetAppDomainList", (uint32_t)store.DomainCount, apps.data(), &needu);
+    std::vector<std::pair<const char*, CLRDATA_ADDRESS>> doms = {{"system", store.systemDomain}};
+    for (uint32_t i = 0; i < needu && i < apps.size(); i++) doms.push_back({"app", apps[i]});
+    J jd = J::arr(), jm = J::arr();
+    for (auto& d : doms) {
+        J e = J::obj(); e.set("kind", J::str(d.first)).set("address", J::hex(d.second));
+        if (d.second) {
+            CLRDATA_ADDRESS la = 0;
+            HRESULT hr = sos13("GetDomainLoaderAllocator", d.second, &la);
+            e.set("loader_allocator", SUCCEEDED(hr) ? J::hex(la) : J::str(hr_str(hr)));
+            if (SUCCEEDED(hr) && la) { J heaps = J::arr(); std::string h = allocator(la, &heaps); e.set("heaps_hr", J::str(h)).set("heaps", heaps); }
+        }
+        jd.push(e);
+        if (strcmp(d.first, "app") || !d.second) continue;
+        DacpAppDomainData add = {};
+        sos("GetAppDomainData", d.second, &add);
+        std::vector<CLRDATA_ADDRESS> asms(std::max(add.AssemblyCount, 1)); int32_t na = 0;
+        HRESULT hr = sos("GetAssemblyList", d.second, add.AssemblyCount, asms.data(), &na);
+        if (FAILED(hr)) errs.push(J::obj().set("call", J::str("GetAssemblyList")).set("hr", J::str(hr_str(hr))));
+        for (int32_t i = 0; i < std::min(na, add.AssemblyCount); i++) {
+            CLRDATA_ADDRESS mods[8]; uint32_t nm = 0;
+            hr = sos("GetAssemblyModuleList", asms[i], (uint32_t)8, mods, &nm);
+            if (FAILED(hr)) errs.push(J::obj().set("call", J::str("GetAssemblyModuleList")).set("assembly", J::hex(asms[i])).set("hr", J::str(hr_str(hr))));
+            for (uint32_t k = 0; k < std::min<uint32_t>(nm, 8); k++) {
+                DacpModuleData md = {};
+                hr = sos("GetModuleData", mods[k], &md);
+                J m = J::obj(); m.set("module", J::hex(mods[k]));
+                if (FAILED(hr)) m.set("error", J::str(hr_str(hr)));
+                else m.set("loader_allocator", J::hex(md.LoaderAllocator)).set("thunk_heap", J::hex(md.ThunkHeap));
+                jm.push(m);
+            }
+        }
+    }
+    uint32_t nj = 0;
+    sos("GetJitManagerList", (uint32_t)0, (DacpJitManagerInfo*)nullptr, &nj);
+    std::vector<DacpJitManagerInfo> mgrs(std::max<uint32_t>(nj, 1));
+    sos("GetJitManagerList", nj, mgrs.data(), &nj);
+    J jj = J::arr();
+    for (uint32_t i = 0; i < nj; i++) {
+        uint32_t c = 0;
+        sos("GetCodeHeapList", mgrs[i].managerAddr, (uint32_t)0, (DacpJitCodeHeapInfo*)nullptr, &c);
+        std::vector<DacpJitCodeHeapInfo> hs(std::max<uint32_t>(c, 1));
+        HRESULT hr = sos("GetCodeHeapList", mgrs[i].managerAddr, c, hs.data(), &c);
+        J heaps = J::arr();
+        for (uint32_t k = 0; k < c; k++) {
+            if (hs[k].codeHeapType == 0) {  // CODEHEAP_LOADER
+                std::string thr; J blocks = traverse(hs[k].a, 1, &thr);  // LoaderHeapKindExplicitControl
+                heaps.push(J::obj().set("type", J::str("loader")).set("loader_heap", J::hex(hs[k].a)).set("traverse", J::str(thr)).set("blocks", blocks));
+            } else if (hs[k].codeHeapType == 1) {  // CODEHEAP_HOST
+                heaps.push(J::obj().set("type", J::str("host")).set("base", J::hex(hs[k].a)).set("current", J::hex(hs[k].b)));
+            } else heaps.push(J::obj().set("type", J::unum(hs[k].codeHeapType)));
+        }
+        jj.push(J::obj().set("address", J::hex(mgrs[i].managerAddr)).set("code_type", J::unum(mgrs[i].codeType))
+            .set("heap_list", J::hex(mgrs[i].ptrHeapList)).set("hr", J::str(hr_str(hr))).set("code_heaps", heaps));
+    }
+    res.set("errors", errs).set("heap_names", jn).set("domains", jd).set("modules", jm).set("jit_managers", jj);
+    puts(res.text().c_str());
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    if (argc < 3) { fprintf(stderr, "usage: dacprobe dump.dmp mscordaccore.dll [--check-every N] [--max-frames N] [--rt-dir DIR]...\n"); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: dacprobe dump.dmp mscordaccore.dll [--check-every N] [--max-frames N] [--rt-dir DIR]... [--loader-heaps]\n"); return 2; }
     long check_every = 1, max_frames = 500;
+    bool loader_heaps = false;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--check-every") && i + 1 < argc) check_every = atol(argv[++i]);
         else if (!strcmp(argv[i], "--max-frames") && i + 1 < argc) max_frames = atol(argv[++i]);
         else if (!strcmp(argv[i], "--rt-dir") && i + 1 < argc) { wchar_t w[1024]; MultiByteToWideChar(CP_UTF8, 0, argv[++i], -1, w, 1024); g_runtime_dirs.push_back(w); }
         else if (!strcmp(argv[i], "--no-runtime-locator")) g_use_locator = false;
         else if (!strcmp(argv[i], "--no-metadata-locator")) g_use_mdloc = false;
+        else if (!strcmp(argv[i], "--loader-heaps")) loader_heaps = true;
         else { fprintf(stderr, "unknown argument %s\n", argv[i]); return 2; }
     }
     HANDLE f = CreateFileA(argv[1], GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, 0, NULL);
@@ -453,6 +590,10 @@ int main(int argc, char** argv) {
     has8 = qi("ISOSDacInterface8", &sos8, ISOSDAC8_METHODS);
     has12 = qi("ISOSDacInterface12", &sos12, ISOSDAC12_METHODS);
     result.set("dac_init", init);
+    if (loader_heaps) {
+        if (!qi("ISOSDacInterface13", &sos13, ISOSDAC13_METHODS)) { fprintf(stderr, "QueryInterface(ISOSDacInterface13) failed\n"); return 6; }
+        return loader_heaps_mode(argv[1], argv[2]);
+    }
 
     // ---------------------------------------------------------- 1. runtime + threads
     J rt = J::obj();

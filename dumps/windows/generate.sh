@@ -88,7 +88,7 @@ log "building tools"
 x86_64-w64-mingw32-gcc -O2 -o "$B/bin/dumpipc.exe" "$HERE/dumpipc.c"
 x86_64-w64-mingw32-gcc -O2 -o "$B/bin/mdw.exe" "$HERE/mdw.c" -ldbghelp
 x86_64-w64-mingw32-gcc -O2 -o "$B/bin/wps.exe" "$HERE/wps.c"
-x86_64-w64-mingw32-g++ -O2 -std=c++17 -static -o "$B/bin/dacprobe.exe" "$HERE/dacprobe.cpp" -luuid
+x86_64-w64-mingw32-g++ -O2 -std=c++17 -static -o "$B/bin/dacprobe.exe" "$HERE/dacprobe.cpp" -luuid -lbcrypt
 
 # 2) a headless prefix reporting Windows 10. Skip wine-mono/gecko at creation, but do NOT keep
 #    mscoree disabled later: the IL-only facade mscorlib.dll imports mscoree!_CorDllMain.

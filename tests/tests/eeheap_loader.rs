@@ -1,7 +1,8 @@
 //! `eeheap -loader` (the loader heaps: clrdata::model::loaderheap) against two truths:
 //!
 //! - SOS's `eeheap -loader` (`dumps/<name>.sos-heapnear.txt`, dotnet-dump 10.0.750501 with each
-//!   build's own DAC: 8.0.33, 9.0.22, 10.0.14, 11.0.0, server GC): every line equal, but for
+//!   build's own DAC: 8.0.33, 9.0.22, 10.0.14, 11.0.0, server GC; and `dumps/<name>.sos-loader.txt`
+//!   on the seven 8.0.4 dumps, SOS given the 8.0.4 DAC): every line equal, but for
 //!   one column. SOS's `LoaderAllocator:` rows print the domain's own address (ClrMD's
 //!   `ClrAppDomain.LoaderAllocator` returns `AppDomainInfo.Address`, not the
 //!   `GetDomainLoaderAllocator` answer it stores beside it): the test checks that SOS's value
@@ -10,11 +11,14 @@
 //!   (`(reserved:committed)`, "wasted") are SOS's own measure of the dump's memory (whole pages
 //!   readable from a block's start) and are compared exactly.
 //! - the DAC itself (`dumps/<name>.loaderheaps.dac.json`, dumps/tools/dacloaderheaps.py: every
-//!   Linux dump of 8.0.33, 9.0.22, 10.0.11, 10.0.14 and 11.0.0 the DAC could host): the
+//!   Linux dump of 8.0.4, 8.0.33, 9.0.22, 10.0.11, 10.0.14 and 11.0.0 the DAC could host): the
 //!   domains and their LoaderAllocator, every heap's name, address and blocks (address,
 //!   reserved size, the current one) in the DAC's order, and the JIT manager's code heaps.
 //!   Where the DAC could not read the heaps (createdump --triage: GetLoaderAllocatorHeaps fails
-//!   with CORDBG_E_READVIRTUAL_FAILURE) dumpshell must say a heap could not be read.
+//!   with CORDBG_E_READVIRTUAL_FAILURE) dumpshell must say a heap could not be read. Also the
+//!   two Windows dumps (8.0.4, 10.0.14), the Windows DAC hosted under wine
+//!   (dumps/windows/dacprobe.cpp --loader-heaps); and every module's LoaderAllocator and thunk
+//!   heap (GetModuleData): none of its own, as dumpshell (and SOS, on these dumps) lists none.
 
 use clrdata::model::loaderheap::{self, CodeHeapKind, DomainKind};
 use serde_json::Value;
@@ -39,6 +43,28 @@ fn dac_truth(e: &tests::Entry) -> Option<Value> {
     Some(v)
 }
 
+/// A heap's blocks against the DAC's TraverseLoaderHeap of it (`t["blocks"]`: address, reserved
+/// size, whether current), in order.
+fn assert_blocks_are_the_dacs(ours: &[loaderheap::HeapBlock], t: &Value, what: &str) {
+    let theirs: Vec<(u64, u64, bool)> = t["blocks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no blocks in the DAC's truth"))
+        .iter()
+        .map(|b| {
+            (
+                hexv(&b["address"]),
+                b["size"].as_u64().unwrap(),
+                b["current"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let mine: Vec<(u64, u64, bool)> = ours
+        .iter()
+        .map(|b| (b.address, b.reserved, b.current))
+        .collect();
+    assert_eq!(mine, theirs, "{what}");
+}
+
 fn lines(text: &str) -> Vec<String> {
     text.lines()
         .filter(|l| !l.starts_with("# ") && !l.trim().is_empty())
@@ -49,7 +75,10 @@ fn lines(text: &str) -> Vec<String> {
 #[test]
 fn eeheap_loader_is_sos() {
     let mut checked = 0;
-    for (e, secs) in tests::sos::dumps_with("sos-heapnear") {
+    let truths = tests::sos::dumps_with("sos-heapnear")
+        .into_iter()
+        .chain(tests::sos::dumps_with("sos-loader"));
+    for (e, secs) in truths {
         let Some((_, sos)) = secs.iter().find(|(c, _)| c == "eeheap -loader") else {
             continue;
         };
@@ -93,13 +122,14 @@ fn eeheap_loader_is_sos() {
         }
         checked += 1;
     }
-    assert!(checked >= 9, "only {checked} eeheap -loader truths");
+    assert!(checked >= 16, "only {checked} eeheap -loader truths");
 }
 
 #[test]
 fn loader_heaps_are_the_dacs() {
     let mut checked = 0;
     let mut unreadable = 0;
+    let mut modules_checked = 0;
     for e in tests::all() {
         let Some(dac) = dac_truth(&e) else {
             continue;
@@ -144,26 +174,41 @@ fn loader_heaps_are_the_dacs() {
                 assert_eq!(h.name.dac_name(), t["name"], "{}", e.name);
                 assert_eq!(h.address, hexv(&t["address"]), "{} {:?}", e.name, h.name);
                 assert!(h.error.is_none(), "{} {:?}: {:?}", e.name, h.name, h.error);
-                let theirs: Vec<(u64, u64, bool)> = t["blocks"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|b| {
-                        (
-                            hexv(&b["address"]),
-                            b["size"].as_u64().unwrap(),
-                            b["current"].as_bool().unwrap(),
-                        )
-                    })
-                    .collect();
-                let mine: Vec<(u64, u64, bool)> = h
-                    .blocks
-                    .iter()
-                    .map(|b| (b.address, b.reserved, b.current))
-                    .collect();
-                assert_eq!(mine, theirs, "{} {:?}", e.name, h.name);
+                assert_blocks_are_the_dacs(&h.blocks, t, &format!("{} {:?}", e.name, h.name));
             }
         }
+        // Modules with heaps of their own (SOS's "Module Thunk heaps" and, for a collectible
+        // assembly's LoaderAllocator, "Module LoaderAllocators"): dumpshell lists none, so the
+        // DAC must report none (no corpus dump has a thunk heap or a collectible assembly).
+        let app_la = dac_domains
+            .iter()
+            .rfind(|d| d["kind"] == "app")
+            .map(|d| hexv(&d["loader_allocator"]));
+        let mut modules = 0;
+        let dac_modules = dac["modules"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no modules in the DAC's truth: regenerate it", e.name));
+        for m in dac_modules {
+            if m.get("error").is_some() {
+                continue; // (a gcore core without its images: GetModuleData fails)
+            }
+            assert_eq!(
+                hexv(&m["thunk_heap"]),
+                0,
+                "{}: module {} has a thunk heap",
+                e.name,
+                m["module"]
+            );
+            assert_eq!(
+                Some(hexv(&m["loader_allocator"])),
+                app_la,
+                "{}: module {} has a LoaderAllocator of its own",
+                e.name,
+                m["module"]
+            );
+            modules += 1;
+        }
+        modules_checked += modules;
         let jm = &dac["jit_managers"][0];
         assert_eq!(l.jit_manager.address, hexv(&jm["address"]), "{}", e.name);
         assert!(
@@ -183,24 +228,11 @@ fn loader_heaps_are_the_dacs() {
             match h.kind {
                 CodeHeapKind::LoaderCodeHeap => {
                     assert_eq!(t["type"], "loader", "{}", e.name);
-                    let theirs: Vec<(u64, u64, bool)> = t["blocks"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|b| {
-                            (
-                                hexv(&b["address"]),
-                                b["size"].as_u64().unwrap(),
-                                b["current"].as_bool().unwrap(),
-                            )
-                        })
-                        .collect();
-                    let mine: Vec<(u64, u64, bool)> = h
-                        .blocks
-                        .iter()
-                        .map(|b| (b.address, b.reserved, b.current))
-                        .collect();
-                    assert_eq!(mine, theirs, "{} LoaderCodeHeap {:#x}", e.name, h.address);
+                    assert_blocks_are_the_dacs(
+                        &h.blocks,
+                        t,
+                        &format!("{} LoaderCodeHeap {:#x}", e.name, h.address),
+                    );
                 }
                 CodeHeapKind::HostCodeHeap => {
                     assert_eq!(t["type"], "host", "{}", e.name);
@@ -213,8 +245,12 @@ fn loader_heaps_are_the_dacs() {
         checked += 1;
     }
     assert!(
-        checked >= 40,
+        checked >= 54,
         "only {checked} dumps with the DAC's loader heaps"
+    );
+    assert!(
+        modules_checked >= 750,
+        "only {modules_checked} modules' LoaderAllocator and thunk heap checked"
     );
     assert!(
         unreadable >= 2,

@@ -1100,8 +1100,7 @@ pub static NET8_WINDOWS_X64: Layout = Layout {
     locks: Some(&NET8_WINDOWS_X64_LOCKS),
     // Not verified: no Windows dump lacks its images' headers (a minidump keeps them).
     image_records: None,
-    // Not checked on Windows (no SOS truth of it).
-    loader_heaps: None,
+    loader_heaps: Some(LOADER_HEAPS_NET8_WINDOWS),
     // Not verified: SOS is not run on the Windows dumps.
     domains: None,
 };
@@ -2128,13 +2127,15 @@ mod roots_layout_tests {
 /// The loader heaps `eeheap -loader` lists (`model::loaderheap`): the global LoaderAllocator's
 /// heaps, the JIT manager's code heaps, and how the DAC of the family presents the domains.
 /// Every value was checked against SOS's `eeheap -loader` (the runtime's own DAC through
-/// ISOSDacInterface13) on 8.0.33, 9.0.22, 10.0.14 and 11.0.0 Linux dumps
-/// (tests/tests/sos_heapnear.rs; docs/clr-layout-net8.md "Loader heaps"); `None` in
-/// [`Layout::loader_heaps`] where no such check was made (Windows).
+/// ISOSDacInterface13) on 8.0.4, 8.0.33, 9.0.22, 10.0.14 and 11.0.0 Linux dumps
+/// (tests/tests/eeheap_loader.rs; docs/clr-layout-net8.md "Loader heaps"), and against the
+/// DAC alone (hosted under wine) on the Windows 8.0.4 and 10.0.14 dumps; `None` in
+/// [`Layout::loader_heaps`] where no such check was made (Windows 9, 11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoaderHeapLayout {
     /// The builds whose values were checked against the DAC (the runtime packs of the corpus's
-    /// builds; 8.0.4's is served by no feed): another build of the family is refused.
+    /// builds; 8.0.4's, served by no feed, from /work/shared/tools/dacs): another build of the
+    /// family is refused.
     pub checked_builds: &'static [&'static str],
     /// Whether the DAC reports the SystemDomain as a domain of its own (`GetAppDomainStoreData`
     /// `systemDomain`): yes on 8-10; 0 on 11.0.0 (SOS's `dumpdomain` prints `System Domain:
@@ -2245,10 +2246,13 @@ pub enum CodeHeapKindSource {
 
 /// .NET 8 on Linux x64 (measured on 8.0.33: async-net8, heap-net8, hang-net8 and the other
 /// 8.0.33 dumps, against the DAC's GetLoaderAllocatorHeaps and TraverseLoaderHeap:
-/// dumps/*.loaderheaps.dac.json). The LoaderCodeHeap vtable's g_dacTable index in 8.0.4's
+/// dumps/*.loaderheaps.dac.json). 8.0.4 has the same values: checked against the 8.0.4 DAC
+/// (/work/shared/tools/dacs) on its seven dumps (hang, heap, crash, deadlock, async, servergc,
+/// threadpool), every field of this table exercised, and against SOS with that DAC
+/// (`<name>.sos-loader.txt`). The LoaderCodeHeap vtable's g_dacTable index in 8.0.4's
 /// numbering ([`DacTableRevision`]: 153 in 8.0.33's table).
 pub const LOADER_HEAPS_NET8_LINUX: LoaderHeapLayout = LoaderHeapLayout {
-    checked_builds: &["8.0.33"],
+    checked_builds: &["8.0.4", "8.0.33"],
     system_domain_listed: true,
     system_domain_dac_index: None,
     global_allocator: 0xA00,
@@ -2278,6 +2282,36 @@ pub const LOADER_HEAPS_NET8_LINUX: LoaderHeapLayout = LoaderHeapLayout {
     },
     code_heap_first_block: 8,
     host_code_heap: None,
+};
+
+/// .NET 8 on Windows x64, 8.0.4 only (windows-hang: measured, then checked against the 8.0.4
+/// Windows DAC under wine, `dumps/windows-hang.loaderheaps.dac.json` from
+/// dumps/windows/dacprobe.cpp --loader-heaps; no SOS truth: SOS cannot host a Windows DAC on
+/// Linux). The SystemDomain, LoaderAllocator and VirtualCallStubManager are laid out otherwise
+/// than on Linux (the global LoaderAllocator at +0x4C8, not +0xA00; the heap pointers and the
+/// VirtualCallStubManager's below), the LoaderHeap, its blocks, the JIT manager and its HeapList
+/// as on Linux; LoaderCodeHeap's vtable is g_dacTable 164 (the Windows table: 152 on Linux);
+/// HostCodeHeap's is not verified (windows-hang has none).
+pub const LOADER_HEAPS_NET8_WINDOWS: LoaderHeapLayout = LoaderHeapLayout {
+    checked_builds: &["8.0.4"],
+    global_allocator: 0x4C8,
+    heaps: [
+        Some((LoaderHeapName::LowFrequencyHeap, 0x330)),
+        Some((LoaderHeapName::HighFrequencyHeap, 0x338)),
+        Some((LoaderHeapName::StubHeap, 0x340)),
+        Some((LoaderHeapName::ExecutableHeap, 0x350)),
+        Some((LoaderHeapName::FixupPrecodeHeap, 0x360)),
+        Some((LoaderHeapName::NewStubPrecodeHeap, 0x368)),
+        None,
+    ],
+    vcs_manager: 0x708,
+    vcs_indcell_heap: 0x188,
+    vcs_cache_entry_heap: 0x190,
+    code_heap_kind: CodeHeapKindSource::Vtable {
+        loader: 164,
+        host: None,
+    },
+    ..LOADER_HEAPS_NET8_LINUX
 };
 
 /// .NET 9 on Linux x64 (measured on 9.0.22: heap-net9, servergc-net9 and the other 9.0.22

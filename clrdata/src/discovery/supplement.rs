@@ -1655,21 +1655,24 @@ mod tests {
     }
 }
 
-/// The loader heaps' table ([`layout::LoaderHeapLayout`]) of a Linux runtime: 9.0 measured
+/// The loader heaps' table ([`layout::LoaderHeapLayout`]) of a runtime: 9.0 measured
 /// (layout.rs); 10 and 11 from the descriptor where it publishes a field, else measured on
 /// 10.0.14 (heap-net10, async-net10, servergc-net10: SOS's blocks and the LoaderAllocator's
-/// pointers to them); `None` on Windows (not checked) or where a field is missing.
+/// pointers to them; windows-hang-net10: the Windows DAC's, under wine); `None` on Windows 9
+/// and 11 (no dump to check them) or where a field is missing.
 fn loader_heaps(l: &Lookup, family: Family, windows: bool) -> Option<layout::LoaderHeapLayout> {
     use layout::{CodeHeapKindSource, LoaderHeapName as N};
-    if windows {
-        return None;
-    }
     let d = |t: &str, f: &str| l.d.field(t, f);
     match family {
         Family::Net8 => None,
-        Family::Net9 => Some(layout::LOADER_HEAPS_NET9_LINUX),
+        Family::Net9 => (!windows).then_some(layout::LOADER_HEAPS_NET9_LINUX),
         Family::Net10 => Some(layout::LoaderHeapLayout {
-            checked_builds: &["10.0.11", "10.0.14"],
+            // Windows: windows-hang-net10 (10.0.14) only, against the Windows DAC.
+            checked_builds: if windows {
+                &["10.0.14"]
+            } else {
+                &["10.0.11", "10.0.14"]
+            },
             system_domain_listed: true,
             system_domain_dac_index: None,
             global_allocator: d("SystemDomain", "GlobalLoaderAllocator")?,
@@ -1691,24 +1694,37 @@ fn loader_heaps(l: &Lookup, family: Family, windows: bool) -> Option<layout::Loa
                 Some((N::FixupPrecodeHeap, 0x2E0)),
                 Some((N::NewStubPrecodeHeap, 0x2E8)),
             ],
-            vcs_manager: 0x710,
-            vcs_indcell_heap: 0x198,
-            vcs_cache_entry_heap: 0x1A0,
+            // The VirtualCallStubManager and where it keeps the two heaps: 0x6C8, 0x180 / 0x188
+            // on Windows.
+            vcs_manager: if windows { 0x6C8 } else { 0x710 },
+            vcs_indcell_heap: if windows { 0x180 } else { 0x198 },
+            vcs_cache_entry_heap: if windows { 0x188 } else { 0x1A0 },
             first_block: 8,
             block_next: 0,
             block_address: 8,
             block_size: 16,
+            // Windows's g_dacTable has nine more entries before the LoaderCodeHeap vtable
+            // (134); HostCodeHeap's is not verified there (windows-hang-net10 has none), nor
+            // its fields.
             jit_manager_dac_index: Some(4),
             all_code_heaps: 0x10,
             heap_list_next: d("CodeHeapListNode", "Next")?,
             heap_list_heap: 8,
-            code_heap_kind: CodeHeapKindSource::Vtable {
-                loader: 125,
-                host: Some(126),
+            code_heap_kind: if windows {
+                CodeHeapKindSource::Vtable {
+                    loader: 134,
+                    host: None,
+                }
+            } else {
+                CodeHeapKindSource::Vtable {
+                    loader: 125,
+                    host: Some(126),
+                }
             },
             code_heap_first_block: 8,
-            host_code_heap: Some((24, 32)),
+            host_code_heap: (!windows).then_some((24, 32)),
         }),
+        Family::Net11 if windows => None,
         Family::Net11 => {
             let first_block = d("LoaderHeap", "FirstBlock")?;
             Some(layout::LoaderHeapLayout {
