@@ -68,6 +68,7 @@ ALL=(hang-net10 heap-net10 async-net10 crash-net10 deadlock-net10 threadpool-net
 # OUT_DIR=dumps/build/ondemand EXTRA_TRUTHS=1):
 #   faultnull-net8 faultav-net8 failfast-net8 names-net8 faultnull-net11 faultav-net11 failfast-net11
 #   hang-net11-single hang-net11-single-nodac ilonly-net9-gcore
+#   nestedfault-net8 nestedfault-net9 nestedfault-net10 nestedfault-net11
 # servergc-net11 (issue 25: .NET 11 server GC, 2 heaps; System.GC.HeapCount=2 and
 # System.GC.DynamicAdaptationMode=0 in its runtimeconfig.json, as servergc-net9) is committed.
 
@@ -282,6 +283,9 @@ run_one() {
         faultnull) prog=fault; prog_args=(nullref) ;;
         faultav) prog=fault; prog_args=(av) ;;
         failfast) prog=fault; prog_args=(failfast) ;;
+        # ... and a FailFast in a catch block inside a finally block run while another exception
+        # is unwound: two exceptions in dispatch, one nested under the other (pe -nested)
+        nestedfault) prog=fault; prog_args=(nested) ;;
         *) die "unknown scenario '$scen'" ;;
     esac
     # the runtime writes these dumps itself, when the program dies

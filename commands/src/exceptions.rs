@@ -179,10 +179,18 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
     } else {
         t.push_str("InnerException:   <none>\n");
     }
+    t.push_str("StackTrace (generated):\n");
     if e.stack_trace.is_empty() {
-        t.push_str("StackTrace (generated): <none>\n");
+        // SOS's three words for no frames: no trace array, an array it could not read, and
+        // a readable array of no element.
+        t.push_str(if e.stack_trace_array == 0 {
+            "<none>\n"
+        } else if e.stack_trace_thread.is_none() {
+            "<Not Available>\n"
+        } else {
+            "Unable to decipher generated stack trace\n"
+        });
     } else {
-        t.push_str("StackTrace (generated):\n");
         t.push_str("    SP               IP               Function\n");
         for (i, f) in e.stack_trace.iter().enumerate() {
             // SOS's IP and offset: a hardware exception's one higher than recorded.
@@ -220,16 +228,18 @@ fn exception_text(e: &ExceptionData, sources: &[FrameSource]) -> String {
                 }
             ));
         }
+        t.push('\n');
     }
-    t.push('\n');
-    t.push_str(&format!(
-        "StackTraceString: {}\n",
-        e.stack_trace_string.as_deref().unwrap_or("<none>")
-    ));
+    // SOS follows a StackTraceString with an empty line ("looks better"), not `<none>`.
+    match e.stack_trace_string.as_deref() {
+        Some(st) => t.push_str(&format!("StackTraceString: {st}\n\n")),
+        None => t.push_str("StackTraceString: <none>\n"),
+    }
     if let Some(r) = &e.remote_stack_trace_string {
         t.push_str(&format!("RemoteStackTraceString: {r}\n"));
     }
-    t.push_str(&format!("HResult: {:08x}\n", e.hresult as u32));
+    // SOS: `%lx`, no leading zeros.
+    t.push_str(&format!("HResult: {:x}\n", e.hresult as u32));
     for n in &e.notes {
         t.push_str(&format!("Note: {n}\n"));
     }
@@ -274,12 +284,9 @@ pub struct PrintExceptionOut {
 
 impl Render for PrintExceptionOut {
     fn render(&self) -> String {
+        // As SOS, no line says whose exception this is (the current thread's: `setthread`
+        // shows it; the JSON names it).
         let mut text = String::new();
-        if let (Some(os_id), Some(managed_id)) = (self.thread_os_id, self.thread_managed_id) {
-            text.push_str(&format!(
-                "The last exception thrown on thread {os_id:#x} ({managed_id}):\n"
-            ));
-        }
         for (i, e) in self.chain.iter().enumerate() {
             if i > 0 {
                 text.push_str(
@@ -387,7 +394,7 @@ fn printexception(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 Some(t.os_id),
                 Vec::new(),
                 Some(
-                    "this runtime (.NET 8) does not publish the thread's exception tracker"
+                    "the layout of this runtime's exception tracker is not known (Windows .NET 8)"
                         .to_string(),
                 ),
             ),

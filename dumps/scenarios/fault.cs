@@ -1,9 +1,9 @@
 // fault.cs: crash dumps whose crashing thread runs through a Frame that saves a register context
-// (the "faultnull", "faultav" and "failfast" scenarios; generate-sdk.sh passes the mode as the
-// third argument).  The runtime writes the dump itself (DOTNET_DbgEnableMiniDump=1,
+// (the "faultnull", "faultav", "failfast" and "nestedfault" scenarios; generate-sdk.sh passes the
+// mode as the third argument).  The runtime writes the dump itself (DOTNET_DbgEnableMiniDump=1,
 // DOTNET_DbgMiniDumpType=2 = with heap, DOTNET_DbgMiniDumpName=<path>), as for crash.cs.
 // Build: compiled with common.cs (dumps/sdk/Scenario.csproj, AllowUnsafeBlocks).
-// Run:   dotnet fault.dll <manifest.json> <scenario-name> nullref|av|failfast   (never prints "ready")
+// Run:   dotnet fault.dll <manifest.json> <scenario-name> nullref|av|failfast|nested   (never prints "ready")
 //
 // Documented state at the time of the dump (every mode):
 //   * the main thread is blocked in Thread.Join on the crasher (Main -> WaitForWorker -> Join);
@@ -24,6 +24,16 @@
 //               the catch funclet runs while the faulting frames still lie below it (the
 //               manifest's frames for the crasher are that physical stack, its
 //               fault.frames_logical what StackTrace shows: Guarded, CrashWorker).
+//     nested:   CrashWorker catches a NullReferenceException of Unwinding -> Validate -> ReadNext
+//               (the same null read); during its second pass the runtime runs Unwinding's finally
+//               block, which calls CleanUp -> Release, which throws an InvalidOperationException
+//               that CleanUp catches; its catch block calls Environment.FailFast(message, ioe).
+//               So the thread is dispatching two exceptions at the time of the dump: the
+//               InvalidOperationException (the current one) and, nested under it, the
+//               NullReferenceException still being unwound (SOS's `pe -nested`, the DAC's
+//               firstNestedException).  The manifest's `exceptions_in_dispatch`: innermost first.
+//               The crasher's `frames`: the physical stack, two funclets over the frames their
+//               exceptions were thrown through; fault.frames_logical what StackTrace shows.
 //   * own live objects: 1 Fault.Node (its Next is null), 4 Fault.Payload, 3 Scenario.ThreadRecord.
 // The manifest is written by the crasher just before it faults (its `frames`: its own methods
 // from the faulting one outwards, innermost first; failfast: from the catch block outwards).
@@ -73,6 +83,11 @@ namespace Fault
             Thread.Sleep(200);
             if (mode == "nullref") ProcessChain(head);
             else if (mode == "av") ScanBuffer(badAddress);
+            else if (mode == "nested")
+            {
+                try { Unwinding(); }
+                catch (NullReferenceException) { }
+            }
             else Guarded();
         }
 
@@ -92,7 +107,7 @@ namespace Fault
         [MethodImpl(Keep)]
         static int ReadNext(Node n)
         {
-            if (mode != "failfast")
+            if (mode != "failfast" && mode != "nested")
             {
                 Recorder.Record("crash", null);
                 WriteManifest("ReadNext");
@@ -149,6 +164,66 @@ namespace Fault
             return ReadNext(n) * 2;
         }
 
+        // ---- nested
+        static NullReferenceException unwound;
+
+        [MethodImpl(Keep)]
+        static void Unwinding()
+        {
+            try
+            {
+                Validate(head);
+            }
+            catch (NullReferenceException e) when (Remember(e))
+            {
+            }
+            finally
+            {
+                CleanUp();
+            }
+        }
+
+        // An exception filter that never catches: it keeps the exception being dispatched.
+        static bool Remember(NullReferenceException e) { unwound = e; return false; }
+
+        [MethodImpl(Keep)]
+        static void CleanUp()
+        {
+            try
+            {
+                Release();
+            }
+            catch (InvalidOperationException e)
+            {
+                ThreadRecord r = Recorder.Record("crash", null);
+                // The physical stack, innermost first (as in failfast): this catch funclet
+                // (CleanUp), the frames the InvalidOperationException was thrown through (its
+                // trace: Release, CleanUp's body), the finally funclet (Unwinding), the frames
+                // the NullReferenceException was thrown through, short of the frame that will
+                // catch it (CrashWorker, where its first pass stopped), then the callers.
+                var physical = new List<string>();
+                physical.Add(r.Frames[0]);
+                physical.AddRange(Recorder.OwnFramesOf(new StackTrace(e, false)));
+                physical.Add(r.Frames[1]);
+                foreach (string f in Recorder.OwnFramesOf(new StackTrace(unwound, false)))
+                {
+                    if (f == "Fault.Program.CrashWorker") break;
+                    physical.Add(f);
+                }
+                for (int i = 2; i < r.Frames.Length; i++) physical.Add(r.Frames[i]);
+                logicalFrames = r.Frames;
+                r.Frames = physical.ToArray();
+                WriteManifest("CleanUp", e);
+                Environment.FailFast("Fault: cleanup failed while unwinding", e);
+            }
+        }
+
+        [MethodImpl(Keep)]
+        static void Release()
+        {
+            throw new InvalidOperationException("Fault: release failed");
+        }
+
         [MethodImpl(Keep)]
         static void Bystander()
         {
@@ -181,8 +256,8 @@ namespace Fault
             manifestPath = args.Length > 0 ? args[0] : "fault.manifest.json";
             scenario = args.Length > 1 ? args[1] : "fault";
             mode = args.Length > 2 ? args[2] : "nullref";
-            if (mode != "nullref" && mode != "av" && mode != "failfast")
-                throw new ArgumentException("mode: nullref | av | failfast");
+            if (mode != "nullref" && mode != "av" && mode != "failfast" && mode != "nested")
+                throw new ArgumentException("mode: nullref | av | failfast | nested");
             Thread.CurrentThread.Name = "main";
             mainThread = Thread.CurrentThread;
             head = new Node(7);
@@ -234,6 +309,32 @@ namespace Fault
             {
                 fault.Add("kind", "access-violation").Add("frame", "FaultingExceptionFrame")
                     .Add("address", "0x" + badAddress.ToString("x"));
+            }
+            else if (mode == "nested")
+            {
+                fault.Add("kind", "failfast").Add("message", "Fault: cleanup failed while unwinding")
+                    .Add("in_catch_of", "Fault.Program.CleanUp")
+                    .Add("frames_logical", logicalFrames)
+                    .Add("frames_note", "threads[crash].frames: the catch funclet (CleanUp), the frames the " +
+                         "InvalidOperationException was thrown through, the finally funclet (Unwinding), the frames " +
+                         "the NullReferenceException was thrown through short of CrashWorker (which catches it), then " +
+                         "the callers; frames_logical: StackTrace's view");
+                m.Add("exceptions", new object[] {
+                    new Json().Add("type", caught.GetType().FullName).Add("message", caught.Message)
+                        .Add("thrown_in", Recorder.ThrownIn(caught))
+                        .Add("thrown_on_managed_id", crasher.ManagedId)
+                        .Add("unhandled", false)
+                        .Add("caught_in", "Fault.Program.CleanUp"),
+                    new Json().Add("type", unwound.GetType().FullName).Add("message", unwound.Message)
+                        .Add("thrown_in", Recorder.ThrownIn(unwound))
+                        .Add("thrown_on_managed_id", crasher.ManagedId)
+                        .Add("unhandled", false)
+                        .Add("caught_in", "Fault.Program.CrashWorker"),
+                });
+                m.Add("exceptions_in_dispatch", new object[] {
+                    new Json().Add("type", caught.GetType().FullName).Add("message", caught.Message),
+                    new Json().Add("type", unwound.GetType().FullName).Add("message", unwound.Message),
+                });
             }
             else
             {

@@ -21,6 +21,9 @@ It is also the module the other sos_*.py runners share (`import sosrun`):
 - `app_module(d)`, `app_methods(d, rids)`: the app's dll and SOS's token2ee of its MethodDefs;
 - `write(path, lines)`.
 
+SOSRUN_DUMPS=DIR reads NAME.manifest.json and NAME.dmp.zst from DIR and writes the truth there
+(the on-demand dumps of dumps/build/ondemand); the default is dumps/.
+
 The setup: `setsymbolserver -disable` (nothing is downloaded) and `setclrpath` to the DAC of the
 dump's exact build from its NuGet runtime pack (`Microsoft.NETCore.App.Runtime.linux-x64
 <manifest's runtime version>` in ~/.nuget/packages or $NUGET_PACKAGES, restored by
@@ -39,7 +42,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DUMPS = os.path.dirname(HERE)
+# the corpus (the dumps, their manifests, the truths written); SOSRUN_DUMPS for another folder
+# (dumps/build/ondemand)
+DUMPS = os.environ.get('SOSRUN_DUMPS') or os.path.dirname(HERE)
 SETUP_ECHO = re.compile(r'^(Current symbol store settings:|-> (Directory|Cache|Server): |'
                         r'Set load path for DAC/DBI to |Loading core dump: )')
 TIMEOUT = 900

@@ -331,3 +331,71 @@ fn printexception_inner_is_the_chain_sos_names() {
         "{chains} chains, {links} exceptions"
     );
 }
+
+/// SOS's `pe -nested` on the crashing thread (`### setthread --tid <id>; pe -nested` in
+/// `<name>.sos.txt`, dumps/tools/sos.sh): our `printexception -nested` with the same thread
+/// chosen (`setthread -t`) prints the same text, line for line: the current exception, its
+/// trace, and each exception nested under it (`Nested exception ---...`). Ours alone marks a
+/// runtime-async continuation's frame (` [async continuation]`), which is taken off first.
+/// Besides the committed dumps, the on-demand `nestedfault-*` dumps (scenarios/fault.cs
+/// `nested`: a FailFast in a catch block inside a finally block run while a
+/// NullReferenceException is unwound), the only ones with a nested exception, where made.
+#[test]
+fn printexception_nested_on_the_crasher_is_sos() {
+    let mut dumps: Vec<(tests::Entry, Vec<(String, String)>)> = tests::sos::dumps_with("sos");
+    let mut absent = Vec::new();
+    for od in tests::on_demand() {
+        let Some(e) = od.entry() else {
+            if od.name.starts_with("nestedfault-") {
+                absent.push(format!("{} ({})", od.name, od.make));
+            }
+            continue;
+        };
+        let p = tests::on_demand_dir().join(format!("{}.sos.txt", od.name));
+        if let Ok(t) = std::fs::read_to_string(p) {
+            dumps.push((e, tests::sos::sections(&t)));
+        }
+    }
+    let (mut compared, mut nested) = (0, 0);
+    for (e, secs) in dumps {
+        for (cmd, body) in &secs {
+            let Some(tid) = cmd
+                .strip_prefix("setthread --tid ")
+                .and_then(|r| r.strip_suffix("; pe -nested"))
+            else {
+                continue;
+            };
+            let s = Session::open_with(&e.dump_path(), &e.open_options()).unwrap();
+            let tid: u32 = tid.parse().unwrap();
+            run(&s, &format!("setthread -t {tid:#x}"));
+            let ours = text(&s, "printexception -nested");
+            let ours: Vec<&str> = ours
+                .lines()
+                .map(|l| l.trim_end_matches(" [async continuation]").trim_end())
+                .collect();
+            let sos: Vec<&str> = body.lines().map(str::trim_end).collect();
+            let trim = |v: Vec<&str>| -> Vec<String> {
+                let mut v: Vec<String> = v.into_iter().map(str::to_owned).collect();
+                while v.last().is_some_and(|l| l.is_empty()) {
+                    v.pop();
+                }
+                v
+            };
+            assert_eq!(
+                trim(ours),
+                trim(sos),
+                "{}: `setthread -t {tid:#x}` then `printexception -nested`",
+                e.name
+            );
+            nested += body.matches("\nNested exception ---").count();
+            compared += 1;
+        }
+    }
+    eprintln!(
+        "{compared} crashers' `pe -nested` equal SOS's, {nested} nested exceptions among them"
+    );
+    if !absent.is_empty() {
+        eprintln!("\n*** not made here, so no nested exception compared: {absent:?} ***\n");
+    }
+    assert!(compared >= 6, "only {compared} crashers compared");
+}

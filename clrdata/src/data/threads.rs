@@ -69,19 +69,21 @@ pub trait ReadThreads {
     /// allocation contexts).
     fn threads_partial(&self) -> (Vec<ThreadData>, Option<ClrError>);
 
-    /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none).
+    /// `Thread::m_LastThrownObjectHandle`: (handle, the object it holds; 0 when none); on
+    /// .NET 11, as its DAC, the exception being dispatched first (the address of its ExInfo's
+    /// `m_exception` as the handle).
     fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)>;
 
     /// The exception a thread is dispatching now (.NET 9+: `Thread.ExceptionTracker`, the
-    /// innermost `ExInfo`, and its `ThrownObject`: a handle on 9/10, the object on 11):
-    /// (ExInfo, the object; 0 when none).
-    /// `Ok(None)` where the runtime does not publish the tracker (.NET 8).
+    /// innermost `ExInfo`, and its `ThrownObject`: a handle on 8 to 10, the object on 11;
+    /// Linux .NET 8: the current `ExceptionTracker`): (ExInfo, the object; 0 when none).
+    /// `Ok(None)` where the tracker's layout is not known (Windows .NET 8).
     fn current_exception(&self, thread: u64) -> Result<Option<(u64, u64)>>;
 
     /// The exceptions the thread's innermost one was thrown while dispatching, innermost
     /// first (SOS's nested exceptions: `ExceptionInfo.PreviousNestedInfo` from the thread's
     /// `ExceptionTracker` on): each (ExInfo, its thrown object; 0 when none). `Ok(None)` where
-    /// the runtime does not publish the tracker (.NET 8).
+    /// the tracker's layout is not known (Windows .NET 8).
     fn nested_exceptions(&self, thread: u64) -> Result<Option<Vec<(u64, u64)>>>;
 }
 
@@ -202,6 +204,21 @@ impl<M: Memory> ReadThreads for Runtime<M> {
 
     fn last_thrown_object(&self, thread: u64) -> Result<(u64, u64)> {
         self.require(crate::discovery::layout::Capability::Exceptions)?;
+        // .NET 11: the runtime sets m_LastThrownObjectHandle only once an exception's
+        // dispatch is over, and its ExInfo holds the object itself; the DAC (GetThreadData)
+        // gives the exception being dispatched first, the address of its ExInfo's field as a
+        // pseudo-handle (on nestedfault-net11: the InvalidOperationException in its catch
+        // block, not the FailFast's earlier ExecutionEngineException the handle holds).
+        if let (Some(l), false) = (
+            self.layout.thread.exception_tracker,
+            self.layout.thread.thrown_object_is_handle,
+        ) {
+            if let Some((ex_info, obj)) = self.current_exception(thread)? {
+                if ex_info != 0 && obj != 0 {
+                    return Ok((ex_info + l.thrown_object, obj));
+                }
+            }
+        }
         let off = match self.layout.thread.last_thrown_object {
             Some(off) => off,
             None => self.layout.stack().thread_last_thrown,

@@ -318,7 +318,8 @@ pub struct ThreadLayout {
     /// family's [`StackLayout::thread_last_thrown`] (.NET 8).
     pub last_thrown_object: Option<u64>,
     /// `Thread.ExceptionTracker` and the `ExceptionInfo` it points at (.NET 9+: the
-    /// descriptor's); `None` where not published (.NET 8).
+    /// descriptor's; Linux .NET 8: `ThreadExceptionState::m_pCurrentTracker` and its
+    /// `ExceptionTracker`); `None` where not known (Windows .NET 8).
     pub exception_tracker: Option<ExceptionTrackerLayout>,
     /// Whether `ExceptionInfo.ThrownObject` is an OBJECTHANDLE (.NET 9, 10: `m_hThrowable`)
     /// or the object reference itself (.NET 11: the managed `ExInfo._exception`).
@@ -999,7 +1000,15 @@ pub static NET8_LINUX_X64: Layout = Layout {
         link_target: 0xE8,
         os_thread_id: 0x1A8,
         last_thrown_object: None,
-        exception_tracker: None,
+        // Thread::m_ExceptionState.m_pCurrentTracker (ThreadExceptionState follows
+        // m_LastThrownObjectHandle 0x1D0 and m_ltoIsUnhandled) and the ExceptionTracker's
+        // m_pPrevNestedInfo and m_hThrowable (docs/clr-layout-net8.md: measured on
+        // nestedfault-net8 against the DAC's firstNestedException and SOS's `pe -nested`).
+        exception_tracker: Some(ExceptionTrackerLayout {
+            tracker: 0x1E0,
+            thrown_object: 0x40,
+            previous_nested: 0x8,
+        }),
         thrown_object_is_handle: true,
     },
     method_table: METHOD_TABLE_NET8,

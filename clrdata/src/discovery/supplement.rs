@@ -1291,7 +1291,18 @@ fn stack_layout(l: &Lookup<'_>, family: Family, windows: bool) -> layout::StackL
         frame_type,
         nibble_map,
         sef_target_context: l.d.field("SoftwareExceptionFrame", "TargetContext"),
-        context_frames: context_frames(l.d, windows),
+        context_frames: {
+            let mut c = context_frames(l.d, windows);
+            // 9.0's descriptor has no FaultingExceptionFrame: its CONTEXT m_ctx is at +0x20, as
+            // on 8 (frames.h) and 10 (descriptor). Measured on the on-demand nestedfault-net9
+            // (9.0.22, Linux): there its ContextFlags say CONTEXT_AMD64 and its Rip/Rsp are the
+            // DAC's next frame (tests::on_demand: every frame equals the DAC's). Windows 9 has
+            // no such dump to check: left unknown.
+            if family == Family::Net9 && !windows {
+                c.faulting_context.get_or_insert(0x20);
+            }
+            c
+        },
         module_r2r_info: f("Module", "ReadyToRunInfo"),
         r2r_info_header: f("ReadyToRunInfo", "ReadyToRunHeader"),
         // m_pModule: at +0 on 8.0 and 9.0 (checked on use); 10's descriptor does not say.
