@@ -189,3 +189,60 @@ fn memory_display_is_sos() {
     println!("memory display: {checked} commands equal SOS's, line by line");
     assert!(checked >= 40, "only {checked} memory display truths");
 }
+
+/// Every `ephrefs`/`ephtoloh` truth: the heaprefs files' and the busier heaps' of
+/// `dumps/<name>.sos-ephrefs.txt`.
+fn eph_truths() -> Vec<(tests::Entry, String, String)> {
+    let mut v = Vec::new();
+    for kind in ["sos-heaprefs", "sos-ephrefs"] {
+        for (e, secs) in tests::sos::dumps_with(kind) {
+            for (cmd, text) in secs {
+                if cmd == "ephrefs" || cmd == "ephtoloh" {
+                    v.push((e.clone(), cmd, text));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// `ephrefs`'s text as blocks: each `References from X to Y:` group (its header and rows) and
+/// the closing count line.
+fn eph_blocks(text: &str) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for l in lines(text) {
+        if l.starts_with("References from ") || l.contains(" older generation objects ") {
+            out.push(Vec::new());
+        }
+        if let Some(b) = out.last_mut() {
+            b.push(l);
+        }
+    }
+    out
+}
+
+/// `ephrefs`: SOS prints its groups (object generation, referenced generation) in the order
+/// ClrMD enumerates the heap's segments, dumpshell by generation: the groups are compared as
+/// a set, each group's rows (by address in both) and the closing count line exactly.
+/// `ephtoloh`: line by line.
+#[test]
+fn ephrefs_and_ephtoloh_are_sos() {
+    let (mut checked, mut rows) = (0, 0);
+    for (e, cmd, text) in eph_truths() {
+        let s = session(&e);
+        let (json, ours) = run(&s, &cmd);
+        let ctx = format!("{}: {cmd}\n--- ours:\n{ours}--- SOS:\n{text}", e.name);
+        if cmd == "ephrefs" {
+            let (mut a, mut b) = (eph_blocks(&ours), eph_blocks(&text));
+            a.sort();
+            b.sort();
+            assert_eq!(a, b, "{ctx}");
+            rows += json["objects"].as_array().map_or(0, Vec::len);
+        } else {
+            assert_eq!(lines(&ours), lines(&text), "{ctx}");
+        }
+        checked += 1;
+    }
+    println!("ephrefs/ephtoloh: {checked} outputs equal SOS's ({rows} ephrefs rows)");
+    assert!(checked >= 20, "only {checked} ephrefs/ephtoloh truths");
+}
