@@ -1159,6 +1159,13 @@ impl Render for MemoryResult {
             t.push('\n');
             off += per_row * unit;
         }
+        if self.missing_from.is_some() {
+            let got = self.read;
+            let mf = self.start.wrapping_add(got as u64);
+            t.push_str(&format!(
+                "{mf:016x} ?? the dump holds no memory from here ({got} of {total} bytes read)\n"
+            ));
+        }
         t
     }
 }
