@@ -1,5 +1,6 @@
 //! SOS's heap and object commands: `gcheapstat`, `sizestats`, `dumpgen` (the heap by
-//! generation), `dumpdelegate` and `dumpruntimetypes`, each shaped as SOS 10.0.750501 prints it (checked against
+//! generation), `dumpdelegate`, `dumpruntimetypes`, `listnearobj`, `analyzeoom`, and the
+//! references across generations (`ephrefs`, `ephtoloh`), each shaped as SOS 10.0.750501 prints it (checked against
 //! SOS on the corpus: tests/tests/sos_heap.rs).
 
 use crate::addr::{hex, parse_address};
@@ -111,6 +112,23 @@ pub static SPECS: &[CommandSpec] = &[
         about: "the GC's record of its last out-of-memory failure, per heap (SOS's analyzeoom)",
         grammar: || Command::new("analyzeoom"),
         run: analyzeoom,
+    },
+    CommandSpec {
+        name: "ephrefs",
+        aliases: &[],
+        about: "older generation objects that reference objects of gen0 (and, from gen2, the \
+                LOH and the POH, of gen1), with how many references and the bytes they \
+                reference (SOS's ephrefs)",
+        grammar: || Command::new("ephrefs"),
+        run: ephrefs,
+    },
+    CommandSpec {
+        name: "ephtoloh",
+        aliases: &[],
+        about: "gen0 and gen1 objects referencing the large object heap, LOH objects \
+                referencing gen0 and gen1, and the chains through both (SOS's ephtoloh)",
+        grammar: || Command::new("ephtoloh"),
+        run: ephtoloh,
     },
 ];
 
@@ -1005,4 +1023,258 @@ fn analyzeoom(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
     let heaps = clrdata::model::oom::oom_records(&c.rt, heap)
         .map_err(|e| CommandError::clr("reading the GC's OOM history", e))?;
     Ok(Output::rendered("analyzeoom", AnalyzeOom { heaps }))
+}
+
+// ---------------------------------------------------------------------------- ephrefs, ephtoloh
+
+/// ClrMD's name of a generation (`Generation` enum), as SOS's ephrefs prints it.
+fn clrmd_generation(g: Generation) -> &'static str {
+    match g {
+        Generation::Gen0 => "Generation0",
+        Generation::Gen1 => "Generation1",
+        Generation::Gen2 => "Generation2",
+        Generation::Loh => "Large",
+        Generation::Poh => "Pinned",
+        Generation::Frozen => "Frozen",
+    }
+}
+
+/// SOS's type column of a given width: a longer name keeps its end after `...`.
+fn sos_type_column(name: &str, width: usize) -> String {
+    let n = name.chars().count();
+    if n <= width {
+        return format!("{name:<width$}");
+    }
+    let tail: String = name.chars().skip(n - (width - 3)).collect();
+    format!("...{tail}")
+}
+
+/// `ephrefs`'s result (docs/json.md, `ephrefs`).
+#[derive(Serialize)]
+pub struct EphRefs {
+    pub objects: Vec<EphRefRow>,
+    pub referenced: u64,
+    pub referenced_bytes: u64,
+    pub walk_errors: Vec<WalkErrorOut>,
+}
+
+#[derive(Serialize)]
+pub struct EphRefRow {
+    pub object: String,
+    pub mt: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub size: u64,
+    pub object_generation: Generation,
+    pub reference_generation: Generation,
+    pub count: u64,
+    pub bytes: u64,
+    #[serde(skip)]
+    pub address: u64,
+    #[serde(skip)]
+    pub mt_value: u64,
+}
+
+impl Render for EphRefs {
+    fn render(&self) -> String {
+        let mut t = errors_text(&self.walk_errors);
+        let mut last: Option<(Generation, Generation)> = None;
+        for r in &self.objects {
+            let key = (r.object_generation, r.reference_generation);
+            if last != Some(key) {
+                if last.is_some() {
+                    t.push('\n');
+                }
+                last = Some(key);
+                t.push_str(&format!(
+                    "References from {} to {}:\n\n",
+                    clrmd_generation(key.0).to_lowercase(),
+                    clrmd_generation(key.1).to_lowercase()
+                ));
+                t.push_str(&format!(
+                    "{:>16} {:>16} {:>14} {:<11} {:<11} {:>14} {:>14} Type\n",
+                    "Object", "MethodTable", "Size", "Obj Gen", "Ref Gen", "Obj Count", "Obj Size"
+                ));
+            }
+            t.push_str(&format!(
+                "{:>16} {:>16} {:>14} {:<11} {:<11} {:>14} {:>14} {}\n",
+                format!("{:012x}", r.address),
+                format!("{:012x}", r.mt_value),
+                grouped(r.size),
+                clrmd_generation(r.object_generation),
+                clrmd_generation(r.reference_generation),
+                grouped(r.count),
+                grouped(r.bytes),
+                r.type_name
+            ));
+        }
+        t.push_str(&format!(
+            "\n{} older generation objects referenced {} younger objects ({} bytes)\n",
+            grouped(self.objects.len() as u64),
+            grouped(self.referenced),
+            grouped(self.referenced_bytes)
+        ));
+        t
+    }
+}
+
+fn ephrefs(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let p = progress(&c, heap, "ephrefs");
+    let r = generations::ephemeral_references(&c.rt, heap, &c.names, &|n| p.advance(n))
+        .map_err(stop)?;
+    let objects = r
+        .rows
+        .iter()
+        .map(|x| EphRefRow {
+            object: hex(x.object),
+            mt: hex(x.mt),
+            type_name: c.type_name(x.mt),
+            size: x.size,
+            object_generation: x.object_generation,
+            reference_generation: x.reference_generation,
+            count: x.count,
+            bytes: x.bytes,
+            address: x.object,
+            mt_value: x.mt,
+        })
+        .collect();
+    Ok(Output::rendered(
+        "ephrefs",
+        EphRefs {
+            objects,
+            referenced: r.referenced,
+            referenced_bytes: r.referenced_bytes,
+            walk_errors: errors_out(&r.errors),
+        },
+    ))
+}
+
+/// `ephtoloh`'s result (docs/json.md, `ephtoloh`).
+#[derive(Serialize)]
+pub struct EphToLoh {
+    pub ephemeral_to_loh: Vec<EdgeOut>,
+    pub loh_to_ephemeral: Vec<EdgeOut>,
+    /// `[ephemeral, large, ephemeral]` objects.
+    pub round_trips: Vec<[String; 3]>,
+    pub walk_errors: Vec<WalkErrorOut>,
+    #[serde(skip)]
+    round_trip_rows: Vec<[(u64, String); 3]>,
+}
+
+#[derive(Serialize)]
+pub struct EdgeOut {
+    pub from: String,
+    pub from_type: String,
+    pub to: String,
+    pub to_type: String,
+    #[serde(skip)]
+    pub addresses: (u64, u64),
+}
+
+impl Render for EphToLoh {
+    fn render(&self) -> String {
+        let mut t = errors_text(&self.walk_errors);
+        let header = format!(
+            "{:>16} {} {:>16} Large Object Type\n",
+            "Ephemeral",
+            sos_type_column("Ephemeral Type", 64),
+            "Large Object"
+        );
+        let row = |e: &EdgeOut| {
+            format!(
+                "{:>16} {} {:>16} {}\n",
+                format!("{:012x}", e.addresses.0),
+                sos_type_column(&e.from_type, 64),
+                format!("{:012x}", e.addresses.1),
+                e.to_type
+            )
+        };
+        if self.ephemeral_to_loh.is_empty() {
+            t.push_str("No Ephemeral objects pointing to the Large objects.\n");
+        } else {
+            t.push_str("Ephemeral objects pointing to the Large objects:\n\n");
+            t.push_str(&header);
+            self.ephemeral_to_loh
+                .iter()
+                .for_each(|e| t.push_str(&row(e)));
+            t.push('\n');
+        }
+        if self.loh_to_ephemeral.is_empty() {
+            t.push_str("No Large objects pointing to Ephemeral objects.\n");
+        } else {
+            t.push_str("Large objects pointing to Ephemeral objects:\n\n");
+            t.push_str(&header);
+            self.loh_to_ephemeral
+                .iter()
+                .for_each(|e| t.push_str(&row(e)));
+            t.push('\n');
+        }
+        if !self.ephemeral_to_loh.is_empty() && !self.loh_to_ephemeral.is_empty() {
+            if self.round_trip_rows.is_empty() {
+                t.push_str(
+                    "No Ephemeral objects which point to Large objects which point to Ephemeral \
+                     objects.\n",
+                );
+            } else {
+                t.push_str(
+                    "Ephemeral objects which point to Large objects which point to Ephemeral \
+                     objects:\n\n",
+                );
+                for r in &self.round_trip_rows {
+                    t.push_str(&format!(
+                        "{:>16} {} {:>16} {} {:>16} {}\n",
+                        format!("{:012x}", r[0].0),
+                        sos_type_column(&r[0].1, 64),
+                        format!("{:012x}", r[1].0),
+                        sos_type_column(&r[1].1, 64),
+                        format!("{:012x}", r[2].0),
+                        r[2].1
+                    ));
+                }
+                t.push('\n');
+            }
+        }
+        t
+    }
+}
+
+fn ephtoloh(s: &Session, _: &ArgMatches) -> Result<Output, CommandError> {
+    let c = clr(s)?;
+    let heap = c.heap()?;
+    let p = progress(&c, heap, "ephtoloh");
+    let r = generations::ephemeral_loh(&c.rt, heap, &c.names, &|n| p.advance(n)).map_err(stop)?;
+    let edge = |e: &clrdata::analysis::generations::HeapEdge| EdgeOut {
+        from: hex(e.from),
+        from_type: c.type_name(e.from_mt),
+        to: hex(e.to),
+        to_type: c.type_name(e.to_mt),
+        addresses: (e.from, e.to),
+    };
+    let ephemeral_to_loh: Vec<EdgeOut> = r.ephemeral_to_loh.iter().map(edge).collect();
+    let loh_to_ephemeral: Vec<EdgeOut> = r.loh_to_ephemeral.iter().map(edge).collect();
+    let name_of = |a: u64| {
+        let r = clrdata::model::objects::ObjectReader::new(&c.rt, &c.names);
+        r.object_mt(a)
+            .map_or_else(|_| "Unknown".to_string(), |(mt, _)| c.type_name(mt))
+    };
+    let round_trip_rows: Vec<[(u64, String); 3]> = r
+        .round_trips
+        .iter()
+        .map(|&(a, b, d)| [(a, name_of(a)), (b, name_of(b)), (d, name_of(d))])
+        .collect();
+    Ok(Output::rendered(
+        "ephtoloh",
+        EphToLoh {
+            ephemeral_to_loh,
+            loh_to_ephemeral,
+            round_trips: round_trip_rows
+                .iter()
+                .map(|r| [hex(r[0].0), hex(r[1].0), hex(r[2].0)])
+                .collect(),
+            walk_errors: errors_out(&r.errors),
+            round_trip_rows,
+        },
+    ))
 }

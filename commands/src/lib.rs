@@ -13,6 +13,7 @@ pub mod codeinfo;
 pub mod control;
 pub mod exceptions;
 pub mod heap;
+pub mod heaprefs;
 pub mod heapsos;
 pub mod help;
 pub mod ilsos;

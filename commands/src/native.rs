@@ -1,5 +1,5 @@
 //! Native-level commands: they need only the dump (no CLR): `info`, `threads`, `modules`, and
-//! memory display (`db`, `dw`, `dd`, `dq`).
+//! memory display (`db`, `dw`, `dd`, `dq`, `dp`, `dc`, `da`, `du`).
 
 use crate::addr::hex;
 use crate::addr::{fmt_addr, parse_address, parse_count};
@@ -65,30 +65,58 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec {
         name: "db",
         aliases: &["memory", "m"],
-        about: "display memory as bytes and ASCII",
-        grammar: || memory_grammar("db", 128),
-        run: |s, m| display_memory(s, m, 1, "db"),
+        about: MEMORY_FORMATS[0].about,
+        grammar: || memory_grammar("db"),
+        run: |s, m| display_memory(s, m, "db"),
     },
     CommandSpec {
         name: "dw",
         aliases: &[],
-        about: "display memory as 16-bit words",
-        grammar: || memory_grammar("dw", 64),
-        run: |s, m| display_memory(s, m, 2, "dw"),
+        about: MEMORY_FORMATS[1].about,
+        grammar: || memory_grammar("dw"),
+        run: |s, m| display_memory(s, m, "dw"),
     },
     CommandSpec {
         name: "dd",
         aliases: &[],
-        about: "display memory as 32-bit words",
-        grammar: || memory_grammar("dd", 32),
-        run: |s, m| display_memory(s, m, 4, "dd"),
+        about: MEMORY_FORMATS[2].about,
+        grammar: || memory_grammar("dd"),
+        run: |s, m| display_memory(s, m, "dd"),
     },
     CommandSpec {
         name: "dq",
-        aliases: &["dp"],
-        about: "display memory as 64-bit words",
-        grammar: || memory_grammar("dq", 16),
-        run: |s, m| display_memory(s, m, 8, "dq"),
+        aliases: &[],
+        about: MEMORY_FORMATS[3].about,
+        grammar: || memory_grammar("dq"),
+        run: |s, m| display_memory(s, m, "dq"),
+    },
+    CommandSpec {
+        name: "dp",
+        aliases: &[],
+        about: MEMORY_FORMATS[4].about,
+        grammar: || memory_grammar("dp"),
+        run: |s, m| display_memory(s, m, "dp"),
+    },
+    CommandSpec {
+        name: "dc",
+        aliases: &[],
+        about: MEMORY_FORMATS[5].about,
+        grammar: || memory_grammar("dc"),
+        run: |s, m| display_memory(s, m, "dc"),
+    },
+    CommandSpec {
+        name: "da",
+        aliases: &[],
+        about: MEMORY_FORMATS[6].about,
+        grammar: || memory_grammar("da"),
+        run: |s, m| display_memory(s, m, "da"),
+    },
+    CommandSpec {
+        name: "du",
+        aliases: &[],
+        about: MEMORY_FORMATS[7].about,
+        grammar: || memory_grammar("du"),
+        run: |s, m| display_memory(s, m, "du"),
     },
     CommandSpec {
         name: "sleep",
@@ -920,7 +948,118 @@ fn modules(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
 
 // -------------------------------------------------------------------------------------- memory
 
-fn memory_grammar(name: &'static str, default_units: u64) -> Command {
+/// One memory display command, as SOS's `ReadMemoryCommand` (dotnet-dump's `db`, `dw`, `dd`,
+/// `dq`, `dp`, `dc`, `da`, `du`) defines it: the unit, how many units by default, how many a
+/// row shows and what follows them; or a zero-terminated string.
+pub struct MemoryFormat {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Bytes per unit (`dp`: the pointer's, 8 on the targets read).
+    pub unit: usize,
+    /// Units shown when no count is given.
+    pub count: u64,
+    /// Units per row (0: a zero-terminated string, `Text: '...'`).
+    pub per_row: usize,
+    /// What each row ends with: the units as characters.
+    pub chars: MemoryChars,
+}
+
+/// The characters a memory row ends with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MemoryChars {
+    None,
+    /// Each byte as an ASCII character (`.` when not printable).
+    Ascii,
+    /// Each 16-bit unit as a character (`.` when not printable ASCII).
+    Unicode,
+}
+
+/// The memory display commands (SOS's defaults: `DefaultOptions` of each `[Command]`).
+pub static MEMORY_FORMATS: &[MemoryFormat] = &[
+    MemoryFormat {
+        name: "db",
+        about: "display memory as bytes and ASCII",
+        unit: 1,
+        count: 128,
+        per_row: 16,
+        chars: MemoryChars::Ascii,
+    },
+    MemoryFormat {
+        name: "dw",
+        about: "display memory as 16-bit words",
+        unit: 2,
+        count: 128,
+        per_row: 16,
+        chars: MemoryChars::None,
+    },
+    MemoryFormat {
+        name: "dd",
+        about: "display memory as 32-bit words",
+        unit: 4,
+        count: 64,
+        per_row: 8,
+        chars: MemoryChars::None,
+    },
+    MemoryFormat {
+        name: "dq",
+        about: "display memory as 64-bit words",
+        unit: 8,
+        count: 32,
+        per_row: 4,
+        chars: MemoryChars::None,
+    },
+    MemoryFormat {
+        name: "dp",
+        about: "display memory as pointers",
+        unit: 8,
+        count: 32,
+        per_row: 4,
+        chars: MemoryChars::None,
+    },
+    MemoryFormat {
+        name: "dc",
+        about: "display memory as 16-bit characters (UTF-16 code units and the text)",
+        unit: 2,
+        count: 64,
+        per_row: 8,
+        chars: MemoryChars::Unicode,
+    },
+    MemoryFormat {
+        name: "da",
+        about: "display memory as a zero-terminated byte (ASCII) string",
+        unit: 1,
+        count: 0,
+        per_row: 0,
+        chars: MemoryChars::Ascii,
+    },
+    MemoryFormat {
+        name: "du",
+        about: "display memory as a zero-terminated 16-bit (UTF-16) string",
+        unit: 2,
+        count: 0,
+        per_row: 0,
+        chars: MemoryChars::Unicode,
+    },
+];
+
+/// The format of the memory command `name` (one of [`MEMORY_FORMATS`]).
+pub fn memory_format(name: &str) -> &'static MemoryFormat {
+    MEMORY_FORMATS
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or(&MEMORY_FORMATS[0])
+}
+
+/// Most characters `da`/`du` read looking for the terminating zero, when no count is given.
+const MAX_STRING_CHARS: u64 = 64 << 10;
+
+fn memory_grammar(name: &'static str) -> Command {
+    let f = memory_format(name);
+    let default = if f.per_row == 0 {
+        format!("up to the terminating zero, at most {MAX_STRING_CHARS} characters")
+    } else {
+        f.count.to_string()
+    };
     Command::new(name)
         .arg(
             Arg::new("address")
@@ -928,7 +1067,7 @@ fn memory_grammar(name: &'static str, default_units: u64) -> Command {
                 .help("start address (hex; 0x and ` allowed)"),
         )
         .arg(Arg::new("length").help(format!(
-            "how many units to show: decimal, 0x hex, or WinDbg's L<hex> (default {default_units})"
+            "how many units to show: decimal, 0x hex, or WinDbg's L<hex> (default {default})"
         )))
         .arg(
             Arg::new("count")
@@ -938,7 +1077,7 @@ fn memory_grammar(name: &'static str, default_units: u64) -> Command {
         )
 }
 
-/// A memory display's result (`db`, `dw`, `dd`, `dq`).
+/// A memory display's result (`db`, `dw`, `dd`, `dq`, `dp`, `dc`).
 #[derive(Serialize)]
 pub struct MemoryResult {
     pub address: String,
@@ -953,72 +1092,140 @@ pub struct MemoryResult {
     /// The bytes read, whole units only.
     #[serde(skip)]
     pub bytes: Vec<u8>,
-    /// How many bytes were asked for.
+    /// The format shown.
     #[serde(skip)]
-    pub asked: u64,
+    pub format: &'static MemoryFormat,
 }
 
-/// Most units one display command will read (1 MiB of bytes).
-const MAX_DISPLAY_BYTES: u64 = 1 << 20;
+/// A character as SOS's `ReadChar` shows it: printable ASCII as itself, else `.`.
+fn shown_char(v: u32) -> char {
+    if (0x20..=0x7e).contains(&v) {
+        char::from(v as u8)
+    } else {
+        '.'
+    }
+}
 
 impl Render for MemoryResult {
     fn render(&self) -> String {
-        let (addr, unit) = (self.start, self.unit);
+        let f = self.format;
+        let (unit, per_row) = (f.unit, f.per_row.max(1));
+        let total = self.requested.saturating_mul(unit as u64) as usize;
+        let unit_at = |off: usize| -> Option<u64> {
+            let c = self.bytes.get(off..off + unit)?;
+            let mut v = [0u8; 8];
+            v[..unit].copy_from_slice(c);
+            Some(u64::from_le_bytes(v))
+        };
+        // SOS's rows: the address, each unit (`??` where the dump holds no memory, blanks past
+        // the count), two blanks and the characters.
         let mut t = String::new();
-        let per_line = 16 / unit;
-        for (li, chunk) in self.bytes.chunks(16).enumerate() {
-            let a = addr.wrapping_add((li * 16) as u64);
-            t.push_str(&format!("{a:016x} "));
-            for (i, c) in chunk.chunks(unit).enumerate() {
-                let mut v = [0u8; 8];
-                v[..unit].copy_from_slice(c);
-                let sep = if unit == 1 && i == 8 { '-' } else { ' ' };
-                t.push(sep);
-                t.push_str(&format!("{:0w$x}", u64::from_le_bytes(v), w = unit * 2));
+        let mut off = 0usize;
+        while off < total {
+            t.push_str(&format!("{:016x}:", self.start.wrapping_add(off as u64)));
+            for col in 0..per_row {
+                let o = off + col * unit;
+                t.push(' ');
+                if o >= total {
+                    t.push_str(&" ".repeat(unit * 2));
+                } else if let Some(v) = unit_at(o) {
+                    t.push_str(&format!("{v:0w$x}", w = unit * 2));
+                } else {
+                    t.push_str(&"?".repeat(unit * 2));
+                }
             }
-            if unit == 1 {
-                let pad = (per_line - chunk.len()) * 3;
-                t.push_str(&" ".repeat(pad + 2));
-                t.extend(chunk.iter().map(|&b| {
-                    if (0x20..0x7f).contains(&b) {
-                        b as char
-                    } else {
-                        '.'
+            if f.chars != MemoryChars::None {
+                t.push_str("  ");
+                let cw = if f.chars == MemoryChars::Unicode {
+                    2
+                } else {
+                    1
+                };
+                for col in 0..per_row {
+                    let o = off + col * unit;
+                    if o >= total {
+                        break;
                     }
-                }));
+                    let c = self.bytes.get(o..o + cw).map(|b| {
+                        if cw == 2 {
+                            u16::from_le_bytes([b[0], b[1]]) as u32
+                        } else {
+                            b[0] as u32
+                        }
+                    });
+                    t.push(c.map_or('?', shown_char));
+                }
             }
             t.push('\n');
+            off += per_row * unit;
         }
         if self.missing_from.is_some() {
-            let (got, bytes) = (self.read, self.asked);
-            let mf = addr.wrapping_add(got as u64);
+            let got = self.read;
+            let mf = self.start.wrapping_add(got as u64);
             t.push_str(&format!(
-                "{mf:016x} ?? the dump holds no memory from here ({got} of {bytes} bytes read)\n"
+                "{mf:016x} ?? the dump holds no memory from here ({got} of {total} bytes read)\n"
             ));
         }
         t
     }
 }
 
-fn display_memory(
-    s: &Session,
-    m: &ArgMatches,
-    unit: usize,
-    name: &'static str,
-) -> Result<Output, CommandError> {
+/// A string display's result (`da`, `du`).
+#[derive(Serialize)]
+pub struct StringResult {
+    pub address: String,
+    /// Bytes per character: 1 (`da`), 2 (`du`).
+    pub unit: usize,
+    /// The characters before the terminating zero (or before the limit, or the memory's end),
+    /// each shown as SOS does: printable ASCII as itself, else `.`.
+    pub text: String,
+    /// How many characters were read.
+    pub length: u64,
+    /// Whether the terminating zero was found.
+    pub terminated: bool,
+    /// The first address the dump does not hold, when the string ran into it.
+    pub missing_from: Option<String>,
+    /// Most characters read.
+    pub limit: u64,
+}
+
+impl Render for StringResult {
+    fn render(&self) -> String {
+        let mut t = format!("Text: '{}'\n", self.text);
+        if let Some(m) = &self.missing_from {
+            t.push_str(&format!(
+                "(the dump holds no memory from {m}: no terminating zero before it)\n"
+            ));
+        } else if !self.terminated {
+            t.push_str(&format!(
+                "(no terminating zero in the first {} characters)\n",
+                self.limit
+            ));
+        }
+        t
+    }
+}
+
+/// Most bytes one display command will read (1 MiB).
+const MAX_DISPLAY_BYTES: u64 = 1 << 20;
+
+fn display_memory(s: &Session, m: &ArgMatches, name: &'static str) -> Result<Output, CommandError> {
+    let f = memory_format(name);
     let addr = parse_address(
         m.get_one::<String>("address")
             .map(String::as_str)
             .unwrap_or(""),
     )?;
-    let default = [128u64, 64, 0, 32, 0, 0, 0, 16][unit - 1];
-    let units = match m
+    let unit = f.unit;
+    let given = m
         .get_one::<String>("count")
         .or(m.get_one::<String>("length"))
-    {
-        Some(c) => parse_count(c)?,
-        None => default,
-    };
+        .map(|c| parse_count(c))
+        .transpose()?;
+    if f.per_row == 0 {
+        return Ok(Output::rendered(name, read_string(s, addr, f, given)?));
+    }
+    let units = given.unwrap_or(f.count);
     let bytes = units.saturating_mul(unit as u64);
     if bytes > MAX_DISPLAY_BYTES {
         return Err(CommandError::bad_argument(
@@ -1047,9 +1254,63 @@ fn display_memory(
         missing_from: missing.map(hex),
         start: addr,
         bytes: buf,
-        asked: bytes,
+        format: f,
     };
     Ok(Output::rendered(name, res))
+}
+
+/// `da`/`du`: the characters from `addr` to the terminating zero (at most `limit`, default
+/// [`MAX_STRING_CHARS`]), read in pieces so a string near the end of the memory held is read
+/// to there.
+fn read_string(
+    s: &Session,
+    addr: u64,
+    f: &'static MemoryFormat,
+    limit: Option<u64>,
+) -> Result<StringResult, CommandError> {
+    let unit = f.unit;
+    let limit = limit.unwrap_or(MAX_STRING_CHARS);
+    if limit.saturating_mul(unit as u64) > MAX_DISPLAY_BYTES {
+        return Err(CommandError::bad_argument(
+            format!("{limit} characters of {unit} bytes"),
+            format!("more than the {MAX_DISPLAY_BYTES} bytes one display shows"),
+        ));
+    }
+    let mut text = String::new();
+    let (mut n, mut terminated, mut missing) = (0u64, false, None);
+    let mut buf = [0u8; 512];
+    'read: while n < limit {
+        let at = addr.wrapping_add(n * unit as u64);
+        let want = ((limit - n) as usize * unit).min(buf.len());
+        let got = s.target.read(at, &mut buf[..want]);
+        let whole = got - got % unit;
+        for c in buf[..whole].chunks(unit) {
+            let v = if unit == 2 {
+                u16::from_le_bytes([c[0], c[1]]) as u32
+            } else {
+                c[0] as u32
+            };
+            if v == 0 {
+                terminated = true;
+                break 'read;
+            }
+            text.push(shown_char(v));
+            n += 1;
+        }
+        if whole < want {
+            missing = Some(hex(addr.wrapping_add(n * unit as u64)));
+            break;
+        }
+    }
+    Ok(StringResult {
+        address: hex(addr),
+        unit,
+        text,
+        length: n,
+        terminated,
+        missing_from: missing,
+        limit,
+    })
 }
 
 /// `sleep`'s result (no text).

@@ -49,7 +49,7 @@ pub static SPECS: &[CommandSpec] =
         },
         CommandSpec {
             name: "dumparray",
-            aliases: &["da"],
+            aliases: &[],
             about: "an array's shape and elements",
             grammar: || {
                 Command::new("dumparray")

@@ -12,8 +12,8 @@ pub fn registry() -> &'static [&'static CommandSpec] {
     static ALL: std::sync::OnceLock<Vec<&'static CommandSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         use crate::{
-            asyncs, codeinfo, exceptions, heap, heapsos, ilsos, locks, native, nativeaot, objects,
-            roots, runtimesos, settings, stacks, threadpool, web,
+            asyncs, codeinfo, exceptions, heap, heaprefs, heapsos, ilsos, locks, native, nativeaot,
+            objects, roots, runtimesos, settings, stacks, threadpool, web,
         };
         native::SPECS
             .iter()
@@ -24,6 +24,7 @@ pub fn registry() -> &'static [&'static CommandSpec] {
             .chain(codeinfo::SPECS)
             .chain(asyncs::SPECS)
             .chain(roots::SPECS)
+            .chain(heaprefs::SPECS)
             .chain(exceptions::SPECS)
             .chain(nativeaot::SPECS)
             .chain(locks::SPECS)

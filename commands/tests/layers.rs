@@ -13,8 +13,8 @@ fn layer(m: &str) -> Option<usize> {
         "session" => 1,
         "spec" => 2,
         "native" | "heap" | "objects" | "stacks" | "asyncs" | "roots" | "exceptions" | "locks"
-        | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" | "codeinfo"
-        | "ilsos" | "settings" | "web" => 2,
+        | "threadpool" | "about" | "nativeaot" | "runtimesos" | "heapsos" | "heaprefs"
+        | "codeinfo" | "ilsos" | "settings" | "web" => 2,
         "registry" | "help" => 4,
         "triage" => 5,
         "buckets" => 6,

@@ -79,7 +79,12 @@ fn run(s: &Arc<Session>, line: &str) -> (Outcome, Duration) {
 fn lines(lm: &Landmarks, target: &dyn Target) -> Vec<String> {
     let mut v: Vec<String> = commands::registry()
         .iter()
-        .filter(|c| !matches!(c.name, "sleep" | "db" | "dw" | "dd" | "dq"))
+        .filter(|c| {
+            !matches!(
+                c.name,
+                "sleep" | "db" | "dw" | "dd" | "dq" | "dp" | "dc" | "da" | "du"
+            )
+        })
         .map(|c| c.name.to_string())
         .collect();
     v.extend(
@@ -95,8 +100,20 @@ fn lines(lm: &Landmarks, target: &dyn Target) -> Vec<String> {
     let obj = lm.objects.get(lm.objects.len() / 2).map(|s| s.start);
     let mt = lm.method_tables.first().map(|s| s.start);
     if let Some(o) = obj {
-        for c in ["dumpobj", "dumparray", "objsize", "gcwhere", "gcroot", "dq"] {
+        for c in [
+            "dumpobj",
+            "dumparray",
+            "objsize",
+            "gcwhere",
+            "gcroot",
+            "dq",
+            "dumpobjgcrefs",
+            "du",
+        ] {
             v.push(format!("{c} {o:#x}"));
+        }
+        if let Some(first) = lm.objects.first() {
+            v.push(format!("pathto {:#x} {o:#x}", first.start));
         }
     }
     if let Some(m) = mt {

@@ -309,3 +309,235 @@ pub fn generation_objects<M: Memory>(
         }
     })
 }
+
+/// The generation of any address on the heap: its region's (the heap was checked by
+/// [`check_regions`]), by binary search over the segments.
+struct GenerationMap {
+    /// `(start, end, generation)`, sorted by start.
+    ranges: Vec<(u64, u64, Generation)>,
+}
+
+impl GenerationMap {
+    fn new(heap: &GcHeap) -> GenerationMap {
+        let mut ranges: Vec<(u64, u64, Generation)> = heap
+            .segments
+            .iter()
+            .filter_map(|s| Generation::of_kind(s.kind).map(|g| (s.mem, s.walk_end, g)))
+            .collect();
+        ranges.sort_by_key(|r| r.0);
+        GenerationMap { ranges }
+    }
+
+    fn of(&self, addr: u64) -> Option<Generation> {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        let r = self.ranges.get(i.checked_sub(1)?)?;
+        (addr < r.1).then_some(r.2)
+    }
+}
+
+/// One older object's references to younger objects of one generation (a row of SOS's
+/// `ephrefs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EphemeralRefs {
+    /// The older object.
+    pub object: u64,
+    /// Its MethodTable.
+    pub mt: u64,
+    /// Its size (unaligned, as SOS's dumpheap).
+    pub size: u64,
+    /// Its generation (gen1, gen2, LOH or POH).
+    pub object_generation: Generation,
+    /// The younger objects' generation: gen0, or gen1 (for an object of gen2, LOH or POH).
+    pub reference_generation: Generation,
+    /// Its references to objects of that generation (one object referenced twice: 2).
+    pub count: u64,
+    /// The sizes of the objects referenced, once per reference.
+    pub bytes: u64,
+}
+
+/// `ephrefs`: the objects of older generations that reference objects of younger ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EphemeralReferences {
+    /// By (object generation, reference generation), then by address.
+    pub rows: Vec<EphemeralRefs>,
+    /// Distinct younger objects referenced.
+    pub referenced: u64,
+    /// Their total size (each once).
+    pub referenced_bytes: u64,
+    /// What the heap walk met.
+    pub errors: Vec<WalkError>,
+}
+
+/// The non-free object at `addr` (its MethodTable readable) and its unaligned size.
+fn object_and_size<M: Memory>(
+    r: &crate::model::objects::ObjectReader<'_, M>,
+    free_mt: u64,
+    addr: u64,
+) -> Option<(u64, u64)> {
+    let (mt, info) = r.object_mt(addr).ok()?;
+    if mt == free_mt {
+        return None;
+    }
+    Some((mt, r.raw_size(addr, &info).ok()?))
+}
+
+/// `ephrefs` (SOS's FindReferencesToEphemeralCommand): every object of gen1, gen2, the LOH
+/// and the POH holding references (dependent handles not counted) to objects of gen0, or
+/// (for gen2, LOH and POH objects) of gen1: one row per object and younger generation, with
+/// how many references and the referenced objects' bytes. Objects referenced that are no
+/// valid object, or free, are skipped, as SOS does.
+pub fn ephemeral_references<M: Memory>(
+    rt: &Runtime<M>,
+    heap: &GcHeap,
+    names: &crate::model::names::TypeNames,
+    progress: &dyn Fn(u64) -> bool,
+) -> Result<EphemeralReferences, GenerationStop> {
+    let map = GenerationMap::new(heap);
+    let r = crate::model::objects::ObjectReader::new(rt, names);
+    let mut rows = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut referenced_bytes = 0u64;
+    let errors = walk(rt, heap, progress, |o, g| {
+        if o.is_free || matches!(g, Generation::Gen0 | Generation::Frozen) {
+            return;
+        }
+        let Ok(refs) = r.references(o.address) else {
+            return;
+        };
+        if refs.is_empty() {
+            return;
+        }
+        let mut per: [(u64, u64); 2] = [(0, 0); 2];
+        for (_, t) in refs {
+            let Some(tg) = map.of(t) else { continue };
+            let i = match tg {
+                Generation::Gen0 => 0,
+                Generation::Gen1 if g > Generation::Gen1 => 1,
+                _ => continue,
+            };
+            let Some((_, size)) = object_and_size(&r, heap.free_mt, t) else {
+                continue;
+            };
+            per[i].0 += 1;
+            per[i].1 += size;
+            if seen.insert(t) {
+                referenced_bytes += size;
+            }
+        }
+        for (i, (count, bytes)) in per.into_iter().enumerate() {
+            if count > 0 {
+                rows.push(EphemeralRefs {
+                    object: o.address,
+                    mt: o.mt,
+                    size: r
+                        .object_mt(o.address)
+                        .and_then(|(_, info)| r.raw_size(o.address, &info))
+                        .unwrap_or(o.size),
+                    object_generation: g,
+                    reference_generation: [Generation::Gen0, Generation::Gen1][i],
+                    count,
+                    bytes,
+                });
+            }
+        }
+    })?;
+    rows.sort_by_key(|x| (x.object_generation, x.reference_generation, x.object));
+    Ok(EphemeralReferences {
+        rows,
+        referenced: seen.len() as u64,
+        referenced_bytes,
+        errors,
+    })
+}
+
+/// A reference between an ephemeral (gen0/gen1) object and a large one (`ephtoloh`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeapEdge {
+    /// The object holding the reference.
+    pub from: u64,
+    /// Its MethodTable.
+    pub from_mt: u64,
+    /// The object referenced.
+    pub to: u64,
+    /// Its MethodTable.
+    pub to_mt: u64,
+}
+
+/// `ephtoloh`: references from ephemeral objects to the large object heap and back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EphemeralLoh {
+    /// Gen0/gen1 objects referencing LOH objects, by (from, to).
+    pub ephemeral_to_loh: Vec<HeapEdge>,
+    /// LOH objects referencing gen0/gen1 objects, by (from, to).
+    pub loh_to_ephemeral: Vec<HeapEdge>,
+    /// Ephemeral -> large -> ephemeral: `(ephemeral, large, ephemeral)`, each pair of the
+    /// two lists joined on the large object.
+    pub round_trips: Vec<(u64, u64, u64)>,
+    /// What the heap walk met.
+    pub errors: Vec<WalkError>,
+}
+
+/// `ephtoloh` (SOS's FindEphemeralReferencesToLOHCommand): the gen0 and gen1 objects
+/// referencing objects of the large object heap, the LOH objects referencing gen0 and gen1
+/// objects, and the chains through both. (SOS 10.0.750501 reads only gen0 objects for the
+/// first list, its test `gen is not Generation0 or Generation1` reading as `(not gen0) or
+/// gen1`, and prints only the first chain: here every gen0 and gen1 object, every chain.)
+pub fn ephemeral_loh<M: Memory>(
+    rt: &Runtime<M>,
+    heap: &GcHeap,
+    names: &crate::model::names::TypeNames,
+    progress: &dyn Fn(u64) -> bool,
+) -> Result<EphemeralLoh, GenerationStop> {
+    let map = GenerationMap::new(heap);
+    let r = crate::model::objects::ObjectReader::new(rt, names);
+    let (mut to_loh, mut from_loh) = (Vec::new(), Vec::new());
+    let errors = walk(rt, heap, progress, |o, g| {
+        let young = matches!(g, Generation::Gen0 | Generation::Gen1);
+        if o.is_free || !(young || g == Generation::Loh) {
+            return;
+        }
+        let Ok(refs) = r.references(o.address) else {
+            return;
+        };
+        for (_, t) in refs {
+            let Some(tg) = map.of(t) else { continue };
+            let wanted = if young {
+                tg == Generation::Loh
+            } else {
+                matches!(tg, Generation::Gen0 | Generation::Gen1)
+            };
+            if !wanted {
+                continue;
+            }
+            let Some((tmt, _)) = object_and_size(&r, heap.free_mt, t) else {
+                continue;
+            };
+            let e = HeapEdge {
+                from: o.address,
+                from_mt: o.mt,
+                to: t,
+                to_mt: tmt,
+            };
+            if young {
+                to_loh.push(e);
+            } else {
+                from_loh.push(e);
+            }
+        }
+    })?;
+    to_loh.sort_by_key(|e| (e.from, e.to));
+    from_loh.sort_by_key(|e| (e.from, e.to));
+    let mut round_trips = Vec::new();
+    for e in &to_loh {
+        let i = from_loh.partition_point(|x| x.from < e.to);
+        for x in from_loh[i..].iter().take_while(|x| x.from == e.to) {
+            round_trips.push((e.from, e.to, x.to));
+        }
+    }
+    Ok(EphemeralLoh {
+        ephemeral_to_loh: to_loh,
+        loh_to_ephemeral: from_loh,
+        round_trips,
+        errors,
+    })
+}

@@ -1472,6 +1472,80 @@ pub fn gcroot_with<M: Memory + Target>(
     })
 }
 
+/// What `pathto` found: a shortest path of references from one object to another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathTo {
+    /// The object the path starts from.
+    pub source: u64,
+    /// The object it ends at.
+    pub target: u64,
+    /// The objects from `source` to `target`, both included (empty: no path).
+    pub path: Vec<u64>,
+    /// For each step `path[i] -> path[i+1]`, the slot of `path[i]` holding the reference
+    /// (None: a dependent handle's edge, primary to secondary).
+    pub slots: Vec<Option<u64>>,
+    /// Objects the search expanded.
+    pub objects_expanded: u64,
+    /// What could not be read (the search used everything else).
+    pub notes: Vec<String>,
+}
+
+/// `pathto`: a shortest path of references from the object `source` to `target`, breadth
+/// first over the objects' references and the dependent handles' edges (as ClrMD's
+/// `GCRoot.FindPathFrom`, which SOS's `pathto` uses, walks them; it goes depth first and so
+/// finds *a* path, this one a shortest). `source` must be an object (its MethodTable
+/// readable); `target` is any address a reference may hold.
+pub fn path_to<M: Memory + Target>(
+    rt: &Runtime<M>,
+    heap: &GcHeap,
+    names: &TypeNames,
+    source: u64,
+    target: u64,
+) -> Result<PathTo> {
+    let rr = RefReader::new(rt, names);
+    rr.reader.object_mt(source)?;
+    let mut notes = Vec::new();
+    let mut deps: HashMap<u64, Vec<u64>> = HashMap::new();
+    match rt.gc_handles() {
+        Ok(h) => {
+            notes.extend(h.errors.iter().map(|e| format!("handle table: {e}")));
+            for x in &h.handles {
+                if x.kind == HandleKind::Dependent && x.object != 0 && x.secondary != 0 {
+                    deps.entry(x.object).or_default().push(x.secondary);
+                }
+            }
+        }
+        Err(e) => notes.push(format!(
+            "handle table not read, dependent handles not followed: {e}"
+        )),
+    }
+    let mut search = Search {
+        bits: HeapBits::new(heap),
+        known: HashMap::new(),
+        deps,
+        rr,
+        target,
+        expanded: 0,
+        unreadable: 0,
+        _p: std::marker::PhantomData,
+    };
+    let (path, slots) = search.path_from(source).unwrap_or_default();
+    if search.unreadable > 0 {
+        notes.push(format!(
+            "{} object(s) whose references could not be read",
+            search.unreadable
+        ));
+    }
+    Ok(PathTo {
+        source,
+        target,
+        path,
+        slots,
+        objects_expanded: search.expanded,
+        notes,
+    })
+}
+
 /// A path kept within [`PATH_KEEP`] objects: `(path, slots)` with an elision marker encoded
 /// as the length in a trailing pseudo-slot (see [`unbound`]).
 fn bound(path: Vec<u64>, slots: Vec<Option<u64>>) -> (Vec<u64>, Vec<Option<u64>>) {

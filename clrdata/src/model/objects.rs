@@ -202,6 +202,20 @@ pub struct FieldData {
     pub value: FieldValue,
 }
 
+/// A reference an object holds and the field holding it ([`ObjectReader::references_with_fields`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldRef {
+    /// The slot's address.
+    pub slot: u64,
+    /// The slot's offset from the object's first field (object + 8): ClrMD's
+    /// `ClrReference.Offset` (an array's first element is at 8, after the length).
+    pub offset: u64,
+    /// The object referenced.
+    pub target: u64,
+    /// The field, through embedded structs (`_value._items`); None for an array element.
+    pub field: Option<String>,
+}
+
 /// An array's shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArrayData {
@@ -1198,8 +1212,10 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         match self.gc_layout(mt)? {
             GcLayout::None => {}
             GcLayout::Series(series) => {
-                // The GC walks from the highest series down; order is irrelevant here.
-                for (off, sz) in series.iter().rev() {
+                // As the GC walks them (`go_through_object`): from the highest series (the
+                // first read, next to the MethodTable) down, each slot by slot upwards; SOS's
+                // dumpobjgcrefs lists them in this order.
+                for (off, sz) in series.iter() {
                     // Wrapping arithmetic: a damaged GCDesc may hold any numbers; no slot lies
                     // past the object's end.
                     let start = addr.wrapping_add(*off);
@@ -1299,6 +1315,107 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             }
         }
         Ok(out)
+    }
+
+    /// The non-null references held by the object at `addr`, in the GCDesc walk's order (as
+    /// [`Self::references`]), each with the field holding it: ClrMD's
+    /// `EnumerateReferencesWithFields` (no dependent handles), which SOS's `dumpobjgcrefs` lists.
+    pub fn references_with_fields(&self, addr: u64) -> Result<Vec<FieldRef>> {
+        let (mt, info) = self.object_mt(addr)?;
+        let refs = self.references(addr)?;
+        // An array's elements have no field (ClrMD: an array type has no fields).
+        let fields = if info.component_size != 0 {
+            Vec::new()
+        } else {
+            self.fields(mt, addr + 8, false)?
+        };
+        Ok(refs
+            .into_iter()
+            .map(|(slot, target)| {
+                let offset = slot.wrapping_sub(addr).wrapping_sub(8);
+                FieldRef {
+                    slot,
+                    offset,
+                    target,
+                    field: self.field_path(&fields, offset),
+                }
+            })
+            .collect())
+    }
+
+    /// The name of the field holding the slot at `offset` (from the first field) among
+    /// `fields`, through embedded structs (`a.b.c`, `???` for a nameless one): ClrMD's
+    /// `ClrReference.Field`/`InnerField`. The field is the first containing the offset, else
+    /// the one starting closest below it; None when there is none, or no name on the way.
+    fn field_path(&self, fields: &[FieldData], offset: u64) -> Option<String> {
+        let mut names: Vec<String> = Vec::new();
+        let mut list: Vec<FieldData> = fields.to_vec();
+        let mut off = offset;
+        // The field whose struct is being looked into (ClrMD stops at `m_value` found inside
+        // itself: a primitive type's field is of its own type).
+        let mut outer: Option<u64> = None;
+        for _ in 0..MAX_PARENTS {
+            let Some(f) = self.find_field(&list, off).cloned() else {
+                break;
+            };
+            if f.name == "m_value" && outer == Some(f.field_desc) {
+                break;
+            }
+            names.push(if f.name.trim().is_empty() {
+                "???".into()
+            } else {
+                f.name.clone()
+            });
+            let (
+                FieldValue::ValueType {
+                    address,
+                    mt: Some(vmt),
+                },
+                true,
+            ) = (&f.value, f.is_value_type)
+            else {
+                break;
+            };
+            off -= f.offset as u64;
+            outer = Some(f.field_desc);
+            list = match self.fields(*vmt, *address, false) {
+                Ok(v) => v,
+                Err(_) => break,
+            };
+        }
+        // "???.???" says nothing: no name then.
+        names.iter().any(|n| n != "???").then(|| names.join("."))
+    }
+
+    /// ClrMD's `FindField`: the first field whose storage holds `offset`, else the one
+    /// starting closest below it (the first such).
+    fn find_field<'f>(&self, fields: &'f [FieldData], offset: u64) -> Option<&'f FieldData> {
+        let mut best: Option<&FieldData> = None;
+        for f in fields {
+            let start = f.offset as u64;
+            if start <= offset && offset < start + self.field_size(f) {
+                return Some(f);
+            }
+            if start <= offset && best.is_none_or(|b| (b.offset as u64) < start) {
+                best = Some(f);
+            }
+        }
+        best
+    }
+
+    /// The bytes a field's storage takes: its element type's size, an embedded struct's
+    /// unboxed size.
+    fn field_size(&self, f: &FieldData) -> u64 {
+        match f.element_type {
+            0x02 | 0x04 | 0x05 => 1,
+            0x03 | 0x06 | 0x07 => 2,
+            0x08 | 0x09 | 0x0c => 4,
+            0x11 => f
+                .type_mt
+                .and_then(|m| self.rt.method_table(m).ok())
+                .map_or(0, |i| (i.base_size as u64).saturating_sub(16)),
+            _ => 8,
+        }
     }
 
     /// `objsize`: the objects reachable from `addr` (itself included) and their total size.
