@@ -547,7 +547,7 @@ pub enum DumpAlc {
         /// The binder path.
         alc: clrdata::data::types::AlcData,
         /// The AssemblyLoadContext object, when there is one.
-        view: Option<(ObjectView, SosExtras)>,
+        view: Option<Box<(ObjectView, SosExtras)>>,
     },
 }
 
@@ -601,7 +601,7 @@ impl DumpAlc {
                 handle: Some(hex(alc.handle)),
                 context: view
                     .as_ref()
-                    .map(|(v, x)| DumpObj(v.clone(), x.clone()).to_json()),
+                    .map(|b| DumpObj(b.0.clone(), b.1.clone()).to_json()),
             },
         }
     }
@@ -613,9 +613,7 @@ impl Render for DumpAlc {
             DumpAlc::Free { size, .. } => {
                 format!("Free Object\nSize:        {size}(0x{size:x}) bytes\n")
             }
-            DumpAlc::Context {
-                view: Some((v, x)), ..
-            } => sos_object_text(v, x),
+            DumpAlc::Context { view: Some(b), .. } => sos_object_text(&b.0, &b.1),
             DumpAlc::Context { view: None, .. } => {
                 "Name:        System.Runtime.Loader.DefaultAssemblyLoadContext\n\
                  The managed instance of this context doesn't exist yet\n"
@@ -649,7 +647,7 @@ fn dumpalc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     } else {
         let v = inspect::object_view(&r, alc.object, false)?;
         let x = sos_extras(&r, &v);
-        Some((v, x))
+        Some(Box::new((v, x)))
     };
     Ok(Output::rendered(
         "dumpalc",
