@@ -37,6 +37,15 @@ pub static SPECS: &[CommandSpec] =
             run: dumpobj,
         },
         CommandSpec {
+            name: "dumpalc",
+            aliases: &[],
+            about: "the AssemblyLoadContext of an object's type (SOS's dumpalc): the managed \
+                    AssemblyLoadContext object its module's assembly binder holds, shown as \
+                    dumpobj shows it",
+            grammar: || Command::new("dumpalc").arg(addr_arg("address", "the object's address")),
+            run: dumpalc,
+        },
+        CommandSpec {
             name: "dumpvc",
             aliases: &[],
             about: "a value type's fields, given its MethodTable and address",
@@ -226,8 +235,8 @@ macro_rules! serialize_as_json_form {
 }
 
 serialize_as_json_form!(
-    DumpObj, DumpVc, DumpArray, DumpMt, DumpClass, DumpMd, Name2Ee, DumpModule, ObjSize, GcWhere,
-    VerifyHeap
+    DumpObj, DumpAlc, DumpVc, DumpArray, DumpMt, DumpClass, DumpMd, Name2Ee, DumpModule, ObjSize,
+    GcWhere, VerifyHeap
 );
 
 // ------------------------------------------------------------------------------ field output
@@ -301,6 +310,10 @@ pub struct FieldJson {
     /// A thread-static's value on each thread that has one: `[{thread (managed id),
     /// thread_address, address, value}]`; null for other fields.
     pub thread_values: Option<Vec<Value>>,
+    /// The first element type of the field's signature (the DAC's `sigType`).
+    pub sig_element_type: &'static str,
+    /// The TypeDef's metadata name when the signature is `CLASS <TypeDef>`.
+    pub sig_typedef_name: Option<String>,
 }
 
 /// The `Value` column of a field: its value, a thread-static's `>> Thread:Value <managed
@@ -333,6 +346,7 @@ fn field_json(v: &FieldView) -> FieldJson {
                         json!({
                             "thread": t.thread,
                             "thread_address": hex(t.thread_address),
+                            "os_thread_id": t.os_thread_id,
                             "address": hex(t.address),
                             "value": named_json(&t.value),
                         })
@@ -357,6 +371,8 @@ fn field_json(v: &FieldView) -> FieldJson {
         value,
         value_text: field_value_text(v),
         thread_values,
+        sig_element_type: element_type_name(f.sig_element_type),
+        sig_typedef_name: f.sig_typedef_name.clone(),
     }
 }
 
@@ -421,8 +437,9 @@ fn fields_text(fields: &[FieldView], instance_base: u32) -> String {
 
 // ------------------------------------------------------------------------------------ dumpobj
 
-/// `dumpobj`'s result.
-pub struct DumpObj(pub ObjectView);
+/// `dumpobj`'s result: the object, and what SOS shows that the view does not name (see
+/// [`SosExtras`]).
+pub struct DumpObj(pub ObjectView, pub SosExtras);
 
 #[derive(Serialize)]
 pub struct DumpObjJson {
@@ -431,6 +448,8 @@ pub struct DumpObjJson {
     pub mt: String,
     pub ee_class: String,
     pub size: u64,
+    pub unaligned_size: u64,
+    pub free: bool,
     pub file: String,
     pub string: Option<String>,
     pub string_length: Option<u32>,
@@ -449,6 +468,7 @@ pub struct ArrayJson {
     pub element_type_name: String,
     pub component_size: u32,
     pub data: String,
+    pub content: String,
 }
 
 fn array_json(a: &ArrayView) -> ArrayJson {
@@ -463,6 +483,7 @@ fn array_json(a: &ArrayView) -> ArrayJson {
         element_type_name: a.element_type_name.clone(),
         component_size: s.component_size,
         data: hex(s.data),
+        content: a.content.clone(),
     }
 }
 
@@ -476,6 +497,8 @@ impl DumpObj {
             mt: hex(o.mt),
             ee_class: hex(o.ee_class),
             size: o.size,
+            unaligned_size: o.unaligned_size,
+            free: o.is_free,
             file: o.file.clone(),
             string: o.string.as_ref().map(|s| s.0.clone()),
             string_length: o.string.as_ref().map(|s| s.1),
@@ -487,39 +510,155 @@ impl DumpObj {
 
 impl Render for DumpObj {
     fn render(&self) -> String {
-        let v = &self.0;
-        let o = &v.object;
-        let mut t = String::new();
-        t.push_str(&format!("Name:        {}\n", o.name));
-        t.push_str(&format!("MethodTable: {}\n", fmt_addr(o.mt)));
-        t.push_str(&format!("EEClass:     {}\n", fmt_addr(o.ee_class)));
-        t.push_str(&format!("Size:        {}(0x{:x}) bytes\n", o.size, o.size));
-        t.push_str(&format!("File:        {}\n", o.file));
-        if let Some((st, _)) = &o.string {
-            let shown: String = st.chars().take(4096).collect();
-            t.push_str(&format!("String:      {shown}\n"));
-        }
-        if let Some(a) = &v.array {
-            t.push_str(&format!(
-                "Array:       Rank {}, Number of elements {}, Type {}\n",
-                a.shape.rank,
-                a.shape.length,
-                element_type_name(a.shape.element_type)
-            ));
-            t.push_str(&format!("Element Type:{}\n", a.element_type_name));
-        }
-        if !v.no_fields && v.array.is_none() {
-            t.push_str(&fields_text(&v.fields, 8));
-        }
-        t
+        sos_object_text(&self.0, &self.1)
     }
 }
 
 fn dumpobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
     let c = clr(s)?;
     let a = addr(m, "address")?;
-    let v = inspect::object_view(&reader(&c), a, m.get_flag("nofields"))?;
-    Ok(Output::rendered("dumpobj", DumpObj(v)))
+    let r = reader(&c);
+    let v = inspect::object_view(&r, a, m.get_flag("nofields"))?;
+    let extras = sos_extras(&r, &v);
+    Ok(Output::rendered("dumpobj", DumpObj(v, extras)))
+}
+
+// ------------------------------------------------------------------------------------ dumpalc
+
+/// `dumpalc`'s result (SOS's PrintALC).
+pub enum DumpAlc {
+    /// The address holds a free block: SOS says so and stops.
+    Free {
+        /// Its address.
+        address: u64,
+        /// The free block's size.
+        size: u64,
+    },
+    /// The object's type's module, its binder and the binder's handle (0: the managed
+    /// AssemblyLoadContext does not exist yet, SOS names the default one); with the handle's
+    /// object, that object as dumpobj shows it.
+    Context {
+        /// The object asked about.
+        object: u64,
+        /// Its MethodTable.
+        mt: u64,
+        /// The MethodTable's module.
+        module: u64,
+        /// The binder path.
+        alc: clrdata::data::types::AlcData,
+        /// The AssemblyLoadContext object, when there is one.
+        view: Option<Box<(ObjectView, SosExtras)>>,
+    },
+}
+
+#[derive(Serialize)]
+pub struct DumpAlcJson {
+    /// The object asked about.
+    pub address: String,
+    /// Whether it is a free block (nothing else is filled then but `size`).
+    pub free: bool,
+    /// A free block's size.
+    pub size: Option<u64>,
+    pub mt: Option<String>,
+    pub module: Option<String>,
+    pub pe_assembly: Option<String>,
+    pub binder: Option<String>,
+    /// The binder's GC handle of the managed AssemblyLoadContext ("0x0": none yet).
+    pub handle: Option<String>,
+    /// The managed AssemblyLoadContext as `dumpobj` gives it; null when it does not exist.
+    pub context: Option<DumpObjJson>,
+}
+
+impl DumpAlc {
+    /// The JSON form (docs/json.md, `dumpalc`).
+    pub fn to_json(&self) -> DumpAlcJson {
+        match self {
+            DumpAlc::Free { address, size } => DumpAlcJson {
+                address: hex(*address),
+                free: true,
+                size: Some(*size),
+                mt: None,
+                module: None,
+                pe_assembly: None,
+                binder: None,
+                handle: None,
+                context: None,
+            },
+            DumpAlc::Context {
+                object,
+                mt,
+                module,
+                alc,
+                view,
+            } => DumpAlcJson {
+                address: hex(*object),
+                free: false,
+                size: None,
+                mt: Some(hex(*mt)),
+                module: Some(hex(*module)),
+                pe_assembly: Some(hex(alc.pe_assembly)),
+                binder: Some(hex(alc.binder)),
+                handle: Some(hex(alc.handle)),
+                context: view
+                    .as_ref()
+                    .map(|b| DumpObj(b.0.clone(), b.1.clone()).to_json()),
+            },
+        }
+    }
+}
+
+impl Render for DumpAlc {
+    fn render(&self) -> String {
+        match self {
+            DumpAlc::Free { size, .. } => {
+                format!("Free Object\nSize:        {size}(0x{size:x}) bytes\n")
+            }
+            DumpAlc::Context { view: Some(b), .. } => sos_object_text(&b.0, &b.1),
+            DumpAlc::Context { view: None, .. } => {
+                "Name:        System.Runtime.Loader.DefaultAssemblyLoadContext\n\
+                 The managed instance of this context doesn't exist yet\n"
+                    .to_string()
+            }
+        }
+    }
+}
+
+fn dumpalc(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
+    use clrdata::data::types::ReadTypes;
+    let c = clr(s)?;
+    let a = addr(m, "address")?;
+    let r = reader(&c);
+    let o = inspect::object_view(&r, a, true)?;
+    if o.object.is_free {
+        let size = o.object.unaligned_size;
+        return Ok(Output::rendered(
+            "dumpalc",
+            DumpAlc::Free { address: a, size },
+        ));
+    }
+    let mt = o.object.mt;
+    let info = c.rt.method_table(mt).map_err(CommandError::from)?;
+    let module = info.require_module().map_err(CommandError::from)?;
+    let alc =
+        c.rt.assembly_load_context(module)
+            .map_err(CommandError::from)?;
+    let view = if alc.object == 0 {
+        None
+    } else {
+        let v = inspect::object_view(&r, alc.object, false)?;
+        let x = sos_extras(&r, &v);
+        Some(Box::new((v, x)))
+    };
+    Ok(Output::rendered(
+        "dumpalc",
+        DumpAlc::Context {
+            object: a,
+            mt,
+            module,
+            alc,
+            view,
+        },
+    ))
 }
 
 // ------------------------------------------------------------------------------------- dumpvc
@@ -1537,4 +1676,354 @@ fn verifyobj(s: &Session, m: &ArgMatches) -> Result<Output, CommandError> {
                 .collect(),
         },
     ))
+}
+
+// ------------------------------------------------------------------- SOS's dumpobj text
+//
+// SOS's `dumpobj` is PrintObj (src/SOS/Strike/strike.cpp) and its field table DisplayFields /
+// DisplayDataMember (src/SOS/Strike/util.cpp) of dotnet/diagnostics; the text below follows
+// their format strings (64-bit: POINTERSIZE is "16").
+
+/// What SOS's dumpobj text needs beyond the [`ObjectView`]: each field's `Type` column and
+/// the `Type Name:`/`Type MT:`/`TypeDesc:` lines of a RuntimeType.
+#[derive(Clone)]
+pub struct SosExtras {
+    /// The `Type` column of each field (before SOS's 20-character truncation).
+    pub type_columns: Vec<String>,
+    /// The lines PrintRuntimeTypeInfo adds for a System.RuntimeType (or its
+    /// RuntimeTypeCache's m_runtimeType).
+    pub runtime_type_lines: String,
+}
+
+/// SOS's names of element types (ElementTypeName and cortypeinfo.h's namespace/name
+/// columns, as ComposeName_s joins them).
+fn sos_compose_name(et: u8) -> &'static str {
+    use clrdata::metadata::sig::element_type as e;
+    match et {
+        e::VOID => "System.Void",
+        e::BOOLEAN => "System.Boolean",
+        e::CHAR => "System.Char",
+        e::I1 => "System.SByte",
+        e::U1 => "System.Byte",
+        e::I2 => "System.Int16",
+        e::U2 => "System.UInt16",
+        e::I4 => "System.Int32",
+        e::U4 => "System.UInt32",
+        e::I8 => "System.Int64",
+        e::U8 => "System.UInt64",
+        e::R4 => "System.Single",
+        e::R8 => "System.Double",
+        e::STRING => "System.String",
+        e::TYPEDBYREF => "System.TypedReference",
+        e::I => "System.IntPtr",
+        e::U => "System.UIntPtr",
+        e::OBJECT => "System.Object",
+        _ => sos_element_type_name(et),
+    }
+}
+
+/// SOS's ElementTypeName: the special names, else cortypeinfo.h's name column (no
+/// namespace), else empty.
+fn sos_element_type_name(et: u8) -> &'static str {
+    use clrdata::metadata::sig::element_type as e;
+    match et {
+        e::PTR => "PTR",
+        e::BYREF => "BYREF",
+        e::VALUETYPE => "VALUETYPE",
+        e::CLASS => "CLASS",
+        e::VAR => "VAR",
+        e::ARRAY => "ARRAY",
+        e::FNPTR => "FNPTR",
+        e::SZARRAY => "SZARRAY",
+        e::MVAR => "MVAR",
+        e::VOID => "Void",
+        e::BOOLEAN => "Boolean",
+        e::CHAR => "Char",
+        e::I1 => "SByte",
+        e::U1 => "Byte",
+        e::I2 => "Int16",
+        e::U2 => "UInt16",
+        e::I4 => "Int32",
+        e::U4 => "UInt32",
+        e::I8 => "Int64",
+        e::U8 => "UInt64",
+        e::R4 => "Single",
+        e::R8 => "Double",
+        e::STRING => "String",
+        e::TYPEDBYREF => "TypedReference",
+        e::I => "IntPtr",
+        e::U => "UIntPtr",
+        e::OBJECT => "Object",
+        _ => "",
+    }
+}
+
+/// DisplayFields' `Type` column of `f`: the name of the field type's MethodTable when the
+/// DAC's GetFieldDescData knows it (a loaded class or struct type); for a class field whose
+/// signature names a TypeDef, that TypeDef's metadata name (a TypeRef or TypeSpec token gives
+/// SOS no name: NameForToken_s refuses the token TokenFromRid makes of it); else the element
+/// type's name (the signature's when the type is not loaded).
+fn sos_type_column(r: &Reader<'_>, f: &clrdata::model::objects::FieldData) -> String {
+    use clrdata::metadata::sig::element_type as e;
+    let et = f.element_type;
+    if let (e::VALUETYPE | e::CLASS, Some(mt)) = (et, f.type_mt) {
+        return r.type_name(mt);
+    }
+    let sig = f.sig_element_type;
+    if et == e::CLASS && matches!(sig, e::CLASS | e::VALUETYPE) {
+        return f.sig_typedef_name.clone().unwrap_or_default();
+    }
+    let shown = if f.type_mt.is_none() && !matches!(sig, e::CLASS | e::VALUETYPE) {
+        sig
+    } else {
+        et
+    };
+    sos_compose_name(shown).to_string()
+}
+
+/// What [`sos_object_text`] needs that the view does not carry.
+pub fn sos_extras(r: &Reader<'_>, v: &ObjectView) -> SosExtras {
+    let type_columns = v
+        .fields
+        .iter()
+        .map(|f| sos_type_column(r, &f.field))
+        .collect();
+    let mut runtime_type_lines = String::new();
+    let rt_info = |obj: u64, mt: u64, out: &mut String| {
+        // PrintRuntimeTypeInfo: RuntimeType.m_handle, a MethodTable or (bit 2) a TypeDesc.
+        let Ok(fields) = r.fields(mt, obj + 8, false) else {
+            return;
+        };
+        let Some(h) = fields.iter().find(|f| f.name == "m_handle") else {
+            return;
+        };
+        let FieldValue::Pointer { value: handle } = h.value else {
+            return;
+        };
+        if handle & 2 != 0 {
+            out.push_str(&format!("TypeDesc:    {:016X}\n", handle & !2));
+        } else {
+            out.push_str(&format!("Type Name:   {}\n", r.type_name(handle)));
+            out.push_str(&format!("Type MT:     {handle:016x}\n"));
+        }
+    };
+    let o = &v.object;
+    if o.name == "System.RuntimeType" {
+        rt_info(o.address, o.mt, &mut runtime_type_lines);
+    } else if o.name == "System.RuntimeType+RuntimeTypeCache" {
+        if let Ok(fields) = r.fields(o.mt, o.address + 8, false) {
+            if let Some(FieldValue::Object {
+                address,
+                mt: Some(mt),
+                ..
+            }) = fields
+                .iter()
+                .find(|f| f.name == "m_runtimeType")
+                .map(|f| &f.value)
+            {
+                rt_info(*address, *mt, &mut runtime_type_lines);
+            }
+        }
+    }
+    SosExtras {
+        type_columns,
+        runtime_type_lines,
+    }
+}
+
+/// C's `%f`.
+fn c_float(v: f64) -> String {
+    if v.is_nan() {
+        if v.is_sign_negative() { "-nan" } else { "nan" }.to_string()
+    } else if v.is_infinite() {
+        if v < 0.0 { "-inf" } else { "inf" }.to_string()
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// DisplayDataMember: a field's value, `aligned` (`%16d`...) in the table, not in a thread
+/// static's `Thread:Value` line. `slot` is where a static lives (a struct static shows it).
+fn sos_value(f: &clrdata::model::objects::FieldData, v: &FieldValue, aligned: bool) -> String {
+    use clrdata::metadata::sig::element_type as e;
+    let w = |s: String| {
+        if aligned {
+            format!("{s:>16}")
+        } else {
+            s
+        }
+    };
+    let obj = |a: u64| format!("{a:016x}");
+    let is_struct_static = f.attr != "instance" && f.element_type == e::VALUETYPE;
+    if is_struct_static {
+        // A struct static is boxed: SOS shows the slot holding the box (0 when no box).
+        return match (v, f.address) {
+            (FieldValue::ValueType { .. }, Some(slot)) => obj(slot),
+            (FieldValue::Unavailable { .. }, Some(_)) => obj(0),
+            _ => " ".repeat(16),
+        };
+    }
+    let raw = match *v {
+        FieldValue::Bool { value } => value as u64,
+        FieldValue::Char { value } => value as u64,
+        FieldValue::Int { value } => value as u64,
+        FieldValue::UInt { value } => value,
+        FieldValue::Float { value } => return c_float(value),
+        FieldValue::Pointer { value } => value,
+        FieldValue::Object { address, .. } => address,
+        FieldValue::ValueType { address, .. } => return obj(address),
+        FieldValue::Unavailable { .. } => return " ".repeat(16),
+    };
+    match f.element_type {
+        e::I1 => w((raw as u8 as i8).to_string()),
+        e::I2 => w((raw as u16 as i16).to_string()),
+        e::I4 => w((raw as u32 as i32).to_string()),
+        e::I8 => w((raw as i64).to_string()),
+        // `%hu` of a zero-extended byte aligned; `%u` of a (signed) char unaligned
+        e::U1 | e::BOOLEAN if aligned => w((raw as u8).to_string()),
+        e::U1 | e::BOOLEAN => (raw as u8 as i8 as i32 as u32).to_string(),
+        e::U2 if aligned => w((raw as u16).to_string()),
+        e::U2 => (raw as u16 as i16 as i32 as u32).to_string(),
+        e::U4 => w((raw as u32).to_string()),
+        e::U8 => w(raw.to_string()),
+        e::I | e::U => format!("{raw:016X}"),
+        e::CHAR if aligned => w(format!("{:x}", raw as u16)),
+        e::CHAR => format!("{:x}", raw as u16 as i16 as i32 as u32),
+        _ => obj(raw),
+    }
+}
+
+/// FormatTypeName(name, 20) printed `%20.20S`: a longer name keeps its last 20 characters,
+/// the first 3 of them replaced by dots.
+fn sos_type_cell(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let shown: String = if chars.len() > 20 {
+        let tail = &chars[chars.len() - 20..];
+        "...".chars().chain(tail[3..].iter().copied()).collect()
+    } else {
+        name.to_string()
+    };
+    format!("{shown:>20}")
+}
+
+/// DisplayFields (64-bit): the header, then each field in SOS's order.
+fn sos_fields_text(fields: &[FieldView], types: &[String], value_class: bool) -> String {
+    use clrdata::metadata::sig::element_type as e;
+    let mut t = format!(
+        "{:>16} {:>8} {:>8} {:>20} {:>4} {:>8} {:>16} {}\n",
+        "MT", "Field", "Offset", "Type", "VT", "Attr", "Value", "Name"
+    );
+    for (v, ty) in fields.iter().zip(types) {
+        let f = &v.field;
+        let thread_static = f.attr == "TLstatic";
+        let offset = if thread_static || value_class {
+            f.offset
+        } else {
+            f.offset + 8
+        };
+        let vt = matches!(
+            f.element_type,
+            e::BOOLEAN..=e::R8 | e::VALUETYPE | e::I | e::U
+        );
+        t.push_str(&format!(
+            "{:016x} {:08x} {:>8x} {} {:>4} {:>8} ",
+            f.type_mt.unwrap_or(0),
+            f.token,
+            offset,
+            sos_type_cell(ty),
+            if vt { "Yes" } else { "No" },
+            f.attr
+        ));
+        match &v.shown {
+            Shown::PerThread(list) => {
+                t.push_str(&format!(" {}\n", f.name));
+                t.push_str("    Thread static values (Thread:Value)\n");
+                for tv in list {
+                    t.push_str(&format!(
+                        "        {:x}:{}\n",
+                        tv.os_thread_id,
+                        sos_value(f, &tv.value.value, false)
+                    ));
+                }
+                t.push('\n');
+            }
+            Shown::ThreadsUnread(_) => {
+                t.push_str(&format!(" {}\n", f.name));
+                t.push_str("    Thread static values (Thread:Value)\n\n");
+            }
+            Shown::Value(nv) => {
+                t.push_str(&sos_value(f, &nv.value, true));
+                t.push_str(&format!(" {}\n", f.name));
+            }
+            Shown::NoInstance => {
+                t.push_str(&" ".repeat(16));
+                t.push_str(&format!(" {}\n", f.name));
+            }
+        }
+    }
+    t
+}
+
+/// The bytes a C `%S` of `s` writes (UTF-8), with SOS's ExtOut limit: a formatted text of
+/// 8192 bytes or more does not fit its 8192-byte buffer and nothing is printed.
+fn sos_ext_out(s: &str) -> &str {
+    if s.len() >= 8192 {
+        ""
+    } else {
+        s
+    }
+}
+
+/// PrintObj's text.
+pub fn sos_object_text(v: &ObjectView, x: &SosExtras) -> String {
+    use clrdata::metadata::sig::element_type as e;
+    let o = &v.object;
+    let size = o.unaligned_size;
+    if o.is_free {
+        return format!("Free Object\nSize:        {size}(0x{size:x}) bytes\n");
+    }
+    let mut t = String::new();
+    t.push_str(&format!("Name:        {}\n", o.name));
+    t.push_str(&format!("MethodTable: {:016x}\n", o.mt));
+    t.push_str(&format!("Size:        {size}(0x{size:x}) bytes\n"));
+    t.push_str(&x.runtime_type_lines);
+    if let Some(a) = &v.array {
+        let et = a.shape.element_type;
+        t.push_str(&format!(
+            "Array:       Rank {}, Number of elements {}, Type {}\n",
+            a.shape.rank,
+            a.shape.length,
+            sos_element_type_name(et)
+        ));
+        if matches!(et, e::I1 | e::U1 | e::CHAR) {
+            t.push_str("Content:     ");
+            t.push_str(&a.content);
+            t.push('\n');
+        }
+    } else {
+        let file = if o.file.is_empty() {
+            "Unknown Module"
+        } else {
+            &o.file
+        };
+        t.push_str(&format!("File:        {file}\n"));
+    }
+    if let Some((st, len)) = &o.string {
+        t.push_str("String:      ");
+        if size > 0x200000 || *len > 0x200000 {
+            t.push_str("<String is invalid or too large to print>\n");
+        } else {
+            t.push_str(sos_ext_out(st));
+        }
+        t.push('\n');
+    }
+    if !v.no_fields {
+        t.push_str("Fields:\n");
+        if v.fields.is_empty() || v.declared_fields == Some(0) {
+            t.push_str("None\n");
+        } else {
+            t.push_str(&sos_fields_text(&v.fields, &x.type_columns, false));
+        }
+    }
+    t
 }

@@ -136,6 +136,7 @@ commands!(
     "clrstack" => ext_clrstack,
     "dumpobj" => ext_dumpobj,
     "do" => ext_do,
+    "dumpalc" => ext_dumpalc,
     "pe" => ext_pe,
     "printexception" => ext_printexception,
     "dumpexceptions" => ext_dumpexceptions,

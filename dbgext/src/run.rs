@@ -44,6 +44,7 @@ pub const EXPORTED_COMMANDS: &[&str] = &[
     "clrstack",
     "dumpobj",
     "do",
+    "dumpalc",
     "pe",
     "printexception",
     "dumpexceptions",

@@ -187,6 +187,20 @@ pub fn optional_members_offset(
     l.size + 8 * (num_virtuals as u64).div_ceil(8) + 8 * used.saturating_sub(free) as u64
 }
 
+/// A module's AssemblyLoadContext ([`ReadTypes::assembly_load_context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct AlcData {
+    /// The module's PEAssembly.
+    pub pe_assembly: u64,
+    /// Its assembly binder (the native AssemblyLoadContext).
+    pub binder: u64,
+    /// The binder's `m_ptrManagedAssemblyLoadContext`: a GC handle, 0 until the managed
+    /// AssemblyLoadContext exists.
+    pub handle: u64,
+    /// The managed AssemblyLoadContext object (0 when the handle is 0).
+    pub object: u64,
+}
+
 /// Reading the loader's structures of types: MethodTables, EEClasses, FieldDescs and Modules.
 pub trait ReadTypes {
     /// What `dumpclass` reads of an EEClass itself: its `m_pMethodTable` (which the caller
@@ -198,8 +212,8 @@ pub trait ReadTypes {
     fn method_table(&self, mt: u64) -> Result<MethodTableInfo>;
 
     /// The EEClass counters (NumInstanceFields incl. inherited ones, NumStaticFields), when
-    /// the EEClass keeps them unpacked; `None` when they are bit-packed (not decoded here).
-    /// .NET 9/10 (plain WORD counters): `ClrError::MissingField`, not read yet.
+    /// the EEClass keeps them unpacked (.NET 8's EEClassPackedFields when not packed; the
+    /// plain WORDs of .NET 9+); `None` when they are bit-packed (not decoded here).
     fn field_counts(&self, ee_class: u64) -> Result<Option<(u32, u32)>>;
 
     /// The class's own FieldDescs (instance fields first, then statics; inherited fields are
@@ -209,6 +223,12 @@ pub trait ReadTypes {
 
     /// A Module: its name, image path, the image layout in memory and its metadata location.
     fn module(&self, module: u64) -> Result<ModuleData>;
+
+    /// The AssemblyLoadContext of a module, as the DAC's GetAssemblyLoadContext finds it: the
+    /// module's PEAssembly, its binder, the binder's handle of the managed
+    /// AssemblyLoadContext and the object that handle holds (0 when no managed instance was
+    /// made: the handle is 0). Refused where the family's layout does not know the path.
+    fn assembly_load_context(&self, module: u64) -> Result<AlcData>;
 
     /// The CLI header's address from the image's own PE headers (data directory 14), for
     /// families whose PEImageLayout does not publish m_pCorHeader.
@@ -365,9 +385,15 @@ impl<M: Memory> ReadTypes for Runtime<M> {
     fn field_counts(&self, ee_class: u64) -> Result<Option<(u32, u32)>> {
         self.require(crate::discovery::layout::Capability::Fields)?;
         let l = &self.layout.ee_class;
+        if let Some((inst, stat)) = l.field_counts {
+            // .NET 9+ keep the counters as plain WORDs (EEClass.NumInstanceFields in the .NET
+            // 10 descriptor, the family supplement's on 9).
+            return Ok(Some((
+                self.r16(ee_class + inst, "EEClass.NumInstanceFields")? as u32,
+                self.r16(ee_class + stat, "EEClass.NumStaticFields")? as u32,
+            )));
+        }
         if l.fields_are_packed == crate::discovery::supplement::NOT_PUBLISHED {
-            // .NET 9/10 keep the counters as plain WORDs (EEClass.NumInstanceFields in the .NET
-            // 10 descriptor); not read yet (the field reader walks the FieldDesc list itself).
             return Err(ClrError::MissingField {
                 ty: "EEClass",
                 field: "NumInstanceFields",
@@ -447,6 +473,70 @@ impl<M: Memory> ReadTypes for Runtime<M> {
             });
         }
         Ok(out)
+    }
+
+    fn assembly_load_context(&self, module: u64) -> Result<AlcData> {
+        use crate::discovery::layout::AlcLayout;
+        let l = &self.layout.module;
+        let Some(alc) = l.alc else {
+            return Err(ClrError::NotVerified {
+                runtime: self.layout.name.to_owned(),
+                capability: "the assembly binder and its AssemblyLoadContext (PEAssembly's \
+                             binder, AssemblyBinder::m_ptrManagedAssemblyLoadContext)",
+            });
+        };
+        let pe_assembly = self.r64(module + l.pe_assembly, "Module::m_pPEAssembly")?;
+        let (binder, binder_alc) = match alc {
+            AlcLayout::Published {
+                pe_assembly_binder,
+                binder_alc,
+            } => (
+                self.r64(
+                    pe_assembly + pe_assembly_binder,
+                    "PEAssembly::m_pAssemblyBinder",
+                )?,
+                binder_alc,
+            ),
+            AlcLayout::HostAssembly {
+                host_assembly,
+                fallback_binder,
+                host_binder,
+                binder_alc,
+            } => {
+                let host = self.r64(pe_assembly + host_assembly, "PEAssembly::m_pHostAssembly")?;
+                let binder = if host != 0 {
+                    self.r64(host + host_binder, "BINDER_SPACE::Assembly::m_pBinder")?
+                } else {
+                    self.r64(
+                        pe_assembly + fallback_binder,
+                        "PEAssembly::m_pFallbackBinder",
+                    )?
+                };
+                (binder, binder_alc)
+            }
+        };
+        if binder == 0 {
+            return Err(ClrError::corrupt(
+                "PEAssembly",
+                pe_assembly,
+                "has no assembly binder (no host assembly, not dynamic)",
+            ));
+        }
+        let handle = self.r64(
+            binder + binder_alc,
+            "AssemblyBinder::m_ptrManagedAssemblyLoadContext",
+        )?;
+        let object = if handle == 0 {
+            0
+        } else {
+            self.r64(handle, "the AssemblyLoadContext handle")?
+        };
+        Ok(AlcData {
+            pe_assembly,
+            binder,
+            handle,
+            object,
+        })
     }
 
     fn module(&self, module: u64) -> Result<ModuleData> {

@@ -446,6 +446,38 @@ pub struct ModuleLayout {
     /// Where a Reflection.Emit module's metadata is kept ([`DynamicMetadataLayout`]); `None`
     /// where not known (.NET 8: such a module's types and methods are not named).
     pub dynamic_metadata: Option<DynamicMetadataLayout>,
+    /// How a module's assembly binder and its managed AssemblyLoadContext are found
+    /// ([`AlcLayout`], SOS's `dumpalc`); `None` where not known (refused).
+    pub alc: Option<AlcLayout>,
+}
+
+/// The path from a PEAssembly to its managed AssemblyLoadContext, as the DAC's
+/// `GetAssemblyLoadContext` walks it: the PEAssembly's binder (an `AssemblyBinder`), whose
+/// `m_ptrManagedAssemblyLoadContext` is a GC handle of the managed AssemblyLoadContext (0
+/// until that object is made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlcLayout {
+    /// .NET 10, 11 (their descriptors): `PEAssembly.AssemblyBinder` (`m_pAssemblyBinder`) and
+    /// `AssemblyBinder.AssemblyLoadContext` (`m_ptrManagedAssemblyLoadContext`).
+    Published {
+        /// `PEAssembly.AssemblyBinder`.
+        pe_assembly_binder: u64,
+        /// `AssemblyBinder.AssemblyLoadContext`.
+        binder_alc: u64,
+    },
+    /// .NET 8, 9 (runtime source, PEAssembly::GetAssemblyBinder): the binder of
+    /// `PEAssembly::m_pHostAssembly` (a `BINDER_SPACE::Assembly`, its `m_pBinder`) or, for a
+    /// dynamic assembly (no host assembly), `PEAssembly::m_pFallbackBinder`.
+    HostAssembly {
+        /// `PEAssembly::m_pHostAssembly`.
+        host_assembly: u64,
+        /// `PEAssembly::m_pFallbackBinder`.
+        fallback_binder: u64,
+        /// `BINDER_SPACE::Assembly::m_pBinder`.
+        host_binder: u64,
+        /// `AssemblyBinder::m_ptrManagedAssemblyLoadContext`.
+        binder_alc: u64,
+    },
 }
 
 /// A Reflection.Emit module's metadata: it has no PEImage; the runtime saves a copy of its
@@ -1138,6 +1170,24 @@ const EE_CLASS_NET8_WINDOWS: EEClassLayout = EEClassLayout {
     field_counts: None,
 };
 
+/// .NET 8 on Linux ([`AlcLayout::HostAssembly`]): PEAssembly {vtable, m_PEImage 8,
+/// m_MDImportIsRW 0x10, m_pMDImport 0x18, m_pImporter 0x20, m_pEmitter 0x28, m_refCount and
+/// m_isSystem 0x30, m_pHostAssembly 0x38, m_pFallbackBinder 0x40}; BINDER_SPACE::Assembly
+/// {vtable, m_cRef 8, m_pPEImage 0x10, m_pAssemblyName 0x18, m_pBinder 0x20}; AssemblyBinder
+/// {vtable, the R2R MVID-check SHash 8 (24 bytes), ApplicationContext 0x20 (192 bytes, as on
+/// 10), m_ptrManagedAssemblyLoadContext 0xE0, m_loadedAssemblies 0xE8}. Found on heap-net8
+/// (8.0.33): the host assembly's m_pPEImage is the PEAssembly's, every TPA assembly has the
+/// same binder, and the SArray after the handle lists exactly the Assemblies dumpdomain lists;
+/// the handle is 0 there, as SOS's dumpalc says (no managed AssemblyLoadContext yet;
+/// tests/tests/sos_dumpobj.rs). .NET 9.0.22 has the same offsets (heap-net9, the family
+/// supplement), and 10's descriptor says 0xE0 (224) for the handle.
+const ALC_NET8_UNIX: Option<AlcLayout> = Some(AlcLayout::HostAssembly {
+    host_assembly: 0x38,
+    fallback_binder: 0x40,
+    host_binder: 0x20,
+    binder_alc: 0xE0,
+});
+
 const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
     simple_name: Some(0x108),
     path_pointer: None,
@@ -1159,6 +1209,7 @@ const MODULE_NET8_UNIX: ModuleLayout = ModuleLayout {
         module_field: 0x698,
         buffer: 0x10,
     }),
+    alc: ALC_NET8_UNIX,
 };
 
 const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
@@ -1167,6 +1218,9 @@ const MODULE_NET8_WINDOWS: ModuleLayout = ModuleLayout {
     typedef_map: 0x170,
     // Not found on Windows (the Module's Crsts are smaller there; no such dump).
     dynamic_metadata: None,
+    // AssemblyBinder's ApplicationContext holds critical sections, whose size differs on
+    // Windows: not verified there.
+    alc: None,
     ..MODULE_NET8_UNIX
 };
 

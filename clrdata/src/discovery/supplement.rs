@@ -579,6 +579,16 @@ const SUPPLEMENT_NET9: Supplement = &[
 /// found. No committed gcore core of 9 compares files in a test; the on-demand
 /// ilonly-net9-gcore does (all 18 assemblies accepted; tests::on_demand lists it as read).
 const SUPPLEMENT_NET9_LINUX: Supplement = &[
+    // The assembly binder path of dumpalc (layout::AlcLayout::HostAssembly; the 10
+    // descriptor's PEAssembly.AssemblyBinder 64 is the slot 9 calls m_pFallbackBinder, its
+    // AssemblyBinder.AssemblyLoadContext 224 the handle): found on heap-net9 as on 8.0.33 (the
+    // host assembly's m_pPEImage at +0x10 is the PEAssembly's; the SArray after the handle
+    // lists the Assemblies dumpdomain lists); Linux only (ApplicationContext holds critical
+    // sections, not checked on Windows).
+    ("PEAssembly", "HostAssembly", 0x38),
+    ("PEAssembly", "FallbackBinder", 0x40),
+    ("BinderAssembly", "Binder", 0x20),
+    ("AssemblyBinder", "ManagedAssemblyLoadContext", 0xE0),
     ("Thread", "ThreadLocalDataPtr", 0x3a0),
     ("Module", "AvailableTypeParams", 808),
     // Code versions (codeversion.h, method.hpp), as the 10 descriptor publishes them: found on
@@ -627,6 +637,29 @@ const GLOBALS_NET9: &[(&str, u64)] = &[
     ("NumberOfTlsOffsetsNotUsedInNoncollectibleArray", 2),
     ("PtrArrayOffsetToDataArray", 0x10),
 ];
+
+/// How the module's AssemblyLoadContext is found: the descriptor's `PEAssembly.AssemblyBinder`
+/// and `AssemblyBinder.AssemblyLoadContext` (.NET 10, 11), else the family supplement's
+/// host-assembly path (.NET 9), else unknown.
+fn alc_layout(l: &Lookup<'_>) -> Option<layout::AlcLayout> {
+    if let (Some(pe_assembly_binder), Some(binder_alc)) = (
+        l.d.field("PEAssembly", "AssemblyBinder"),
+        l.d.field("AssemblyBinder", "AssemblyLoadContext"),
+    ) {
+        return Some(layout::AlcLayout::Published {
+            pe_assembly_binder,
+            binder_alc,
+        });
+    }
+    Some(layout::AlcLayout::HostAssembly {
+        host_assembly: l.field("PEAssembly", "HostAssembly").ok()?,
+        fallback_binder: l.field("PEAssembly", "FallbackBinder").ok()?,
+        host_binder: l.field("BinderAssembly", "Binder").ok()?,
+        binder_alc: l
+            .field("AssemblyBinder", "ManagedAssemblyLoadContext")
+            .ok()?,
+    })
+}
 
 struct Lookup<'a> {
     d: &'a ContractDescriptor,
@@ -882,6 +915,7 @@ pub fn build_layout(
                 }
                 _ => None,
             },
+            alc: alc_layout(&l),
         },
         methods: methods_layout(&l)?,
         min_object_size: 3 * d.pointer_size.max(8) as u64,

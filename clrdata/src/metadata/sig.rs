@@ -117,6 +117,30 @@ impl Primitive {
         })
     }
 
+    /// Its element type byte (the inverse of reading it from a signature).
+    pub fn element_type(self) -> u8 {
+        match self {
+            Primitive::Void => et::VOID,
+            Primitive::Boolean => et::BOOLEAN,
+            Primitive::Char => et::CHAR,
+            Primitive::I1 => et::I1,
+            Primitive::U1 => et::U1,
+            Primitive::I2 => et::I2,
+            Primitive::U2 => et::U2,
+            Primitive::I4 => et::I4,
+            Primitive::U4 => et::U4,
+            Primitive::I8 => et::I8,
+            Primitive::U8 => et::U8,
+            Primitive::R4 => et::R4,
+            Primitive::R8 => et::R8,
+            Primitive::I => et::I,
+            Primitive::U => et::U,
+            Primitive::String => et::STRING,
+            Primitive::Object => et::OBJECT,
+            Primitive::TypedByRef => et::TYPEDBYREF,
+        }
+    }
+
     /// The type's name in `System` (`Int32`, `String`, `TypedReference`).
     pub fn short_name(self) -> &'static str {
         match self {

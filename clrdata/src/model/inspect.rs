@@ -84,6 +84,8 @@ pub struct ThreadValue {
     pub thread: u32,
     /// Its Thread object (the runtime's).
     pub thread_address: u64,
+    /// Its OS thread id (`Thread::m_OSThreadId`; 0 when the thread list does not have it).
+    pub os_thread_id: u64,
     /// Where its value lives.
     pub address: u64,
     /// The value.
@@ -122,6 +124,7 @@ pub fn field_view<M: Memory>(r: &ObjectReader<'_, M>, f: FieldData) -> FieldView
                     .map(|(thread, thread_address, address)| ThreadValue {
                         thread,
                         thread_address,
+                        os_thread_id: os_thread_id(r, thread_address),
                         address,
                         value: named_value(r, r.read_value(address, f.element_type, f.type_mt)),
                     })
@@ -133,6 +136,15 @@ pub fn field_view<M: Memory>(r: &ObjectReader<'_, M>, f: FieldData) -> FieldView
         Shown::Value(named_value(r, f.value.clone()))
     };
     FieldView { field: f, shown }
+}
+
+/// The OS thread id of the Thread at `thread` (0 when not in the thread list).
+fn os_thread_id<M: Memory>(r: &ObjectReader<'_, M>, thread: u64) -> u64 {
+    use crate::data::threads::ReadThreads;
+    r.rt.threads()
+        .ok()
+        .and_then(|ts| ts.into_iter().find(|t| t.address == thread))
+        .map_or(0, |t| t.os_id)
 }
 
 fn field_views<M: Memory>(r: &ObjectReader<'_, M>, fields: Vec<FieldData>) -> Vec<FieldView> {
@@ -257,6 +269,45 @@ pub struct ArrayView {
     pub shape: ArrayData,
     /// The element type's name (`<TypeDesc 0x..>` for a TypeDesc element).
     pub element_type_name: String,
+    /// For an array of `sbyte`, `byte` or `char` read by `dumpobj`: its first (at most 128)
+    /// elements as text,
+    /// each outside ' '..='~' shown as '.' (SOS's dumpobj `Content:` line, CharArrayContent);
+    /// empty otherwise.
+    pub content: String,
+}
+
+/// CharArrayContent as SOS's dumpobj calls it: from the object + 16 (the data of a
+/// single-dimension array), the count at object + 8 clamped to 128, bytes or UTF-16 units.
+fn array_content<M: Memory>(r: &ObjectReader<'_, M>, obj: u64, a: &ArrayData) -> String {
+    use crate::metadata::sig::element_type as e;
+    let wide = match a.element_type {
+        e::I1 | e::U1 => false,
+        e::CHAR => true,
+        _ => return String::new(),
+    };
+    let m = r.rt.memory();
+    let Ok(n) = m.read_u32(obj + 8) else {
+        return String::new();
+    };
+    let n = n.min(128) as usize;
+    let flat = |c: u32| {
+        if (32..=126).contains(&c) {
+            char::from(c as u8)
+        } else {
+            '.'
+        }
+    };
+    if wide {
+        let b = m.read_bytes(obj + 16, n * 2);
+        b.chunks_exact(2)
+            .map(|c| flat(u16::from_le_bytes([c[0], c[1]]) as u32))
+            .collect()
+    } else {
+        m.read_bytes(obj + 16, n)
+            .into_iter()
+            .map(|c| flat(c as u32))
+            .collect()
+    }
 }
 
 /// `a` with its element type named.
@@ -269,6 +320,7 @@ pub fn array_view<M: Memory>(r: &ObjectReader<'_, M>, a: ArrayData) -> ArrayView
     ArrayView {
         shape: a,
         element_type_name,
+        content: String::new(),
     }
 }
 
@@ -283,6 +335,12 @@ pub struct ObjectView {
     pub fields: Vec<FieldView>,
     /// Whether the fields were left out on request.
     pub no_fields: bool,
+    /// The type's own field count as its EEClass keeps it (NumInstanceFields, the parents'
+    /// included, + NumStaticFields, its own): what the DAC's GetMethodTableFieldData gives
+    /// and SOS's dumpobj checks before listing fields (0: `None`, even where a parent has
+    /// statics or, as for a runtime-async continuation type, the parent's instance fields are
+    /// not counted). `None` when the counters are bit-packed (.NET 8) or unreadable.
+    pub declared_fields: Option<u32>,
 }
 
 /// The object at `addr`, its fields read unless `no_fields`.
@@ -292,13 +350,27 @@ pub fn object_view<M: Memory>(
     no_fields: bool,
 ) -> crate::Result<ObjectView> {
     let mut object = r.object(addr, no_fields)?;
-    let array = object.array.take().map(|a| array_view(r, a));
+    let array = object.array.take().map(|a| {
+        let content = array_content(r, addr, &a);
+        ArrayView {
+            content,
+            ..array_view(r, a)
+        }
+    });
     let fields = field_views(r, std::mem::take(&mut object.fields));
+    let declared_fields = {
+        use crate::data::types::ReadTypes;
+        r.rt.method_table(object.mt)
+            .ok()
+            .and_then(|i| r.rt.field_counts(i.ee_class).ok().flatten())
+            .map(|(inst, stat)| inst + stat)
+    };
     Ok(ObjectView {
         object,
         array,
         fields,
         no_fields,
+        declared_fields,
     })
 }
 

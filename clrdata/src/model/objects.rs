@@ -33,6 +33,34 @@ use std::collections::HashMap;
 const MAX_PARENTS: usize = 64;
 /// Longest string value read (characters).
 pub const MAX_STRING_CHARS: usize = 1 << 20;
+/// The first element type of a field signature (the caller strips custom modifiers: SOS names
+/// a `volatile` field's class, as the DAC's GetFieldDescData reads past them).
+fn sig_first_element_type(s: &SigType) -> u8 {
+    use crate::metadata::sig::element_type as et;
+    match s {
+        SigType::Primitive(p) => p.element_type(),
+        SigType::Class(_) => et::CLASS,
+        SigType::ValueType(_) => et::VALUETYPE,
+        SigType::Ptr(_) => et::PTR,
+        SigType::ByRef(_) => et::BYREF,
+        SigType::SzArray(_) => et::SZARRAY,
+        SigType::Array { .. } => et::ARRAY,
+        SigType::GenericInst { .. } | SigType::GenericInstOfHandle { .. } => et::GENERICINST,
+        SigType::Var(_) => et::VAR,
+        SigType::MVar(_) => et::MVAR,
+        SigType::FnPtr(_) => et::FNPTR,
+        SigType::Modified { required: true, .. } => et::CMOD_REQD,
+        SigType::Modified {
+            required: false, ..
+        } => et::CMOD_OPT,
+        SigType::Pinned(_) => et::PINNED,
+        SigType::Internal(_) => et::INTERNAL,
+    }
+}
+
+/// `ThreadLocalModule::m_pDataBlob` (.NET 8: after m_pDynamicClassTable, m_aDynamicEntries and
+/// m_pGCStatics): the per-class flag bytes.
+const TLM_DATA_BLOB: u64 = 0x18;
 /// Bound on GCDesc series.
 const MAX_SERIES: i64 = 4096;
 
@@ -200,6 +228,13 @@ pub struct FieldData {
     pub address: Option<u64>,
     /// Its value.
     pub value: FieldValue,
+    /// The first element type of its signature after its custom modifiers (`GENERICINST`,
+    /// `SZARRAY`, `CLASS` also for a `volatile` field ...): what the DAC's GetFieldDescData
+    /// reports as `sigType` and SOS names a field's type by when its MethodTable is unknown.
+    pub sig_element_type: u8,
+    /// When the signature is `CLASS <TypeDef>`: that TypeDef's name as the metadata gives it
+    /// (`Ns.Outer+Inner`), SOS's name for a field whose type is not loaded.
+    pub sig_typedef_name: Option<String>,
 }
 
 /// A reference an object holds and the field holding it ([`ObjectReader::references_with_fields`]).
@@ -250,6 +285,11 @@ pub struct ObjectData {
     pub ee_class: u64,
     /// Its size in bytes (as the heap walk counts it: aligned).
     pub size: u64,
+    /// Its size unaligned: base size + components × component size (the DAC's
+    /// GetObjectData `Size`, what SOS's dumpobj prints).
+    pub unaligned_size: u64,
+    /// Whether it is a free block (the GC's Free MethodTable).
+    pub is_free: bool,
     /// The module's image path.
     pub file: String,
     /// For strings: the value (at most [`MAX_STRING_CHARS`] characters) and the length.
@@ -371,6 +411,20 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
         ))
     }
 
+    /// The object's size unaligned (base size + components × component size), as the DAC's
+    /// GetObjectData gives it.
+    pub fn unaligned_object_size(&self, addr: u64, mt: &MethodTableInfo) -> Result<u64> {
+        let count = if mt.component_size != 0 {
+            self.mem()
+                .read_u32(addr + 8)
+                .map_err(|_| ClrError::read("array/string component count", addr + 8))?
+                as u64
+        } else {
+            0
+        };
+        Ok(mt.base_size as u64 + count * mt.component_size as u64)
+    }
+
     /// A string object's value (at most `max` characters) and its length.
     pub fn string_value(&self, addr: u64, max: usize) -> Result<(String, u32)> {
         let len = self
@@ -468,13 +522,21 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             .require(crate::discovery::layout::Capability::Fields)?;
         let (mt, info) = self.object_mt(addr)?;
         let size = self.object_size(addr, &info)?;
+        let unaligned_size = self.unaligned_object_size(addr, &info)?;
+        let is_free = mt == self.rt.globals.free_mt;
         let string = if mt == self.rt.globals.string_mt {
             Some(self.string_value(addr, MAX_STRING_CHARS)?)
         } else {
             None
         };
-        let array = self.array(addr, &info)?;
-        let fields = if no_fields || array.is_some() || string.is_some() {
+        let array = if is_free {
+            None
+        } else {
+            self.array(addr, &info)?
+        };
+        let fields = if is_free {
+            Vec::new()
+        } else if no_fields || array.is_some() || string.is_some() {
             // SOS lists a string's fields; ours are its length and first char, shown above.
             if string.is_some() && !no_fields {
                 self.fields(mt, addr + 8, true)?
@@ -490,6 +552,8 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             name: self.type_name(mt),
             ee_class: info.ee_class,
             size,
+            unaligned_size,
+            is_free,
             file: self.module_file(&info),
             string,
             array,
@@ -545,22 +609,38 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     }
 
     /// Every field of `mt` with its value: instance fields read from `base` (the address of
-    /// the first field: object + 8, or a value type's address), then, when `with_statics`,
-    /// the type's own statics.
+    /// the first field: object + 8, or a value type's address). When `with_statics`, in SOS's
+    /// order (DisplayFields): for each type of the parent chain, most basic first, its own
+    /// instance fields then its own statics, each in FieldDesc order; else the instance fields
+    /// only, most basic type's first.
     pub fn fields(&self, mt: u64, base: u64, with_statics: bool) -> Result<Vec<FieldData>> {
-        let info = self.rt.method_table(mt)?;
         let mut out = Vec::new();
-        for (decl, f) in self.instance_fields(mt)? {
-            out.push(self.field_data(mt, decl, &f, Some(base + f.offset as u64)));
+        let instance = self.instance_fields(mt)?;
+        if !with_statics {
+            for (decl, f) in instance {
+                out.push(self.field_data(mt, decl, &f, Some(base + f.offset as u64)));
+            }
+            return Ok(out);
         }
-        if with_statics {
+        let mut chain = Vec::new();
+        let mut cur = mt;
+        while cur != 0 && chain.len() < MAX_PARENTS {
+            let info = self.rt.method_table(cur)?;
+            chain.push((cur, info.parent));
+            cur = info.parent;
+        }
+        for &(m, _) in chain.iter().rev() {
+            for (decl, f) in instance.iter().filter(|(d, _)| *d == m) {
+                out.push(self.field_data(mt, *decl, f, Some(base + f.offset as u64)));
+            }
+            let info = self.rt.method_table(m)?;
             for f in self.rt.fields(&info)? {
                 if f.is_static {
                     let addr = self.static_address(&info, &f);
                     let mut d = match addr {
-                        Ok(a) => self.field_data(mt, mt, &f, Some(a)),
+                        Ok(a) => self.field_data(mt, m, &f, Some(a)),
                         Err(why) => {
-                            let mut d = self.field_data(mt, mt, &f, None);
+                            let mut d = self.field_data(mt, m, &f, None);
                             d.value = FieldValue::Unavailable {
                                 reason: why.to_string(),
                             };
@@ -728,8 +808,9 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     /// (element type `et`): the thread's ThreadLocalModule for the type's module (its
     /// Thread's table, indexed by the module's index); GC thread statics live in an object[]
     /// whose handle is at +0x10 of the ThreadLocalModule, others in the ThreadLocalModule
-    /// itself. Threads that never touched the module's thread statics are left out (as SOS
-    /// does). Returns (managed thread id, Thread, address).
+    /// itself. Threads whose ThreadLocalModule has not allocated the class's thread statics,
+    /// or whose class is not initialised, are left out (as SOS does). Returns (managed thread
+    /// id, Thread, address).
     pub fn thread_static_addresses(
         &self,
         mt: u64,
@@ -773,6 +854,14 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                     dlm + self.layout.dlm_module_index,
                 )
             })?;
+        let rid = info.token.map_or(0, |t| (t & 0x00FF_FFFF) as u64);
+        if rid == 0 {
+            return Err(ClrError::corrupt(
+                "MethodTable",
+                mt,
+                "has no TypeDef token (its class flags cannot be found)",
+            ));
+        }
         let threads = self.rt.threads()?;
         let mut out = Vec::new();
         for t in threads {
@@ -792,6 +881,21 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
                 continue;
             };
             if tlm == 0 {
+                continue;
+            }
+            // The class's flags: in the ThreadLocalModule's data blob (after its dynamic class
+            // table, entry count and GC statics handle), ALLOCATECLASS_FLAG (4) once this
+            // thread allocated the class's thread statics; in the DomainLocalModule's (after
+            // its GC statics pointer and module index), INITIALIZED_FLAG (1). The DAC's
+            // GetThreadLocalModuleData / GetDomainLocalModuleData give SOS these blobs
+            // (DisplayThreadStatic skips a thread without both).
+            let (Ok(tflags), Ok(dflags)) = (
+                m.read_u8(tlm + TLM_DATA_BLOB + rid - 1),
+                m.read_u8(dlm + self.layout.dlm_module_index + 8 + rid - 1),
+            ) else {
+                continue;
+            };
+            if tflags & 4 == 0 || dflags & 1 == 0 {
                 continue;
             }
             let base = if is_gc_static(et) {
@@ -835,6 +939,13 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
     /// Name, type and value of one field.
     fn field_data(&self, obj_mt: u64, decl: u64, f: &FieldInfo, addr: Option<u64>) -> FieldData {
         let (name, sig) = self.field_meta(decl, f.token);
+        let (sig_element_type, sig_typedef_name) = match &sig {
+            Some(s) => (
+                sig_first_element_type(s.unmodified()),
+                self.sig_typedef_name(decl, s.unmodified()),
+            ),
+            None => (f.element_type, None),
+        };
         let (type_name, type_mt) = match &sig {
             Some(s) => (
                 self.sig_type_name(obj_mt, decl, s),
@@ -896,7 +1007,43 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
             declaring_mt: decl,
             address: addr,
             value,
+            sig_element_type,
+            sig_typedef_name,
         }
+    }
+
+    /// When `sig` is `CLASS <TypeDef>`, the TypeDef's metadata name (`Ns.Outer+Inner`) in the
+    /// module of `decl`.
+    fn sig_typedef_name(&self, decl: u64, sig: &SigType) -> Option<String> {
+        let SigType::Class(t) = sig else {
+            return None;
+        };
+        if t.table()? != TableId::TypeDef {
+            return None;
+        }
+        let module = self.mt(decl)?.module?;
+        let md = self.names.module_metadata(self.rt, module).ok()?;
+        let m = md.metadata().ok()?;
+        let mut rid = t.rid();
+        let mut name = String::new();
+        for _ in 0..MAX_PARENTS {
+            let row = m.type_def(rid).ok()?;
+            let own = if row.namespace.is_empty() {
+                row.name.to_string()
+            } else {
+                format!("{}.{}", row.namespace, row.name)
+            };
+            name = if name.is_empty() {
+                own
+            } else {
+                format!("{own}+{name}")
+            };
+            match m.enclosing_class(rid).ok()? {
+                Some(e) => rid = e,
+                None => return Some(name),
+            }
+        }
+        None
     }
 
     /// Reads a value of storage type `et` at `a`.
