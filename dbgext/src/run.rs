@@ -221,10 +221,24 @@ fn set_name_style(style: commands::style::NameStyle) {
     *NAME_STYLE.lock().unwrap_or_else(|e| e.into_inner()) = style;
 }
 
+/// The exports that mean another command in WinDbg's SOS than in dotnet-dump's: there `!da`
+/// is DumpArray (WinDbg's own `da`, without the bang, displays ASCII memory), where
+/// dotnet-dump's `da` is the memory display.
+const WINDBG_SOS_MEANINGS: &[(&str, &str)] = &[("da", "dumparray")];
+
+/// The command an exported name runs in WinDbg ([`WINDBG_SOS_MEANINGS`]).
+pub fn windbg_meaning(name: &str) -> &str {
+    WINDBG_SOS_MEANINGS
+        .iter()
+        .find(|(export, _)| *export == name)
+        .map_or(name, |(_, command)| command)
+}
+
 /// Runs the command exported as `name` with the argument text WinDbg passed, against the
 /// engine, and returns what it printed. Must be called on the engine's own thread: engine
 /// calls happen only here, while the command itself runs on a worker thread.
 pub fn run(engine: &dyn Engine, name: &str, args: &str) -> Printed {
+    let name = windbg_meaning(name);
     let mut p = Printed::default();
     if FRONT_END_COMMANDS.contains(&name) {
         return help(args);

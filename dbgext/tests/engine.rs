@@ -106,6 +106,14 @@ fn unknown_export_says_it_is_not_available() {
     let p = run::run(&Nothing, "dq", "0x1000");
     assert!(p.ok, "{:?}", p);
     assert!(p.text(Channel::Normal).contains("??"));
+    // WinDbg's SOS `!da` is DumpArray, not dotnet-dump's ASCII display.
+    assert_eq!(run::windbg_meaning("da"), "dumparray");
+    assert_eq!(run::windbg_meaning("du"), "du");
+    let p = run::run(&Nothing, "da", "--bogus");
+    assert!(
+        !p.ok && p.text(Channel::Error).contains("!dumparray --bogus"),
+        "{p:?}"
+    );
     let p = run::run(&Nothing, "dq", "--bogus");
     assert!(!p.ok && p.text(Channel::Error).contains("--bogus"), "{p:?}");
 }
