@@ -153,6 +153,13 @@ fn as_sos(v: &FrameVar, is_arg: bool) -> SosVar {
     }
 }
 
+/// Dumps on which SOS's lists stop short: the DAC's GetArgumentByIndex and
+/// GetLocalVariableByIndex fail part way through a frame's list (a `createdump --triage` dump
+/// lacks most of the runtime's memory), and SOS prints the arguments and locals before the
+/// failure only (ShowArgs nothing more, ShowLocals an empty line). There SOS's list must be the
+/// start of ours, each equal: what SOS shows is compared, what it cannot show is counted.
+const SOS_STOPS_SHORT: &[&str] = &["hang-net8-triage"];
+
 #[test]
 fn frame_arguments_and_locals_equal_sos() {
     if tests::clean_room() {
@@ -173,7 +180,7 @@ fn frame_arguments_and_locals_equal_sos() {
     truths.sort();
     let known = tests::names();
     let (mut dumps, mut frames, mut vars, mut values, mut no_data) = (0, 0, 0, 0, 0);
-    let mut stale_names = 0;
+    let (mut stale_names, mut cut_short) = (0, 0);
     let mut diffs = Vec::new();
     for name in &truths {
         if !known.contains(name) {
@@ -228,7 +235,12 @@ fn frame_arguments_and_locals_equal_sos() {
                     ("argument", &sf.args, &fv.arguments, true),
                     ("local", &sf.locals, &fv.locals, false),
                 ] {
-                    let ours: Vec<SosVar> = o.iter().map(|v| as_sos(v, is_arg)).collect();
+                    let mut ours: Vec<SosVar> = o.iter().map(|v| as_sos(v, is_arg)).collect();
+                    if SOS_STOPS_SHORT.contains(&name.as_str()) && ours.len() > s.len() {
+                        // SOS's list stopped where the DAC failed: what it shows is compared.
+                        cut_short += ours.len() - s.len();
+                        ours.truncate(s.len());
+                    }
                     if ours.len() != s.len() {
                         diffs.push(format!(
                             "{name}: thread {os:#x} {}: {} {kind}s, SOS {}: ours {ours:?}, SOS {s:?} ({:?})",
@@ -288,7 +300,7 @@ fn frame_arguments_and_locals_equal_sos() {
     eprintln!(
         "{dumps} dumps, {frames} managed frames: {vars} arguments and locals equal to SOS's \
          ({values} with a value, {no_data} <no data>; {stale_names} names SOS repeated from \
-         the preceding argument)"
+         the preceding argument; {cut_short} of ours past where SOS's list stopped short)"
     );
     assert!(
         diffs.is_empty(),
