@@ -314,6 +314,11 @@ fn var_blocks(text: &str) -> std::collections::BTreeMap<u64, Vec<String>> {
 fn clrstack_a_prints_sos_parameters_and_locals() {
     let mut lines = 0;
     for name in tests::names() {
+        // SOS's lists stop short on the triage dump (the DAC fails part way through a frame's
+        // arguments and locals): tests/tests/frame_vars.rs compares what it shows there.
+        if name == "hang-net8-triage" {
+            continue;
+        }
         let Ok(sos) =
             std::fs::read_to_string(tests::dumps_dir().join(format!("{name}.sos-locals.txt")))
         else {
