@@ -398,17 +398,7 @@ impl<'r, M: Memory> ObjectReader<'r, M> {
 
     /// The object's size as the GC counts it (aligned), from its MethodTable and component count.
     pub fn object_size(&self, addr: u64, mt: &MethodTableInfo) -> Result<u64> {
-        let count = if mt.component_size != 0 {
-            self.mem()
-                .read_u32(addr + 8)
-                .map_err(|_| ClrError::read("array/string component count", addr + 8))?
-                as u64
-        } else {
-            0
-        };
-        Ok(align8(
-            mt.base_size as u64 + count * mt.component_size as u64,
-        ))
+        Ok(align8(self.unaligned_object_size(addr, mt)?))
     }
 
     /// The object's size unaligned (base size + components × component size), as the DAC's
